@@ -1,0 +1,98 @@
+"""The one converter: messages, envelopes and events to JSON-ready dicts and back.
+
+Payloads are a tagged union over every registered :class:`Message` subclass, tagged by
+``kind``. The union is open (classes register at import), so the hooks dispatch on the tag
+at call time instead of freezing a ``Union[...]`` when the converter is built.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+
+from runtime.messages import Message, message_class
+
+__all__ = ["DecodeError", "converter", "decode", "dumps", "encode", "loads"]
+
+T = TypeVar("T")
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+class DecodeError(ValueError):
+    """Raised when data does not describe a registered message; names the problem."""
+
+
+def _is_message_type(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Message)
+
+
+_unstructure_fns: dict[type[Message], Any] = {}
+_structure_fns: dict[type[Message], Any] = {}
+
+
+def _unstructure_message(obj: Message) -> dict[str, Any]:
+    cls = type(obj)
+    fn = _unstructure_fns.get(cls)
+    if fn is None:
+        fn = _unstructure_fns[cls] = make_dict_unstructure_fn(cls, converter)
+    data: dict[str, Any] = fn(obj)
+    return {"kind": cls.kind, **data}
+
+
+def _structure_message(data: Any, declared: type[Message]) -> Message:
+    if not isinstance(data, dict) or "kind" not in data:
+        raise DecodeError(f"expected an object with a 'kind' tag for {declared.__name__}, got {data!r}")
+    try:
+        cls = message_class(data["kind"])
+    except KeyError as exc:
+        raise DecodeError(str(exc.args[0])) from None
+    if not issubclass(cls, declared):
+        raise DecodeError(f"kind {data['kind']!r} is not a {declared.__name__}")
+    fn = _structure_fns.get(cls)
+    if fn is None:
+        fn = _structure_fns[cls] = make_dict_structure_fn(
+            cls, converter, _cattrs_forbid_extra_keys=True
+        )
+    body = {k: v for k, v in data.items() if k != "kind"}
+    result: Message = fn(body, cls)
+    return result
+
+
+converter.register_unstructure_hook_func(_is_message_type, _unstructure_message)
+converter.register_structure_hook_func(_is_message_type, _structure_message)
+
+
+def encode(obj: Any) -> Any:
+    """Unstructure any registered message, envelope or event to JSON-ready data."""
+    if isinstance(obj, Message):
+        return _unstructure_message(obj)
+    return converter.unstructure(obj)
+
+
+def decode(data: Any, cls: type[T]) -> T:
+    """Structure ``data`` into ``cls``; failures raise :class:`DecodeError` with the reason."""
+    try:
+        return converter.structure(data, cls)
+    except DecodeError:
+        raise
+    except Exception as exc:
+        raise DecodeError(_describe(exc)) from exc
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(encode(obj), separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str, cls: type[T]) -> T:
+    return decode(json.loads(text), cls)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        notes = cattrs.transform_error(exc)
+        return "; ".join(notes)
+    return f"{type(exc).__name__}: {exc}"

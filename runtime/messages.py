@@ -1,0 +1,110 @@
+"""Typed messages, addresses and the envelope that carries them.
+
+Every payload is a frozen, keyword-only attrs class registered under a ``kind`` tag.
+Inside the process instances travel by reference; the codec turns them into JSON only at
+boundaries (event log, websocket, process hops), so registering costs nothing on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
+
+import attrs
+
+__all__ = [
+    "Address",
+    "Envelope",
+    "Message",
+    "message",
+    "message_class",
+    "registered_kinds",
+]
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """Base of every payload. Subclasses are declared with :func:`message`."""
+
+    kind: ClassVar[str] = "message"
+
+
+_REGISTRY: dict[str, type[Message]] = {}
+
+M = TypeVar("M", bound=type[Message])
+
+
+def message(kind: str | None = None) -> Callable[[M], M]:
+    """Declare a payload class: frozen, keyword-only, registered under ``kind``.
+
+    The tag defaults to the class name in snake_case. Registering two classes under one tag
+    is a programming error and fails at import time, not at decode time.
+    """
+
+    def decorate(cls: M) -> M:
+        tag = kind or _snake(cls.__name__)
+        existing = _REGISTRY.get(tag)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise TypeError(
+                f"message kind {tag!r} is already registered by {existing.__module__}."
+                f"{existing.__qualname__}; pass message(kind=...) to choose another tag"
+            )
+        frozen = attrs.frozen(kw_only=True)(cls)
+        frozen.kind = tag
+        _REGISTRY[tag] = frozen
+        return frozen  # type: ignore[return-value]
+
+    return decorate
+
+
+def message_class(kind: str) -> type[Message]:
+    """Return the class registered under ``kind`` or raise ``KeyError`` naming the known kinds."""
+    try:
+        return _REGISTRY[kind]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "(none)"
+        raise KeyError(f"unknown message kind {kind!r}; registered kinds: {known}") from None
+
+
+def registered_kinds() -> dict[str, type[Message]]:
+    return dict(_REGISTRY)
+
+
+def _snake(name: str) -> str:
+    out: list[str] = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and not name[i - 1].isupper():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+@attrs.frozen(order=True)
+class Address:
+    """Where a message goes: ``(kind, key)``, e.g. ``("agent", "alice")``."""
+
+    kind: str
+    key: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.key}" if self.key else self.kind
+
+
+@attrs.frozen(kw_only=True)
+class Envelope:
+    """A payload in transit.
+
+    ``timestamp`` is ``trio.current_time()`` at send, so it follows test clocks.
+    ``correlation_id`` ties a reply to its request; plain tells carry ``None``.
+    """
+
+    sender: Address | None
+    recipient: Address
+    payload: Message
+    correlation_id: int | None = None
+    timestamp: float = 0.0
+    is_reply: bool = False
+
+    def redirected(self, to: Address) -> Envelope:
+        return attrs.evolve(self, recipient=to)
+

@@ -1,0 +1,76 @@
+"""Routing rules: small pure objects that decide what happens to an envelope.
+
+A rule answers ``decide(envelope, facts)`` with :class:`Deliver`, :class:`Drop`,
+:class:`Hold` or :class:`Redirect`. ``facts`` is a read-only mapping the router keeps from
+the messages it sees (through :class:`FactObserver`s) and from explicit updates. Mode toggles
+are rules, so "injection off" or "defer voting" are a line of configuration, not ``if``s in
+actors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from runtime.messages import Address, Envelope
+
+__all__ = [
+    "DELIVER",
+    "Decision",
+    "Deliver",
+    "Drop",
+    "FactObserver",
+    "Facts",
+    "Hold",
+    "Redirect",
+    "RoutingRule",
+    "rule_name",
+]
+
+Facts = Mapping[str, Any]
+
+
+@attrs.frozen
+class Deliver:
+    pass
+
+
+DELIVER = Deliver()
+
+
+@attrs.frozen
+class Drop:
+    reason: str
+
+
+@attrs.frozen
+class Hold:
+    """Park the envelope until ``until(facts)`` is true; checked whenever facts change."""
+
+    until: Callable[[Facts], bool]
+    reason: str = "held"
+
+
+@attrs.frozen
+class Redirect:
+    to: Address
+
+
+Decision = Deliver | Drop | Hold | Redirect
+
+
+class RoutingRule(Protocol):
+    def decide(self, envelope: Envelope, facts: Facts) -> Decision: ...
+
+
+class FactObserver(Protocol):
+    """Turns routed envelopes into fact updates (``None`` when the envelope changes nothing)."""
+
+    def observe(self, envelope: Envelope, facts: Facts) -> Mapping[str, Any] | None: ...
+
+
+def rule_name(rule: object) -> str:
+    name = getattr(rule, "name", None)
+    return name if isinstance(name, str) else type(rule).__name__

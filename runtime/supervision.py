@@ -1,0 +1,317 @@
+"""OTP-style supervision on trio nurseries and cancel scopes.
+
+A :class:`Supervisor` runs its children as tasks in its own nursery and is told when one
+exits. What it does next follows Erlang/OTP: the child's restart type (permanent, transient,
+temporary) decides *whether* to restart, the strategy (one_for_one, one_for_all,
+rest_for_one) decides *what else* restarts, and the intensity (max restarts within a period)
+decides when to give up and escalate: the supervisor stops everything and raises
+:class:`RestartIntensityExceeded`, which its own parent sees as a crash.
+
+Stopping is ordered: reverse start order, each child asked to stop gracefully and cancelled
+if it has not finished within its ``shutdown`` timeout. If the supervisor itself is cancelled
+(Ctrl+C), its nursery cancels every child at once; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+import attrs
+import trio
+
+from runtime.errors import RestartIntensityExceeded
+from runtime.events import ChildExited, ChildStarted, ChildStopped, Event, SupervisorEscalated
+
+__all__ = [
+    "ChildSpec",
+    "Restart",
+    "StopSignal",
+    "Strategy",
+    "Supervisor",
+    "SupervisorSpec",
+]
+
+
+class Strategy(enum.Enum):
+    ONE_FOR_ONE = "one_for_one"
+    ONE_FOR_ALL = "one_for_all"
+    REST_FOR_ONE = "rest_for_one"
+
+
+class Restart(enum.Enum):
+    PERMANENT = "permanent"
+    """Always restarted."""
+    TRANSIENT = "transient"
+    """Restarted only after a crash; a normal exit retires it."""
+    TEMPORARY = "temporary"
+    """Never restarted."""
+
+
+@attrs.frozen(kw_only=True)
+class SupervisorSpec:
+    strategy: Strategy = Strategy.ONE_FOR_ONE
+    intensity: int = attrs.field(default=3, validator=attrs.validators.ge(0))
+    """Restarts allowed within ``period`` seconds; one more escalates."""
+    period: float = attrs.field(default=5.0, validator=attrs.validators.gt(0))
+
+
+class StopSignal:
+    """Asks a running child to finish. Children register how to be woken."""
+
+    __slots__ = ("_callbacks", "requested")
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_request(self, callback: Callable[[], None]) -> None:
+        if self.requested:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def request(self) -> None:
+        if self.requested:
+            return
+        self.requested = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+
+ChildRun = Callable[[StopSignal, int], Awaitable[None]]
+"""Runs one incarnation of a child until it finishes; gets its stop signal and incarnation."""
+
+
+@attrs.frozen(kw_only=True)
+class ChildSpec:
+    id: str
+    run: ChildRun
+    restart: Restart = Restart.PERMANENT
+    shutdown: float = attrs.field(default=5.0, validator=attrs.validators.ge(0))
+    """Seconds a graceful stop may take before the child is cancelled (``math.inf``: wait)."""
+    retire: Callable[[], None] | None = None
+    """Called once when the child leaves the supervisor for good (not on restarts)."""
+
+
+class _Child:
+    __slots__ = ("done", "incarnation", "scope", "spec", "stop", "stopping")
+
+    def __init__(self, spec: ChildSpec) -> None:
+        self.spec = spec
+        self.incarnation = 0
+        self.stop = StopSignal()
+        self.scope = trio.CancelScope()
+        self.done = trio.Event()
+        self.stopping = False
+
+
+@attrs.frozen
+class _Exited:
+    child: _Child
+    incarnation: int
+    error: Exception | None
+
+
+@attrs.frozen
+class _StartRequest:
+    spec: ChildSpec
+
+
+@attrs.frozen
+class _TerminateRequest:
+    child_id: str
+    done: trio.Event
+
+
+class _Shutdown:
+    pass
+
+
+_Control = _Exited | _StartRequest | _TerminateRequest | _Shutdown
+
+
+class Supervisor:
+    """Supervises children under a :class:`SupervisorSpec`; see the module docstring."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: SupervisorSpec,
+        *,
+        record: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self._record = record
+        self._children: list[_Child] = []
+        self._restarts: deque[float] = deque()
+        self._control_send, self._control_receive = trio.open_memory_channel[_Control](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self.restart_count = 0
+
+    def which_children(self) -> list[str]:
+        """Ids of current children in start order."""
+        return [c.spec.id for c in self._children]
+
+    def start_child(self, spec: ChildSpec) -> None:
+        """Add and start a child. Safe from any task; ordering is preserved."""
+        if any(c.spec.id == spec.id for c in self._children):
+            raise ValueError(f"supervisor {self.name} already has a child {spec.id!r}")
+        if self._nursery is None:
+            self._control_send.send_nowait(_StartRequest(spec))
+            return
+        self._launch(_Child(spec), first=True)
+
+    async def terminate_child(self, child_id: str) -> None:
+        """Stop a child gracefully (within its shutdown timeout) and forget it."""
+        done = trio.Event()
+        self._control_send.send_nowait(_TerminateRequest(child_id, done))
+        await done.wait()
+
+    async def run(self, stop: StopSignal, incarnation: int = 1) -> None:
+        """Supervise until ``stop`` is requested; raises on escalation."""
+        stop.on_request(lambda: self._control_send.send_nowait(_Shutdown()))
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                await self._supervise()
+            finally:
+                self._nursery = None
+                await self._stop_children(list(self._children))
+
+    async def _supervise(self) -> None:
+        async for item in self._control_receive:
+            if isinstance(item, _Shutdown):
+                return
+            if isinstance(item, _StartRequest):
+                self.start_child(item.spec)
+            elif isinstance(item, _TerminateRequest):
+                await self._terminate(item)
+            elif item.child.incarnation == item.incarnation and not item.child.stopping:
+                await self._on_exit(item.child, item.error)
+
+    async def _terminate(self, request: _TerminateRequest) -> None:
+        for child in self._children:
+            if child.spec.id == request.child_id:
+                await self._stop_children([child])
+                self._retire(child)
+                break
+        request.done.set()
+
+    def _launch(self, child: _Child, *, first: bool) -> None:
+        assert self._nursery is not None
+        if first:
+            self._children.append(child)
+        child.incarnation += 1
+        child.stop = StopSignal()
+        child.scope = trio.CancelScope()
+        child.done = trio.Event()
+        child.stopping = False
+        self._emit(
+            ChildStarted(
+                at=trio.current_time(),
+                supervisor=self.name,
+                child=child.spec.id,
+                incarnation=child.incarnation,
+            )
+        )
+        self._nursery.start_soon(self._run_child, child, child.incarnation)
+
+    async def _run_child(self, child: _Child, incarnation: int) -> None:
+        error: Exception | None = None
+        try:
+            with child.scope:
+                await child.spec.run(child.stop, incarnation)
+        except Exception as exc:
+            error = _unwrap(exc)
+        finally:
+            child.done.set()
+        self._control_send.send_nowait(_Exited(child, incarnation, error))
+
+    async def _on_exit(self, child: _Child, error: Exception | None) -> None:
+        restart = child.spec.restart is Restart.PERMANENT or (
+            child.spec.restart is Restart.TRANSIENT and error is not None
+        )
+        reason = None if error is None else f"{type(error).__name__}: {error}"
+        if not restart:
+            self._emit(self._exited(child, reason, "retire"))
+            self._retire(child)
+            return
+        if self._intensity_exceeded():
+            self._emit(self._exited(child, reason, "escalate"))
+            exc = RestartIntensityExceeded(self.name, self.spec.intensity, self.spec.period, error)
+            self._emit(SupervisorEscalated(at=trio.current_time(), supervisor=self.name, error=str(exc)))
+            raise exc
+        self._emit(self._exited(child, reason, "restart"))
+        self.restart_count += 1
+        index = self._children.index(child)
+        if self.spec.strategy is Strategy.ONE_FOR_ONE:
+            siblings: list[_Child] = []
+        elif self.spec.strategy is Strategy.ONE_FOR_ALL:
+            siblings = [c for c in self._children if c is not child]
+        else:
+            siblings = self._children[index + 1 :]
+        await self._stop_children(siblings)
+        for sibling in siblings:
+            if sibling.spec.restart is Restart.TEMPORARY:
+                self._retire(sibling)
+        for candidate in list(self._children):
+            if candidate is child or candidate in siblings:
+                self._launch(candidate, first=False)
+
+    def _intensity_exceeded(self) -> bool:
+        now = trio.current_time()
+        self._restarts.append(now)
+        while self._restarts and self._restarts[0] < now - self.spec.period:
+            self._restarts.popleft()
+        return len(self._restarts) > self.spec.intensity
+
+    async def _stop_children(self, children: list[_Child]) -> None:
+        """Stop in reverse start order; each gets its shutdown timeout, then is cancelled."""
+        for child in reversed(children):
+            if child.done.is_set():
+                continue
+            child.stopping = True
+            child.stop.request()
+            how = "graceful"
+            with trio.move_on_after(child.spec.shutdown):
+                await child.done.wait()
+            if not child.done.is_set():
+                how = "killed"
+                child.scope.cancel()
+                await child.done.wait()
+            self._emit(
+                ChildStopped(
+                    at=trio.current_time(), supervisor=self.name, child=child.spec.id, how=how
+                )
+            )
+
+    def _retire(self, child: _Child) -> None:
+        if child in self._children:
+            self._children.remove(child)
+        if child.spec.retire is not None:
+            child.spec.retire()
+
+    def _exited(self, child: _Child, reason: str | None, action: str) -> ChildExited:
+        return ChildExited(
+            at=trio.current_time(),
+            supervisor=self.name,
+            child=child.spec.id,
+            error=reason,
+            action=action,
+        )
+
+    def _emit(self, event: Event) -> None:
+        if self._record is not None:
+            self._record(event)
+
+
+def _unwrap(exc: Exception) -> Exception:
+    """A nursery wraps a lone crash in an ExceptionGroup; report the crash itself."""
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -1,0 +1,520 @@
+"""The actor system: names, routes, supervises and shuts down.
+
+Routing happens inline in the sender's task (no router task, no extra hop): the rules run,
+the envelope lands in the recipient's mailbox, and the event taps hear about it. A rule that
+raises surfaces to the sender as :class:`RoutingRuleError`; the router has no task to kill.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+import trio
+
+from runtime.actor import ActorFactory, run_incarnation
+from runtime.errors import (
+    AskTimeout,
+    RedirectLoop,
+    RoutingRuleError,
+    SystemClosed,
+    Undeliverable,
+)
+from runtime.eventlog import EventTap, JsonlEventLog
+from runtime.events import (
+    DeadLetter,
+    DeadLetterCause,
+    Delivered,
+    Event,
+    Held,
+    LogOpened,
+    Redirected,
+    Released,
+)
+from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics
+from runtime.messages import Address, Envelope, Message
+from runtime.routing import Deliver, Drop, FactObserver, Facts, Hold, Redirect, RoutingRule, rule_name
+from runtime.supervision import ChildSpec, Restart, StopSignal, Supervisor, SupervisorSpec
+
+__all__ = ["ActorSystem", "SystemStatistics", "open_actor_system"]
+
+_MAX_REDIRECTS = 8
+
+
+@attrs.frozen(kw_only=True)
+class SystemStatistics:
+    routed: int
+    delivered: int
+    held_now: int
+    released: int
+    redirected: int
+    dead_letters: int
+    actors: int
+    restarts: int
+
+
+class _PendingReply:
+    __slots__ = ("error", "event", "value")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.value: Any = None
+        self.error: Exception | None = None
+
+
+@attrs.define
+class _HeldEnvelope:
+    envelope: Envelope
+    hold: Hold
+
+
+class ActorSystem:
+    """Use through :func:`open_actor_system`."""
+
+    def __init__(self, name: str, root: SupervisorSpec, taps: Iterable[EventTap]) -> None:
+        self.name = name
+        self._taps: list[EventTap] = list(taps)
+        self.root = Supervisor(name, root, record=self.record)
+        self._mailboxes: dict[Address, Mailbox] = {}
+        self._global_rules: list[RoutingRule] = []
+        self._address_rules: dict[Address, list[RoutingRule]] = {}
+        self._rules_cache: dict[Address, tuple[RoutingRule, ...]] = {}
+        self._observers: list[FactObserver] = []
+        self._facts: dict[str, Any] = {}
+        self.facts: Facts = MappingProxyType(self._facts)
+        self._held: list[_HeldEnvelope] = []
+        self._pending: dict[int, _PendingReply] = {}
+        self._correlation = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
+        self._routed = 0
+        self._delivered = 0
+        self._released = 0
+        self._redirected = 0
+        self._dead_letters = 0
+
+    # ------------------------------------------------------------------ actors
+
+    def spawn(
+        self,
+        address: Address,
+        factory: ActorFactory,
+        *,
+        restart: Restart = Restart.PERMANENT,
+        shutdown: float = 5.0,
+        mailbox: MailboxSpec | None = None,
+        supervisor: Supervisor | None = None,
+    ) -> None:
+        """Register a mailbox at ``address`` and start the actor under ``supervisor`` (root)."""
+        (supervisor or self.root).start_child(
+            self.actor_child(
+                address, factory, restart=restart, shutdown=shutdown, mailbox=mailbox
+            )
+        )
+
+    def actor_child(
+        self,
+        address: Address,
+        factory: ActorFactory,
+        *,
+        restart: Restart = Restart.PERMANENT,
+        shutdown: float = 5.0,
+        mailbox: MailboxSpec | None = None,
+    ) -> ChildSpec:
+        """A child spec for an actor; its mailbox exists from now until the child retires."""
+        if self._closed:
+            raise SystemClosed(f"actor system {self.name} is shut down; cannot spawn {address}")
+        if address in self._mailboxes:
+            raise ValueError(f"an actor is already registered at {address}")
+        box = Mailbox(address, mailbox or MailboxSpec())
+        self._mailboxes[address] = box
+
+        async def run(stop: StopSignal, incarnation: int) -> None:
+            await run_incarnation(self, box, factory, stop, incarnation)
+
+        return ChildSpec(
+            id=str(address),
+            run=run,
+            restart=restart,
+            shutdown=shutdown,
+            retire=lambda: self._retire(address),
+        )
+
+    def supervisor_child(
+        self, name: str, spec: SupervisorSpec, *, restart: Restart = Restart.PERMANENT
+    ) -> tuple[Supervisor, ChildSpec]:
+        """A nested supervisor; start it with ``parent.start_child(child_spec)``."""
+        sup = Supervisor(name, spec, record=self.record)
+
+        async def run(stop: StopSignal, incarnation: int) -> None:
+            await sup.run(stop, incarnation)
+
+        return sup, ChildSpec(id=name, run=run, restart=restart, shutdown=math.inf)
+
+    def _retire(self, address: Address) -> None:
+        box = self._mailboxes.pop(address, None)
+        self._rules_cache.pop(address, None)
+        if box is None:
+            return
+        for envelope in box.drain():
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, f"{address} has stopped")
+        box.close()
+
+    def is_registered(self, address: Address) -> bool:
+        return address in self._mailboxes
+
+    def mailbox_statistics(self, address: Address) -> MailboxStatistics:
+        return self._mailboxes[address].statistics()
+
+    # ------------------------------------------------------------------ rules & facts
+
+    def add_rule(self, rule: RoutingRule, *, at: Address | None = None) -> None:
+        """Attach a rule system-wide (``at=None``) or to one mailbox. Held mail is re-checked."""
+        if at is None:
+            self._global_rules.append(rule)
+        else:
+            self._address_rules.setdefault(at, []).append(rule)
+        self._rules_cache.clear()
+        self._recheck_held()
+
+    def remove_rule(self, rule: RoutingRule) -> None:
+        if rule in self._global_rules:
+            self._global_rules.remove(rule)
+        for rules in self._address_rules.values():
+            if rule in rules:
+                rules.remove(rule)
+        self._rules_cache.clear()
+        self._recheck_held()
+
+    def add_observer(self, observer: FactObserver) -> None:
+        self._observers.append(observer)
+
+    def update_facts(self, changes: Mapping[str, Any]) -> None:
+        """Change facts and release held envelopes whose condition now holds."""
+        changed = False
+        for key, value in changes.items():
+            if self._facts.get(key, _MISSING) != value:
+                self._facts[key] = value
+                changed = True
+        if changed:
+            self._recheck_held()
+
+    def _rules_for(self, address: Address) -> tuple[RoutingRule, ...]:
+        rules = self._rules_cache.get(address)
+        if rules is None:
+            rules = (*self._global_rules, *self._address_rules.get(address, ()))
+            self._rules_cache[address] = rules
+        return rules
+
+    def held(self) -> list[Envelope]:
+        return [h.envelope for h in self._held]
+
+    # ------------------------------------------------------------------ sending
+
+    def _envelope(
+        self, to: Address, payload: Message, sender: Address | None, cid: int | None = None
+    ) -> Envelope:
+        return Envelope(
+            sender=sender,
+            recipient=to,
+            payload=payload,
+            correlation_id=cid,
+            timestamp=trio.current_time(),
+        )
+
+    async def tell(self, to: Address, payload: Message, *, sender: Address | None = None) -> None:
+        """Route and enqueue; waits for room if the mailbox blocks when full."""
+        await self.send_envelope(self._envelope(to, payload, sender))
+
+    def tell_nowait(self, to: Address, payload: Message, *, sender: Address | None = None) -> None:
+        """Route and enqueue now; a full mailbox raises ``trio.WouldBlock`` or ``MailboxFull``."""
+        self.send_envelope_nowait(self._envelope(to, payload, sender))
+
+    async def send_envelope(self, envelope: Envelope) -> None:
+        routed = self._route(envelope)
+        if routed is None:
+            await trio.lowlevel.checkpoint()
+            return
+        envelope, box = routed
+        await box.send(envelope)
+        self._after_delivery(envelope)
+
+    def send_envelope_nowait(self, envelope: Envelope) -> None:
+        routed = self._route(envelope)
+        if routed is None:
+            return
+        envelope, box = routed
+        box.send_nowait(envelope)
+        self._after_delivery(envelope)
+
+    async def ask(
+        self,
+        to: Address,
+        payload: Message,
+        *,
+        sender: Address | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send a request and wait for the payload of its reply.
+
+        Raises :class:`AskTimeout` after ``timeout`` seconds, or :class:`Undeliverable` at once
+        if the request is dropped or crashes its handler. On cancellation the pending slot is
+        removed; a late reply is dead-lettered.
+        """
+        cid = next(self._correlation)
+        slot = _PendingReply()
+        self._pending[cid] = slot
+        try:
+            await self.send_envelope(self._envelope(to, payload, sender, cid))
+            if timeout is None:
+                await slot.event.wait()
+            else:
+                with trio.move_on_after(timeout):
+                    await slot.event.wait()
+                if not slot.event.is_set():
+                    raise AskTimeout(to, timeout)
+        finally:
+            self._pending.pop(cid, None)
+        if slot.error is not None:
+            raise slot.error
+        return slot.value
+
+    def reply(self, request: Envelope, payload: Message, *, sender: Address | None = None) -> None:
+        """Answer ``request``: to a waiting ``ask`` directly, else as a tell to its sender."""
+        cid = request.correlation_id
+        slot = self._pending.get(cid) if cid is not None else None
+        if request.sender is None and slot is None:
+            return
+        envelope = Envelope(
+            sender=sender,
+            recipient=request.sender or Address("asker"),
+            payload=payload,
+            correlation_id=cid,
+            timestamp=trio.current_time(),
+            is_reply=True,
+        )
+        if slot is not None:
+            slot.value = payload
+            slot.event.set()
+            self._delivered += 1
+            if self._taps:
+                self.record(Delivered(at=envelope.timestamp, envelope=envelope))
+            return
+        if cid is not None:
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, "the asker stopped waiting")
+            return
+        self.send_envelope_nowait(envelope)
+
+    # ------------------------------------------------------------------ routing
+
+    def _route(self, envelope: Envelope) -> tuple[Envelope, Mailbox] | None:
+        """Apply rules; return where to enqueue, or ``None`` if held or dead-lettered."""
+        if self._closed:
+            raise SystemClosed(f"actor system {self.name} is shut down")
+        self._routed += 1
+        for _ in range(_MAX_REDIRECTS):
+            decision = self._decide(envelope)
+            if type(decision) is Deliver:
+                box = self._mailboxes.get(envelope.recipient)
+                if box is None:
+                    self.dead_letter(
+                        envelope, DeadLetterCause.UNDELIVERABLE, f"no actor at {envelope.recipient}"
+                    )
+                    return None
+                return envelope, box
+            if isinstance(decision, Redirect):
+                self._redirected += 1
+                if self._taps:
+                    self.record(
+                        Redirected(at=trio.current_time(), envelope=envelope, to=decision.to)
+                    )
+                envelope = envelope.redirected(decision.to)
+                continue
+            if isinstance(decision, Drop):
+                self.dead_letter(envelope, DeadLetterCause.DROPPED, decision.reason)
+                return None
+            assert isinstance(decision, Hold)
+            self._held.append(_HeldEnvelope(envelope, decision))
+            if self._taps:
+                self.record(Held(at=trio.current_time(), envelope=envelope, reason=decision.reason))
+            return None
+        raise RedirectLoop(
+            f"envelope for {envelope.recipient} was redirected {_MAX_REDIRECTS} times; "
+            "check the Redirect rules for a cycle"
+        )
+
+    def _decide(self, envelope: Envelope) -> Deliver | Drop | Hold | Redirect:
+        facts = self.facts
+        for rule in self._rules_for(envelope.recipient):
+            try:
+                decision = rule.decide(envelope, facts)
+            except Exception as exc:
+                raise RoutingRuleError(rule_name(rule), exc) from exc
+            if type(decision) is not Deliver:
+                return decision
+        return _DELIVER
+
+    def _after_delivery(self, envelope: Envelope) -> None:
+        self._delivered += 1
+        if self._taps:
+            self.record(Delivered(at=envelope.timestamp, envelope=envelope))
+        if self._observers:
+            facts = self.facts
+            for observer in self._observers:
+                changes = observer.observe(envelope, facts)
+                if changes:
+                    self.update_facts(changes)
+
+    def _recheck_held(self) -> None:
+        if not self._held or self._closed:
+            return
+        ready = [h for h in self._held if h.hold.until(self.facts)]
+        if not ready:
+            return
+        self._held = [h for h in self._held if h not in ready]
+        for item in ready:
+            self._released += 1
+            self.record(Released(at=trio.current_time(), envelope=item.envelope))
+            self._release(item.envelope)
+
+    def _release(self, envelope: Envelope) -> None:
+        try:
+            routed = self._route(envelope)
+        except Exception as exc:
+            self._fail_ask(envelope, exc)
+            return
+        if routed is None:
+            return
+        envelope, box = routed
+        try:
+            box.send_nowait(envelope)
+        except trio.WouldBlock:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._deliver_later, envelope, box)
+            return
+        except Exception as exc:
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, str(exc))
+            return
+        self._after_delivery(envelope)
+
+    async def _deliver_later(self, envelope: Envelope, box: Mailbox) -> None:
+        await box.send(envelope)
+        self._after_delivery(envelope)
+
+    # ------------------------------------------------------------------ events
+
+    def record(self, event: Event) -> None:
+        for tap in self._taps:
+            tap.record(event)
+
+    def add_tap(self, tap: EventTap) -> None:
+        self._taps.append(tap)
+
+    def remove_tap(self, tap: EventTap) -> None:
+        if tap in self._taps:
+            self._taps.remove(tap)
+
+    def dead_letter(self, envelope: Envelope, cause: DeadLetterCause, reason: str) -> None:
+        self._dead_letters += 1
+        self.record(DeadLetter(at=trio.current_time(), envelope=envelope, cause=cause, reason=reason))
+        self._fail_ask(envelope, Undeliverable(envelope.recipient, f"{cause.value}: {reason}"))
+
+    def _fail_ask(self, envelope: Envelope, error: Exception) -> None:
+        if envelope.correlation_id is None or envelope.is_reply:
+            return
+        slot = self._pending.get(envelope.correlation_id)
+        if slot is not None and not slot.event.is_set():
+            slot.error = error
+            slot.event.set()
+
+    def statistics(self) -> SystemStatistics:
+        return SystemStatistics(
+            routed=self._routed,
+            delivered=self._delivered,
+            held_now=len(self._held),
+            released=self._released,
+            redirected=self._redirected,
+            dead_letters=self._dead_letters,
+            actors=len(self._mailboxes),
+            restarts=self.root.restart_count,
+        )
+
+    def _close(self) -> None:
+        """Dead-letter whatever is still queued or held: nothing vanishes silently."""
+        for item in self._held:
+            self.dead_letter(item.envelope, DeadLetterCause.UNDELIVERABLE, "system shut down while held")
+        self._held.clear()
+        for address in list(self._mailboxes):
+            self._retire(address)
+        self._closed = True
+
+
+_DELIVER = Deliver()
+_MISSING = object()
+
+
+@asynccontextmanager
+async def open_actor_system(
+    *,
+    name: str = "system",
+    supervisor: SupervisorSpec | None = None,
+    event_log: str | os.PathLike[str] | None = None,
+    taps: Iterable[EventTap] = (),
+) -> AsyncIterator[ActorSystem]:
+    """Run an actor system for the duration of the block.
+
+    Leaving the block stops every actor gracefully in reverse start order (each within its
+    shutdown timeout). Cancellation (Ctrl+C) cancels everything at once; either way no task
+    outlives the block, leftover mail is dead-lettered and the event log is closed. If the
+    root supervisor escalates, the block is cancelled and :class:`RestartIntensityExceeded`
+    is raised. A lone error is raised as itself, not wrapped in an ExceptionGroup.
+    """
+    log = JsonlEventLog(event_log) if event_log is not None else None
+    system = ActorSystem(name, supervisor or SupervisorSpec(), [*taps, *([log] if log else [])])
+    if log is not None:
+        system.record(LogOpened(at=trio.current_time(), wall_time=time.time(), pid=os.getpid()))
+    root_stop = StopSignal()
+    try:
+        async with trio.open_nursery() as nursery:
+            system._nursery = nursery
+
+            async def supervise_root() -> None:
+                await system.root.run(root_stop)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(supervise_root)
+            try:
+                yield system
+            finally:
+                root_stop.request()
+    except BaseExceptionGroup as group:
+        lone = _lone_error(group)
+        if lone is not None:
+            raise lone from None
+        raise
+    finally:
+        system._close()
+        if log is not None:
+            log.close()
+
+
+def _lone_error(group: BaseExceptionGroup[Any]) -> BaseException | None:
+    """The one real error in a nursery's group (ignoring Cancelled), so callers see it bare."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else None
