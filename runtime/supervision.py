@@ -173,10 +173,20 @@ class Supervisor:
         await done.wait()
 
     async def run(self, stop: StopSignal, incarnation: int = 1) -> None:
-        """Supervise until ``stop`` is requested; raises on escalation."""
+        """Supervise until ``stop`` is requested; raises on escalation.
+
+        A restarted supervisor starts afresh, as in OTP: its restart history is forgotten and
+        the children it stopped when it escalated are started again (temporary ones retire).
+        """
         stop.on_request(lambda: self._control_send.send_nowait(_Shutdown()))
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self._restarts.clear()
+            for child in list(self._children):
+                if child.spec.restart is Restart.TEMPORARY:
+                    self._retire(child)
+                else:
+                    self._launch(child, first=False)
             try:
                 await self._supervise()
             finally:

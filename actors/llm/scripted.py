@@ -1,0 +1,164 @@
+"""The embedded backend: deterministic, offline, with latency and failure injection.
+
+It reads the same prompt a real model would (see :mod:`actors.prompts`) and answers with
+real tool calls, so the agents' loop cannot tell it from a network model. Everything random
+comes from one ``random.Random`` seeded by ``(seed, agent id)``: the same config gives the
+same run, call for call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+import trio
+
+from actors.llm.base import ChatMessage, Completion, CompletionRequest, LLMError, ToolCall, Usage
+from actors.prompts import PromptView, parse_prompt
+from config.schema import Misbehaviour, ScriptedBackendConfig
+
+__all__ = ["ScriptedBackend", "answer_score"]
+
+
+def answer_score(content: str) -> int:
+    """The deterministic quality score every scripted voter agrees on."""
+    return int.from_bytes(hashlib.sha256(content.encode()).digest()[:8], "big")
+
+
+_IDEAS = (
+    "start from the simplest case that works and say why it works",
+    "name the trade-off explicitly so the reader can choose",
+    "give one concrete example before the general rule",
+    "check the edge cases: empty input, huge input, hostile input",
+    "prefer the option that is cheapest to undo",
+    "measure before optimising, and state what was measured",
+    "split the problem so each part can be verified alone",
+    "say what is out of scope so nobody waits for it",
+    "reuse what already exists before building anew",
+    "write the failure mode down next to the plan",
+)
+
+
+class ScriptedBackend:
+    """One scripted model for one agent."""
+
+    def __init__(self, *, agent_id: str, persona: str, policy: ScriptedBackendConfig, seed: int = 0) -> None:
+        self.agent_id = agent_id
+        self.persona = persona
+        self.policy = policy
+        self._rng = random.Random(f"{seed}:{agent_id}")
+        self.calls = 0
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        self.calls += 1
+        policy = self.policy
+        delay = policy.latency
+        if policy.jitter and delay:
+            delay *= 1 + self._rng.uniform(-policy.jitter, policy.jitter)
+        misbehave = policy.misbehave if self.calls <= policy.misbehave_calls else None
+        if misbehave is Misbehaviour.HANG or (policy.hang_rate and self._rng.random() < policy.hang_rate):
+            await trio.sleep_forever()
+        await trio.sleep(delay)
+        if misbehave is Misbehaviour.ERROR or (policy.error_rate and self._rng.random() < policy.error_rate):
+            raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
+        view = parse_prompt(request.messages)
+        offered = {t.name for t in request.tools}
+        if view.presentation is not None:
+            message = ChatMessage(role="assistant", content=self._present(view))
+        else:
+            if policy.malformed_rate and self._rng.random() < policy.malformed_rate:
+                misbehave = Misbehaviour.MALFORMED
+            message = self._round(view, offered, misbehave)
+        return Completion(message=message, usage=_usage(request, message))
+
+    def _round(self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None) -> ChatMessage:
+        mine = sorted(label for label in view.answers if label.split(".")[0] == view.me)
+        answer = self._compose(view, revision=len(mine) + 1)
+        vote_target = self._choose_vote(view)
+        if misbehave is Misbehaviour.NO_CALL:
+            return ChatMessage(role="assistant", content="I think the answers look fine.")
+        if misbehave is Misbehaviour.BOTH_CALLS:
+            return _calls(("new_answer", {"content": answer}), ("vote", {"agent_id": view.me, "reason": "both"}))
+        if misbehave is Misbehaviour.UNKNOWN_TOOL:
+            return _calls(("search_web", {"query": view.task}))
+        if misbehave is Misbehaviour.VOTE_WITHOUT_ANSWER:
+            return _calls(("vote", {"agent_id": "agent999", "reason": "no such answer"}))
+        if misbehave is Misbehaviour.DUPLICATE:
+            existing = next(iter(view.answers.values()), answer)
+            return _calls(("new_answer", {"content": existing}))
+        if misbehave is Misbehaviour.MALFORMED:
+            return ChatMessage(
+                role="assistant",
+                tool_calls=(ToolCall(id=self._call_id(), name="new_answer", arguments='{"content": "unterminated'),),
+            )
+        wants_to_answer = len(mine) < self.policy.answers
+        if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
+            return _calls(("new_answer", {"content": answer}), call_id=self._call_id())
+        if "vote" in offered and vote_target is not None:
+            reason = f"{vote_target} is the most complete"
+            return _calls(("vote", {"agent_id": vote_target, "reason": reason}), call_id=self._call_id())
+        return ChatMessage(role="assistant", content="Nothing to do.")
+
+    def _choose_vote(self, view: PromptView) -> str | None:
+        if not view.answers:
+            return None
+        authors = {label.split(".")[0] for label in view.answers}
+        wanted = self.policy.vote
+        if wanted == "self":
+            return view.me
+        if wanted != "best":
+            return wanted
+        latest: dict[str, str] = {}
+        for label, content in sorted(view.answers.items(), key=lambda kv: _label_key(kv[0])):
+            latest[label.split(".")[0]] = content
+        best = max(sorted(authors), key=lambda a: answer_score(latest[a]))
+        return best
+
+    def _compose(self, view: PromptView, *, revision: int) -> str:
+        if self.policy.answer_text is not None:
+            return self.policy.answer_text
+        rng = random.Random(f"{view.task}:{self.agent_id}:{revision}")
+        ideas = rng.sample(_IDEAS, 3)
+        lines = [f"{self.persona or self.agent_id} on: {view.task.strip()[:200]}"]
+        lines += [f"{i}. {idea.capitalize()}." for i, idea in enumerate(ideas, 1)]
+        if revision > 1:
+            lines.append(f"(revision {revision}, after reading {len(view.answers)} answers)")
+        return "\n".join(lines)
+
+    def _present(self, view: PromptView) -> str:
+        own = view.answers.get(view.own_label or "", "")
+        if view.presentation != "synthesize":
+            return own or self._compose(view, revision=1)
+        others = [label for label in sorted(view.answers, key=_label_key) if label != view.own_label]
+        base = own or next(iter(view.answers.values()), "")
+        if not others:
+            return base
+        gathered = "; ".join(
+            f"{label}: {view.answers[label].splitlines()[0][:80]}" for label in others
+        )
+        return f"{base}\n\nSynthesis: this merges the strongest points of {', '.join(others)} ({gathered})."
+
+    def _call_id(self) -> str:
+        return f"call_{self.agent_id}_{self.calls}"
+
+
+def _label_key(label: str) -> tuple[int, int]:
+    agent, _, seq = label.partition(".")
+    return int(agent.removeprefix("agent") or 0), int(seq or 0)
+
+
+def _calls(*calls: tuple[str, dict[str, str]], call_id: str = "call") -> ChatMessage:
+    return ChatMessage(
+        role="assistant",
+        tool_calls=tuple(
+            ToolCall(id=f"{call_id}_{i}", name=name, arguments=json.dumps(args))
+            for i, (name, args) in enumerate(calls)
+        ),
+    )
+
+
+def _usage(request: CompletionRequest, message: ChatMessage) -> Usage:
+    prompt = sum(len(m.content) for m in request.messages)
+    output = len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
+    return Usage(input_tokens=prompt // 4 + 1, output_tokens=output // 4 + 1)

@@ -1,0 +1,268 @@
+"""The coordination protocol: every message exchanged by agents, coordinator and bus.
+
+Agents are named by their config id inside the runtime; the anonymous ids (``agent1``..)
+and labels (``agent2.1``) are what the LLMs see.
+"""
+
+from __future__ import annotations
+
+from runtime import Event, Message, message
+
+__all__ = [
+    "AgentExcluded",
+    "AgentFailed",
+    "AgentStatusChanged",
+    "AnswerAccepted",
+    "AnswerAdded",
+    "AnswerView",
+    "AnswerVerdict",
+    "AnswersRequest",
+    "AnswersSnapshot",
+    "AnswerUpdate",
+    "AwaitResult",
+    "Continue",
+    "FinalAnswerProduced",
+    "LlmRequestFinished",
+    "LlmRequestStarted",
+    "OverrideDecision",
+    "Present",
+    "Presentation",
+    "ResumeRound",
+    "RoundRestarted",
+    "RunFinished",
+    "RunStarted",
+    "StartTask",
+    "StopWork",
+    "SubmitAnswer",
+    "SubmitVote",
+    "VoteAdded",
+    "VotesCleared",
+    "VotesReset",
+    "VotingComplete",
+    "VotingOpen",
+]
+
+
+@message()
+class AnswerView(Message):
+    """One answer as an agent sees it: anonymous label and (possibly truncated) content."""
+
+    label: str
+    content: str
+    truncated: bool = False
+
+
+# --- coordinator -> agents -------------------------------------------------------------
+
+
+@message()
+class StartTask(Message):
+    task: str
+
+
+@message()
+class VotingOpen(Message):
+    """"You may vote now". Held by the defer-voting rule until every live agent answered."""
+
+
+@message()
+class VotesReset(Message):
+    """A new answer cleared this agent's vote; it must look again."""
+
+
+@message()
+class StopWork(Message):
+    """Coordination is over: cancel any round in flight and wait (maybe to present)."""
+
+
+@message()
+class Present(Message):
+    """Produce the final answer. ``answers`` holds what the presenter bases it on."""
+
+    strategy: str
+    task: str
+    own_label: str
+    answers: tuple[AnswerView, ...]
+
+
+@message()
+class Presentation(Message):
+    content: str | None
+    error: str | None = None
+
+
+@message()
+class AnswersSnapshot(Message):
+    answers: tuple[AnswerView, ...]
+
+
+# --- bus -> agents ---------------------------------------------------------------------
+
+
+@message()
+class AnswerUpdate(Message):
+    """New answers from other agents, previews truncated to the configured length."""
+
+    answers: tuple[AnswerView, ...]
+
+
+# --- agents -> coordinator -------------------------------------------------------------
+
+
+@message()
+class SubmitAnswer(Message):
+    agent: str
+    content: str
+
+
+@message()
+class SubmitVote(Message):
+    agent: str
+    target: str
+    """Anonymous id of the agent voted for, e.g. ``agent2``."""
+    reason: str
+
+
+@message()
+class AnswerVerdict(Message):
+    """Coordinator's reply to a submission: ``error`` says what to fix when rejected."""
+
+    accepted: bool
+    label: str | None = None
+    error: str | None = None
+
+
+@message()
+class AnswersRequest(Message):
+    agent: str
+
+
+@message()
+class AgentFailed(Message):
+    agent: str
+    reason: str
+
+
+@message()
+class ResumeRound(Message):
+    """An agent tells itself to start its next round after queued updates are merged."""
+
+    generation: int
+
+
+# --- coordinator -> bus ----------------------------------------------------------------
+
+
+@message()
+class AnswerAccepted(Message):
+    agent: str
+    label: str
+    content: str
+
+
+# --- the outside world <-> coordinator -------------------------------------------------
+
+
+@message()
+class AwaitResult(Message):
+    """Asked by the run driver; answered with :class:`RunFinished` when the run ends."""
+
+
+@message()
+class RunFinished(Message):
+    final_answer: str | None
+    winner: str | None
+    presenter: str | None
+
+
+@message()
+class OverrideDecision(Message):
+    """A human picked the presenter during the override window."""
+
+    presenter: str
+
+
+@message()
+class Continue(Message):
+    """A human accepted the vote's winner during the override window."""
+
+
+# --- domain events (event log, progress, replay) ---------------------------------------
+
+
+@message()
+class RunStarted(Event):
+    task: str
+    agents: tuple[str, ...]
+    anonymous_ids: tuple[str, ...]
+    strategy: str
+
+
+@message()
+class AgentStatusChanged(Event):
+    agent: str
+    status: str
+    detail: str = ""
+
+
+@message()
+class AnswerAdded(Event):
+    agent: str
+    label: str
+    content: str
+
+
+@message()
+class VoteAdded(Event):
+    voter: str
+    label: str
+    reason: str
+
+
+@message()
+class VotesCleared(Event):
+    by_label: str
+    cleared: int
+
+
+@message()
+class AgentExcluded(Event):
+    agent: str
+    reason: str
+
+
+@message()
+class RoundRestarted(Event):
+    agent: str
+    round: int
+    policy: str
+
+
+@message()
+class LlmRequestStarted(Event):
+    agent: str
+    purpose: str
+
+
+@message()
+class LlmRequestFinished(Event):
+    agent: str
+    purpose: str
+    outcome: str
+    """``ok``, ``error``, ``timeout`` or ``cancelled``."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@message()
+class VotingComplete(Event):
+    winner: str
+    label: str
+    tally: dict[str, int]
+
+
+@message()
+class FinalAnswerProduced(Event):
+    presenter: str | None
+    strategy: str
+    content: str

@@ -1,0 +1,73 @@
+"""Mode state → orchestrator overrides: DESIGN.md's one table, as a pure function.
+
+| agent mode | refinement | overrides |
+|---|---|---|
+| any | on | none |
+| single | off | max_new_answers_per_agent=1, skip_voting, no final presentation |
+| multi | off | max_new_answers_per_agent=1, disable_injection, defer_voting_until_all_answered, synthesize |
+
+Plan mode is orthogonal: it selects the collaboration mode, never these overrides.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from config.schema import ConclaveConfig, FinalAnswerStrategy
+
+__all__ = ["AgentMode", "CollaborationMode", "ModeState", "apply_modes", "overrides"]
+
+
+class AgentMode(enum.Enum):
+    SINGLE = "single"
+    MULTI = "multi"
+
+
+class CollaborationMode(enum.Enum):
+    DEFAULT = "default"
+    PLAN = "plan"
+    EXECUTE = "execute"
+
+
+@attrs.frozen(kw_only=True)
+class ModeState:
+    plan_mode: bool = False
+    agent_mode: AgentMode = AgentMode.MULTI
+    active_agent: str | None = None
+    """In single mode, which configured agent runs (default: the first)."""
+    refinement: bool = True
+
+    @property
+    def collaboration_mode(self) -> CollaborationMode:
+        return CollaborationMode.PLAN if self.plan_mode else CollaborationMode.DEFAULT
+
+
+def overrides(state: ModeState) -> dict[str, Any]:
+    """Exactly the orchestrator fields the mode state changes, by name."""
+    if state.refinement:
+        return {}
+    if state.agent_mode is AgentMode.SINGLE:
+        return {"max_new_answers_per_agent": 1, "skip_voting": True, "no_final_presentation": True}
+    return {
+        "max_new_answers_per_agent": 1,
+        "disable_injection": True,
+        "defer_voting_until_all_answered": True,
+        "final_answer_strategy": FinalAnswerStrategy.SYNTHESIZE,
+    }
+
+
+def apply_modes(config: ConclaveConfig, state: ModeState) -> ConclaveConfig:
+    """The config a run actually uses: agents narrowed for single mode, overrides applied."""
+    agents = config.agents
+    if state.agent_mode is AgentMode.SINGLE:
+        wanted = state.active_agent or agents[0].id
+        chosen = [a for a in agents if a.id == wanted]
+        if not chosen:
+            known = ", ".join(a.id for a in agents)
+            raise ValueError(f"active agent {wanted!r} is not configured; configured agents: {known}")
+        agents = tuple(chosen)
+    orchestrator = attrs.evolve(config.orchestrator, **overrides(state))
+    return attrs.evolve(config, agents=agents, orchestrator=orchestrator)

@@ -1,0 +1,115 @@
+"""Shared vocabulary for the kernel tests: test messages, a journaling actor, event helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import trio
+
+from runtime import Actor, ActorContext, Address, Envelope, Message, message
+from runtime.eventlog import MemoryTap
+from runtime.events import Event
+
+
+@message(kind="rt_test.note")
+class Note(Message):
+    text: str
+
+
+@message(kind="rt_test.crash")
+class Crash(Message):
+    reason: str = "boom"
+
+
+@message(kind="rt_test.finish")
+class Finish(Message):
+    """Ask the actor to stop after this message (a normal exit)."""
+
+
+@message(kind="rt_test.hang")
+class Hang(Message):
+    """The handler never returns unless cancelled."""
+
+
+@message(kind="rt_test.nap")
+class Nap(Message):
+    seconds: float
+
+
+@message(kind="rt_test.echo")
+class Echo(Message):
+    text: str
+
+
+@message(kind="rt_test.silence")
+class Silence(Message):
+    """The handler returns without replying."""
+
+
+class Journal:
+    """What actors did, in order, as tuples: ("started" | "handled" | "stopping", ...)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[object, ...]] = []
+
+    def add(self, *entry: object) -> None:
+        self.entries.append(entry)
+
+    def starts(self, who: str) -> list[int]:
+        """Incarnation numbers of ``who`` in the order they started."""
+        return [e[2] for e in self.entries if e[0] == "started" and e[1] == who]  # type: ignore[misc]
+
+    def handled(self, who: str) -> list[tuple[str, int]]:
+        """(text, incarnation) of each Note ``who`` handled."""
+        return [(e[2], e[3]) for e in self.entries if e[0] == "handled" and e[1] == who]  # type: ignore[misc]
+
+    def of(self, kind: str) -> list[str]:
+        return [str(e[1]) for e in self.entries if e[0] == kind]
+
+
+class Worker(Actor):
+    """Journals its lifecycle and obeys the test messages above."""
+
+    def __init__(self, context: ActorContext, journal: Journal) -> None:
+        super().__init__(context)
+        self.journal = journal
+        self.name = context.address.key
+
+    async def started(self) -> None:
+        self.journal.add("started", self.name, self.context.incarnation)
+
+    async def handle(self, envelope: Envelope) -> None:
+        payload = envelope.payload
+        if isinstance(payload, Note):
+            self.journal.add("handled", self.name, payload.text, self.context.incarnation)
+        elif isinstance(payload, Crash):
+            raise RuntimeError(payload.reason)
+        elif isinstance(payload, Finish):
+            self.context.stop()
+        elif isinstance(payload, Hang):
+            await trio.sleep_forever()
+        elif isinstance(payload, Nap):
+            await trio.sleep(payload.seconds)
+            self.journal.add("napped", self.name, payload.seconds)
+        elif isinstance(payload, Echo):
+            self.context.reply(envelope, Echo(text=payload.text))
+
+    async def stopping(self) -> None:
+        self.journal.add("stopping", self.name, self.context.incarnation)
+
+
+def worker(journal: Journal) -> Callable[[ActorContext], Actor]:
+    return lambda context: Worker(context, journal)
+
+
+def addr(key: str) -> Address:
+    return Address("worker", key)
+
+
+E = TypeVar("E", bound=Event)
+
+
+def events(tap: MemoryTap, cls: type[E], **match: object) -> list[E]:
+    """Events of type ``cls`` whose attributes equal ``match``."""
+    return [e for e in tap.of_type(cls) if all(getattr(e, k) == v for k, v in match.items())]
