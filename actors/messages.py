@@ -28,7 +28,11 @@ __all__ = [
     "Present",
     "Presentation",
     "ResumeRound",
+    "PresentationDone",
     "RoundRestarted",
+    "RoundSettled",
+    "RoundStarted",
+    "RunEnded",
     "RunFinished",
     "RunStarted",
     "StartTask",
@@ -94,6 +98,8 @@ class Presentation(Message):
 @message()
 class AnswersSnapshot(Message):
     answers: tuple[AnswerView, ...]
+    visible: int
+    """How many answers (all versions) exist that the asker can see; a vote cites it."""
 
 
 # --- bus -> agents ---------------------------------------------------------------------
@@ -121,6 +127,8 @@ class SubmitVote(Message):
     target: str
     """Anonymous id of the agent voted for, e.g. ``agent2``."""
     reason: str
+    seen: int
+    """``visible`` of the snapshot the voter looked at; fewer than exist now means stale."""
 
 
 @message()
@@ -130,6 +138,8 @@ class AnswerVerdict(Message):
     accepted: bool
     label: str | None = None
     error: str | None = None
+    stale: bool = False
+    """Rejected because newer answers exist that the voter has not seen (not a failed try)."""
 
 
 @message()
@@ -266,3 +276,38 @@ class FinalAnswerProduced(Event):
     presenter: str | None
     strategy: str
     content: str
+
+
+@message()
+class RoundStarted(Event):
+    agent: str
+    round: int
+    tools: tuple[str, ...]
+
+
+@message()
+class RunEnded(Event):
+    termination: str
+    winner: str | None
+    final_answer: str | None
+
+
+# --- an agent's background work -> the agent itself ------------------------------------
+
+
+@message()
+class RoundSettled(Message):
+    """A round's work ended: ``outcome`` is answered, voted, stale or failed."""
+
+    generation: int
+    outcome: str
+    label: str | None = None
+    reason: str = ""
+
+
+@message()
+class PresentationDone(Message):
+    """The presenter's reply reached the coordinator's background task."""
+
+    content: str | None
+    error: str | None = None

@@ -15,7 +15,14 @@ from runtime.errors import (
     SystemClosed,
     Undeliverable,
 )
-from runtime.eventlog import EventLogCorrupt, EventLogReading, JsonlEventLog, MemoryTap, read_event_log
+from runtime.eventlog import (
+    EventLogCorrupt,
+    EventLogReading,
+    EventTap,
+    JsonlEventLog,
+    MemoryTap,
+    read_event_log,
+)
 from runtime.events import (
     ChildExited,
     ChildStarted,
@@ -32,7 +39,17 @@ from runtime.events import (
 )
 from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics, Overflow
 from runtime.messages import Address, Envelope, Message, message
-from runtime.routing import DELIVER, Deliver, Drop, Facts, Hold, Redirect, RoutingRule
+from runtime.routing import (
+    DELIVER,
+    Decision,
+    Deliver,
+    Drop,
+    FactObserver,
+    Facts,
+    Hold,
+    Redirect,
+    RoutingRule,
+)
 from runtime.supervision import ChildSpec, Restart, StopSignal, Strategy, Supervisor, SupervisorSpec
 from runtime.system import ActorSystem, SystemStatistics, open_actor_system
 
@@ -51,6 +68,7 @@ __all__ = [
     "ConclaveRuntimeError",
     "DeadLetter",
     "DeadLetterCause",
+    "Decision",
     "DecodeError",
     "Deliver",
     "Delivered",
@@ -59,6 +77,8 @@ __all__ = [
     "Event",
     "EventLogCorrupt",
     "EventLogReading",
+    "EventTap",
+    "FactObserver",
     "Facts",
     "Held",
     "Hold",

@@ -1,0 +1,407 @@
+"""AgentActor: one agent's LLM loop, driven by messages.
+
+Each round is background work in the actor's nursery; the actor keeps handling messages
+while it runs. When updates with answers the agent has not seen arrive mid-round, the
+in-flight policy decides: ``cancel`` stops the request now and schedules ONE restart by
+telling itself ``ResumeRound`` (which queues behind every update already waiting, so a burst
+becomes one restart); ``finish`` lets the request complete, discards it, and re-runs once.
+While a round is submitting its result to the coordinator it is never cancelled: a submission
+the coordinator accepted must not be forgotten by the agent.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+import trio
+
+from actors.llm.base import ChatMessage, Completion, CompletionRequest, LLMBackend, LLMError, ToolSchema
+from actors.messages import (
+    AgentFailed,
+    AgentStatusChanged,
+    AnswersRequest,
+    AnswersSnapshot,
+    AnswerUpdate,
+    AnswerVerdict,
+    AnswerView,
+    LlmRequestFinished,
+    LlmRequestStarted,
+    Present,
+    Presentation,
+    ResumeRound,
+    RoundRestarted,
+    RoundSettled,
+    RoundStarted,
+    StartTask,
+    StopWork,
+    SubmitAnswer,
+    SubmitVote,
+    VotesReset,
+    VotingOpen,
+)
+from actors.prompts import presentation_messages, round_messages
+from actors.workflow import NewAnswer, WorkflowError, parse_workflow_call, workflow_tools
+from config.schema import InFlightPolicy, OrchestratorConfig
+from runtime import Actor, ActorContext, Address, AskTimeout, ConclaveRuntimeError, Envelope
+
+__all__ = ["AgentActor", "AgentMemory", "AgentStatus", "AgentSetup"]
+
+_SUBMIT_TIMEOUT = 60.0
+
+
+class AgentStatus(enum.Enum):
+    IDLE = "idle"
+    WORKING = "working"
+    RESTARTING = "restarting"
+    AWAITING_VOTE = "answered"
+    """Answered; waiting for "you may vote now"."""
+    ANSWERED = "answered, no voting"
+    VOTED = "voted"
+    STOPPED = "stopped"
+    PRESENTING = "presenting"
+    EXCLUDED = "excluded"
+
+
+@attrs.define
+class AgentMemory:
+    """What an agent knows. Owned by the run so it survives a crash of the actor."""
+
+    task: str = ""
+    view: dict[str, AnswerView] = attrs.Factory(dict)
+    """Latest answer seen per anonymous author."""
+    labels_seen: set[str] = attrs.Factory(set)
+    snapshot_visible: int = 0
+    answers_given: int = 0
+    voting_open: bool = False
+    status: AgentStatus = AgentStatus.IDLE
+    round: int = 0
+    generation: int = 0
+    stale: bool = False
+    """Answers arrived after this round's prompt was built."""
+    prompt_built: bool = False
+    committing: bool = False
+    """The round's result went to the coordinator; from here on it is never cancelled."""
+
+
+@attrs.frozen(kw_only=True)
+class AgentSetup:
+    agent: str
+    anonymous_id: str
+    agents: int
+    persona: str
+    coordinator: Address
+    orchestrator: OrchestratorConfig
+
+
+class AgentActor(Actor):
+    def __init__(
+        self, context: ActorContext, *, setup: AgentSetup, backend: LLMBackend, memory: AgentMemory
+    ) -> None:
+        super().__init__(context)
+        self.setup = setup
+        self.backend = backend
+        self.memory = memory
+        self._round_scope: trio.CancelScope | None = None
+
+    async def started(self) -> None:
+        if self.memory.status in (AgentStatus.WORKING, AgentStatus.RESTARTING):
+            self._start_round()
+
+    async def handle(self, envelope: Envelope) -> None:
+        payload = envelope.payload
+        memory = self.memory
+        if isinstance(payload, StartTask):
+            memory.task = payload.task
+            if memory.status is AgentStatus.IDLE:
+                self._start_round()
+        elif isinstance(payload, AnswerUpdate):
+            self._on_update(payload.answers)
+        elif isinstance(payload, VotingOpen):
+            memory.voting_open = True
+            if memory.status in (AgentStatus.AWAITING_VOTE, AgentStatus.ANSWERED):
+                self._start_round()
+        elif isinstance(payload, VotesReset):
+            if memory.status is AgentStatus.VOTED:
+                self._start_round()
+        elif isinstance(payload, ResumeRound):
+            if payload.generation == memory.generation and memory.status is AgentStatus.RESTARTING:
+                self._start_round()
+        elif isinstance(payload, RoundSettled):
+            self._on_settled(payload)
+        elif isinstance(payload, StopWork):
+            self._cancel_round()
+            memory.generation += 1
+            self._set_status(AgentStatus.STOPPED)
+        elif isinstance(payload, Present):
+            self._set_status(AgentStatus.PRESENTING)
+            self.context.start_soon(self._present, envelope, payload)
+
+    # -- rounds ---------------------------------------------------------------------------
+
+    def _offered(self) -> tuple[ToolSchema, ...]:
+        orch = self.setup.orchestrator
+        cap = orch.max_new_answers_per_agent
+        may_answer = cap is None or self.memory.answers_given < cap
+        may_vote = self.memory.voting_open and not orch.skip_voting and self.memory.answers_given > 0
+        return workflow_tools(may_answer=may_answer, may_vote=may_vote)
+
+    def _start_round(self) -> None:
+        memory = self.memory
+        tools = self._offered()
+        if not tools:
+            self._set_status(AgentStatus.ANSWERED)
+            return
+        memory.generation += 1
+        memory.round += 1
+        memory.stale = False
+        memory.prompt_built = False
+        memory.committing = False
+        self._set_status(AgentStatus.WORKING, f"round {memory.round}")
+        self.context.record(
+            RoundStarted(
+                at=trio.current_time(),
+                agent=self.setup.agent,
+                round=memory.round,
+                tools=tuple(t.name for t in tools),
+            )
+        )
+        self._round_scope = trio.CancelScope()
+        self.context.start_soon(self._round, memory.generation, tools, self._round_scope)
+
+    def _on_update(self, answers: tuple[AnswerView, ...]) -> None:
+        if not self._merge(answers):
+            return
+        memory = self.memory
+        if memory.status is AgentStatus.WORKING:
+            if not memory.prompt_built:
+                return  # the round has not read the view yet; it will see these answers
+            if memory.committing or self.setup.orchestrator.in_flight_policy is InFlightPolicy.FINISH:
+                memory.stale = True
+                return
+            self._cancel_round()
+            memory.generation += 1
+            self._restarted()
+            self._set_status(AgentStatus.RESTARTING)
+            self.context.tell_nowait(self.context.address, ResumeRound(generation=memory.generation))
+        elif memory.status is AgentStatus.ANSWERED:
+            self._start_round()
+
+    def _on_settled(self, settled: RoundSettled) -> None:
+        memory = self.memory
+        if settled.generation != memory.generation:
+            return
+        self._round_scope = None
+        memory.committing = False
+        if settled.outcome == "answered":
+            memory.answers_given += 1
+            skip = self.setup.orchestrator.skip_voting
+            if memory.voting_open and not skip:
+                self._start_round()
+            else:
+                self._set_status(AgentStatus.ANSWERED if skip else AgentStatus.AWAITING_VOTE)
+                if skip and memory.stale:
+                    self._start_round()
+        elif settled.outcome == "voted":
+            self._set_status(AgentStatus.VOTED)
+        elif settled.outcome == "stale":
+            self._restarted()
+            self._start_round()
+        else:
+            self._set_status(AgentStatus.EXCLUDED, settled.reason)
+            self.context.tell_nowait(
+                self.setup.coordinator, AgentFailed(agent=self.setup.agent, reason=settled.reason)
+            )
+            self.context.stop()
+
+    def _restarted(self) -> None:
+        self.context.record(
+            RoundRestarted(
+                at=trio.current_time(),
+                agent=self.setup.agent,
+                round=self.memory.round,
+                policy=self.setup.orchestrator.in_flight_policy.value,
+            )
+        )
+
+    def _cancel_round(self) -> None:
+        if self._round_scope is not None:
+            self._round_scope.cancel()
+            self._round_scope = None
+
+    async def _round(self, generation: int, tools: tuple[ToolSchema, ...], scope: trio.CancelScope) -> None:
+        with scope:
+            outcome, label, reason = await self._attempts(tools)
+            self.context.tell_nowait(
+                self.context.address,
+                RoundSettled(generation=generation, outcome=outcome, label=label, reason=reason),
+            )
+
+    async def _attempts(self, tools: tuple[ToolSchema, ...]) -> tuple[str, str | None, str]:
+        """Up to ``max_tries`` tries; returns (outcome, label, reason)."""
+        setup, memory = self.setup, self.memory
+        if any(t.name == "vote" for t in tools):
+            snapshot = await self.context.ask(
+                setup.coordinator, AnswersRequest(agent=setup.agent), timeout=_SUBMIT_TIMEOUT
+            )
+            assert isinstance(snapshot, AnswersSnapshot)
+            self._merge(snapshot.answers)
+            memory.snapshot_visible = snapshot.visible
+            memory.stale = False
+        messages = round_messages(
+            me=setup.anonymous_id,
+            agents=setup.agents,
+            task=memory.task,
+            answers=sorted(memory.view.values(), key=lambda v: v.label),
+            tools=[t.name for t in tools],
+            persona=setup.persona,
+        )
+        memory.prompt_built = True
+        last_error = ""
+        tries = setup.orchestrator.max_tries_per_round
+        for _ in range(tries):
+            try:
+                completion = await self._complete(messages, tools, "round")
+            except (LLMError, _RoundTimeout) as exc:
+                last_error = str(exc)
+                continue
+            if memory.stale:
+                return "stale", None, ""
+            try:
+                call = parse_workflow_call(completion.message, tools)
+            except WorkflowError as exc:
+                last_error = str(exc)
+                messages = [*messages, *_feedback(completion.message, last_error)]
+                continue
+            if isinstance(call, NewAnswer):
+                submission: SubmitAnswer | SubmitVote = SubmitAnswer(agent=setup.agent, content=call.content)
+            else:
+                submission = SubmitVote(
+                    agent=setup.agent, target=call.agent_id, reason=call.reason, seen=memory.snapshot_visible
+                )
+            memory.committing = True
+            try:
+                with trio.CancelScope(shield=True):
+                    verdict = await self.context.ask(setup.coordinator, submission, timeout=_SUBMIT_TIMEOUT)
+            except (AskTimeout, ConclaveRuntimeError) as exc:
+                memory.committing = False
+                last_error = f"the coordinator did not take the submission: {exc}"
+                continue
+            assert isinstance(verdict, AnswerVerdict)
+            if verdict.accepted:
+                if isinstance(call, NewAnswer):
+                    assert verdict.label is not None
+                    self._merge((AnswerView(label=verdict.label, content=call.content),))
+                    return "answered", verdict.label, ""
+                return "voted", verdict.label, ""
+            if verdict.stale or memory.stale:
+                return "stale", None, ""
+            memory.committing = False
+            last_error = verdict.error or "rejected"
+            messages = [*messages, *_feedback(completion.message, last_error)]
+        return "failed", None, f"{tries} tries failed; last error: {last_error}"
+
+    async def _complete(
+        self, messages: list[ChatMessage], tools: tuple[ToolSchema, ...], purpose: str
+    ) -> Completion:
+        agent = self.setup.agent
+        self.context.record(LlmRequestStarted(at=trio.current_time(), agent=agent, purpose=purpose))
+        outcome = "cancelled"
+        completion: Completion | None = None
+        timeout = self.setup.orchestrator.round_timeout
+        try:
+            with trio.move_on_after(timeout if timeout is not None else float("inf")) as timer:
+                completion = await self.backend.complete(
+                    CompletionRequest(messages=tuple(messages), tools=tools)
+                )
+            if timer.cancelled_caught:
+                outcome = "timeout"
+                raise _RoundTimeout(f"the model did not answer within {timeout:g}s")
+            outcome = "ok"
+        except LLMError:
+            outcome = "error"
+            raise
+        finally:
+            usage = completion.usage if completion is not None else None
+            self.context.record(
+                LlmRequestFinished(
+                    at=trio.current_time(),
+                    agent=agent,
+                    purpose=purpose,
+                    outcome=outcome,
+                    input_tokens=usage.input_tokens if usage else 0,
+                    output_tokens=usage.output_tokens if usage else 0,
+                )
+            )
+        assert completion is not None
+        return completion
+
+    async def _present(self, request: Envelope, present: Present) -> None:
+        setup = self.setup
+        messages = presentation_messages(
+            me=setup.anonymous_id,
+            strategy=present.strategy,
+            task=present.task,
+            own_label=present.own_label,
+            answers=present.answers,
+            persona=setup.persona,
+        )
+        last_error = ""
+        for _ in range(setup.orchestrator.max_tries_per_round):
+            try:
+                completion = await self._complete(messages, (), "present")
+            except (LLMError, _RoundTimeout) as exc:
+                last_error = str(exc)
+                continue
+            if completion.message.content.strip():
+                self.context.reply(request, Presentation(content=completion.message.content))
+                return
+            last_error = "the presentation was empty"
+        self.context.reply(request, Presentation(content=None, error=last_error))
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _merge(self, answers: tuple[AnswerView, ...]) -> bool:
+        """Take answers into the view; True if any label was new to this agent."""
+        new = False
+        memory = self.memory
+        for view in answers:
+            author = view.label.split(".")[0]
+            current = memory.view.get(author)
+            if view.label not in memory.labels_seen:
+                memory.labels_seen.add(view.label)
+                new = True
+            if current is None or _label_seq(view.label) > _label_seq(current.label) or (
+                current.label == view.label and current.truncated and not view.truncated
+            ):
+                memory.view[author] = view
+        return new
+
+    def _set_status(self, status: AgentStatus, detail: str = "") -> None:
+        if self.memory.status is status and not detail:
+            return
+        self.memory.status = status
+        self.context.record(
+            AgentStatusChanged(at=trio.current_time(), agent=self.setup.agent, status=status.value, detail=detail)
+        )
+
+
+class _RoundTimeout(Exception):
+    pass
+
+
+def _label_seq(label: str) -> int:
+    return int(label.rpartition(".")[2] or 0)
+
+
+def _feedback(message: ChatMessage, error: str) -> list[ChatMessage]:
+    """The failed turn and the error, so the model's next try can correct itself."""
+    turn = [ChatMessage(role="assistant", content=message.content, tool_calls=message.tool_calls)]
+    if message.tool_calls:
+        turn += [
+            ChatMessage(role="tool", content=f"Error: {error}", tool_call_id=call.id)
+            for call in message.tool_calls
+        ]
+    else:
+        turn.append(ChatMessage(role="user", content=f"Error: {error}"))
+    return turn
