@@ -21,6 +21,7 @@ _SYSTEM = (
     "call vote with the agent id (e.g. agent2) whose answer is best, yourself included. "
     "{persona}"
 )
+_PERSONA = "Your perspective: {persona}."
 
 
 def round_messages(
@@ -33,7 +34,8 @@ def round_messages(
     persona: str,
 ) -> list[ChatMessage]:
     tool_names = " or ".join(tools) or "none"
-    system = _SYSTEM.format(me=me, n=agents, tools=tool_names, persona=persona).strip()
+    perspective = _PERSONA.format(persona=persona) if persona else ""
+    system = _SYSTEM.format(me=me, n=agents, tools=tool_names, persona=perspective).strip()
     return [
         ChatMessage(role="system", content=system),
         ChatMessage(role="user", content=_task_block(task) + _answers_block(answers)),
@@ -53,7 +55,7 @@ def presentation_messages(
             f"Coordination is over and your answer {own_label} won the vote. Present the final "
             "answer to the user, based on your answer. Reply with the final answer text only."
         )
-    system = f"You are {me}. {persona}".strip()
+    system = f"You are {me}. {_PERSONA.format(persona=persona) if persona else ''}".strip()
     body = (
         f"<PRESENTATION strategy={strategy} own={own_label}>\n{instruction}\n</PRESENTATION>\n\n"
         + _task_block(task)

@@ -118,7 +118,7 @@ class OrchestratorConfig:
     no_final_presentation: bool = False
     visibility: str = attrs.field(default="all", validator=_check_visibility)
     answer_preview_chars: int = attrs.field(default=2000, validator=attrs.validators.ge(1))
-    in_flight_policy: InFlightPolicy = InFlightPolicy.CANCEL
+    in_flight_policy: InFlightPolicy = InFlightPolicy.FINISH
     run_timeout: float | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.gt(0))
     )
@@ -145,7 +145,8 @@ class ConclaveConfig:
 
 
 def default_config(agents: int = 3) -> ConclaveConfig:
-    """The no-API-key default: scripted agents with distinct personas."""
+    """The no-API-key default: scripted agents with distinct personas and a realistic-looking
+    200 ms ±50 % per call, so progress is visible."""
     personas = ("a careful engineer", "a pragmatic product manager", "a skeptical reviewer",
                 "a creative designer", "a patient teacher")
     width = len(str(agents))
@@ -153,8 +154,8 @@ def default_config(agents: int = 3) -> ConclaveConfig:
         agents=tuple(
             AgentConfig(
                 id=f"scripted{str(i + 1).zfill(width)}",
-                persona=f"Answer as {personas[i % len(personas)]}.",
-                backend=ScriptedBackendConfig(seed=i),
+                persona=personas[i % len(personas)],
+                backend=ScriptedBackendConfig(seed=i, latency=0.2, jitter=0.5),
             )
             for i in range(agents)
         )

@@ -120,7 +120,7 @@ class ScriptedBackend:
             return self.policy.answer_text
         rng = random.Random(f"{view.task}:{self.agent_id}:{revision}")
         ideas = rng.sample(_IDEAS, 3)
-        lines = [f"{self.persona or self.agent_id} on: {view.task.strip()[:200]}"]
+        lines = [f"On “{view.task.strip()[:200]}”, the view of {self.persona or self.agent_id}:"]
         lines += [f"{i}. {idea.capitalize()}." for i, idea in enumerate(ideas, 1)]
         if revision > 1:
             lines.append(f"(revision {revision}, after reading {len(view.answers)} answers)")

@@ -1,0 +1,73 @@
+"""One readable line per event: shared by live progress (stderr) and ``conclave replay``."""
+
+from __future__ import annotations
+
+from actors.messages import (
+    AgentExcluded,
+    AgentStatusChanged,
+    AnswerAdded,
+    FinalAnswerProduced,
+    LlmRequestFinished,
+    LlmRequestStarted,
+    RoundRestarted,
+    RoundStarted,
+    RunEnded,
+    RunStarted,
+    VoteAdded,
+    VotesCleared,
+    VotingComplete,
+)
+from runtime import ChildExited, DeadLetter, Event, Held, Released
+
+__all__ = ["describe"]
+
+
+def _first_line(text: str, width: int = 90) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def describe(event: Event, *, verbose: bool = False) -> str | None:
+    """A line for ``event``, or ``None`` if it is detail only ``verbose`` shows."""
+    if isinstance(event, RunStarted):
+        return f"run started: {len(event.agents)} agents ({', '.join(event.agents)}), strategy {event.strategy}"
+    if isinstance(event, AnswerAdded):
+        return f"{event.agent} answered {event.label}: {_first_line(event.content)}"
+    if isinstance(event, VoteAdded):
+        return f"{event.voter} voted for {event.label}: {_first_line(event.reason, 60)}"
+    if isinstance(event, VotesCleared):
+        return f"{event.by_label} cleared {event.cleared} vote(s)"
+    if isinstance(event, AgentExcluded):
+        return f"{event.agent} excluded: {event.reason}"
+    if isinstance(event, VotingComplete):
+        tally = ", ".join(f"{label}={n}" for label, n in sorted(event.tally.items()))
+        return f"voting complete: winner {event.winner} ({event.label}); tally {tally or 'no votes'}"
+    if isinstance(event, FinalAnswerProduced):
+        who = event.presenter or "nobody"
+        return f"final answer by {who} ({event.strategy}): {_first_line(event.content)}"
+    if isinstance(event, RunEnded):
+        return f"run ended: {event.termination}" + (f", winner {event.winner}" if event.winner else "")
+    if isinstance(event, DeadLetter):
+        if not verbose and event.reason.startswith("injection disabled"):
+            return None
+        payload = type(event.envelope.payload).__name__
+        return f"dead letter ({event.cause.value}) {payload} to {event.envelope.recipient}: {event.reason}"
+    if isinstance(event, ChildExited) and event.error is not None:
+        return f"{event.child} crashed ({event.error}); supervisor {event.action}s it"
+    if not verbose:
+        return None
+    if isinstance(event, AgentStatusChanged):
+        return f"{event.agent} is {event.status}" + (f" ({event.detail})" if event.detail else "")
+    if isinstance(event, RoundStarted):
+        return f"{event.agent} round {event.round} offers {', '.join(event.tools)}"
+    if isinstance(event, RoundRestarted):
+        return f"{event.agent} restarts round {event.round} ({event.policy})"
+    if isinstance(event, LlmRequestStarted):
+        return f"{event.agent} → LLM ({event.purpose})"
+    if isinstance(event, LlmRequestFinished):
+        return f"{event.agent} ← LLM ({event.purpose}): {event.outcome}"
+    if isinstance(event, Held):
+        return f"held {type(event.envelope.payload).__name__} to {event.envelope.recipient}: {event.reason}"
+    if isinstance(event, Released):
+        return f"released {type(event.envelope.payload).__name__} to {event.envelope.recipient}"
+    return None
