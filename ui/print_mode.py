@@ -137,8 +137,8 @@ class _Progress:
         if self.format == "stream-json":
             if type(event).__module__ == "actors.messages" or self.verbose:
                 data = encode(event)
-                data["type"] = data.pop("kind")
-                self.stream.write(json.dumps(data, ensure_ascii=False) + "\n")
+                line = {"type": data.pop("kind"), **data}
+                self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
                 self.stream.flush()
             return
         if self._origin is None:
