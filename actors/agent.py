@@ -16,7 +16,14 @@ import enum
 import attrs
 import trio
 
-from actors.llm.base import ChatMessage, Completion, CompletionRequest, LLMBackend, LLMError, ToolSchema
+from actors.llm.base import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    LLMBackend,
+    LLMError,
+    ToolSchema,
+)
 from actors.messages import (
     AgentFailed,
     AgentStatusChanged,
@@ -45,7 +52,7 @@ from actors.workflow import NewAnswer, WorkflowError, parse_workflow_call, workf
 from config.schema import InFlightPolicy, OrchestratorConfig
 from runtime import Actor, ActorContext, Address, AskTimeout, ConclaveRuntimeError, Envelope
 
-__all__ = ["AgentActor", "AgentMemory", "AgentStatus", "AgentSetup"]
+__all__ = ["AgentActor", "AgentMemory", "AgentSetup", "AgentStatus"]
 
 _SUBMIT_TIMEOUT = 60.0
 
@@ -143,7 +150,9 @@ class AgentActor(Actor):
         orch = self.setup.orchestrator
         cap = orch.max_new_answers_per_agent
         may_answer = cap is None or self.memory.answers_given < cap
-        may_vote = self.memory.voting_open and not orch.skip_voting and self.memory.answers_given > 0
+        may_vote = (
+            self.memory.voting_open and not orch.skip_voting and self.memory.answers_given > 0
+        )
         return workflow_tools(may_answer=may_answer, may_vote=may_vote)
 
     def _start_round(self) -> None:
@@ -176,14 +185,19 @@ class AgentActor(Actor):
         if memory.status is AgentStatus.WORKING:
             if not memory.prompt_built:
                 return  # the round has not read the view yet; it will see these answers
-            if memory.committing or self.setup.orchestrator.in_flight_policy is InFlightPolicy.FINISH:
+            if (
+                memory.committing
+                or self.setup.orchestrator.in_flight_policy is InFlightPolicy.FINISH
+            ):
                 memory.stale = True
                 return
             self._cancel_round()
             memory.generation += 1
             self._restarted()
             self._set_status(AgentStatus.RESTARTING)
-            self.context.tell_nowait(self.context.address, ResumeRound(generation=memory.generation))
+            self.context.tell_nowait(
+                self.context.address, ResumeRound(generation=memory.generation)
+            )
         elif memory.status is AgentStatus.ANSWERED:
             self._start_round()
 
@@ -229,7 +243,9 @@ class AgentActor(Actor):
             self._round_scope.cancel()
             self._round_scope = None
 
-    async def _round(self, generation: int, tools: tuple[ToolSchema, ...], scope: trio.CancelScope) -> None:
+    async def _round(
+        self, generation: int, tools: tuple[ToolSchema, ...], scope: trio.CancelScope
+    ) -> None:
         with scope:
             outcome, label, reason = await self._attempts(tools)
             self.context.tell_nowait(
@@ -274,15 +290,22 @@ class AgentActor(Actor):
                 messages = [*messages, *_feedback(completion.message, last_error)]
                 continue
             if isinstance(call, NewAnswer):
-                submission: SubmitAnswer | SubmitVote = SubmitAnswer(agent=setup.agent, content=call.content)
+                submission: SubmitAnswer | SubmitVote = SubmitAnswer(
+                    agent=setup.agent, content=call.content
+                )
             else:
                 submission = SubmitVote(
-                    agent=setup.agent, target=call.agent_id, reason=call.reason, seen=memory.snapshot_visible
+                    agent=setup.agent,
+                    target=call.agent_id,
+                    reason=call.reason,
+                    seen=memory.snapshot_visible,
                 )
             memory.committing = True
             try:
                 with trio.CancelScope(shield=True):
-                    verdict = await self.context.ask(setup.coordinator, submission, timeout=_SUBMIT_TIMEOUT)
+                    verdict = await self.context.ask(
+                        setup.coordinator, submission, timeout=_SUBMIT_TIMEOUT
+                    )
             except (AskTimeout, ConclaveRuntimeError) as exc:
                 memory.committing = False
                 last_error = f"the coordinator did not take the submission: {exc}"
@@ -371,8 +394,10 @@ class AgentActor(Actor):
             if view.label not in memory.labels_seen:
                 memory.labels_seen.add(view.label)
                 new = True
-            if current is None or _label_seq(view.label) > _label_seq(current.label) or (
-                current.label == view.label and current.truncated and not view.truncated
+            if (
+                current is None
+                or _label_seq(view.label) > _label_seq(current.label)
+                or (current.label == view.label and current.truncated and not view.truncated)
             ):
                 memory.view[author] = view
         return new
@@ -382,7 +407,9 @@ class AgentActor(Actor):
             return
         self.memory.status = status
         self.context.record(
-            AgentStatusChanged(at=trio.current_time(), agent=self.setup.agent, status=status.value, detail=detail)
+            AgentStatusChanged(
+                at=trio.current_time(), agent=self.setup.agent, status=status.value, detail=detail
+            )
         )
 
 

@@ -20,7 +20,12 @@ def agent_address(agent: str) -> Address:
 
 class InjectionBus(Actor):
     def __init__(
-        self, context: ActorContext, *, visibility: Visibility, anonymous: dict[str, str], preview_chars: int
+        self,
+        context: ActorContext,
+        *,
+        visibility: Visibility,
+        anonymous: dict[str, str],
+        preview_chars: int,
     ) -> None:
         super().__init__(context)
         self._visibility = visibility
@@ -47,4 +52,6 @@ class InjectionBus(Actor):
         content = accepted.content
         if len(content) <= self._preview:
             return AnswerView(label=accepted.label, content=content)
-        return AnswerView(label=accepted.label, content=content[: self._preview] + " …", truncated=True)
+        return AnswerView(
+            label=accepted.label, content=content[: self._preview] + " …", truncated=True
+        )

@@ -80,7 +80,9 @@ class CoordinationState:
 
     def submit_answer(self, agent: str, content: str) -> AnswerOutcome:
         if self.phase is not Phase.COORDINATING:
-            return AnswerOutcome(answer=None, error="Coordination is over; no more answers are accepted.")
+            return AnswerOutcome(
+                answer=None, error="Coordination is over; no more answers are accepted."
+            )
         if agent not in self.live:
             return AnswerOutcome(answer=None, error=f"{agent} is not a live agent in this run.")
         cap = self.orchestrator.max_new_answers_per_agent
@@ -98,7 +100,9 @@ class CoordinationState:
             )
         self._answer_counts[agent] += 1
         answer = Answer(
-            label=f"{self.anonymous[agent]}.{self._answer_counts[agent]}", agent=agent, content=content
+            label=f"{self.anonymous[agent]}.{self._answer_counts[agent]}",
+            agent=agent,
+            content=content,
         )
         self.answers.append(answer)
         self.latest[agent] = answer
@@ -108,7 +112,9 @@ class CoordinationState:
         self.vote_reasons.clear()
         return AnswerOutcome(answer=answer, error=None, cleared_voters=cleared)
 
-    def submit_vote(self, agent: str, target: str, reason: str, seen: int) -> tuple[Answer | None, str | None, bool]:
+    def submit_vote(
+        self, agent: str, target: str, reason: str, seen: int
+    ) -> tuple[Answer | None, str | None, bool]:
         """Returns (voted-for answer, error, stale)."""
         if self.phase is not Phase.COORDINATING:
             return None, "Coordination is over; no more votes are accepted.", False
@@ -119,9 +125,11 @@ class CoordinationState:
         author = self._by_anonymous.get(target)
         if author is None or author not in self.latest:
             with_answers = ", ".join(sorted(self.anonymous[a] for a in self.latest)) or "none"
-            return None, (
-                f"{target!r} has no answer to vote for; agents with answers: {with_answers}."
-            ), False
+            return (
+                None,
+                (f"{target!r} has no answer to vote for; agents with answers: {with_answers}."),
+                False,
+            )
         if seen < self.visible_answer_count(agent):
             return None, "Newer answers exist; look at them before voting.", True
         answer = self.latest[author]

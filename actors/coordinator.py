@@ -50,7 +50,9 @@ class CoordinatorSetup:
 
 
 class Coordinator(Actor):
-    def __init__(self, context: ActorContext, *, state: CoordinationState, setup: CoordinatorSetup) -> None:
+    def __init__(
+        self, context: ActorContext, *, state: CoordinationState, setup: CoordinatorSetup
+    ) -> None:
         super().__init__(context)
         self.state = state
         self.setup = setup
@@ -89,7 +91,9 @@ class Coordinator(Actor):
             )
         elif isinstance(payload, AgentFailed):
             self.state.fail(payload.agent, payload.reason)
-            self.context.record(AgentExcluded(at=trio.current_time(), agent=payload.agent, reason=payload.reason))
+            self.context.record(
+                AgentExcluded(at=trio.current_time(), agent=payload.agent, reason=payload.reason)
+            )
             self._check_done()
         elif isinstance(payload, AwaitResult):
             self.state.result_waiters.append(envelope)
@@ -109,25 +113,36 @@ class Coordinator(Actor):
             return
         self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
         now = trio.current_time()
-        self.context.record(AnswerAdded(at=now, agent=answer.agent, label=answer.label, content=answer.content))
+        self.context.record(
+            AnswerAdded(at=now, agent=answer.agent, label=answer.label, content=answer.content)
+        )
         if outcome.cleared_voters:
-            self.context.record(VotesCleared(at=now, by_label=answer.label, cleared=len(outcome.cleared_voters)))
+            self.context.record(
+                VotesCleared(at=now, by_label=answer.label, cleared=len(outcome.cleared_voters))
+            )
             for voter in outcome.cleared_voters:
                 self.context.tell_nowait(agent_address(voter), VotesReset())
         self.context.tell_nowait(
-            self.setup.bus, AnswerAccepted(agent=answer.agent, label=answer.label, content=answer.content)
+            self.setup.bus,
+            AnswerAccepted(agent=answer.agent, label=answer.label, content=answer.content),
         )
         if not state.orchestrator.skip_voting:
             self.context.tell_nowait(agent_address(answer.agent), VotingOpen())
         self._check_done()
 
     def _on_vote(self, envelope: Envelope, vote: SubmitVote) -> None:
-        answer, error, stale = self.state.submit_vote(vote.agent, vote.target, vote.reason, vote.seen)
+        answer, error, stale = self.state.submit_vote(
+            vote.agent, vote.target, vote.reason, vote.seen
+        )
         if answer is None:
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=error, stale=stale))
             return
         self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
-        self.context.record(VoteAdded(at=trio.current_time(), voter=vote.agent, label=answer.label, reason=vote.reason))
+        self.context.record(
+            VoteAdded(
+                at=trio.current_time(), voter=vote.agent, label=answer.label, reason=vote.reason
+            )
+        )
         self._check_done()
 
     def _check_done(self) -> None:
@@ -144,7 +159,12 @@ class Coordinator(Actor):
         state.presenter = winner.agent
         if not state.orchestrator.skip_voting:
             self.context.record(
-                VotingComplete(at=trio.current_time(), winner=winner.agent, label=winner.label, tally=winner.tally)
+                VotingComplete(
+                    at=trio.current_time(),
+                    winner=winner.agent,
+                    label=winner.label,
+                    tally=winner.tally,
+                )
             )
             if self.setup.override_window:
                 state.phase = Phase.AWAITING_OVERRIDE
@@ -155,7 +175,9 @@ class Coordinator(Actor):
         state = self.state
         if state.phase is not Phase.AWAITING_OVERRIDE or state.winner is None:
             if envelope.correlation_id is not None:
-                self.context.reply(envelope, AnswerVerdict(accepted=False, error="no override window is open"))
+                self.context.reply(
+                    envelope, AnswerVerdict(accepted=False, error="no override window is open")
+                )
             return
         if isinstance(decision, OverrideDecision):
             if decision.presenter not in state.latest:
@@ -166,7 +188,10 @@ class Coordinator(Actor):
                 return
             state.presenter = decision.presenter
         if envelope.correlation_id is not None:
-            self.context.reply(envelope, AnswerVerdict(accepted=True, label=state.latest[state.presenter or ""].label))
+            self.context.reply(
+                envelope,
+                AnswerVerdict(accepted=True, label=state.latest[state.presenter or ""].label),
+            )
         self._present(state.winner)
 
     def _present(self, winner: Winner) -> None:
@@ -189,7 +214,9 @@ class Coordinator(Actor):
             )
         else:
             shown = (AnswerView(label=chosen.label, content=chosen.content),)
-        request = Present(strategy=strategy.value, task=state.task, own_label=chosen.label, answers=shown)
+        request = Present(
+            strategy=strategy.value, task=state.task, own_label=chosen.label, answers=shown
+        )
         self.context.start_soon(self._ask_presenter, presenter, request)
 
     async def _ask_presenter(self, presenter: str, request: Present) -> None:

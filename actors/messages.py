@@ -14,11 +14,11 @@ __all__ = [
     "AgentStatusChanged",
     "AnswerAccepted",
     "AnswerAdded",
-    "AnswerView",
+    "AnswerUpdate",
     "AnswerVerdict",
+    "AnswerView",
     "AnswersRequest",
     "AnswersSnapshot",
-    "AnswerUpdate",
     "AwaitResult",
     "Continue",
     "FinalAnswerProduced",
@@ -27,8 +27,8 @@ __all__ = [
     "OverrideDecision",
     "Present",
     "Presentation",
-    "ResumeRound",
     "PresentationDone",
+    "ResumeRound",
     "RoundRestarted",
     "RoundSettled",
     "RoundStarted",
@@ -66,7 +66,7 @@ class StartTask(Message):
 
 @message()
 class VotingOpen(Message):
-    """"You may vote now". Held by the defer-voting rule until every live agent answered."""
+    """ "You may vote now". Held by the defer-voting rule until every live agent answered."""
 
 
 @message()

@@ -43,7 +43,13 @@ def round_messages(
 
 
 def presentation_messages(
-    *, me: str, strategy: str, task: str, own_label: str, answers: Iterable[AnswerView], persona: str
+    *,
+    me: str,
+    strategy: str,
+    task: str,
+    own_label: str,
+    answers: Iterable[AnswerView],
+    persona: str,
 ) -> list[ChatMessage]:
     if strategy == "synthesize":
         instruction = (

@@ -41,7 +41,7 @@ from runtime import (
     open_actor_system,
 )
 
-__all__ = ["COORDINATOR", "BUS", "RunHandle", "RunSpec", "build_backend", "open_run", "run"]
+__all__ = ["BUS", "COORDINATOR", "RunHandle", "RunSpec", "build_backend", "open_run", "run"]
 
 COORDINATOR = Address("coordinator")
 BUS = Address("bus")
@@ -51,7 +51,9 @@ means a busy coordinator can never deadlock against an agent waiting on it."""
 
 
 def build_backend(agent: AgentConfig) -> LLMBackend:
-    return ScriptedBackend(agent_id=agent.id, persona=agent.persona, policy=agent.backend, seed=agent.backend.seed)
+    return ScriptedBackend(
+        agent_id=agent.id, persona=agent.persona, policy=agent.backend, seed=agent.backend.seed
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -67,7 +69,9 @@ class RunSpec:
 class RunHandle:
     """A run in progress: wait for its result, cancel it, or decide its override window."""
 
-    def __init__(self, system: ActorSystem, state: CoordinationState, stats: RunStats, spec: RunSpec) -> None:
+    def __init__(
+        self, system: ActorSystem, state: CoordinationState, stats: RunStats, spec: RunSpec
+    ) -> None:
         self.system = system
         self.state = state
         self.stats = stats
@@ -135,7 +139,9 @@ class RunHandle:
             winner=winner,
             presenter=state.presenter if state.final_answer is not None else None,
             strategy=state.orchestrator.final_answer_strategy.value,
-            answers=[AnswerRecord(label=a.label, agent=a.agent, content=a.content) for a in state.answers],
+            answers=[
+                AnswerRecord(label=a.label, agent=a.agent, content=a.content) for a in state.answers
+            ],
             votes={voter: answer.label for voter, answer in state.votes.items()},
             rounds=stats.rounds,
             llm_calls=stats.llm_calls,
@@ -219,7 +225,13 @@ def _spawn_agent(
     def factory(ctx: ActorContext) -> AgentActor:
         return AgentActor(ctx, setup=setup, backend=backend, memory=memory)
 
-    system.spawn(agent_address(agent.id), factory, restart=Restart.TRANSIENT, mailbox=_UNBOUNDED, supervisor=supervisor)
+    system.spawn(
+        agent_address(agent.id),
+        factory,
+        restart=Restart.TRANSIENT,
+        mailbox=_UNBOUNDED,
+        supervisor=supervisor,
+    )
 
 
 async def run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> RunResult:

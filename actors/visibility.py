@@ -23,7 +23,7 @@ class Visibility:
         """Agents whose answers ``agent`` sees (itself excluded); also who sees ``agent``."""
         n = len(self._agents)
         i = self._index[agent]
-        if self.kind == "all" or n <= 3 and self.kind == "ring":
+        if self.kind == "all" or (n <= 3 and self.kind == "ring"):
             return [a for a in self._agents if a != agent]
         if self.kind == "ring":
             return [self._agents[(i - 1) % n], self._agents[(i + 1) % n]]

@@ -55,9 +55,7 @@ class WorkflowError(Exception):
     """The round's output broke the workflow contract; the text goes back to the model."""
 
 
-def parse_workflow_call(
-    message: ChatMessage, offered: tuple[ToolSchema, ...]
-) -> NewAnswer | Vote:
+def parse_workflow_call(message: ChatMessage, offered: tuple[ToolSchema, ...]) -> NewAnswer | Vote:
     names = [t.name for t in offered]
     calls = message.tool_calls
     if not calls:
@@ -78,7 +76,9 @@ def parse_workflow_call(
     try:
         args = json.loads(call.arguments or "{}")
     except json.JSONDecodeError as exc:
-        raise WorkflowError(f"The arguments of {call.name} are not valid JSON ({exc.msg}).") from None
+        raise WorkflowError(
+            f"The arguments of {call.name} are not valid JSON ({exc.msg})."
+        ) from None
     if not isinstance(args, dict):
         raise WorkflowError(f"The arguments of {call.name} must be a JSON object.")
     if call.name == "new_answer":

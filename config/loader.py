@@ -36,7 +36,9 @@ def load_config(path: str | os.PathLike[str]) -> ConclaveConfig:
 
 def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping with an 'agents' list, got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: expected a mapping with an 'agents' list, got {type(data).__name__}"
+        )
     if "agents" in data and isinstance(data["agents"], list):
         data = {**data, "agents": [_with_backend_default(a) for a in data["agents"]]}
     try:

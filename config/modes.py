@@ -4,7 +4,8 @@
 |---|---|---|
 | any | on | none |
 | single | off | max_new_answers_per_agent=1, skip_voting, no final presentation |
-| multi | off | max_new_answers_per_agent=1, disable_injection, defer_voting_until_all_answered, synthesize |
+| multi | off | max_new_answers_per_agent=1, disable_injection,                   |
+|       |     | defer_voting_until_all_answered, final_answer_strategy=synthesize  |
 
 Plan mode is orthogonal: it selects the collaboration mode, never these overrides.
 """
@@ -67,7 +68,9 @@ def apply_modes(config: ConclaveConfig, state: ModeState) -> ConclaveConfig:
         chosen = [a for a in agents if a.id == wanted]
         if not chosen:
             known = ", ".join(a.id for a in agents)
-            raise ValueError(f"active agent {wanted!r} is not configured; configured agents: {known}")
+            raise ValueError(
+                f"active agent {wanted!r} is not configured; configured agents: {known}"
+            )
         agents = tuple(chosen)
     orchestrator = attrs.evolve(config.orchestrator, **overrides(state))
     return attrs.evolve(config, agents=agents, orchestrator=orchestrator)

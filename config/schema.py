@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -20,8 +20,8 @@ __all__ = [
     "parse_visibility",
 ]
 
-_ge0 = attrs.validators.ge(0)
-_fraction = [attrs.validators.ge(0), attrs.validators.le(1)]
+_ge0 = attrs.validators.ge(0.0)
+_fraction = [attrs.validators.ge(0.0), attrs.validators.le(1.0)]
 
 
 class FinalAnswerStrategy(enum.Enum):
@@ -67,7 +67,7 @@ class ScriptedBackendConfig:
     answer_text: str | None = None
     """Fixed answer content instead of composed text (to script ties and duplicates)."""
     misbehave: Misbehaviour | None = None
-    misbehave_calls: int = attrs.field(default=1_000_000, validator=_ge0)
+    misbehave_calls: int = attrs.field(default=1_000_000, validator=attrs.validators.ge(0))
     """How many calls misbehave (counting from the first) before the policy behaves."""
     error_rate: float = attrs.field(default=0.0, validator=_fraction)
     malformed_rate: float = attrs.field(default=0.0, validator=_fraction)
@@ -102,6 +102,11 @@ def parse_visibility(value: str) -> tuple[str, int]:
     return kind, int(k or 0)
 
 
+def _positive_or_none(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"{attr.name!r} must be > 0 seconds or null, got {value!r}")
+
+
 def _check_visibility(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
     parse_visibility(value)
 
@@ -119,12 +124,8 @@ class OrchestratorConfig:
     visibility: str = attrs.field(default="all", validator=_check_visibility)
     answer_preview_chars: int = attrs.field(default=2000, validator=attrs.validators.ge(1))
     in_flight_policy: InFlightPolicy = InFlightPolicy.FINISH
-    run_timeout: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.gt(0))
-    )
-    round_timeout: float | None = attrs.field(
-        default=600.0, validator=attrs.validators.optional(attrs.validators.gt(0))
-    )
+    run_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
+    round_timeout: float | None = attrs.field(default=600.0, validator=_positive_or_none)
     max_tries_per_round: int = attrs.field(default=3, validator=attrs.validators.ge(1))
 
 
@@ -134,7 +135,9 @@ class ConclaveConfig:
     orchestrator: OrchestratorConfig = OrchestratorConfig()
 
     @agents.validator
-    def _check_agents(self, _attr: attrs.Attribute[tuple[AgentConfig, ...]], value: tuple[AgentConfig, ...]) -> None:
+    def _check_agents(
+        self, _attr: attrs.Attribute[tuple[AgentConfig, ...]], value: tuple[AgentConfig, ...]
+    ) -> None:
         if not value:
             raise ValueError("agents must list at least one agent")
         seen: set[str] = set()
@@ -147,8 +150,13 @@ class ConclaveConfig:
 def default_config(agents: int = 3) -> ConclaveConfig:
     """The no-API-key default: scripted agents with distinct personas and a realistic-looking
     200 ms ±50 % per call, so progress is visible."""
-    personas = ("a careful engineer", "a pragmatic product manager", "a skeptical reviewer",
-                "a creative designer", "a patient teacher")
+    personas = (
+        "a careful engineer",
+        "a pragmatic product manager",
+        "a skeptical reviewer",
+        "a creative designer",
+        "a patient teacher",
+    )
     width = len(str(agents))
     return ConclaveConfig(
         agents=tuple(

@@ -8,7 +8,7 @@ boundaries (event log, websocket, process hops), so registering costs nothing on
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, dataclass_transform
 
 import attrs
 
@@ -34,6 +34,7 @@ _REGISTRY: dict[str, type[Message]] = {}
 M = TypeVar("M", bound=type[Message])
 
 
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(attrs.field,))
 def message(kind: str | None = None) -> Callable[[M], M]:
     """Declare a payload class: frozen, keyword-only, registered under ``kind``.
 
@@ -52,7 +53,7 @@ def message(kind: str | None = None) -> Callable[[M], M]:
         frozen = attrs.frozen(kw_only=True)(cls)
         frozen.kind = tag
         _REGISTRY[tag] = frozen
-        return frozen  # type: ignore[return-value]
+        return frozen
 
     return decorate
 

@@ -53,9 +53,13 @@ def _visibility(text: str) -> str:
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="?", help="the task; read from stdin when omitted and piped")
     p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
-    p.add_argument("--agents", type=_positive_int, metavar="N", help="number of scripted agents (no --config)")
+    p.add_argument(
+        "--agents", type=_positive_int, metavar="N", help="number of scripted agents (no --config)"
+    )
     p.add_argument("--agent-mode", choices=("single", "multi"), default="multi")
-    p.add_argument("--agent", metavar="ID", help="in single mode, which agent runs (default: the first)")
+    p.add_argument(
+        "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
+    )
     p.add_argument("--refinement", choices=("on", "off"), default="on")
     p.add_argument(
         "--final-answer-strategy", choices=("winner_reuse", "winner_present", "synthesize")
@@ -63,9 +67,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
     p.add_argument("--in-flight-policy", choices=("cancel", "finish"))
     p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
-    p.add_argument("--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)")
+    p.add_argument(
+        "--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)"
+    )
     p.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="whole-run timeout")
-    p.add_argument("--verbose", action="store_true", help="show every agent status change on stderr")
+    p.add_argument(
+        "--verbose", action="store_true", help="show every agent status change on stderr"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run)
     replay = sub.add_parser("replay", help="print a finished run's timeline from its events.jsonl")
     replay.add_argument("events", metavar="EVENTS.jsonl")
-    replay.add_argument("--verbose", action="store_true", help="include status changes and LLM calls")
+    replay.add_argument(
+        "--verbose", action="store_true", help="include status changes and LLM calls"
+    )
     validate = sub.add_parser("validate", help="check a config file and exit")
     validate.add_argument("config", metavar="CONFIG")
     return parser

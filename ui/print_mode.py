@@ -30,7 +30,12 @@ from ui.timeline import describe
 
 __all__ = ["run_command", "validate_command"]
 
-_EXIT = {"completed": EXIT_OK, "failed": EXIT_FAILED, "timeout": EXIT_TIMEOUT, "cancelled": EXIT_CANCELLED}
+_EXIT = {
+    "completed": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "timeout": EXIT_TIMEOUT,
+    "cancelled": EXIT_CANCELLED,
+}
 
 
 class UsageError(Exception):
@@ -75,7 +80,9 @@ def _task(args: argparse.Namespace) -> str:
 def _config(args: argparse.Namespace) -> ConclaveConfig:
     if args.config is not None:
         if args.agents is not None:
-            raise UsageError("--agents applies only to the default scripted agents; drop it or --config")
+            raise UsageError(
+                "--agents applies only to the default scripted agents; drop it or --config"
+            )
         config = load_config(args.config)
     else:
         config = default_config(args.agents or 3)
@@ -118,7 +125,9 @@ def _log_dir(given: str | None) -> Path:
     if given is not None:
         path = Path(given)
         if (path / "events.jsonl").exists():
-            raise UsageError(f"--log-dir {path} already holds a run (events.jsonl); choose a new directory")
+            raise UsageError(
+                f"--log-dir {path} already holds a run (events.jsonl); choose a new directory"
+            )
         return path
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path(".conclave") / "runs" / f"{stamp}-{secrets.token_hex(3)}"
@@ -137,8 +146,8 @@ class _Progress:
         if self.format == "stream-json":
             if type(event).__module__ == "actors.messages" or self.verbose:
                 data = encode(event)
-                line = {"type": data.pop("kind"), **data}
-                self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+                record = {"type": data.pop("kind"), **data}
+                self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
                 self.stream.flush()
             return
         if self._origin is None:

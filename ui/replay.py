@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-import actors.messages  # noqa: F401  (registers the domain event kinds for decoding)
+import actors.messages
 from runtime import EventLogCorrupt, LogOpened, read_event_log
 from ui.cli import EXIT_OK, EXIT_USAGE
 from ui.timeline import describe
@@ -23,7 +23,7 @@ def replay_command(path: str, *, verbose: bool = False) -> int:
         return EXIT_USAGE
     if reading.truncated_line is not None:
         print(
-            f"conclave: line {reading.truncated_line} of {path} was cut off mid-write and is skipped",
+            f"conclave: line {reading.truncated_line} of {path} was cut off mid-write; skipped",
             file=sys.stderr,
         )
     ended = False

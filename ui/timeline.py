@@ -30,7 +30,8 @@ def _first_line(text: str, width: int = 90) -> str:
 def describe(event: Event, *, verbose: bool = False) -> str | None:
     """A line for ``event``, or ``None`` if it is detail only ``verbose`` shows."""
     if isinstance(event, RunStarted):
-        return f"run started: {len(event.agents)} agents ({', '.join(event.agents)}), strategy {event.strategy}"
+        names = ", ".join(event.agents)
+        return f"run started: {len(event.agents)} agents ({names}), strategy {event.strategy}"
     if isinstance(event, AnswerAdded):
         return f"{event.agent} answered {event.label}: {_first_line(event.content)}"
     if isinstance(event, VoteAdded):
@@ -41,17 +42,22 @@ def describe(event: Event, *, verbose: bool = False) -> str | None:
         return f"{event.agent} excluded: {event.reason}"
     if isinstance(event, VotingComplete):
         tally = ", ".join(f"{label}={n}" for label, n in sorted(event.tally.items()))
-        return f"voting complete: winner {event.winner} ({event.label}); tally {tally or 'no votes'}"
+        return (
+            f"voting complete: winner {event.winner} ({event.label}); tally {tally or 'no votes'}"
+        )
     if isinstance(event, FinalAnswerProduced):
         who = event.presenter or "nobody"
         return f"final answer by {who} ({event.strategy}): {_first_line(event.content)}"
     if isinstance(event, RunEnded):
-        return f"run ended: {event.termination}" + (f", winner {event.winner}" if event.winner else "")
+        return f"run ended: {event.termination}" + (
+            f", winner {event.winner}" if event.winner else ""
+        )
     if isinstance(event, DeadLetter):
         if not verbose and event.reason.startswith("injection disabled"):
             return None
         payload = type(event.envelope.payload).__name__
-        return f"dead letter ({event.cause.value}) {payload} to {event.envelope.recipient}: {event.reason}"
+        to = event.envelope.recipient
+        return f"dead letter ({event.cause.value}) {payload} to {to}: {event.reason}"
     if isinstance(event, ChildExited) and event.error is not None:
         return f"{event.child} crashed ({event.error}); supervisor {event.action}s it"
     if not verbose:
@@ -67,7 +73,8 @@ def describe(event: Event, *, verbose: bool = False) -> str | None:
     if isinstance(event, LlmRequestFinished):
         return f"{event.agent} ← LLM ({event.purpose}): {event.outcome}"
     if isinstance(event, Held):
-        return f"held {type(event.envelope.payload).__name__} to {event.envelope.recipient}: {event.reason}"
+        payload = type(event.envelope.payload).__name__
+        return f"held {payload} to {event.envelope.recipient}: {event.reason}"
     if isinstance(event, Released):
         return f"released {type(event.envelope.payload).__name__} to {event.envelope.recipient}"
     return None

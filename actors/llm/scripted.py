@@ -43,7 +43,9 @@ _IDEAS = (
 class ScriptedBackend:
     """One scripted model for one agent."""
 
-    def __init__(self, *, agent_id: str, persona: str, policy: ScriptedBackendConfig, seed: int = 0) -> None:
+    def __init__(
+        self, *, agent_id: str, persona: str, policy: ScriptedBackendConfig, seed: int = 0
+    ) -> None:
         self.agent_id = agent_id
         self.persona = persona
         self.policy = policy
@@ -57,10 +59,14 @@ class ScriptedBackend:
         if policy.jitter and delay:
             delay *= 1 + self._rng.uniform(-policy.jitter, policy.jitter)
         misbehave = policy.misbehave if self.calls <= policy.misbehave_calls else None
-        if misbehave is Misbehaviour.HANG or (policy.hang_rate and self._rng.random() < policy.hang_rate):
+        if misbehave is Misbehaviour.HANG or (
+            policy.hang_rate and self._rng.random() < policy.hang_rate
+        ):
             await trio.sleep_forever()
         await trio.sleep(delay)
-        if misbehave is Misbehaviour.ERROR or (policy.error_rate and self._rng.random() < policy.error_rate):
+        if misbehave is Misbehaviour.ERROR or (
+            policy.error_rate and self._rng.random() < policy.error_rate
+        ):
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
@@ -72,14 +78,19 @@ class ScriptedBackend:
             message = self._round(view, offered, misbehave)
         return Completion(message=message, usage=_usage(request, message))
 
-    def _round(self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None) -> ChatMessage:
+    def _round(
+        self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None
+    ) -> ChatMessage:
         mine = sorted(label for label in view.answers if label.split(".")[0] == view.me)
         answer = self._compose(view, revision=len(mine) + 1)
         vote_target = self._choose_vote(view)
         if misbehave is Misbehaviour.NO_CALL:
             return ChatMessage(role="assistant", content="I think the answers look fine.")
         if misbehave is Misbehaviour.BOTH_CALLS:
-            return _calls(("new_answer", {"content": answer}), ("vote", {"agent_id": view.me, "reason": "both"}))
+            return _calls(
+                ("new_answer", {"content": answer}),
+                ("vote", {"agent_id": view.me, "reason": "both"}),
+            )
         if misbehave is Misbehaviour.UNKNOWN_TOOL:
             return _calls(("search_web", {"query": view.task}))
         if misbehave is Misbehaviour.VOTE_WITHOUT_ANSWER:
@@ -90,14 +101,20 @@ class ScriptedBackend:
         if misbehave is Misbehaviour.MALFORMED:
             return ChatMessage(
                 role="assistant",
-                tool_calls=(ToolCall(id=self._call_id(), name="new_answer", arguments='{"content": "unterminated'),),
+                tool_calls=(
+                    ToolCall(
+                        id=self._call_id(), name="new_answer", arguments='{"content": "unterminated'
+                    ),
+                ),
             )
         wants_to_answer = len(mine) < self.policy.answers
         if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
             return _calls(("new_answer", {"content": answer}), call_id=self._call_id())
         if "vote" in offered and vote_target is not None:
             reason = f"{vote_target} is the most complete"
-            return _calls(("vote", {"agent_id": vote_target, "reason": reason}), call_id=self._call_id())
+            return _calls(
+                ("vote", {"agent_id": vote_target, "reason": reason}), call_id=self._call_id()
+            )
         return ChatMessage(role="assistant", content="Nothing to do.")
 
     def _choose_vote(self, view: PromptView) -> str | None:
@@ -130,14 +147,17 @@ class ScriptedBackend:
         own = view.answers.get(view.own_label or "", "")
         if view.presentation != "synthesize":
             return own or self._compose(view, revision=1)
-        others = [label for label in sorted(view.answers, key=_label_key) if label != view.own_label]
+        others = [
+            label for label in sorted(view.answers, key=_label_key) if label != view.own_label
+        ]
         base = own or next(iter(view.answers.values()), "")
         if not others:
             return base
         gathered = "; ".join(
             f"{label}: {view.answers[label].splitlines()[0][:80]}" for label in others
         )
-        return f"{base}\n\nSynthesis: this merges the strongest points of {', '.join(others)} ({gathered})."
+        merged = ", ".join(others)
+        return f"{base}\n\nSynthesis: this merges the strongest points of {merged} ({gathered})."
 
     def _call_id(self) -> str:
         return f"call_{self.agent_id}_{self.calls}"
