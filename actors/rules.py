@@ -10,10 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors.messages import AgentFailed, AnswerAccepted, AnswerUpdate, StartTask, VotingOpen
+from actors.messages import (
+    AgentFailed,
+    AnswerAccepted,
+    AnswerUpdate,
+    StartTask,
+    VotesReset,
+    VotingOpen,
+)
 from runtime import DELIVER, Decision, Drop, Envelope, Facts, Hold
 
-__all__ = ["AnswerProgress", "DeferVoting", "DropInjection", "UpdatesAfterFirstAnswer"]
+__all__ = [
+    "QUIET",
+    "AnswerProgress",
+    "DeferVoting",
+    "DropInjection",
+    "HoldUntilQuiet",
+    "UpdatesAfterFirstAnswer",
+]
 
 
 class AnswerProgress:
@@ -97,3 +111,28 @@ class UpdatesAfterFirstAnswer:
             return agent in f.get("answered", ()) or agent not in f.get("live", ())
 
         return Hold(answered_or_gone, f"{agent} has not answered yet")
+
+
+QUIET = "answers_quiet"
+"""Fact kept by the InjectionBus: no answer was accepted for one quiet period."""
+
+
+def _quiet(facts: Facts) -> bool:
+    return bool(facts.get(QUIET, True))
+
+
+class HoldUntilQuiet:
+    """Hold whatever would start an agent's round on others' answers until answers go quiet.
+
+    During a burst of answers every such message is stale within milliseconds; holding
+    updates, "you may vote now" and vote resets until no answer has arrived for the quiet
+    period turns a burst into one round per agent, at the cost of at most that period.
+    """
+
+    name = "hold_until_answers_quiet"
+
+    def decide(self, envelope: Envelope, facts: Facts) -> Decision:
+        payload = envelope.payload
+        if isinstance(payload, AnswerUpdate | VotingOpen | VotesReset) and not _quiet(facts):
+            return Hold(_quiet, "answers are still arriving")
+        return DELIVER

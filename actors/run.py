@@ -25,7 +25,13 @@ from actors.llm.base import LLMBackend
 from actors.llm.scripted import ScriptedBackend
 from actors.messages import AnswerVerdict, AwaitResult, Continue, OverrideDecision, RunEnded
 from actors.result import AnswerRecord, RunResult, RunStats
-from actors.rules import AnswerProgress, DeferVoting, DropInjection, UpdatesAfterFirstAnswer
+from actors.rules import (
+    AnswerProgress,
+    DeferVoting,
+    DropInjection,
+    HoldUntilQuiet,
+    UpdatesAfterFirstAnswer,
+)
 from actors.visibility import Visibility
 from config.schema import AgentConfig, ConclaveConfig
 from runtime import (
@@ -173,6 +179,8 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
             system.add_rule(DropInjection())
         if orchestrator.defer_voting_until_all_answered:
             system.add_rule(DeferVoting())
+        if orchestrator.quiet_period is not None:
+            system.add_rule(HoldUntilQuiet())
 
         coordinator_setup = CoordinatorSetup(bus=BUS, override_window=spec.override_window)
         system.spawn(
@@ -186,8 +194,8 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
             lambda ctx: InjectionBus(
                 ctx,
                 visibility=visibility,
-                anonymous=state.anonymous,
                 preview_chars=orchestrator.answer_preview_chars,
+                quiet_period=orchestrator.quiet_period,
             ),
             mailbox=_UNBOUNDED,
         )

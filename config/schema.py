@@ -124,6 +124,9 @@ class OrchestratorConfig:
     visibility: str = attrs.field(default="all", validator=_check_visibility)
     answer_preview_chars: int = attrs.field(default=2000, validator=attrs.validators.ge(1))
     in_flight_policy: InFlightPolicy = InFlightPolicy.FINISH
+    quiet_period: float | None = attrs.field(default=0.1, validator=_positive_or_none)
+    """Hold updates, "you may vote now" and vote resets until no answer has arrived for this
+    many seconds (``null``: deliver at once). See DESIGN.md "How a run flows", step 4."""
     run_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
     round_timeout: float | None = attrs.field(default=600.0, validator=_positive_or_none)
     max_tries_per_round: int = attrs.field(default=3, validator=attrs.validators.ge(1))
