@@ -32,11 +32,13 @@ class RunResult:
     """Voter agent id → label voted for (the votes standing when coordination ended)."""
     rounds: int
     llm_calls: int
+    """LLM requests started (including ones later cancelled)."""
     restarts: int
     termination: str
     failed_agents: dict[str, str]
     log_dir: str | None
     duration_s: float
+    llm_completed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     messages_routed: int = 0

@@ -156,6 +156,7 @@ class RunHandle:
             failed_agents={a: r for a, r in state.failed.items()},
             log_dir=str(self.spec.log_dir) if self.spec.log_dir else None,
             duration_s=round(time.monotonic() - self._started, 3),
+            llm_completed=stats.llm_completed,
             input_tokens=stats.input_tokens,
             output_tokens=stats.output_tokens,
             messages_routed=self.system.statistics().routed,

@@ -100,12 +100,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate = sub.add_parser("validate", help="check a config file and exit")
     validate.add_argument("config", metavar="CONFIG")
+    bench = sub.add_parser(
+        "bench", help="load benchmarks of many parallel agents (tables on stdout, JSON file)"
+    )
+    from benchmarks.bench_args import add_bench_arguments
+
+    add_bench_arguments(bench)
     return parser
 
 
 def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``."""
-    commands = {"run", "replay", "validate", "-h", "--help"}
+    commands = {"run", "replay", "validate", "bench", "-h", "--help"}
     if argv and argv[0] in commands:
         return argv
     if "-p" in argv or "--print" in argv:
@@ -131,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ui.print_mode import validate_command
 
         return validate_command(args.config)
+    if args.command == "bench":
+        from benchmarks.load_bench import main as bench_main
+
+        return bench_main(args=args)
     parser.print_help(sys.stderr)
     print(
         "\nconclave: the interactive REPL is not built yet; run a task with `conclave run TASK`.",

@@ -1,0 +1,363 @@
+"""Load benchmarks of many parallel agents on the scripted backend (``conclave bench``).
+
+Scenarios (each prints a table and writes JSON with machine info, parameters and figures):
+
+* ``big``: one coordinated run of N agents. The *ideal* is the same run on a virtual clock
+  (trio's MockClock with autojump): there every piece of runtime work takes zero time, so
+  its duration is exactly the critical path of LLM latencies the run had to wait for.
+  Each case runs in its own process so peak RSS belongs to that case alone.
+* ``batch``: M independent 3-agent runs at concurrency C; runs/s against C / run latency.
+* ``storm``: all-to-all with refinement on: LLM requests and restarts per run for each
+  in-flight policy, against the 2N+1 floor (N answers, N votes, one presentation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+from actors.result import RunResult
+from actors.run import RunSpec, run
+from benchmarks.bench_args import add_bench_arguments
+from benchmarks.machine import current_rss_kb, machine_info, peak_rss_kb
+from config.modes import ModeState, apply_modes
+from config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    InFlightPolicy,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+
+__all__ = ["main"]
+
+TASK = "Propose a plan to cut the build time of a large monorepo in half."
+
+
+@attrs.frozen(kw_only=True)
+class Case:
+    agents: int
+    latency: float
+    visibility: str = "all"
+    refinement: bool = True
+    policy: str = "finish"
+    quiet: float | None = 0.1
+    seed: int = 0
+
+    def config(self) -> ConclaveConfig:
+        jitter = 0.5 if self.latency else 0.0
+        agents = tuple(
+            AgentConfig(
+                id=f"a{i:05d}",
+                backend=ScriptedBackendConfig(
+                    seed=self.seed * 100_003 + i, latency=self.latency, jitter=jitter
+                ),
+            )
+            for i in range(self.agents)
+        )
+        orchestrator = OrchestratorConfig(
+            visibility=self.visibility,
+            in_flight_policy=InFlightPolicy(self.policy),
+            quiet_period=self.quiet,
+            answer_preview_chars=400,
+        )
+        config = ConclaveConfig(agents=agents, orchestrator=orchestrator)
+        return apply_modes(config, ModeState(refinement=self.refinement))
+
+
+def _virtual(case: Case) -> tuple[RunResult, float]:
+    """Run on a virtual clock; returns the result and its virtual duration."""
+    clock = trio.testing.MockClock(autojump_threshold=0)
+
+    async def go() -> tuple[RunResult, float]:
+        start = trio.current_time()
+        result = await run(RunSpec(task=TASK, config=case.config()))
+        return result, trio.current_time() - start
+
+    return trio.run(go, clock=clock)
+
+
+def measure_big_run(case: Case) -> dict[str, Any]:
+    """One case, in this process: real run (with event log), then the virtual ideal."""
+    baseline = current_rss_kb()
+    with tempfile.TemporaryDirectory() as tmp:
+        log_dir = Path(tmp) / "run"
+        started = time.perf_counter()
+        result = trio.run(run, RunSpec(task=TASK, config=case.config(), log_dir=log_dir))
+        wall = time.perf_counter() - started
+        peak = peak_rss_kb()
+        log_bytes = (log_dir / "events.jsonl").stat().st_size
+    ideal = _virtual(case)[1] if case.latency else 0.0
+    return {
+        **attrs.asdict(case),
+        "termination": result.termination,
+        "wall_s": round(wall, 3),
+        "ideal_s": round(ideal, 3),
+        "wall_over_ideal": round(wall / ideal, 2) if ideal else None,
+        "llm_started": result.llm_calls,
+        "llm_completed": result.llm_completed,
+        "restarts": result.restarts,
+        "messages_routed": result.messages_routed,
+        "messages_per_s": round(result.messages_routed / wall) if wall else None,
+        "dead_letters": result.dead_letters,
+        "peak_rss_mb": round(peak / 1024, 1),
+        "rss_per_agent_kb": round((peak - baseline) / case.agents, 1),
+        "event_log_mb": round(log_bytes / 1e6, 2),
+    }
+
+
+def _in_subprocess(case: Case) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.load_bench", "--case", json.dumps(attrs.asdict(case))],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+def big_run_cases(quick: bool) -> list[Case]:
+    sizes = (10, 100) if quick else (10, 100, 1_000, 10_000)
+    cases = []
+    for n in sizes:
+        for latency in (0.0, 0.2):
+            for visibility in ("all", "ring") if n <= 100 else ("ring",):
+                for refinement in (True, False):
+                    cases.append(
+                        Case(
+                            agents=n, latency=latency, visibility=visibility, refinement=refinement
+                        )
+                    )
+    return cases
+
+
+def measure_batch(runs: int, concurrency: int, latency: float) -> dict[str, Any]:
+    """M independent 3-agent runs, at most C at a time, each with its own event log."""
+    case = Case(agents=3, latency=latency)
+    ideal_latency = statistics.mean(_virtual(attrs.evolve(case, seed=s))[1] for s in range(5))
+    durations: list[float] = []
+
+    async def batch(tmp: Path) -> None:
+        limiter = trio.CapacityLimiter(concurrency)
+
+        async def one(i: int) -> None:
+            async with limiter:
+                spec = RunSpec(
+                    task=TASK, config=attrs.evolve(case, seed=i).config(), log_dir=tmp / f"run{i}"
+                )
+                result = await run(spec)
+                durations.append(result.duration_s)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(runs):
+                nursery.start_soon(one, i)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        trio.run(batch, Path(tmp))
+        wall = time.perf_counter() - started
+    ideal_rate = concurrency / ideal_latency
+    rate = runs / wall
+    return {
+        "runs": runs,
+        "concurrency": concurrency,
+        "latency": latency,
+        "wall_s": round(wall, 2),
+        "runs_per_s": round(rate, 1),
+        "ideal_runs_per_s": round(ideal_rate, 1),
+        "fraction_of_ideal": round(rate / ideal_rate, 2),
+        "ideal_run_latency_s": round(ideal_latency, 3),
+        "mean_run_latency_s": round(statistics.mean(durations), 3),
+        "peak_rss_mb": round(peak_rss_kb() / 1024, 1),
+    }
+
+
+def _batch_in_subprocess(runs: int, concurrency: int, latency: float) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.load_bench",
+            "--batch-case",
+            json.dumps([runs, concurrency, latency]),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+STORM_POLICIES = (
+    ("cancel", "cancel", None),
+    ("finish", "finish", None),
+    ("finish + quiet 100ms", "finish", 0.1),
+)
+
+
+def measure_storm(
+    n: int, label: str, policy: str, quiet: float | None, refinement: bool, seeds: int
+) -> dict[str, Any]:
+    results = []
+    for seed in range(seeds):
+        case = Case(
+            agents=n, latency=0.2, refinement=refinement, policy=policy, quiet=quiet, seed=seed
+        )
+        results.append(trio.run(run, RunSpec(task=TASK, config=case.config())))
+    requests = [r.llm_calls for r in results]
+    return {
+        "agents": n,
+        "policy": label,
+        "refinement": refinement,
+        "llm_requests_median": statistics.median(requests),
+        "llm_requests_max": max(requests),
+        "restarts_median": statistics.median(r.restarts for r in results),
+        "floor_2n_plus_1": 2 * n + 1,
+        "target": f"<= {4 * n}" if refinement else f"== {2 * n + 1}",
+        "met": (max(requests) <= 4 * n) if refinement else all(x == 2 * n + 1 for x in requests),
+        "mean_wall_s": round(statistics.mean(r.duration_s for r in results), 3),
+    }
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    width = 24
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:60]:<60}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[_fmt(row.get(c)) for c in columns] for row in rows]
+    widths = [
+        max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(columns)
+    ]
+    lines = [title, "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _run_all(items: Sequence[tuple[str, Callable[[], dict[str, Any]]]]) -> list[dict[str, Any]]:
+    rows = []
+    for i, (label, fn) in enumerate(items):
+        _progress(i, len(items), label)
+        rows.append(fn())
+    _progress(len(items), len(items), "done")
+    return rows
+
+
+def _label(case: Case) -> str:
+    refine = "on" if case.refinement else "off"
+    return f"big N={case.agents} L={case.latency} {case.visibility} refine={refine}"
+
+
+BIG_COLUMNS = (
+    "agents", "latency", "visibility", "refinement", "wall_s", "ideal_s", "wall_over_ideal",
+    "llm_started", "llm_completed", "restarts", "messages_routed", "messages_per_s",
+    "dead_letters", "peak_rss_mb", "rss_per_agent_kb", "event_log_mb",
+)  # fmt: skip
+BATCH_COLUMNS = (
+    "runs", "concurrency", "wall_s", "runs_per_s", "ideal_runs_per_s", "fraction_of_ideal",
+    "ideal_run_latency_s", "mean_run_latency_s", "peak_rss_mb",
+)  # fmt: skip
+STORM_COLUMNS = (
+    "agents", "policy", "refinement", "llm_requests_median", "llm_requests_max",
+    "restarts_median", "floor_2n_plus_1", "target", "met", "mean_wall_s",
+)  # fmt: skip
+
+
+def run_benchmarks(scenarios: Sequence[str], quick: bool, out: Path) -> dict[str, Any]:
+    report: dict[str, Any] = {"machine": machine_info(), "quick": quick, "scenarios": {}}
+    if "big" in scenarios:
+        cases = big_run_cases(quick)
+        rows = _run_all([(_label(c), partial(_in_subprocess, c)) for c in cases])
+        report["scenarios"]["big"] = rows
+        title = "one big run (scripted; jitter ±50 % when L > 0; ideal = same run, virtual clock)"
+        print(_table(title, rows, BIG_COLUMNS))
+    if "batch" in scenarios:
+        runs = 100 if quick else 1_000
+        settings = [(runs, 50, 0.2)] if quick else [(runs, 50, 0.2), (runs, 200, 0.2)]
+        rows = _run_all(
+            [
+                (f"batch M={m} C={c}", partial(_batch_in_subprocess, m, c, lat))
+                for m, c, lat in settings
+            ]
+        )
+        report["scenarios"]["batch"] = rows
+        print(_table("many runs (3 scripted agents each, L = 200 ms ±50 %)", rows, BATCH_COLUMNS))
+    if "storm" in scenarios:
+        sizes = (5, 25) if quick else (5, 25, 50)
+        seeds = 1 if quick else 3
+        items = [
+            (f"storm N={n} {label}", partial(measure_storm, n, label, p, q, True, seeds))
+            for n in sizes
+            for label, p, q in STORM_POLICIES
+        ]
+        items += [
+            (
+                f"storm N={n} refinement off",
+                partial(measure_storm, n, "default", "finish", 0.1, False, seeds),
+            )
+            for n in sizes
+        ]
+        rows = _run_all(items)
+        report["scenarios"]["storm"] = rows
+        print(_table("restart storm (all-to-all, L = 200 ms ±50 %)", rows, STORM_COLUMNS))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=2))
+    tmp.replace(out)
+    print(f"wrote {out}")
+    return report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load_bench", description=__doc__)
+    add_bench_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
+    if args is None:
+        args = build_parser().parse_args(argv)
+    if args.case:
+        print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
+        return 0
+    if args.batch_case:
+        runs, concurrency, latency = json.loads(args.batch_case)
+        print(json.dumps(measure_batch(runs, concurrency, latency)))
+        return 0
+    scenarios = args.scenario or ["big", "batch", "storm"]
+    run_benchmarks(scenarios, args.quick, Path(args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
