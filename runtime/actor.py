@@ -97,7 +97,8 @@ async def run_incarnation(
     """Run one incarnation until stopped.
 
     A crash inside ``handle`` dead-letters the message being handled and re-raises, so the
-    supervisor restarts the actor and the next incarnation starts with the next message.
+    supervisor restarts the actor and the next incarnation starts with the next message. A
+    handler cancelled mid-message dead-letters it too, so an ask waiting on it fails at once.
     The idle wait is the only place a cancel scope is opened: a graceful stop cancels the
     wait for more mail, never a handler in progress.
     """
@@ -127,7 +128,14 @@ async def run_incarnation(
             try:
                 await actor.handle(envelope)
             except Exception as exc:
-                system.dead_letter(envelope, DeadLetterCause.CRASHED, f"{type(exc).__name__}: {exc}")
+                reason = f"{type(exc).__name__}: {exc}"
+                system.dead_letter(envelope, DeadLetterCause.CRASHED, reason)
+                raise
+            except trio.Cancelled:
+                # Killed mid-message (shutdown timeout, Ctrl+C): it was never fully handled.
+                system.dead_letter(
+                    envelope, DeadLetterCause.UNDELIVERABLE, "its handler was cancelled"
+                )
                 raise
         await actor.stopping()
         nursery.cancel_scope.cancel()

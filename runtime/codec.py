@@ -45,7 +45,9 @@ def _unstructure_message(obj: Message) -> dict[str, Any]:
 
 def _structure_message(data: Any, declared: type[Message]) -> Message:
     if not isinstance(data, dict) or "kind" not in data:
-        raise DecodeError(f"expected an object with a 'kind' tag for {declared.__name__}, got {data!r}")
+        raise DecodeError(
+            f"expected an object with a 'kind' tag for {declared.__name__}, got {data!r}"
+        )
     try:
         cls = message_class(data["kind"])
     except KeyError as exc:

@@ -39,7 +39,8 @@ class DeadLetterCause(enum.Enum):
     CRASHED = "crashed"
     """Its handler raised; dead-lettered so a poison message cannot crash-loop."""
     UNDELIVERABLE = "undeliverable"
-    """Nobody will ever read it: unknown recipient, or its actor stopped for good."""
+    """Nobody will ever read it: unknown recipient, its actor stopped for good, or its
+    handler was cancelled before it finished."""
 
 
 @message()

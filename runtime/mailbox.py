@@ -34,8 +34,12 @@ class MailboxSpec:
 
     @capacity.validator
     def _check_capacity(self, _attr: attrs.Attribute[float], value: float) -> None:
-        if value != math.inf and (value < 0 or value != int(value)):
-            raise ValueError(f"mailbox capacity must be a whole number >= 0 or math.inf, got {value!r}")
+        # Written so NaN fails the comparison instead of reaching int(), which would raise an
+        # error that does not name the field.
+        if value != math.inf and not (value >= 0 and value == int(value)):
+            raise ValueError(
+                f"mailbox capacity must be a whole number >= 0 or math.inf, got {value!r}"
+            )
 
 
 @attrs.frozen(kw_only=True)

@@ -39,13 +39,18 @@ def message(kind: str | None = None) -> Callable[[M], M]:
     """Declare a payload class: frozen, keyword-only, registered under ``kind``.
 
     The tag defaults to the class name in snake_case. Registering two classes under one tag
-    is a programming error and fails at import time, not at decode time.
+    is a programming error and fails at import time, not at decode time. Only the same class
+    re-created (its module re-imported) may take its tag again; a same-named class from
+    another module may not, or decoding would silently produce the wrong type.
     """
 
     def decorate(cls: M) -> M:
         tag = kind or _snake(cls.__name__)
         existing = _REGISTRY.get(tag)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
+        if existing is not None and (existing.__module__, existing.__qualname__) != (
+            cls.__module__,
+            cls.__qualname__,
+        ):
             raise TypeError(
                 f"message kind {tag!r} is already registered by {existing.__module__}."
                 f"{existing.__qualname__}; pass message(kind=...) to choose another tag"

@@ -254,7 +254,9 @@ class Supervisor:
         if self._intensity_exceeded():
             self._emit(self._exited(child, reason, "escalate"))
             exc = RestartIntensityExceeded(self.name, self.spec.intensity, self.spec.period, error)
-            self._emit(SupervisorEscalated(at=trio.current_time(), supervisor=self.name, error=str(exc)))
+            self._emit(
+                SupervisorEscalated(at=trio.current_time(), supervisor=self.name, error=str(exc))
+            )
             raise exc
         self._emit(self._exited(child, reason, "restart"))
         self.restart_count += 1

@@ -40,7 +40,16 @@ from runtime.events import (
 )
 from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics
 from runtime.messages import Address, Envelope, Message
-from runtime.routing import Deliver, Drop, FactObserver, Facts, Hold, Redirect, RoutingRule, rule_name
+from runtime.routing import (
+    Deliver,
+    Drop,
+    FactObserver,
+    Facts,
+    Hold,
+    Redirect,
+    RoutingRule,
+    rule_name,
+)
 from runtime.supervision import ChildSpec, Restart, StopSignal, Supervisor, SupervisorSpec
 
 __all__ = ["ActorSystem", "SystemStatistics", "open_actor_system"]
@@ -271,15 +280,14 @@ class ActorSystem:
         cid = next(self._correlation)
         slot = _PendingReply()
         self._pending[cid] = slot
+        limit = math.inf if timeout is None else timeout
         try:
-            await self.send_envelope(self._envelope(to, payload, sender, cid))
-            if timeout is None:
+            # The send is inside the deadline too: waiting for room in a full mailbox counts.
+            with trio.move_on_after(limit):
+                await self.send_envelope(self._envelope(to, payload, sender, cid))
                 await slot.event.wait()
-            else:
-                with trio.move_on_after(timeout):
-                    await slot.event.wait()
-                if not slot.event.is_set():
-                    raise AskTimeout(to, timeout)
+            if not slot.event.is_set():
+                raise AskTimeout(to, limit)
         finally:
             self._pending.pop(cid, None)
         if slot.error is not None:
@@ -290,8 +298,8 @@ class ActorSystem:
         """Answer ``request``: to a waiting ``ask`` directly, else as a tell to its sender."""
         cid = request.correlation_id
         slot = self._pending.get(cid) if cid is not None else None
-        if request.sender is None and slot is None:
-            return
+        if request.sender is None and cid is None:
+            return  # a tell from outside any actor: there is nobody to answer
         envelope = Envelope(
             sender=sender,
             recipient=request.sender or Address("asker"),
@@ -385,10 +393,13 @@ class ActorSystem:
             self._release(item.envelope)
 
     def _release(self, envelope: Envelope) -> None:
+        """Route a released envelope again. Nobody is waiting on this send to hear a rule fail,
+        so a failure goes to the asker (if any) and the envelope itself is dead-lettered."""
         try:
             routed = self._route(envelope)
         except Exception as exc:
             self._fail_ask(envelope, exc)
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, str(exc))
             return
         if routed is None:
             return
@@ -405,7 +416,13 @@ class ActorSystem:
         self._after_delivery(envelope)
 
     async def _deliver_later(self, envelope: Envelope, box: Mailbox) -> None:
-        await box.send(envelope)
+        """Wait for room for a released envelope; if shutdown cancels the wait, dead-letter it."""
+        try:
+            await box.send(envelope)
+        except trio.Cancelled:
+            reason = "system shut down before the mailbox had room"
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
+            raise
         self._after_delivery(envelope)
 
     # ------------------------------------------------------------------ events
@@ -423,7 +440,9 @@ class ActorSystem:
 
     def dead_letter(self, envelope: Envelope, cause: DeadLetterCause, reason: str) -> None:
         self._dead_letters += 1
-        self.record(DeadLetter(at=trio.current_time(), envelope=envelope, cause=cause, reason=reason))
+        self.record(
+            DeadLetter(at=trio.current_time(), envelope=envelope, cause=cause, reason=reason)
+        )
         self._fail_ask(envelope, Undeliverable(envelope.recipient, f"{cause.value}: {reason}"))
 
     def _fail_ask(self, envelope: Envelope, error: Exception) -> None:
@@ -449,7 +468,8 @@ class ActorSystem:
     def _close(self) -> None:
         """Dead-letter whatever is still queued or held: nothing vanishes silently."""
         for item in self._held:
-            self.dead_letter(item.envelope, DeadLetterCause.UNDELIVERABLE, "system shut down while held")
+            reason = "system shut down while held"
+            self.dead_letter(item.envelope, DeadLetterCause.UNDELIVERABLE, reason)
         self._held.clear()
         for address in list(self._mailboxes):
             self._retire(address)
