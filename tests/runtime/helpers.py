@@ -42,6 +42,22 @@ class Echo(Message):
     text: str
 
 
+@message(kind="rt_test.late_echo")
+class LateEcho(Message):
+    text: str
+    delay: float
+
+
+@message(kind="rt_test.crash_in_background")
+class CrashInBackground(Message):
+    """The handler starts background work that raises a moment later."""
+
+
+@message(kind="rt_test.work_in_background")
+class WorkInBackground(Message):
+    """The handler starts background work that runs until cancelled, journaling its end."""
+
+
 @message(kind="rt_test.silence")
 class Silence(Message):
     """The handler returns without replying."""
@@ -81,7 +97,9 @@ class Worker(Actor):
 
     async def handle(self, envelope: Envelope) -> None:
         payload = envelope.payload
-        if isinstance(payload, Note):
+        if envelope.is_reply:
+            self.journal.add("reply", self.name, payload, envelope.correlation_id)
+        elif isinstance(payload, Note):
             self.journal.add("handled", self.name, payload.text, self.context.incarnation)
         elif isinstance(payload, Crash):
             raise RuntimeError(payload.reason)
@@ -94,6 +112,23 @@ class Worker(Actor):
             self.journal.add("napped", self.name, payload.seconds)
         elif isinstance(payload, Echo):
             self.context.reply(envelope, Echo(text=payload.text))
+        elif isinstance(payload, LateEcho):
+            await trio.sleep(payload.delay)
+            self.context.reply(envelope, Echo(text=payload.text))
+        elif isinstance(payload, CrashInBackground):
+            self.context.start_soon(self._crash_soon)
+        elif isinstance(payload, WorkInBackground):
+            self.context.start_soon(self._work_forever)
+
+    async def _crash_soon(self) -> None:
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError("background work failed")
+
+    async def _work_forever(self) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.journal.add("background ended", self.name, self.context.incarnation)
 
     async def stopping(self) -> None:
         self.journal.add("stopping", self.name, self.context.incarnation)

@@ -1,0 +1,176 @@
+"""Mailboxes: bounded channels with an explicit overflow policy and a statistics() record."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
+
+from runtime import (
+    Address,
+    Envelope,
+    Mailbox,
+    MailboxFull,
+    MailboxSpec,
+    Overflow,
+    open_actor_system,
+)
+from tests.runtime.helpers import Journal, Nap, Note, addr, worker
+
+
+def envelope(text: str) -> Envelope:
+    return Envelope(sender=None, recipient=Address("box"), payload=Note(text=text))
+
+
+# ---------------------------------------------------------------- Overflow.BLOCK
+
+
+async def test_a_sender_to_a_full_blocking_mailbox_waits_until_the_actor_takes_a_message(
+    autojump_clock: trio.testing.MockClock, journal: Journal
+) -> None:
+    sent_at: list[float] = []
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal), mailbox=MailboxSpec(capacity=1))
+        await system.tell(addr("a"), Nap(seconds=10))
+        await wait_all_tasks_blocked()
+        await system.tell(addr("a"), Note(text="fills the mailbox"))
+
+        async def send_one_more() -> None:
+            await system.tell(addr("a"), Note(text="must wait"))
+            sent_at.append(trio.current_time())
+
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_one_more)
+
+    assert sent_at == [pytest.approx(start + 10)]
+
+
+async def test_a_blocked_sender_shows_in_the_statistics(
+    autojump_clock: trio.testing.MockClock, journal: Journal
+) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal), mailbox=MailboxSpec(capacity=1))
+        await system.tell(addr("a"), Nap(seconds=10))
+        await wait_all_tasks_blocked()
+        await system.tell(addr("a"), Note(text="fills the mailbox"))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(system.tell, addr("a"), Note(text="must wait"))
+            await wait_all_tasks_blocked()
+
+            stats = system.mailbox_statistics(addr("a"))
+            assert (stats.queued, stats.blocked_senders) == (1, 1)
+
+
+async def test_tell_nowait_to_a_full_blocking_mailbox_raises_would_block(
+    autojump_clock: trio.testing.MockClock, journal: Journal
+) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal), mailbox=MailboxSpec(capacity=1))
+        await system.tell(addr("a"), Nap(seconds=10))
+        await wait_all_tasks_blocked()
+        system.tell_nowait(addr("a"), Note(text="fills the mailbox"))
+
+        with pytest.raises(trio.WouldBlock):
+            system.tell_nowait(addr("a"), Note(text="no room"))
+
+
+async def test_an_unbounded_mailbox_never_blocks() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=math.inf))
+    for i in range(10_000):
+        box.send_nowait(envelope(str(i)))
+
+    assert box.statistics().queued == 10_000
+
+
+# ---------------------------------------------------------------- Overflow.FAIL_FAST
+
+
+async def test_tell_to_a_full_fail_fast_mailbox_raises_mailbox_full(
+    autojump_clock: trio.testing.MockClock, journal: Journal
+) -> None:
+    spec = MailboxSpec(capacity=1, overflow=Overflow.FAIL_FAST)
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal), mailbox=spec)
+        await system.tell(addr("a"), Nap(seconds=10))
+        await wait_all_tasks_blocked()
+        await system.tell(addr("a"), Note(text="fills the mailbox"))
+
+        with pytest.raises(MailboxFull):
+            await system.tell(addr("a"), Note(text="no room"))
+
+
+async def test_tell_nowait_to_a_full_fail_fast_mailbox_raises_mailbox_full() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1, overflow=Overflow.FAIL_FAST))
+    box.send_nowait(envelope("fills the mailbox"))
+
+    with pytest.raises(MailboxFull):
+        box.send_nowait(envelope("no room"))
+
+
+async def test_mailbox_full_names_the_address_the_capacity_and_what_to_do() -> None:
+    box = Mailbox(Address("agent", "alice"), MailboxSpec(capacity=2, overflow=Overflow.FAIL_FAST))
+    box.send_nowait(envelope("1"))
+    box.send_nowait(envelope("2"))
+
+    with pytest.raises(MailboxFull) as caught:
+        await box.send(envelope("3"))
+    assert (caught.value.address, caught.value.capacity) == (Address("agent", "alice"), 2)
+    assert "mailbox of agent:alice is full (2 queued)" in str(caught.value)
+    assert "overflow='block'" in str(caught.value)
+
+
+# ---------------------------------------------------------------- statistics()
+
+
+async def test_statistics_report_queued_peak_accepted_and_rejected() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=3, overflow=Overflow.FAIL_FAST))
+    for i in range(3):
+        box.send_nowait(envelope(str(i)))
+    with pytest.raises(MailboxFull):
+        box.send_nowait(envelope("rejected"))
+    await box.receive()
+    await box.receive()
+
+    stats = box.statistics()
+    assert (stats.queued, stats.peak_queued, stats.accepted, stats.rejected) == (1, 3, 3, 1)
+
+
+async def test_statistics_report_the_spec_and_the_address() -> None:
+    box = Mailbox(Address("box", "1"), MailboxSpec(capacity=7, overflow=Overflow.FAIL_FAST))
+
+    stats = box.statistics()
+    assert (stats.address, stats.capacity, stats.overflow) == (
+        Address("box", "1"),
+        7,
+        Overflow.FAIL_FAST,
+    )
+
+
+async def test_statistics_count_receivers_waiting_for_mail() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(box.receive)
+        await wait_all_tasks_blocked()
+
+        assert box.statistics().waiting_receivers == 1
+        box.send_nowait(envelope("wake up"))
+
+
+async def test_statistics_are_a_frozen_record() -> None:
+    stats = Mailbox(Address("box"), MailboxSpec()).statistics()
+
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        stats.queued = 5  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- spec validation
+
+
+@pytest.mark.parametrize("capacity", [-1, 1.5, math.nan])
+def test_a_capacity_that_is_not_a_whole_number_or_infinity_is_rejected(capacity: float) -> None:
+    with pytest.raises(ValueError, match="mailbox capacity must be a whole number"):
+        MailboxSpec(capacity=capacity)
