@@ -166,7 +166,7 @@ class AgentActor(Actor):
         memory.stale = False
         memory.prompt_built = False
         memory.committing = False
-        self._set_status(AgentStatus.WORKING, f"round {memory.round}")
+        memory.status = AgentStatus.WORKING  # RoundStarted says so; no separate status event
         self.context.record(
             RoundStarted(
                 at=trio.current_time(),

@@ -164,8 +164,9 @@ class CoordinationState:
         if not self.live:
             return True
         if self.orchestrator.skip_voting:
-            return all(a in self.latest for a in self.live)
-        return all(a in self.votes for a in self.live)
+            return len(self.latest) >= len(self.live) and all(a in self.latest for a in self.live)
+        # Only live agents hold votes (``fail`` drops a vote), so counting suffices.
+        return len(self.votes) == len(self.live)
 
     def choose_winner(self) -> Winner | None:
         """Most votes; ties to the agent listed first in the config; no votes: first answerer."""

@@ -1,14 +1,17 @@
 """The coordination modes as routing rules, and the observer that keeps their facts.
 
-Facts kept by :class:`AnswerProgress` (from messages the router delivers):
-``answered`` (agents with at least one accepted answer), ``live`` (started and not excluded),
-``all_answered`` and ``progress`` (a counter that changes whenever any of them does).
+Facts kept by :class:`AnswerProgress` (from messages the router delivers), one key per agent
+so a hold waiting on one agent is re-checked only when that agent's facts change:
+``answered:<agent>`` (has an accepted answer), ``live:<agent>`` (started and not excluded),
+and ``all_answered`` (every live agent has answered).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import attrs
 
 from actors.messages import (
     AgentFailed,
@@ -29,44 +32,47 @@ __all__ = [
     "UpdatesAfterFirstAnswer",
 ]
 
+ALL_ANSWERED = "all_answered"
+
+
+def answered_key(agent: str) -> str:
+    return f"answered:{agent}"
+
+
+def live_key(agent: str) -> str:
+    return f"live:{agent}"
+
 
 class AnswerProgress:
-    """Watches StartTask, AnswerAccepted and AgentFailed; publishes who has answered.
-
-    The sets are shared (not copied) with the facts so a 10,000-agent run does not copy
-    them on every answer; ``progress`` is what makes the router re-examine held mail.
-    """
+    """Watches StartTask, AnswerAccepted and AgentFailed; publishes who has answered."""
 
     def __init__(self) -> None:
-        self.live: set[str] = set()
-        self.answered: set[str] = set()
+        self._live: set[str] = set()
+        self._answered: set[str] = set()
         self._waiting: set[str] = set()
-        self._progress = 0
+        """Live agents without an answer yet: ``all_answered`` is "this is empty"."""
 
     def observe(self, envelope: Envelope, facts: Facts) -> Mapping[str, Any] | None:
         payload = envelope.payload
         if isinstance(payload, StartTask):
             agent = envelope.recipient.key
-            self.live.add(agent)
-            if agent not in self.answered:
+            self._live.add(agent)
+            if agent not in self._answered:
                 self._waiting.add(agent)
+            change = {live_key(agent): True}
         elif isinstance(payload, AnswerAccepted):
-            if payload.agent in self.answered:
+            if payload.agent in self._answered:
                 return None
-            self.answered.add(payload.agent)
+            self._answered.add(payload.agent)
             self._waiting.discard(payload.agent)
+            change = {answered_key(payload.agent): True}
         elif isinstance(payload, AgentFailed):
-            self.live.discard(payload.agent)
+            self._live.discard(payload.agent)
             self._waiting.discard(payload.agent)
+            change = {live_key(payload.agent): False}
         else:
             return None
-        self._progress += 1
-        return {
-            "live": self.live,
-            "answered": self.answered,
-            "all_answered": bool(self.live) and not self._waiting,
-            "progress": self._progress,
-        }
+        return {**change, ALL_ANSWERED: bool(self._live) and not self._waiting}
 
 
 class DropInjection:
@@ -81,7 +87,7 @@ class DropInjection:
 
 
 def _all_answered(facts: Facts) -> bool:
-    return bool(facts.get("all_answered", False))
+    return bool(facts.get(ALL_ANSWERED, False))
 
 
 class DeferVoting:
@@ -91,7 +97,11 @@ class DeferVoting:
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
         if isinstance(envelope.payload, VotingOpen) and not _all_answered(facts):
-            return Hold(_all_answered, "voting deferred until every live agent has answered")
+            return Hold(
+                _all_answered,
+                "voting deferred until every live agent has answered",
+                watch=frozenset({ALL_ANSWERED}),
+            )
         return DELIVER
 
 
@@ -104,13 +114,24 @@ class UpdatesAfterFirstAnswer:
         if not isinstance(envelope.payload, AnswerUpdate):
             return DELIVER
         agent = envelope.recipient.key
-        if agent in facts.get("answered", ()):
+        waiting = _AnsweredOrGone(agent)
+        if waiting(facts):
             return DELIVER
+        return Hold(waiting, f"{agent} has not answered yet", watch=waiting.watch)
 
-        def answered_or_gone(f: Facts) -> bool:
-            return agent in f.get("answered", ()) or agent not in f.get("live", ())
 
-        return Hold(answered_or_gone, f"{agent} has not answered yet")
+@attrs.frozen
+class _AnsweredOrGone:
+    agent: str
+
+    @property
+    def watch(self) -> frozenset[str]:
+        return frozenset({answered_key(self.agent), live_key(self.agent)})
+
+    def __call__(self, facts: Facts) -> bool:
+        return bool(facts.get(answered_key(self.agent))) or not facts.get(
+            live_key(self.agent), True
+        )
 
 
 QUIET = "answers_quiet"
@@ -134,5 +155,5 @@ class HoldUntilQuiet:
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
         payload = envelope.payload
         if isinstance(payload, AnswerUpdate | VotingOpen | VotesReset) and not _quiet(facts):
-            return Hold(_quiet, "answers are still arriving")
+            return Hold(_quiet, "answers are still arriving", watch=frozenset({QUIET}))
         return DELIVER

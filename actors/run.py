@@ -175,9 +175,10 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
     log = spec.log_dir / "events.jsonl" if spec.log_dir is not None else None
     async with open_actor_system(name="run", event_log=log, taps=[stats, *taps]) as system:
         system.add_observer(AnswerProgress())
-        system.add_rule(UpdatesAfterFirstAnswer())
+        # Drops first: an update that will be dropped should not be held on the way.
         if orchestrator.disable_injection:
             system.add_rule(DropInjection())
+        system.add_rule(UpdatesAfterFirstAnswer())
         if orchestrator.defer_voting_until_all_answered:
             system.add_rule(DeferVoting())
         if orchestrator.quiet_period is not None:

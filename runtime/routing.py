@@ -47,10 +47,16 @@ class Drop:
 
 @attrs.frozen
 class Hold:
-    """Park the envelope until ``until(facts)`` is true; checked whenever facts change."""
+    """Park the envelope until ``until(facts)`` is true.
+
+    ``watch`` names the fact keys whose change can make ``until`` true; the router re-checks
+    the hold only when one of them changes, so thousands of held envelopes cost nothing
+    while unrelated facts move. Empty means "re-check on any change".
+    """
 
     until: Callable[[Facts], bool]
     reason: str = "held"
+    watch: frozenset[str] = frozenset()
 
 
 @attrs.frozen

@@ -148,6 +148,9 @@ class Supervisor:
         self.spec = spec
         self._record = record
         self._children: list[_Child] = []
+        self._ids: set[str] = set()
+        """Ids of children started or queued to start: the duplicate check stays O(1) when a
+        run spawns ten thousand agents."""
         self._restarts: deque[float] = deque()
         self._control_send, self._control_receive = trio.open_memory_channel[_Control](math.inf)
         self._nursery: trio.Nursery | None = None
@@ -159,8 +162,9 @@ class Supervisor:
 
     def start_child(self, spec: ChildSpec) -> None:
         """Add and start a child. Safe from any task; ordering is preserved."""
-        if any(c.spec.id == spec.id for c in self._children):
+        if spec.id in self._ids:
             raise ValueError(f"supervisor {self.name} already has a child {spec.id!r}")
+        self._ids.add(spec.id)
         if self._nursery is None:
             self._control_send.send_nowait(_StartRequest(spec))
             return
@@ -198,7 +202,7 @@ class Supervisor:
             if isinstance(item, _Shutdown):
                 return
             if isinstance(item, _StartRequest):
-                self.start_child(item.spec)
+                self._launch(_Child(item.spec), first=True)
             elif isinstance(item, _TerminateRequest):
                 await self._terminate(item)
             elif item.child.incarnation == item.incarnation and not item.child.stopping:
@@ -305,6 +309,7 @@ class Supervisor:
     def _retire(self, child: _Child) -> None:
         if child in self._children:
             self._children.remove(child)
+        self._ids.discard(child.spec.id)
         if child.spec.retire is not None:
             child.spec.retire()
 

@@ -98,7 +98,10 @@ class ActorSystem:
         self._observers: list[FactObserver] = []
         self._facts: dict[str, Any] = {}
         self.facts: Facts = MappingProxyType(self._facts)
-        self._held: list[_HeldEnvelope] = []
+        self._held: dict[int, _HeldEnvelope] = {}
+        self._held_ids = itertools.count()
+        self._held_watching: dict[str, set[int]] = {}
+        self._held_on_any_change: set[int] = set()
         self._pending: dict[int, _PendingReply] = {}
         self._correlation = itertools.count(1)
         self._nursery: trio.Nursery | None = None
@@ -207,13 +210,10 @@ class ActorSystem:
 
     def update_facts(self, changes: Mapping[str, Any]) -> None:
         """Change facts and release held envelopes whose condition now holds."""
-        changed = False
-        for key, value in changes.items():
-            if self._facts.get(key, _MISSING) != value:
-                self._facts[key] = value
-                changed = True
+        changed = [key for key, value in changes.items() if self._facts.get(key, _MISSING) != value]
         if changed:
-            self._recheck_held()
+            self._facts.update({key: changes[key] for key in changed})
+            self._recheck_held(changed)
 
     def _rules_for(self, address: Address) -> tuple[RoutingRule, ...]:
         rules = self._rules_cache.get(address)
@@ -223,7 +223,7 @@ class ActorSystem:
         return rules
 
     def held(self) -> list[Envelope]:
-        return [h.envelope for h in self._held]
+        return [h.envelope for h in self._held.values()]
 
     # ------------------------------------------------------------------ sending
 
@@ -349,7 +349,7 @@ class ActorSystem:
                 self.dead_letter(envelope, DeadLetterCause.DROPPED, decision.reason)
                 return None
             assert isinstance(decision, Hold)
-            self._held.append(_HeldEnvelope(envelope, decision))
+            self._hold(envelope, decision)
             if self._taps:
                 self.record(Held(at=trio.current_time(), envelope=envelope, reason=decision.reason))
             return None
@@ -380,17 +380,45 @@ class ActorSystem:
                 if changes:
                     self.update_facts(changes)
 
-    def _recheck_held(self) -> None:
+    def _hold(self, envelope: Envelope, hold: Hold) -> None:
+        held_id = next(self._held_ids)
+        self._held[held_id] = _HeldEnvelope(envelope, hold)
+        if hold.watch:
+            for key in hold.watch:
+                self._held_watching.setdefault(key, set()).add(held_id)
+        else:
+            self._held_on_any_change.add(held_id)
+
+    def _recheck_held(self, changed: Iterable[str] | None = None) -> None:
+        """Release held envelopes whose condition holds; only those watching ``changed``
+        facts (or any fact) are examined, in the order they were held."""
         if not self._held or self._closed:
             return
-        ready = [h for h in self._held if h.hold.until(self.facts)]
+        if changed is None:
+            candidates: Iterable[int] = list(self._held)
+        else:
+            ids = set(self._held_on_any_change)
+            for key in changed:
+                ids.update(self._held_watching.get(key, ()))
+            candidates = sorted(ids)
+        facts = self.facts
+        ready = [i for i in candidates if self._held[i].hold.until(facts)]
         if not ready:
             return
-        self._held = [h for h in self._held if h not in ready]
-        for item in ready:
+        released = [self._unhold(i) for i in ready]
+        for item in released:
             self._released += 1
             self.record(Released(at=trio.current_time(), envelope=item.envelope))
             self._release(item.envelope)
+
+    def _unhold(self, held_id: int) -> _HeldEnvelope:
+        item = self._held.pop(held_id)
+        if item.hold.watch:
+            for key in item.hold.watch:
+                self._held_watching[key].discard(held_id)
+        else:
+            self._held_on_any_change.discard(held_id)
+        return item
 
     def _release(self, envelope: Envelope) -> None:
         """Route a released envelope again. Nobody is waiting on this send to hear a rule fail,
@@ -467,10 +495,12 @@ class ActorSystem:
 
     def _close(self) -> None:
         """Dead-letter whatever is still queued or held: nothing vanishes silently."""
-        for item in self._held:
+        for item in self._held.values():
             reason = "system shut down while held"
             self.dead_letter(item.envelope, DeadLetterCause.UNDELIVERABLE, reason)
         self._held.clear()
+        self._held_watching.clear()
+        self._held_on_any_change.clear()
         for address in list(self._mailboxes):
             self._retire(address)
         self._closed = True
