@@ -99,32 +99,20 @@ async def run_incarnation(
     A crash inside ``handle`` dead-letters the message being handled and re-raises, so the
     supervisor restarts the actor and the next incarnation starts with the next message. A
     handler cancelled mid-message dead-letters it too, so an ask waiting on it fails at once.
-    The idle wait is the only place a cancel scope is opened: a graceful stop cancels the
-    wait for more mail, never a handler in progress.
+    A graceful stop wakes the wait for more mail (:meth:`Mailbox.wake`) and never
+    interrupts a handler in progress; only a hard cancel (shutdown timeout) does that.
     """
-    idle_scope: trio.CancelScope | None = None
-
-    def wake() -> None:
-        if idle_scope is not None:
-            idle_scope.cancel()
-
-    stop.on_request(wake)
+    stop.on_request(mailbox.wake)
     async with trio.open_nursery() as nursery:
         actor = factory(ActorContext(system, mailbox.address, incarnation, nursery, stop))
         await actor.started()
         while not stop.requested:
-            if mailbox.empty():
-                envelope: Envelope | None = None
-                with trio.CancelScope() as idle_scope:
-                    try:
-                        envelope = await mailbox.receive()
-                    except (trio.EndOfChannel, trio.ClosedResourceError):
-                        stop.request()
-                idle_scope = None
-                if envelope is None:
-                    break
-            else:
+            try:
                 envelope = await mailbox.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if envelope is None:
+                break  # woken by a graceful stop
             try:
                 await actor.handle(envelope)
             except Exception as exc:

@@ -280,14 +280,19 @@ class ActorSystem:
         cid = next(self._correlation)
         slot = _PendingReply()
         self._pending[cid] = slot
-        limit = math.inf if timeout is None else timeout
+        envelope = self._envelope(to, payload, sender, cid)
         try:
-            # The send is inside the deadline too: waiting for room in a full mailbox counts.
-            with trio.move_on_after(limit):
-                await self.send_envelope(self._envelope(to, payload, sender, cid))
+            if timeout is None:
+                # No cancel scope when there is no deadline: it is a hot path.
+                await self.send_envelope(envelope)
                 await slot.event.wait()
-            if not slot.event.is_set():
-                raise AskTimeout(to, limit)
+            else:
+                # The send is inside the deadline too: waiting for room in a full mailbox counts.
+                with trio.move_on_after(timeout):
+                    await self.send_envelope(envelope)
+                    await slot.event.wait()
+                if not slot.event.is_set():
+                    raise AskTimeout(to, timeout)
         finally:
             self._pending.pop(cid, None)
         if slot.error is not None:

@@ -11,10 +11,12 @@ from trio.testing import wait_all_tasks_blocked
 
 from runtime import (
     Address,
+    ChildStopped,
     Envelope,
     Mailbox,
     MailboxFull,
     MailboxSpec,
+    MemoryTap,
     Overflow,
     open_actor_system,
 )
@@ -165,6 +167,44 @@ async def test_statistics_are_a_frozen_record() -> None:
 
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         stats.queued = 5  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- wake
+
+
+async def test_wake_ends_the_wait_of_a_receiver_with_none() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1))
+    got: list[Envelope | None] = []
+
+    async def receive() -> None:
+        got.append(await box.receive())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receive)
+        await wait_all_tasks_blocked()
+        box.wake()
+
+    assert got == [None]
+
+
+async def test_wake_with_nobody_waiting_leaves_nothing_in_the_mailbox() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1))
+    box.wake()
+    box.send_nowait(envelope("real mail"))
+
+    assert await box.receive() == envelope("real mail")
+    assert (box.statistics().queued, box.statistics().accepted) == (0, 1)
+
+
+async def test_an_idle_actor_with_a_rendezvous_mailbox_stops_gracefully(
+    tap: MemoryTap, journal: Journal
+) -> None:
+    async with open_actor_system(taps=[tap]) as system:
+        system.spawn(addr("a"), worker(journal), mailbox=MailboxSpec(capacity=0))
+        await wait_all_tasks_blocked()
+
+    assert journal.of("stopping") == ["a"]
+    assert [e.how for e in tap.of_type(ChildStopped)] == ["graceful"]
 
 
 # ---------------------------------------------------------------- spec validation
