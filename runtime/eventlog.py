@@ -54,7 +54,11 @@ class JsonlEventLog:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        # backslashreplace: a lone surrogate in some text must not make recording raise; it
+        # is written as its JSON escape and reads back as the same string.
+        self._file: IO[str] | None = self.path.open(
+            "a", encoding="utf-8", errors="backslashreplace"
+        )
         self.lines = 0
 
     def record(self, event: Event) -> None:
