@@ -50,11 +50,10 @@ from actors.messages import (
 from actors.prompts import presentation_messages, round_messages
 from actors.workflow import NewAnswer, WorkflowError, parse_workflow_call, workflow_tools
 from config.schema import InFlightPolicy, OrchestratorConfig
-from runtime import Actor, ActorContext, Address, AskTimeout, ConclaveRuntimeError, Envelope
+from runtime import Actor, ActorContext, Address, ConclaveRuntimeError, Envelope
 
 __all__ = ["AgentActor", "AgentMemory", "AgentSetup", "AgentStatus"]
 
-_SUBMIT_TIMEOUT = 60.0
 
 
 class AgentStatus(enum.Enum):
@@ -89,6 +88,9 @@ class AgentMemory:
     prompt_built: bool = False
     committing: bool = False
     """The round's result went to the coordinator; from here on it is never cancelled."""
+    vote_cleared: bool = False
+    """A VotesReset came while a round was in flight: if that round settles as a vote, the
+    reset was about that very vote (it overtook the round's RoundSettled), so vote again."""
 
 
 @attrs.frozen(kw_only=True)
@@ -131,6 +133,8 @@ class AgentActor(Actor):
         elif isinstance(payload, VotesReset):
             if memory.status is AgentStatus.VOTED:
                 self._start_round()
+            elif memory.status is AgentStatus.WORKING:
+                memory.vote_cleared = True
         elif isinstance(payload, ResumeRound):
             if payload.generation == memory.generation and memory.status is AgentStatus.RESTARTING:
                 self._start_round()
@@ -166,6 +170,7 @@ class AgentActor(Actor):
         memory.stale = False
         memory.prompt_built = False
         memory.committing = False
+        memory.vote_cleared = False
         memory.status = AgentStatus.WORKING  # RoundStarted says so; no separate status event
         self.context.record(
             RoundStarted(
@@ -217,7 +222,10 @@ class AgentActor(Actor):
                 if skip and memory.stale:
                     self._start_round()
         elif settled.outcome == "voted":
-            self._set_status(AgentStatus.VOTED)
+            if memory.vote_cleared:
+                self._start_round()
+            else:
+                self._set_status(AgentStatus.VOTED)
         elif settled.outcome == "stale":
             self._restarted()
             self._start_round()
@@ -257,9 +265,14 @@ class AgentActor(Actor):
         """Up to ``max_tries`` tries; returns (outcome, label, reason)."""
         setup, memory = self.setup, self.memory
         if any(t.name == "vote" for t in tools):
-            snapshot = await self.context.ask(
-                setup.coordinator, AnswersRequest(agent=setup.agent), timeout=_SUBMIT_TIMEOUT
-            )
+            try:
+                snapshot = await self.context.ask(
+                    setup.coordinator, AnswersRequest(agent=setup.agent)
+                )
+            except ConclaveRuntimeError as exc:
+                # The coordinator crashed on this request (and restarts): not this agent's
+                # fault, so try anew with a fresh round rather than crash the actor.
+                return "stale", None, f"no snapshot from the coordinator: {exc}"
             assert isinstance(snapshot, AnswersSnapshot)
             self._merge(snapshot.answers)
             memory.snapshot_visible = snapshot.visible
@@ -300,13 +313,15 @@ class AgentActor(Actor):
                     reason=call.reason,
                     seen=memory.snapshot_visible,
                 )
+            # While committing, updates mark the round stale instead of cancelling it, so a
+            # submission the coordinator accepts is never forgotten. Only StopWork or shutdown
+            # cancel it, and then coordination is over. No timeout: the coordinator is a
+            # permanent actor whose mailbox outlives its crashes, so the request is answered or
+            # fails as Undeliverable; a deadline per ask would cost more than it protects.
             memory.committing = True
             try:
-                with trio.CancelScope(shield=True):
-                    verdict = await self.context.ask(
-                        setup.coordinator, submission, timeout=_SUBMIT_TIMEOUT
-                    )
-            except (AskTimeout, ConclaveRuntimeError) as exc:
+                verdict = await self.context.ask(setup.coordinator, submission)
+            except ConclaveRuntimeError as exc:
                 memory.committing = False
                 last_error = f"the coordinator did not take the submission: {exc}"
                 continue
