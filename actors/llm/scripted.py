@@ -81,8 +81,13 @@ class ScriptedBackend:
     def _round(
         self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None
     ) -> ChatMessage:
-        mine = sorted(label for label in view.answers if label.split(".")[0] == view.me)
-        answer = self._compose(view, revision=len(mine) + 1)
+        # Prompts show each agent's latest answer only, so how many answers this agent has
+        # given is the M of its own label agentN.M, not how many of its labels are shown.
+        given = max(
+            (_label_key(label)[1] for label in view.answers if label.split(".")[0] == view.me),
+            default=0,
+        )
+        answer = self._compose(view, revision=given + 1)
         vote_target = self._choose_vote(view)
         if misbehave is Misbehaviour.NO_CALL:
             return ChatMessage(role="assistant", content="I think the answers look fine.")
@@ -107,7 +112,7 @@ class ScriptedBackend:
                     ),
                 ),
             )
-        wants_to_answer = len(mine) < self.policy.answers
+        wants_to_answer = given < self.policy.answers
         if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
             return _calls(("new_answer", {"content": answer}), call_id=self._call_id())
         if "vote" in offered and vote_target is not None:
