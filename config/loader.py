@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
 import cattrs
 import yaml
 from cattrs.v import format_exception
@@ -39,8 +40,14 @@ def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
         raise ConfigError(
             f"{source}: expected a mapping with an 'agents' list, got {type(data).__name__}"
         )
-    if "agents" in data and isinstance(data["agents"], list):
-        data = {**data, "agents": [_with_backend_default(a) for a in data["agents"]]}
+    if "agents" in data:
+        agents = data["agents"]
+        if not isinstance(agents, list):
+            # cattrs would iterate a string letter by letter and report each letter.
+            raise ConfigError(
+                f"{source}: agents must be a list of agents, got {type(agents).__name__}"
+            )
+        data = {**data, "agents": [_with_backend_default(a, source) for a in agents]}
     try:
         return _converter.structure(data, ConclaveConfig)
     except cattrs.BaseValidationError as exc:
@@ -51,22 +58,27 @@ def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
         raise ConfigError(f"{source}: {exc}") from None
 
 
-def _with_backend_default(agent: Any) -> Any:
+def _with_backend_default(agent: Any, source: str) -> Any:
     if isinstance(agent, dict) and isinstance(agent.get("backend"), dict):
         backend = agent["backend"]
         kind = backend.get("type", "scripted")
         if kind != "scripted":
             raise ConfigError(
-                f"agent {agent.get('id', '?')!r}: backend type {kind!r} is not available; "
-                "valid backend types: scripted"
+                f"{source}: agent {agent.get('id', '?')!r}: backend type {kind!r} is not "
+                "available; valid backend types: scripted"
             )
     return agent
 
 
 def _format(exc: BaseException, type_: Any) -> str:
-    """Validators' own messages say what was wrong; keep them instead of "invalid value"."""
+    """Validators' own messages say what was wrong; keep them instead of "invalid value".
+    A plain value where a section belongs fails inside cattrs as an AttributeError, which it
+    would report as "unknown error"; say which mapping was expected instead."""
     if isinstance(exc, ValueError) and not isinstance(exc, cattrs.BaseValidationError):
         return str(exc)
+    if attrs.has(type_) and isinstance(exc, AttributeError | TypeError):
+        keys = ", ".join(f.name for f in attrs.fields(type_))
+        return f"expected a mapping (keys: {keys})"
     return format_exception(exc, type_)
 
 

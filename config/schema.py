@@ -50,6 +50,17 @@ class Misbehaviour(enum.Enum):
     HANG = "hang"
 
 
+_VOTE = re.compile(r"^(best|self|agent[1-9][0-9]*)$")
+
+
+def _check_vote(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
+    """Anything else would pass loading and then fail every vote the agent casts."""
+    if not _VOTE.match(value):
+        raise ValueError(
+            f"vote {value!r} is not one of: best, self, or an anonymous id such as agent2"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ScriptedBackendConfig:
     """The embedded, offline backend; also the policy it plays."""
@@ -62,7 +73,7 @@ class ScriptedBackendConfig:
     """Fraction of ``latency`` added or removed at random (0.5 is ±50 %)."""
     answers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     """How many answers to give before voting."""
-    vote: str = "best"
+    vote: str = attrs.field(default="best", validator=_check_vote)
     """``best`` (highest deterministic score), ``self``, or an anonymous id like ``agent2``."""
     answer_text: str | None = None
     """Fixed answer content instead of composed text (to script ties and duplicates)."""
