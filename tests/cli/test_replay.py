@@ -1,0 +1,107 @@
+"""``conclave replay EVENTS.jsonl`` prints a finished run's timeline; a last line cut off
+mid-write (a crash) is reported and skipped, damage anywhere else is an error."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import TASK
+from ui.cli import EXIT_OK, EXIT_USAGE, main
+
+
+@pytest.fixture
+def events(fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """The event log of a finished three-agent run."""
+    log_dir = tmp_path / "run"
+    assert main(["run", "--config", str(fast_config), "--log-dir", str(log_dir), TASK]) == EXIT_OK
+    capsys.readouterr()
+    return log_dir / "events.jsonl"
+
+
+def test_replay_prints_the_timeline_of_a_finished_run(
+    events: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["replay", str(events)])
+
+    out, err = capsys.readouterr()
+    assert code == EXIT_OK
+    assert err == ""
+    lines = out.splitlines()
+    assert all(re.match(r"^\[ *\d+\.\d{3}s\] ", line) for line in lines)
+    assert "run started: 3 agents (agent-1, agent-2, agent-3), strategy winner_present" in lines[0]
+    assert re.search(r"run ended: completed, winner agent-\d$", lines[-1])
+    text = "\n".join(lines)
+    for label in ("agent1.1", "agent2.1", "agent3.1"):
+        assert f"answered {label}" in text
+    assert "voted for" in text
+    assert "voting complete: winner" in text
+    assert "final answer by" in text
+    assert "interrupted" not in text
+
+
+def test_replay_verbose_adds_rounds_and_llm_calls(
+    events: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", "--verbose", str(events)]) == EXIT_OK
+
+    out = capsys.readouterr().out
+    assert "round 1 offers new_answer" in out
+    assert "→ LLM (round)" in out
+    assert "← LLM (present): ok" in out
+
+
+def test_replay_reports_and_skips_a_last_line_cut_off_mid_write(
+    events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = events.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")
+
+    code = main(["replay", str(cut)])
+
+    out, err = capsys.readouterr()
+    assert code == EXIT_OK
+    assert f"conclave: line {len(lines)} of {cut} was cut off mid-write; skipped" in err
+    assert "run ended: completed" in out
+
+
+def test_replay_of_a_log_that_stops_before_the_run_ended_says_it_was_interrupted(
+    events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = events.read_text(encoding="utf-8").splitlines(keepends=True)
+    ended = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "run_ended")
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(lines[:ended]), encoding="utf-8")
+
+    code = main(["replay", str(partial)])
+
+    out = capsys.readouterr().out
+    assert code == EXIT_OK
+    assert "run ended" not in out
+    assert out.splitlines()[-1] == "(the log ends before the run did: it was interrupted)"
+
+
+def test_replay_refuses_a_log_damaged_in_the_middle(
+    events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = events.read_text(encoding="utf-8").splitlines(keepends=True)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(lines[:3]) + "{not json\n" + "".join(lines[3:]), encoding="utf-8")
+
+    code = main(["replay", str(damaged)])
+
+    assert code == EXIT_USAGE
+    assert f"{damaged}:4: not a valid event" in capsys.readouterr().err
+
+
+def test_replay_of_a_missing_log_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["replay", str(tmp_path / "nope.jsonl")])
+
+    assert code == EXIT_USAGE
+    assert "no event log at" in capsys.readouterr().err

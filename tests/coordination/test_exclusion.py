@@ -1,0 +1,158 @@
+"""Every round ends in exactly one workflow call. A round that does not gets the error back
+and is retried, at most 3 tries; an agent that exhausts them is excluded (``AgentFailed`` →
+``AgentExcluded``), and the run goes on with the others."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.messages import AgentExcluded, AgentFailed, LlmRequestFinished, VotingComplete
+from actors.run import COORDINATOR
+from config.schema import Misbehaviour
+from tests.coordination.helpers import Recorder, agent, config, run_tapped
+
+EXPECTED_ERROR = {
+    Misbehaviour.NO_CALL: "you made none",
+    Misbehaviour.BOTH_CALLS: "You made 2 tool calls",
+    Misbehaviour.UNKNOWN_TOOL: "'search_web' is not available",
+    Misbehaviour.VOTE_WITHOUT_ANSWER: "'vote' is not available",
+    Misbehaviour.DUPLICATE: "duplicates an existing answer",
+    Misbehaviour.MALFORMED: "not valid JSON",
+    Misbehaviour.ERROR: "scripted failure injected",
+    Misbehaviour.HANG: "did not answer within 5s",
+}
+
+
+@pytest.mark.parametrize("misbehaviour", list(Misbehaviour), ids=lambda m: m.value)
+async def test_an_agent_that_fails_three_tries_is_excluded_and_the_run_goes_on(
+    autojump_clock: object, misbehaviour: Misbehaviour
+) -> None:
+    run = await run_tapped(
+        config(
+            agent("good1", seed=1, latency=0.2),
+            agent("bad", seed=2, latency=0.2, misbehave=misbehaviour),
+            agent("good2", seed=3, latency=0.2),
+            round_timeout=5.0,
+        )
+    )
+
+    [told] = run.delivered(AgentFailed)
+    assert told.envelope.recipient == COORDINATOR
+    assert told.envelope.payload.agent == "bad"
+    [excluded] = run.events(AgentExcluded)
+    assert excluded.agent == "bad"
+    assert excluded.reason.startswith("3 tries failed")
+    assert EXPECTED_ERROR[misbehaviour] in excluded.reason
+    assert run.result.failed_agents == {"bad": excluded.reason}
+    assert run.result.termination == "completed"
+    assert set(run.result.votes) == {"good1", "good2"}
+    assert run.events(VotingComplete)
+
+
+@pytest.mark.parametrize(
+    "misbehaviour",
+    [m for m in Misbehaviour if m is not Misbehaviour.DUPLICATE],
+    ids=lambda m: m.value,
+)
+async def test_the_failing_round_costs_exactly_three_llm_calls(
+    autojump_clock: object, misbehaviour: Misbehaviour
+) -> None:
+    run = await run_tapped(
+        config(
+            agent("good", seed=1, latency=0.2),
+            agent("bad", seed=2, latency=0.2, misbehave=misbehaviour),
+            round_timeout=5.0,
+        )
+    )
+
+    assert run.llm_calls("bad") == 3
+    assert run.answers_added("bad") == []
+
+
+async def test_a_duplicate_is_rejected_and_its_author_excluded_after_three_tries(
+    autojump_clock: object,
+) -> None:
+    # Both are scripted to write the same text; "late" submits it second.
+    run = await run_tapped(
+        config(
+            agent("early", latency=0.1, answer_text="Hold papers; pick a lock; reset a router."),
+            agent("late", latency=0.2, answer_text="Hold papers; pick a lock; reset a router."),
+            agent("other", seed=3, latency=0.2),
+        )
+    )
+
+    assert run.answers_added("late") == []
+    assert len({a.content for a in run.result.answers}) == len(run.result.answers)
+    assert "late" in run.result.failed_agents
+    assert "duplicates an existing answer" in run.result.failed_agents["late"]
+    assert run.result.termination == "completed"
+
+
+async def test_a_rejected_try_gets_the_error_back_in_the_next_prompt(
+    autojump_clock: object,
+) -> None:
+    recorder = Recorder()
+    await run_tapped(
+        config(
+            agent("good", seed=1, latency=0.2),
+            agent("bad", seed=2, latency=0.2, misbehave=Misbehaviour.NO_CALL),
+        ),
+        backend_factory=recorder,
+    )
+
+    first, second, third = recorder.prompts("bad")
+    assert "Error:" not in first
+    assert "Error: You must end this turn with exactly one workflow tool call" in second
+    assert third.count("Error:") == 2
+
+
+async def test_an_agent_that_recovers_on_the_third_try_is_not_excluded(
+    autojump_clock: object,
+) -> None:
+    run = await run_tapped(
+        config(
+            agent("good", seed=1, latency=0.2),
+            agent("shaky", seed=2, latency=0.2, misbehave=Misbehaviour.ERROR, misbehave_calls=2),
+        )
+    )
+
+    assert run.result.failed_agents == {}
+    assert run.events(AgentExcluded) == []
+    assert len(run.answers_added("shaky")) == 1
+    outcomes = [e.outcome for e in run.events(LlmRequestFinished) if e.agent == "shaky"]
+    assert outcomes[:3] == ["error", "error", "ok"]
+
+
+async def test_a_vote_for_an_agent_without_an_answer_is_a_failed_try(
+    autojump_clock: object,
+) -> None:
+    # c (agent3) is excluded before it ever answers; a keeps voting for agent3.
+    run = await run_tapped(
+        config(
+            agent("a", seed=1, latency=1.0, vote="agent3"),
+            agent("b", seed=2, latency=1.0),
+            agent("c", seed=3, latency=0.1, misbehave=Misbehaviour.ERROR),
+        )
+    )
+
+    assert set(run.result.failed_agents) == {"a", "c"}
+    assert "'agent3' has no answer to vote for" in run.result.failed_agents["a"]
+    assert run.answers_added("a")
+    assert run.result.termination == "completed"
+    assert run.result.winner == "b"
+
+
+async def test_when_every_agent_is_excluded_before_answering_the_run_fails(
+    autojump_clock: object,
+) -> None:
+    run = await run_tapped(
+        config(
+            agent("a", latency=0.1, misbehave=Misbehaviour.ERROR),
+            agent("b", latency=0.1, misbehave=Misbehaviour.MALFORMED),
+        )
+    )
+
+    assert run.result.termination == "failed"
+    assert run.result.final_answer is None
+    assert run.result.winner is None
+    assert set(run.result.failed_agents) == {"a", "b"}
