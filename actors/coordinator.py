@@ -61,7 +61,6 @@ class Coordinator(Actor):
         state = self.state
         if state.started:
             return
-        state.started = True
         self.context.record(
             RunStarted(
                 at=trio.current_time(),
@@ -73,6 +72,9 @@ class Coordinator(Actor):
         )
         for agent in state.agents:
             self.context.tell_nowait(agent_address(agent), StartTask(task=state.task))
+        # Only now: if anything above crashed, the restarted coordinator starts the run again
+        # (agents ignore a second StartTask).
+        state.started = True
 
     async def handle(self, envelope: Envelope) -> None:
         payload = envelope.payload
@@ -204,6 +206,8 @@ class Coordinator(Actor):
             or state.orchestrator.no_final_presentation
             or presenter not in state.live
         ):
+            if presenter not in state.live:
+                state.presenter = None  # excluded: its answer stands, but nobody presented it
             self._finish(chosen.content)
             return
         state.phase = Phase.PRESENTING

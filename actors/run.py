@@ -208,7 +208,20 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
         for agent in config.agents:
             _spawn_agent(system, spec, agent, state, agents_supervisor)
         handle = RunHandle(system, state, stats, spec)
-        yield handle
+        try:
+            yield handle
+        except BaseException:
+            # The caller was cancelled (Ctrl+C) or failed: the log still says how it ended.
+            if handle._result is None:
+                system.record(
+                    RunEnded(
+                        at=trio.current_time(),
+                        termination="cancelled",
+                        winner=None,
+                        final_answer=None,
+                    )
+                )
+            raise
         if handle._result is None:
             handle.cancel()
             await handle.result()

@@ -318,7 +318,7 @@ class ActorSystem:
             slot.event.set()
             self._delivered += 1
             if self._taps:
-                self.record(Delivered(at=envelope.timestamp, envelope=envelope))
+                self.record(Delivered(at=trio.current_time(), envelope=envelope))
             return
         if cid is not None:
             self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, "the asker stopped waiting")
@@ -377,7 +377,7 @@ class ActorSystem:
     def _after_delivery(self, envelope: Envelope) -> None:
         self._delivered += 1
         if self._taps:
-            self.record(Delivered(at=envelope.timestamp, envelope=envelope))
+            self.record(Delivered(at=trio.current_time(), envelope=envelope))
         if self._observers:
             facts = self.facts
             for observer in self._observers:
