@@ -95,8 +95,9 @@ def measure_big_run(case: Case) -> dict[str, Any]:
     baseline = current_rss_kb()
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = Path(tmp) / "run"
+        spec = RunSpec(task=TASK, config=case.config(), log_dir=log_dir)
         started = time.perf_counter()
-        result = trio.run(run, RunSpec(task=TASK, config=case.config(), log_dir=log_dir))
+        result = trio.run(run, spec)
         wall = time.perf_counter() - started
         peak = peak_rss_kb()
         log_bytes = (log_dir / "events.jsonl").stat().st_size
