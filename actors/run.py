@@ -181,7 +181,15 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
         system.add_rule(UpdatesAfterFirstAnswer())
         if orchestrator.defer_voting_until_all_answered:
             system.add_rule(DeferVoting())
-        if orchestrator.quiet_period is not None:
+        quiet_period = orchestrator.quiet_period
+        if (
+            orchestrator.defer_voting_until_all_answered
+            and orchestrator.max_new_answers_per_agent == 1
+        ):
+            # Voting opens only once every agent has its one answer: no burst can follow, so
+            # a quiet period would only add its latency.
+            quiet_period = None
+        if quiet_period is not None:
             system.add_rule(HoldUntilQuiet())
 
         coordinator_setup = CoordinatorSetup(bus=BUS, override_window=spec.override_window)
@@ -197,7 +205,7 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
                 ctx,
                 visibility=visibility,
                 preview_chars=orchestrator.answer_preview_chars,
-                quiet_period=orchestrator.quiet_period,
+                quiet_period=quiet_period,
             ),
             mailbox=_UNBOUNDED,
         )
