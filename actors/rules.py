@@ -2,8 +2,8 @@
 
 Facts kept by :class:`AnswerProgress` (from messages the router delivers), one key per agent
 so a hold waiting on one agent is re-checked only when that agent's facts change:
-``answered:<agent>`` (has an accepted answer), ``live:<agent>`` (started and not excluded),
-and ``all_answered`` (every live agent has answered).
+``answered:<agent>`` (has an accepted answer), ``live:<agent>`` (false once excluded; absent
+means live) and ``all_answered`` (every started, live agent has answered).
 """
 
 from __future__ import annotations
@@ -55,12 +55,14 @@ class AnswerProgress:
     def observe(self, envelope: Envelope, facts: Facts) -> Mapping[str, Any] | None:
         payload = envelope.payload
         if isinstance(payload, StartTask):
+            # ``live:<agent>`` defaults to true, so starting publishes nothing: a run of ten
+            # thousand agents would otherwise re-examine held mail ten thousand times.
             agent = envelope.recipient.key
             self._live.add(agent)
             if agent not in self._answered:
                 self._waiting.add(agent)
-            change = {live_key(agent): True}
-        elif isinstance(payload, AnswerAccepted):
+            return None
+        if isinstance(payload, AnswerAccepted):
             if payload.agent in self._answered:
                 return None
             self._answered.add(payload.agent)

@@ -15,7 +15,7 @@ from typing import IO, Protocol, TypeVar
 
 import attrs
 
-from runtime.codec import DecodeError, decode, dumps
+from runtime.codec import DecodeError, decode, dumps_bytes
 from runtime.events import Event
 
 __all__ = [
@@ -54,18 +54,14 @@ class JsonlEventLog:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # backslashreplace: a lone surrogate in some text must not make recording raise; it
-        # is written as its JSON escape and reads back as the same string.
-        self._file: IO[str] | None = self.path.open(
-            "a", encoding="utf-8", errors="backslashreplace"
-        )
+        # Unbuffered: each line goes to the OS in one write, which is the per-line flush.
+        self._file: IO[bytes] | None = self.path.open("ab", buffering=0)
         self.lines = 0
 
     def record(self, event: Event) -> None:
         if self._file is None:
             return
-        self._file.write(dumps(event) + "\n")
-        self._file.flush()
+        self._file.write(dumps_bytes(event) + b"\n")
         self.lines += 1
 
     def close(self) -> None:
