@@ -41,6 +41,7 @@ from config.schema import (
     OrchestratorConfig,
     ScriptedBackendConfig,
 )
+from runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = ["main"]
 
@@ -348,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
     if args is None:
         args = build_parser().parse_args(argv)
+    tune_gc_for_actors()
     if args.case:
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
         return 0

@@ -125,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_list)
+    from runtime.gc_tuning import tune_gc_for_actors
+
+    tune_gc_for_actors()
     if args.command == "run":
         from ui.print_mode import run_command
 
