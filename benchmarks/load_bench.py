@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -147,36 +148,70 @@ def big_run_cases(quick: bool) -> list[Case]:
     return cases
 
 
-def measure_batch(runs: int, concurrency: int, latency: float) -> dict[str, Any]:
-    """M independent 3-agent runs, at most C at a time, each with its own event log."""
-    case = Case(agents=3, latency=latency)
-    ideal_latency = statistics.mean(_virtual(attrs.evolve(case, seed=s))[1] for s in range(5))
+def run_batch_worker(
+    first: int, runs: int, concurrency: int, latency: float, start_at: float
+) -> dict[str, Any]:
+    """One process's share of a batch: ``runs`` runs, at most ``concurrency`` at a time,
+    each with its own event log, starting at wall-clock ``start_at`` so workers start
+    together."""
     durations: list[float] = []
+    # Parsed up front, as a batch file would be: the timed part is running them.
+    configs = [Case(agents=3, latency=latency, seed=i).config() for i in range(first, first + runs)]
 
     async def batch(tmp: Path) -> None:
         limiter = trio.CapacityLimiter(concurrency)
 
-        async def one(i: int) -> None:
+        async def one(i: int, config: ConclaveConfig) -> None:
             async with limiter:
-                spec = RunSpec(
-                    task=TASK, config=attrs.evolve(case, seed=i).config(), log_dir=tmp / f"run{i}"
-                )
-                result = await run(spec)
+                result = await run(RunSpec(task=TASK, config=config, log_dir=tmp / f"run{i}"))
                 durations.append(result.duration_s)
 
         async with trio.open_nursery() as nursery:
-            for i in range(runs):
-                nursery.start_soon(one, i)
+            for i, config in enumerate(configs, start=first):
+                nursery.start_soon(one, i, config)
 
     with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
+        time.sleep(max(0.0, start_at - time.time()))
         trio.run(batch, Path(tmp))
-        wall = time.perf_counter() - started
+        ended = time.time()
+    return {"ended": ended, "durations": durations, "peak_rss_kb": peak_rss_kb()}
+
+
+def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> dict[str, Any]:
+    """M independent 3-agent runs at total concurrency C, split over ``workers`` processes.
+
+    One trio loop uses one core; ``workers`` > 1 is how a deployment uses the others.
+    """
+    case = Case(agents=3, latency=latency)
+    ideal_latency = statistics.mean(_virtual(attrs.evolve(case, seed=s))[1] for s in range(5))
+    start_at = time.time() + 2.0  # time for every worker to import before the start
+    shares = [runs // workers + (1 if w < runs % workers else 0) for w in range(workers)]
+    firsts = [sum(shares[:w]) for w in range(workers)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable, "-m", "benchmarks.load_bench", "--batch-case",
+                json.dumps([firsts[w], shares[w], concurrency // workers, latency, start_at]),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]  # fmt: skip
+    outputs = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError(f"batch worker failed with exit code {proc.returncode}")
+        outputs.append(json.loads(out))
+    wall = max(o["ended"] for o in outputs) - start_at
+    durations = [d for o in outputs for d in o["durations"]]
     ideal_rate = concurrency / ideal_latency
     rate = runs / wall
     return {
         "runs": runs,
         "concurrency": concurrency,
+        "workers": workers,
         "latency": latency,
         "wall_s": round(wall, 2),
         "runs_per_s": round(rate, 1),
@@ -184,25 +219,8 @@ def measure_batch(runs: int, concurrency: int, latency: float) -> dict[str, Any]
         "fraction_of_ideal": round(rate / ideal_rate, 2),
         "ideal_run_latency_s": round(ideal_latency, 3),
         "mean_run_latency_s": round(statistics.mean(durations), 3),
-        "peak_rss_mb": round(peak_rss_kb() / 1024, 1),
+        "peak_rss_mb_per_worker": round(max(o["peak_rss_kb"] for o in outputs) / 1024, 1),
     }
-
-
-def _batch_in_subprocess(runs: int, concurrency: int, latency: float) -> dict[str, Any]:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.load_bench",
-            "--batch-case",
-            json.dumps([runs, concurrency, latency]),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
 
 
 STORM_POLICIES = (
@@ -286,8 +304,8 @@ BIG_COLUMNS = (
     "dead_letters", "peak_rss_mb", "rss_per_agent_kb", "event_log_mb",
 )  # fmt: skip
 BATCH_COLUMNS = (
-    "runs", "concurrency", "wall_s", "runs_per_s", "ideal_runs_per_s", "fraction_of_ideal",
-    "ideal_run_latency_s", "mean_run_latency_s", "peak_rss_mb",
+    "runs", "concurrency", "workers", "wall_s", "runs_per_s", "ideal_runs_per_s",
+    "fraction_of_ideal", "ideal_run_latency_s", "mean_run_latency_s", "peak_rss_mb_per_worker",
 )  # fmt: skip
 STORM_COLUMNS = (
     "agents", "policy", "refinement", "llm_requests_median", "llm_requests_max",
@@ -305,11 +323,14 @@ def run_benchmarks(scenarios: Sequence[str], quick: bool, out: Path) -> dict[str
         print(_table(title, rows, BIG_COLUMNS))
     if "batch" in scenarios:
         runs = 100 if quick else 1_000
-        settings = [(runs, 50, 0.2)] if quick else [(runs, 50, 0.2), (runs, 200, 0.2)]
+        cores = os.cpu_count() or 1
+        settings = [(runs, 50, 1)]
+        if not quick:
+            settings += [(runs, 200, 1)] + ([(runs, 200, cores)] if cores > 1 else [])
         rows = _run_all(
             [
-                (f"batch M={m} C={c}", partial(_batch_in_subprocess, m, c, lat))
-                for m, c, lat in settings
+                (f"batch M={m} C={c} workers={w}", partial(measure_batch, m, c, 0.2, w))
+                for m, c, w in settings
             ]
         )
         report["scenarios"]["batch"] = rows
@@ -354,8 +375,8 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
         return 0
     if args.batch_case:
-        runs, concurrency, latency = json.loads(args.batch_case)
-        print(json.dumps(measure_batch(runs, concurrency, latency)))
+        first, runs, concurrency, latency, start_at = json.loads(args.batch_case)
+        print(json.dumps(run_batch_worker(first, runs, concurrency, latency, start_at)))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
     run_benchmarks(scenarios, args.quick, Path(args.json))
