@@ -29,6 +29,3 @@ class Visibility:
             return [self._agents[(i - 1) % n], self._agents[(i + 1) % n]]
         start = i - i % self.k
         return [a for a in self._agents[start : start + self.k] if a != agent]
-
-    def sees(self, viewer: str, author: str) -> bool:
-        return viewer == author or author in self.peers(viewer)

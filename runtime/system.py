@@ -479,13 +479,6 @@ class ActorSystem:
         for tap in self._taps:
             tap.record(event)
 
-    def add_tap(self, tap: EventTap) -> None:
-        self._taps.append(tap)
-
-    def remove_tap(self, tap: EventTap) -> None:
-        if tap in self._taps:
-            self._taps.remove(tap)
-
     def dead_letter(self, envelope: Envelope, cause: DeadLetterCause, reason: str) -> None:
         self._dead_letters += 1
         self.record(
