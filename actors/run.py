@@ -19,11 +19,18 @@ import trio
 
 from actors.agent import AgentActor, AgentMemory, AgentSetup
 from actors.bus import InjectionBus, agent_address
-from actors.coordination import CoordinationState
+from actors.coordination import CoordinationState, Phase
 from actors.coordinator import Coordinator, CoordinatorSetup
 from actors.llm.base import LLMBackend
 from actors.llm.scripted import ScriptedBackend
-from actors.messages import AnswerVerdict, AwaitResult, Continue, OverrideDecision, RunEnded
+from actors.messages import (
+    AnswerVerdict,
+    AwaitResult,
+    Continue,
+    OverrideDecision,
+    RunEnded,
+    StopWork,
+)
 from actors.result import AnswerRecord, RunResult, RunStats
 from actors.rules import (
     AnswerProgress,
@@ -119,6 +126,8 @@ class RunHandle:
             termination = "failed"
         else:
             termination = "completed"
+        if termination in ("cancelled", "timeout"):
+            self._halt()
         self._result = self.snapshot(termination)
         self.system.record(
             RunEnded(
@@ -129,6 +138,14 @@ class RunHandle:
             )
         )
         return self._result
+
+    def _halt(self) -> None:
+        """End coordination now: no more answers or votes are accepted, and every agent is
+        told to cancel its round. Without this, a thousand agents would keep answering (and
+        the bus fanning out) while the shutdown stops them one by one."""
+        self.state.phase = Phase.DONE
+        for agent in self.state.live:
+            self.system.tell_nowait(agent_address(agent), StopWork())
 
     def snapshot(self, termination: str) -> RunResult:
         """The result as of now: on timeout or cancel, the best answer so far."""
@@ -221,6 +238,7 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
         except BaseException:
             # The caller was cancelled (Ctrl+C) or failed: the log still says how it ended.
             if handle._result is None:
+                handle._halt()
                 system.record(
                     RunEnded(
                         at=trio.current_time(),

@@ -8,6 +8,8 @@ Exit codes: 0 completed; 1 the run failed (no answer at all); 2 usage or config 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from collections.abc import Sequence
 
@@ -37,8 +39,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {value:g}")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
     return value
 
 
@@ -76,6 +78,15 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("conclave")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="conclave",
@@ -85,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         + _RUN_FLAGS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"conclave {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = sub.add_parser(
         "run",
@@ -111,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``."""
-    commands = {"run", "replay", "validate", "bench", "-h", "--help"}
+    commands = {"run", "replay", "validate", "bench", "-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
     if "-p" in argv or "--print" in argv:
@@ -122,6 +134,16 @@ def _normalise(argv: list[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        # The reader of stdout left (``| head``): say nothing more, and point stdout at
+        # /dev/null so Python's exit-time flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_list)

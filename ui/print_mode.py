@@ -19,8 +19,9 @@ from typing import Any, TextIO
 import attrs
 import trio
 
+from actors.messages import RunEnded
 from actors.result import RunResult
-from actors.run import RunSpec, open_run
+from actors.run import RunHandle, RunSpec, open_run
 from config.loader import ConfigError, load_config
 from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
@@ -86,11 +87,6 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
         config = load_config(args.config)
     else:
         config = default_config(args.agents or 3)
-        print(
-            f"conclave: no --config given; running {len(config.agents)} scripted agents "
-            "(offline, no API key needed)",
-            file=sys.stderr,
-        )
     changes: dict[str, Any] = {}
     if args.final_answer_strategy is not None:
         changes["final_answer_strategy"] = FinalAnswerStrategy(args.final_answer_strategy)
@@ -118,7 +114,27 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
         config = attrs.evolve(
             config, orchestrator=attrs.evolve(config.orchestrator, final_answer_strategy=strategy)
         )
+    agents = len(config.agents)
+    if config.orchestrator.visibility == "all" and agents > MAX_ALL_TO_ALL:
+        raise UsageError(
+            f"visibility 'all' with {agents} agents would send every answer to every agent "
+            f"(~{agents * agents:,} updates); it is limited to {MAX_ALL_TO_ALL} agents. "
+            "Use --visibility ring or --visibility islands:K"
+        )
+    if args.config is None:
+        print(
+            f"conclave: no --config given; running {_count(agents, 'scripted agent')} "
+            "(offline, no API key needed)",
+            file=sys.stderr,
+        )
     return config
+
+
+MAX_ALL_TO_ALL = 256
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _log_dir(given: str | None) -> Path:
@@ -128,21 +144,42 @@ def _log_dir(given: str | None) -> Path:
             raise UsageError(
                 f"--log-dir {path} already holds a run (events.jsonl); choose a new directory"
             )
-        return path
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(".conclave") / "runs" / f"{stamp}-{secrets.token_hex(3)}"
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = Path(".conclave") / "runs" / f"{stamp}-{secrets.token_hex(3)}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"--log-dir {path}: cannot create it ({exc.strerror or exc}); pass a writable directory"
+        ) from None
+    return path
 
 
 class _Progress:
-    """Prints domain events as they happen: lines on stderr, or JSON lines on stdout."""
+    """Prints domain events as they happen: lines on stderr, or JSON lines on stdout.
+
+    Falls silent once the run has ended (shutdown chatter is in the log, not the terminal)
+    and when the reader of stdout goes away (``| head``).
+    """
 
     def __init__(self, output_format: str, verbose: bool, stream: TextIO) -> None:
         self._origin: float | None = None
+        self._ended = False
         self.format = output_format
         self.verbose = verbose
         self.stream = stream
 
     def record(self, event: Event) -> None:
+        if self._ended:
+            return
+        self._ended = isinstance(event, RunEnded)
+        try:
+            self._show(event)
+        except BrokenPipeError:
+            self._ended = True
+
+    def _show(self, event: Event) -> None:
         if self.format == "stream-json":
             if type(event).__module__ == "actors.messages" or self.verbose:
                 data = encode(event)
@@ -158,20 +195,31 @@ class _Progress:
 
 
 async def _run(spec: RunSpec, output_format: str, verbose: bool) -> RunResult:
+    """Run once. The first Ctrl+C (or SIGTERM) ends the run with what it has; a second one
+    during the shutdown that follows cancels everything at once."""
     progress = _Progress(output_format, verbose, sys.stdout)
     taps = [progress] if output_format != "json" or verbose else []
-    async with open_run(spec, taps=taps) as handle:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
+    handle: RunHandle | None = None
+    result: RunResult | None = None
+    hard_stop = trio.CancelScope()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
 
-                async def cancel_on_signal() -> None:
-                    async for _ in signals:
+            async def on_signals() -> None:
+                async for _ in signals:
+                    if handle is not None and result is None:
                         handle.cancel()
-                        return
+                    else:
+                        hard_stop.cancel()
 
-                nursery.start_soon(cancel_on_signal)
-                result = await handle.result()
-                nursery.cancel_scope.cancel()
+            nursery.start_soon(on_signals)
+            with hard_stop:
+                async with open_run(spec, taps=taps) as handle:
+                    result = await handle.result()
+            nursery.cancel_scope.cancel()
+    if result is None:
+        assert handle is not None
+        result = handle.snapshot("cancelled")
     return result
 
 
@@ -185,10 +233,12 @@ def _print_result(result: RunResult, output_format: str) -> None:
         if result.final_answer is not None:
             print(result.final_answer)
         summary = (
-            f"{result.termination}: winner {result.winner or '-'}, {len(result.answers)} answers, "
-            f"{result.llm_calls} LLM calls, {result.restarts} restarts, {result.duration_s:.2f}s; "
+            f"{result.termination}: winner {result.winner or '-'}, "
+            f"{_count(len(result.answers), 'answer')}, {_count(result.llm_calls, 'LLM call')}, "
+            f"{_count(result.restarts, 'restart')}, {result.duration_s:.2f}s; "
             f"log {result.log_dir}/events.jsonl"
         )
         print(summary, file=sys.stderr)
         if result.final_answer is None:
             print("conclave: the run produced no answer", file=sys.stderr)
+

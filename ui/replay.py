@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import actors.messages
@@ -13,6 +14,8 @@ __all__ = ["replay_command"]
 
 
 def replay_command(path: str, *, verbose: bool = False) -> int:
+    if os.path.isdir(path):
+        path = os.path.join(path, "events.jsonl")  # a run's directory is what people have
     try:
         reading = read_event_log(path)
     except FileNotFoundError:

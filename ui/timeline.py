@@ -17,7 +17,7 @@ from actors.messages import (
     VotesCleared,
     VotingComplete,
 )
-from runtime import ChildExited, DeadLetter, Event, Held, Released
+from runtime import ChildExited, DeadLetter, DeadLetterCause, Event, Held, Released
 
 __all__ = ["describe"]
 
@@ -31,7 +31,8 @@ def describe(event: Event, *, verbose: bool = False) -> str | None:
     """A line for ``event``, or ``None`` if it is detail only ``verbose`` shows."""
     if isinstance(event, RunStarted):
         names = ", ".join(event.agents)
-        return f"run started: {len(event.agents)} agents ({names}), strategy {event.strategy}"
+        agents = "1 agent" if len(event.agents) == 1 else f"{len(event.agents)} agents"
+        return f"run started: {agents} ({names}), strategy {event.strategy}"
     if isinstance(event, AnswerAdded):
         return f"{event.agent} answered {event.label}: {_first_line(event.content)}"
     if isinstance(event, VoteAdded):
@@ -53,7 +54,8 @@ def describe(event: Event, *, verbose: bool = False) -> str | None:
             f", winner {event.winner}" if event.winner else ""
         )
     if isinstance(event, DeadLetter):
-        if not verbose and event.reason.startswith("injection disabled"):
+        # Drops by mode rules and mail left at shutdown are routine; a crash is not.
+        if not verbose and event.cause is not DeadLetterCause.CRASHED:
             return None
         payload = type(event.envelope.payload).__name__
         to = event.envelope.recipient

@@ -75,11 +75,13 @@ class ScriptedBackend:
         else:
             if policy.malformed_rate and self._rng.random() < policy.malformed_rate:
                 misbehave = Misbehaviour.MALFORMED
-            message = self._round(view, offered, misbehave)
+            # Like a model reading the error it got back, a retry writes differently.
+            retries = sum(1 for m in request.messages if m.content.startswith("Error:"))
+            message = self._round(view, offered, misbehave, retries)
         return Completion(message=message, usage=_usage(request, message))
 
     def _round(
-        self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None
+        self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None, retries: int
     ) -> ChatMessage:
         # Prompts show each agent's latest answer only, so how many answers this agent has
         # given is the M of its own label agentN.M, not how many of its labels are shown.
@@ -87,7 +89,7 @@ class ScriptedBackend:
             (_label_key(label)[1] for label in view.answers if label.split(".")[0] == view.me),
             default=0,
         )
-        answer = self._compose(view, revision=given + 1)
+        answer = self._compose(view, revision=given + 1, retries=retries)
         vote_target = self._choose_vote(view)
         if misbehave is Misbehaviour.NO_CALL:
             return ChatMessage(role="assistant", content="I think the answers look fine.")
@@ -137,10 +139,11 @@ class ScriptedBackend:
         best = max(sorted(authors), key=lambda a: answer_score(latest[a]))
         return best
 
-    def _compose(self, view: PromptView, *, revision: int) -> str:
+    def _compose(self, view: PromptView, *, revision: int, retries: int = 0) -> str:
         if self.policy.answer_text is not None:
             return self.policy.answer_text
-        rng = random.Random(f"{view.task}:{self.agent_id}:{revision}")
+        salt = f":{retries}" if retries else ""  # first tries stay as they always were
+        rng = random.Random(f"{view.task}:{self.agent_id}:{revision}{salt}")
         ideas = rng.sample(_IDEAS, 3)
         lines = [f"On “{view.task.strip()[:200]}”, the view of {self.persona or self.agent_id}:"]
         lines += [f"{i}. {idea.capitalize()}." for i, idea in enumerate(ideas, 1)]
