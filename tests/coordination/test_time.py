@@ -8,7 +8,13 @@ from pathlib import Path
 
 import trio
 
-from actors.messages import AnswerAdded, LlmRequestFinished, RunEnded, VoteAdded
+from actors.messages import (
+    AnswerAdded,
+    LlmRequestFinished,
+    LlmRequestStarted,
+    RunEnded,
+    VoteAdded,
+)
 from actors.run import RunSpec, open_run
 from config.schema import Misbehaviour
 from runtime import LogOpened, read_event_log
@@ -134,3 +140,23 @@ async def test_cancelling_the_caller_still_closes_a_readable_event_log(
     reading = read_event_log(tmp_path / "events.jsonl")
     assert reading.truncated_line is None
     assert any(isinstance(e, AnswerAdded) for e in reading.events)
+
+
+async def test_a_cancelled_run_stops_every_agent_before_shutting_down(
+    autojump_clock: object,
+) -> None:
+    # Twenty agents still mid-round when the run is cancelled: none of them may go on to
+    # answer or vote while the shutdown stops them one by one.
+    tap = WaitingTap()
+    members = tuple(agent(f"a{i:02d}", seed=i, latency=1.0 + i) for i in range(20))
+    spec = RunSpec(task="Name three uses of a paperclip", config=config(*members))
+    async with open_run(spec, taps=[tap]) as handle:
+        await tap.wait_for(AnswerAdded)
+        handle.cancel()
+        result = await handle.result()
+
+    assert result.termination == "cancelled"
+    ended = next(i for i, e in enumerate(tap.events) if isinstance(e, RunEnded))
+    after = tap.events[ended:]
+    assert not [e for e in after if isinstance(e, AnswerAdded | VoteAdded)]
+    assert not [e for e in after if isinstance(e, LlmRequestStarted)]

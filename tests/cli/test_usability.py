@@ -1,0 +1,80 @@
+"""What a new user runs into first: pipes that close early, bad paths and numbers, and
+runs too large for all-to-all visibility."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import CONCLAVE, TASK, conclave
+from ui.cli import EXIT_OK, EXIT_USAGE, main
+
+
+def test_output_piped_into_head_ends_quietly(fast_config: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        f"'{CONCLAVE}' run --config '{fast_config}' --output-format stream-json '{TASK}' | head -1",
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+    assert done.stdout.startswith('{"type": "run_started"')
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipeError" not in done.stderr
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "0", "-1"])
+def test_a_timeout_that_is_not_a_finite_positive_number_exits_2(
+    seconds: str, tmp_path: Path
+) -> None:
+    done = conclave("run", "--timeout", seconds, TASK, cwd=tmp_path)
+
+    assert done.returncode == EXIT_USAGE
+    assert "--timeout" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_log_dir_that_cannot_be_created_exits_2_naming_it(
+    fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+
+    code = main(["run", "--config", str(fast_config), "--log-dir", str(blocker / "run"), TASK])
+
+    assert code == EXIT_USAGE
+    assert f"--log-dir {blocker / 'run'}" in capsys.readouterr().err
+
+
+def test_all_to_all_visibility_is_refused_past_256_agents_with_the_alternatives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["run", "--agents", "300", TASK])
+
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert "limited to 256 agents" in err
+    assert "--visibility ring" in err
+
+
+def test_replay_accepts_the_run_directory(
+    fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    assert main(["run", "--config", str(fast_config), "--log-dir", str(run_dir), TASK]) == EXIT_OK
+    capsys.readouterr()
+
+    assert main(["replay", str(run_dir)]) == EXIT_OK
+    assert "run ended: completed" in capsys.readouterr().out
+
+
+def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("conclave ")
