@@ -88,6 +88,8 @@ class AgentMemory:
     prompt_built: bool = False
     committing: bool = False
     """The round's result went to the coordinator; from here on it is never cancelled."""
+    halted: bool = False
+    """Set by the run when it ends (timeout, Ctrl+C): start nothing new, whatever arrives."""
     vote_cleared: bool = False
     """A VotesReset came while a round was in flight: if that round settles as a vote, the
     reset was about that very vote (it overtook the round's RoundSettled), so vote again."""
@@ -161,6 +163,8 @@ class AgentActor(Actor):
 
     def _start_round(self) -> None:
         memory = self.memory
+        if memory.halted:
+            return
         tools = self._offered()
         if not tools:
             self._set_status(AgentStatus.ANSWERED)

@@ -83,9 +83,15 @@ class RunHandle:
     """A run in progress: wait for its result, cancel it, or decide its override window."""
 
     def __init__(
-        self, system: ActorSystem, state: CoordinationState, stats: RunStats, spec: RunSpec
+        self,
+        system: ActorSystem,
+        state: CoordinationState,
+        stats: RunStats,
+        spec: RunSpec,
+        memories: dict[str, AgentMemory],
     ) -> None:
         self.system = system
+        self._memories = memories
         self.state = state
         self.stats = stats
         self.spec = spec
@@ -144,6 +150,8 @@ class RunHandle:
         told to cancel its round. Without this, a thousand agents would keep answering (and
         the bus fanning out) while the shutdown stops them one by one."""
         self.state.phase = Phase.DONE
+        for memory in self._memories.values():
+            memory.halted = True  # mail already queued must not start rounds either
         for agent in self.state.live:
             self.system.tell_nowait(agent_address(agent), StopWork())
 
@@ -230,9 +238,11 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
             "agents", SupervisorSpec(intensity=max(3, len(agent_ids)), period=60.0)
         )
         system.root.start_child(child)
-        for agent in config.agents:
-            _spawn_agent(system, spec, agent, state, agents_supervisor)
-        handle = RunHandle(system, state, stats, spec)
+        memories = {
+            agent.id: _spawn_agent(system, spec, agent, state, agents_supervisor)
+            for agent in config.agents
+        }
+        handle = RunHandle(system, state, stats, spec, memories)
         try:
             yield handle
         except BaseException:
@@ -259,7 +269,7 @@ def _spawn_agent(
     agent: AgentConfig,
     state: CoordinationState,
     supervisor: Supervisor,
-) -> None:
+) -> AgentMemory:
     setup = AgentSetup(
         agent=agent.id,
         anonymous_id=state.anonymous[agent.id],
@@ -281,6 +291,7 @@ def _spawn_agent(
         mailbox=_UNBOUNDED,
         supervisor=supervisor,
     )
+    return memory
 
 
 async def run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> RunResult:

@@ -11,7 +11,7 @@ import trio
 from actors.messages import (
     AnswerAdded,
     LlmRequestFinished,
-    LlmRequestStarted,
+    RoundStarted,
     RunEnded,
     VoteAdded,
 )
@@ -159,4 +159,4 @@ async def test_a_cancelled_run_stops_every_agent_before_shutting_down(
     ended = next(i for i, e in enumerate(tap.events) if isinstance(e, RunEnded))
     after = tap.events[ended:]
     assert not [e for e in after if isinstance(e, AnswerAdded | VoteAdded)]
-    assert not [e for e in after if isinstance(e, LlmRequestStarted)]
+    assert not [e for e in after if isinstance(e, RoundStarted)]
