@@ -46,7 +46,6 @@ __all__ = ["Coordinator", "CoordinatorSetup"]
 class CoordinatorSetup:
     bus: Address
     override_window: bool = False
-    presentation_timeout: float | None = None
 
 
 class Coordinator(Actor):
@@ -225,9 +224,7 @@ class Coordinator(Actor):
 
     async def _ask_presenter(self, presenter: str, request: Present) -> None:
         try:
-            reply = await self.context.ask(
-                agent_address(presenter), request, timeout=self.setup.presentation_timeout
-            )
+            reply = await self.context.ask(agent_address(presenter), request)
         except ConclaveRuntimeError as exc:
             done = PresentationDone(content=None, error=str(exc))
         else:

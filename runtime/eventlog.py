@@ -56,13 +56,11 @@ class JsonlEventLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Unbuffered: each line goes to the OS in one write, which is the per-line flush.
         self._file: IO[bytes] | None = self.path.open("ab", buffering=0)
-        self.lines = 0
 
     def record(self, event: Event) -> None:
         if self._file is None:
             return
         self._file.write(dumps_bytes(event) + b"\n")
-        self.lines += 1
 
     def close(self) -> None:
         if self._file is not None:
