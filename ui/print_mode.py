@@ -88,8 +88,6 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
     else:
         config = default_config(args.agents or 3)
     changes: dict[str, Any] = {}
-    if args.final_answer_strategy is not None:
-        changes["final_answer_strategy"] = FinalAnswerStrategy(args.final_answer_strategy)
     if args.visibility is not None:
         changes["visibility"] = args.visibility
     if args.in_flight_policy is not None:
