@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,27 @@ from runtime.gc_tuning import tune_gc_for_actors
 __all__ = ["main"]
 
 TASK = "Propose a plan to cut the build time of a large monorepo in half."
+LOG_ROOT = Path(".conclave") / "bench"
+"""Event logs go where a user's runs write theirs (``.conclave/runs`` in the working
+directory), not to the system temp directory, which may be another filesystem."""
+_SCRATCH_ENV = "CONCLAVE_BENCH_SCRATCH"
+
+
+@contextmanager
+def _log_scratch() -> Iterator[Path]:
+    """A directory for one case's event logs.
+
+    Inside ``conclave bench`` every case's logs stay until the whole benchmark ends: after
+    a thousand files are deleted, ext4 scans past the recently freed inodes each time a file
+    is created (up to a millisecond here), which would be charged to the next case.
+    """
+    shared = os.environ.get(_SCRATCH_ENV)
+    if shared:
+        yield Path(tempfile.mkdtemp(dir=shared))
+        return
+    LOG_ROOT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=LOG_ROOT) as tmp:
+        yield Path(tmp)
 
 
 @attrs.frozen(kw_only=True)
@@ -95,8 +117,8 @@ def _virtual(case: Case) -> tuple[RunResult, float]:
 def measure_big_run(case: Case) -> dict[str, Any]:
     """One case, in this process: real run (with event log), then the virtual ideal."""
     baseline = current_rss_kb()
-    with tempfile.TemporaryDirectory() as tmp:
-        log_dir = Path(tmp) / "run"
+    with _log_scratch() as tmp:
+        log_dir = tmp / "run"
         spec = RunSpec(task=TASK, config=case.config(), log_dir=log_dir)
         started = time.perf_counter()
         result = trio.run(run, spec)
@@ -148,42 +170,70 @@ def big_run_cases(quick: bool) -> list[Case]:
     return cases
 
 
+def _batch_configs(first: int, runs: int, latency: float) -> list[ConclaveConfig]:
+    return [Case(agents=3, latency=latency, seed=i).config() for i in range(first, first + runs)]
+
+
+async def _run_batch(
+    configs: Sequence[ConclaveConfig], concurrency: int, log_root: Path | None, first: int = 0
+) -> list[float]:
+    """Run every config, at most ``concurrency`` at a time; returns each run's duration on
+    the current clock."""
+    limiter = trio.CapacityLimiter(concurrency)
+    durations: list[float] = []
+
+    async def one(i: int, config: ConclaveConfig) -> None:
+        async with limiter:
+            started = trio.current_time()
+            log_dir = log_root / f"run{i}" if log_root is not None else None
+            await run(RunSpec(task=TASK, config=config, log_dir=log_dir))
+            durations.append(trio.current_time() - started)
+
+    async with trio.open_nursery() as nursery:
+        for i, config in enumerate(configs, start=first):
+            nursery.start_soon(one, i, config)
+    return durations
+
+
+def virtual_batch(runs: int, concurrency: int, latency: float) -> tuple[float, float]:
+    """The batch on a virtual clock, where runtime work takes no time: returns the mean run
+    latency (the ideal's denominator) and the wall time a zero-cost runtime would need, which
+    is longer than runs * latency / C because the last wave of runs finishes unevenly."""
+    configs = _batch_configs(0, runs, latency)
+
+    async def go() -> tuple[float, float]:
+        started = trio.current_time()
+        durations = await _run_batch(configs, concurrency, None)
+        return statistics.mean(durations), trio.current_time() - started
+
+    return trio.run(go, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
 def run_batch_worker(
     first: int, runs: int, concurrency: int, latency: float, start_at: float
 ) -> dict[str, Any]:
     """One process's share of a batch: ``runs`` runs, at most ``concurrency`` at a time,
     each with its own event log, starting at wall-clock ``start_at`` so workers start
     together."""
-    durations: list[float] = []
     # Parsed up front, as a batch file would be: the timed part is running them.
-    configs = [Case(agents=3, latency=latency, seed=i).config() for i in range(first, first + runs)]
-
-    async def batch(tmp: Path) -> None:
-        limiter = trio.CapacityLimiter(concurrency)
-
-        async def one(i: int, config: ConclaveConfig) -> None:
-            async with limiter:
-                result = await run(RunSpec(task=TASK, config=config, log_dir=tmp / f"run{i}"))
-                durations.append(result.duration_s)
-
-        async with trio.open_nursery() as nursery:
-            for i, config in enumerate(configs, start=first):
-                nursery.start_soon(one, i, config)
-
-    with tempfile.TemporaryDirectory() as tmp:
+    configs = _batch_configs(first, runs, latency)
+    with _log_scratch() as tmp:
         time.sleep(max(0.0, start_at - time.time()))
-        trio.run(batch, Path(tmp))
+        cpu_started = time.process_time()
+        durations = trio.run(_run_batch, configs, concurrency, tmp, first)
         ended = time.time()
-    return {"ended": ended, "durations": durations, "peak_rss_kb": peak_rss_kb()}
+        cpu = time.process_time() - cpu_started
+    return {"ended": ended, "durations": durations, "cpu_s": cpu, "peak_rss_kb": peak_rss_kb()}
 
 
 def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> dict[str, Any]:
     """M independent 3-agent runs at total concurrency C, split over ``workers`` processes.
 
-    One trio loop uses one core; ``workers`` > 1 is how a deployment uses the others.
+    The ideal is C / (mean run latency), with the latency of these very runs (same seeds)
+    taken on a virtual clock. One trio loop uses one core; ``workers`` > 1 is how a
+    deployment uses the others.
     """
-    case = Case(agents=3, latency=latency)
-    ideal_latency = statistics.mean(_virtual(attrs.evolve(case, seed=s))[1] for s in range(5))
+    ideal_latency, zero_cost_wall = virtual_batch(runs, concurrency, latency)
     start_at = time.time() + 2.0  # time for every worker to import before the start
     shares = [runs // workers + (1 if w < runs % workers else 0) for w in range(workers)]
     firsts = [sum(shares[:w]) for w in range(workers)]
@@ -217,8 +267,10 @@ def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> 
         "runs_per_s": round(rate, 1),
         "ideal_runs_per_s": round(ideal_rate, 1),
         "fraction_of_ideal": round(rate / ideal_rate, 2),
+        "zero_cost_fraction": round(runs / zero_cost_wall / ideal_rate, 2),
         "ideal_run_latency_s": round(ideal_latency, 3),
         "mean_run_latency_s": round(statistics.mean(durations), 3),
+        "cpu_ms_per_run": round(sum(o["cpu_s"] for o in outputs) / runs * 1000, 2),
         "peak_rss_mb_per_worker": round(max(o["peak_rss_kb"] for o in outputs) / 1024, 1),
     }
 
@@ -305,7 +357,8 @@ BIG_COLUMNS = (
 )  # fmt: skip
 BATCH_COLUMNS = (
     "runs", "concurrency", "workers", "wall_s", "runs_per_s", "ideal_runs_per_s",
-    "fraction_of_ideal", "ideal_run_latency_s", "mean_run_latency_s", "peak_rss_mb_per_worker",
+    "fraction_of_ideal", "zero_cost_fraction", "ideal_run_latency_s", "mean_run_latency_s",
+    "cpu_ms_per_run", "peak_rss_mb_per_worker",
 )  # fmt: skip
 STORM_COLUMNS = (
     "agents", "policy", "refinement", "llm_requests_median", "llm_requests_max",
@@ -314,6 +367,15 @@ STORM_COLUMNS = (
 
 
 def run_benchmarks(scenarios: Sequence[str], quick: bool, out: Path) -> dict[str, Any]:
+    with _log_scratch() as scratch:
+        os.environ[_SCRATCH_ENV] = str(scratch)
+        try:
+            return _run_scenarios(scenarios, quick, out)
+        finally:
+            del os.environ[_SCRATCH_ENV]
+
+
+def _run_scenarios(scenarios: Sequence[str], quick: bool, out: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": machine_info(), "quick": quick, "scenarios": {}}
     if "big" in scenarios:
         cases = big_run_cases(quick)

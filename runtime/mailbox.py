@@ -74,8 +74,12 @@ class Mailbox:
     def __init__(self, address: Address, spec: MailboxSpec) -> None:
         self.address = address
         self.spec = spec
-        # ``None`` is the wake-up token of :meth:`wake`; it never waits in the buffer.
-        self._send, self._receive = trio.open_memory_channel[Envelope | None](spec.capacity)
+        # ``None`` is the wake-up token of :meth:`wake`; it never waits in the buffer. The
+        # channel is not subscripted: building a typing alias per mailbox costs more than the
+        # rest of the constructor, and a run makes one mailbox per agent.
+        self._send: trio.MemorySendChannel[Envelope | None]
+        self._receive: trio.MemoryReceiveChannel[Envelope | None]
+        self._send, self._receive = trio.open_memory_channel(spec.capacity)
         self._fail_fast = spec.overflow is Overflow.FAIL_FAST
         self.accepted = 0
         self._taken = 0

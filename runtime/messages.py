@@ -113,4 +113,3 @@ class Envelope:
 
     def redirected(self, to: Address) -> Envelope:
         return attrs.evolve(self, recipient=to)
-

@@ -152,7 +152,9 @@ class Supervisor:
         """Ids of children started or queued to start: the duplicate check stays O(1) when a
         run spawns ten thousand agents."""
         self._restarts: deque[float] = deque()
-        self._control_send, self._control_receive = trio.open_memory_channel[_Control](math.inf)
+        self._control_send: trio.MemorySendChannel[_Control]
+        self._control_receive: trio.MemoryReceiveChannel[_Control]
+        self._control_send, self._control_receive = trio.open_memory_channel(math.inf)
         self._nursery: trio.Nursery | None = None
         self.restart_count = 0
 
