@@ -7,7 +7,7 @@ of events is decided by the latencies alone.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -17,7 +17,9 @@ from actors.messages import AnswerAdded, LlmRequestStarted, RoundRestarted, Roun
 from actors.result import RunResult
 from actors.run import RunSpec, build_backend, run
 from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from runtime import Delivered, Event, MemoryTap
+from runtime import Delivered, Event, MemoryTap, Message
+
+M = TypeVar("M", bound=Message)
 
 TASK = "Name three uses of a paperclip"
 RUN_LIMIT = 3600.0
@@ -67,6 +69,15 @@ class Run:
 
     def answers_added(self, agent_id: str | None = None) -> list[AnswerAdded]:
         return [e for e in self.events(AnswerAdded) if agent_id in (None, e.agent)]
+
+    def payloads(self, payload: type[M], to: str | None = None) -> list[tuple[Delivered, M]]:
+        """Like :meth:`delivered`, each with its payload typed."""
+        found = []
+        for delivery in self.delivered(payload, to):
+            message = delivery.envelope.payload
+            assert isinstance(message, payload)
+            found.append((delivery, message))
+        return found
 
     def delivered(self, payload: type[Any], to: str | None = None) -> list[Delivered]:
         """Deliveries of ``payload`` messages, optionally only to agent ``to``."""

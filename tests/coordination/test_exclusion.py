@@ -36,9 +36,9 @@ async def test_an_agent_that_fails_three_tries_is_excluded_and_the_run_goes_on(
         )
     )
 
-    [told] = run.delivered(AgentFailed)
+    [(told, failed)] = run.payloads(AgentFailed)
     assert told.envelope.recipient == COORDINATOR
-    assert told.envelope.payload.agent == "bad"
+    assert failed.agent == "bad"
     [excluded] = run.events(AgentExcluded)
     assert excluded.agent == "bad"
     assert excluded.reason.startswith("3 tries failed")

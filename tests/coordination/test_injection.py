@@ -173,7 +173,7 @@ async def test_updates_carry_previews_truncated_to_the_configured_length(
         )
     )
 
-    views = [v for d in run.delivered(AnswerUpdate) for v in d.envelope.payload.answers]
+    views = [v for _, update in run.payloads(AnswerUpdate) for v in update.answers]
     assert views
     full = {a.label: a.content for a in run.result.answers}
     for view in views:

@@ -11,8 +11,8 @@ from tests.coordination.helpers import Run, agents, config, run_tapped
 def _seen_by(run: Run) -> dict[str, set[str]]:
     """Recipient agent → the authors (anonymous ids) of every update it was delivered."""
     seen: dict[str, set[str]] = {}
-    for delivery in run.delivered(AnswerUpdate):
-        authors = {view.label.split(".")[0] for view in delivery.envelope.payload.answers}
+    for delivery, update in run.payloads(AnswerUpdate):
+        authors = {view.label.split(".")[0] for view in update.answers}
         seen.setdefault(delivery.envelope.recipient.key, set()).update(authors)
     return seen
 
