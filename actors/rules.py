@@ -46,6 +46,8 @@ def live_key(agent: str) -> str:
 class AnswerProgress:
     """Watches StartTask, AnswerAccepted and AgentFailed; publishes who has answered."""
 
+    payloads = (StartTask, AnswerAccepted, AgentFailed)
+
     def __init__(self) -> None:
         self._live: set[str] = set()
         self._answered: set[str] = set()
@@ -81,6 +83,7 @@ class DropInjection:
     """``disable_injection``: agents work independently; every update is a DeadLetter."""
 
     name = "disable_injection"
+    payloads = (AnswerUpdate,)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
         if isinstance(envelope.payload, AnswerUpdate):
@@ -96,6 +99,7 @@ class DeferVoting:
     """``defer_voting_until_all_answered``: "you may vote now" waits for every live agent."""
 
     name = "defer_voting_until_all_answered"
+    payloads = (VotingOpen,)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
         if isinstance(envelope.payload, VotingOpen) and not _all_answered(facts):
@@ -111,6 +115,7 @@ class UpdatesAfterFirstAnswer:
     """An agent gets no updates before its first answer: they wait until it has one."""
 
     name = "updates_after_first_answer"
+    payloads = (AnswerUpdate,)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
         if not isinstance(envelope.payload, AnswerUpdate):
@@ -153,6 +158,7 @@ class HoldUntilQuiet:
     """
 
     name = "hold_until_answers_quiet"
+    payloads = (AnswerUpdate, VotingOpen, VotesReset)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
         payload = envelope.payload

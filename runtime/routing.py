@@ -26,6 +26,7 @@ __all__ = [
     "Hold",
     "Redirect",
     "RoutingRule",
+    "inspects",
     "rule_name",
 ]
 
@@ -68,13 +69,30 @@ Decision = Deliver | Drop | Hold | Redirect
 
 
 class RoutingRule(Protocol):
+    """Decides an envelope's fate.
+
+    A rule may declare ``payloads``, a tuple of the message classes it can decide anything
+    but :data:`DELIVER` for; the router then never consults it for other messages. Most
+    traffic (requests, replies, an agent's notes to itself) concerns no rule, so a run's
+    hot path skips them all. Without ``payloads`` a rule sees every envelope.
+    """
+
     def decide(self, envelope: Envelope, facts: Facts) -> Decision: ...
 
 
 class FactObserver(Protocol):
-    """Turns routed envelopes into fact updates (``None`` when the envelope changes nothing)."""
+    """Turns routed envelopes into fact updates (``None`` when the envelope changes nothing).
+
+    Like a rule, an observer may declare ``payloads`` to be shown only those messages.
+    """
 
     def observe(self, envelope: Envelope, facts: Facts) -> Mapping[str, Any] | None: ...
+
+
+def inspects(rule_or_observer: object, payload_type: type) -> bool:
+    """Whether the router must show ``payload_type`` messages to this rule or observer."""
+    payloads = getattr(rule_or_observer, "payloads", None)
+    return payloads is None or issubclass(payload_type, payloads)
 
 
 def rule_name(rule: object) -> str:

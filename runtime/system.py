@@ -48,6 +48,7 @@ from runtime.routing import (
     Hold,
     Redirect,
     RoutingRule,
+    inspects,
     rule_name,
 )
 from runtime.supervision import ChildSpec, Restart, StopSignal, Supervisor, SupervisorSpec
@@ -94,8 +95,9 @@ class ActorSystem:
         self._mailboxes: dict[Address, Mailbox] = {}
         self._global_rules: list[RoutingRule] = []
         self._address_rules: dict[Address, list[RoutingRule]] = {}
-        self._rules_cache: dict[Address, tuple[RoutingRule, ...]] = {}
+        self._global_rules_by_payload: dict[type, tuple[RoutingRule, ...]] = {}
         self._observers: list[FactObserver] = []
+        self._observers_by_payload: dict[type, tuple[FactObserver, ...]] = {}
         self._facts: dict[str, Any] = {}
         self.facts: Facts = MappingProxyType(self._facts)
         self._held: dict[int, _HeldEnvelope] = {}
@@ -172,7 +174,6 @@ class ActorSystem:
 
     def _retire(self, address: Address) -> None:
         box = self._mailboxes.pop(address, None)
-        self._rules_cache.pop(address, None)
         if box is None:
             return
         for envelope in box.drain():
@@ -193,7 +194,7 @@ class ActorSystem:
             self._global_rules.append(rule)
         else:
             self._address_rules.setdefault(at, []).append(rule)
-        self._rules_cache.clear()
+        self._global_rules_by_payload.clear()
         self._recheck_held()
 
     def remove_rule(self, rule: RoutingRule) -> None:
@@ -202,11 +203,12 @@ class ActorSystem:
         for rules in self._address_rules.values():
             if rule in rules:
                 rules.remove(rule)
-        self._rules_cache.clear()
+        self._global_rules_by_payload.clear()
         self._recheck_held()
 
     def add_observer(self, observer: FactObserver) -> None:
         self._observers.append(observer)
+        self._observers_by_payload.clear()
 
     def update_facts(self, changes: Mapping[str, Any]) -> None:
         """Change facts and release held envelopes whose condition now holds."""
@@ -215,12 +217,25 @@ class ActorSystem:
             self._facts.update({key: changes[key] for key in changed})
             self._recheck_held(changed)
 
-    def _rules_for(self, address: Address) -> tuple[RoutingRule, ...]:
-        rules = self._rules_cache.get(address)
+    def _rules_for(self, address: Address, payload_type: type) -> tuple[RoutingRule, ...]:
+        """The rules to consult, in order: system-wide ones, then the mailbox's own; only
+        those that inspect this payload class. Indexed by class, not by address, so ten
+        thousand mailboxes share one small table."""
+        rules = self._global_rules_by_payload.get(payload_type)
         if rules is None:
-            rules = (*self._global_rules, *self._address_rules.get(address, ()))
-            self._rules_cache[address] = rules
+            rules = tuple(r for r in self._global_rules if inspects(r, payload_type))
+            self._global_rules_by_payload[payload_type] = rules
+        own = self._address_rules.get(address) if self._address_rules else None
+        if own:
+            rules = (*rules, *(r for r in own if inspects(r, payload_type)))
         return rules
+
+    def _observers_for(self, payload_type: type) -> tuple[FactObserver, ...]:
+        observers = self._observers_by_payload.get(payload_type)
+        if observers is None:
+            observers = tuple(o for o in self._observers if inspects(o, payload_type))
+            self._observers_by_payload[payload_type] = observers
+        return observers
 
     def held(self) -> list[Envelope]:
         return [h.envelope for h in self._held.values()]
@@ -365,7 +380,7 @@ class ActorSystem:
 
     def _decide(self, envelope: Envelope) -> Deliver | Drop | Hold | Redirect:
         facts = self.facts
-        for rule in self._rules_for(envelope.recipient):
+        for rule in self._rules_for(envelope.recipient, type(envelope.payload)):
             try:
                 decision = rule.decide(envelope, facts)
             except Exception as exc:
@@ -379,9 +394,8 @@ class ActorSystem:
         if self._taps:
             self.record(Delivered(at=trio.current_time(), envelope=envelope))
         if self._observers:
-            facts = self.facts
-            for observer in self._observers:
-                changes = observer.observe(envelope, facts)
+            for observer in self._observers_for(type(envelope.payload)):
+                changes = observer.observe(envelope, self.facts)
                 if changes:
                     self.update_facts(changes)
 

@@ -9,9 +9,9 @@ same run, call for call.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 
+import orjson
 import trio
 
 from actors.llm.base import ChatMessage, Completion, CompletionRequest, LLMError, ToolCall, Usage
@@ -180,7 +180,7 @@ def _calls(*calls: tuple[str, dict[str, str]], call_id: str = "call") -> ChatMes
     return ChatMessage(
         role="assistant",
         tool_calls=tuple(
-            ToolCall(id=f"{call_id}_{i}", name=name, arguments=json.dumps(args))
+            ToolCall(id=f"{call_id}_{i}", name=name, arguments=orjson.dumps(args).decode())
             for i, (name, args) in enumerate(calls)
         ),
     )

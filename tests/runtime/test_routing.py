@@ -432,3 +432,66 @@ async def test_a_message_to_an_unknown_address_is_dead_lettered_as_undeliverable
     [dead] = tap.of_type(DeadLetter)
     assert dead.cause is DeadLetterCause.UNDELIVERABLE
     assert dead.reason == "no actor at worker:ghost"
+
+
+@attrs.define
+class CountingRule:
+    """Delivers everything and counts which payload kinds it was shown."""
+
+    payloads: tuple[type, ...] | None = None
+    shown: list[str] = attrs.Factory(list)
+
+    def decide(self, envelope: Envelope, facts: Facts) -> Decision:
+        self.shown.append(type(envelope.payload).__name__)
+        return DELIVER
+
+
+@attrs.define
+class CountingObserver:
+    payloads: tuple[type, ...] | None = None
+    shown: list[str] = attrs.Factory(list)
+
+    def observe(self, envelope: Envelope, facts: Facts) -> Mapping[str, Any] | None:
+        self.shown.append(type(envelope.payload).__name__)
+        return None
+
+
+async def test_a_rule_that_declares_its_payloads_is_consulted_only_for_them(
+    journal: Journal,
+) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal))
+        notes_only, everything = CountingRule(payloads=(Note,)), CountingRule()
+        system.add_rule(notes_only)
+        system.add_rule(everything, at=addr("a"))
+        await system.tell(addr("a"), Note(text="hi"))
+        await system.tell(addr("a"), Echo(text="hi"))
+
+        assert notes_only.shown == ["Note"]
+        assert everything.shown == ["Note", "Echo"]
+
+
+async def test_a_rule_added_later_is_consulted_for_payloads_routed_before(
+    journal: Journal,
+) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal))
+        await system.tell(addr("a"), Note(text="before"))
+        rule = CountingRule(payloads=(Note,))
+        system.add_rule(rule)
+        await system.tell(addr("a"), Note(text="after"))
+
+        assert rule.shown == ["Note"]
+
+
+async def test_an_observer_that_declares_its_payloads_sees_only_them(journal: Journal) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal))
+        echoes_only, everything = CountingObserver(payloads=(Echo,)), CountingObserver()
+        system.add_observer(echoes_only)
+        system.add_observer(everything)
+        await system.tell(addr("a"), Note(text="hi"))
+        await system.tell(addr("a"), Echo(text="hi"))
+
+        assert echoes_only.shown == ["Echo"]
+        assert everything.shown == ["Note", "Echo"]
