@@ -17,4 +17,3 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", default="bench-results/load_bench.json", metavar="PATH")
     p.add_argument("--case", help=argparse.SUPPRESS)
-    p.add_argument("--batch-case", help=argparse.SUPPRESS)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
 
@@ -170,90 +172,116 @@ def big_run_cases(quick: bool) -> list[Case]:
     return cases
 
 
-def _batch_configs(first: int, runs: int, latency: float) -> list[ConclaveConfig]:
-    return [Case(agents=3, latency=latency, seed=i).config() for i in range(first, first + runs)]
+def _batch_configs(runs: int, latency: float) -> list[ConclaveConfig]:
+    return [Case(agents=3, latency=latency, seed=i).config() for i in range(runs)]
 
 
 async def _run_batch(
-    configs: Sequence[ConclaveConfig], concurrency: int, log_root: Path | None, first: int = 0
+    configs: Sequence[ConclaveConfig],
+    slots: int,
+    log_root: Path | None,
+    claim: Callable[[], int | None],
 ) -> list[float]:
-    """Run every config, at most ``concurrency`` at a time; returns each run's duration on
-    the current clock."""
-    limiter = trio.CapacityLimiter(concurrency)
+    """Run configs in ``slots`` parallel lanes; each lane claims the next run index when it
+    is free, so processes sharing one claim counter balance themselves. Returns each run's
+    duration on the current clock."""
     durations: list[float] = []
 
-    async def one(i: int, config: ConclaveConfig) -> None:
-        async with limiter:
+    async def lane() -> None:
+        while (i := claim()) is not None:
             started = trio.current_time()
             log_dir = log_root / f"run{i}" if log_root is not None else None
-            await run(RunSpec(task=TASK, config=config, log_dir=log_dir))
+            await run(RunSpec(task=TASK, config=configs[i], log_dir=log_dir))
             durations.append(trio.current_time() - started)
 
     async with trio.open_nursery() as nursery:
-        for i, config in enumerate(configs, start=first):
-            nursery.start_soon(one, i, config)
+        for _ in range(slots):
+            nursery.start_soon(lane)
     return durations
+
+
+def _counter(runs: int) -> Callable[[], int | None]:
+    indices = iter(range(runs))
+    return lambda: next(indices, None)
 
 
 def virtual_batch(runs: int, concurrency: int, latency: float) -> tuple[float, float]:
     """The batch on a virtual clock, where runtime work takes no time: returns the mean run
     latency (the ideal's denominator) and the wall time a zero-cost runtime would need, which
     is longer than runs * latency / C because the last wave of runs finishes unevenly."""
-    configs = _batch_configs(0, runs, latency)
+    configs = _batch_configs(runs, latency)
 
     async def go() -> tuple[float, float]:
         started = trio.current_time()
-        durations = await _run_batch(configs, concurrency, None)
+        durations = await _run_batch(configs, concurrency, None, _counter(runs))
         return statistics.mean(durations), trio.current_time() - started
 
     return trio.run(go, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 def run_batch_worker(
-    first: int, runs: int, concurrency: int, latency: float, start_at: float
-) -> dict[str, Any]:
-    """One process's share of a batch: ``runs`` runs, at most ``concurrency`` at a time,
-    each with its own event log, starting at wall-clock ``start_at`` so workers start
-    together."""
+    runs: int,
+    slots: int,
+    latency: float,
+    start_at: float,
+    next_run: Synchronized[int],
+    results: multiprocessing.SimpleQueue[dict[str, Any]],
+) -> None:
+    """One worker process: ``slots`` lanes claiming runs from the shared ``next_run``
+    counter, each run with its own event log, starting at wall-clock ``start_at`` so that
+    workers start together."""
+
+    def claim() -> int | None:
+        with next_run.get_lock():
+            i = next_run.value
+            if i >= runs:
+                return None
+            next_run.value = i + 1
+        return i
+
+    tune_gc_for_actors()
     # Parsed up front, as a batch file would be: the timed part is running them.
-    configs = _batch_configs(first, runs, latency)
+    configs = _batch_configs(runs, latency)
     with _log_scratch() as tmp:
         time.sleep(max(0.0, start_at - time.time()))
         cpu_started = time.process_time()
-        durations = trio.run(_run_batch, configs, concurrency, tmp, first)
+        durations = trio.run(_run_batch, configs, slots, tmp, claim)
         ended = time.time()
         cpu = time.process_time() - cpu_started
-    return {"ended": ended, "durations": durations, "cpu_s": cpu, "peak_rss_kb": peak_rss_kb()}
+    results.put(
+        {"ended": ended, "durations": durations, "cpu_s": cpu, "peak_rss_kb": peak_rss_kb()}
+    )
 
 
 def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> dict[str, Any]:
-    """M independent 3-agent runs at total concurrency C, split over ``workers`` processes.
+    """M independent 3-agent runs at total concurrency C, over ``workers`` processes that
+    claim runs from one shared counter.
 
     The ideal is C / (mean run latency), with the latency of these very runs (same seeds)
     taken on a virtual clock. One trio loop uses one core; ``workers`` > 1 is how a
     deployment uses the others.
     """
     ideal_latency, zero_cost_wall = virtual_batch(runs, concurrency, latency)
+    context = multiprocessing.get_context("spawn")
+    next_run = context.Value("i", 0)
+    results: multiprocessing.SimpleQueue[dict[str, Any]] = context.SimpleQueue()
     start_at = time.time() + 2.0  # time for every worker to import before the start
-    shares = [runs // workers + (1 if w < runs % workers else 0) for w in range(workers)]
-    firsts = [sum(shares[:w]) for w in range(workers)]
+    slots = [
+        concurrency // workers + (1 if w < concurrency % workers else 0) for w in range(workers)
+    ]
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable, "-m", "benchmarks.load_bench", "--batch-case",
-                json.dumps([firsts[w], shares[w], concurrency // workers, latency, start_at]),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
+        context.Process(
+            target=run_batch_worker, args=(runs, slots[w], latency, start_at, next_run, results)
         )
         for w in range(workers)
-    ]  # fmt: skip
-    outputs = []
+    ]
     for proc in procs:
-        out, _ = proc.communicate()
-        if proc.returncode:
-            raise RuntimeError(f"batch worker failed with exit code {proc.returncode}")
-        outputs.append(json.loads(out))
+        proc.start()
+    outputs = [results.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+        if proc.exitcode:
+            raise RuntimeError(f"batch worker failed with exit code {proc.exitcode}")
     wall = max(o["ended"] for o in outputs) - start_at
     durations = [d for o in outputs for d in o["durations"]]
     ideal_rate = concurrency / ideal_latency
@@ -435,10 +463,6 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
     tune_gc_for_actors()
     if args.case:
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
-        return 0
-    if args.batch_case:
-        first, runs, concurrency, latency, start_at = json.loads(args.batch_case)
-        print(json.dumps(run_batch_worker(first, runs, concurrency, latency, start_at)))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
     run_benchmarks(scenarios, args.quick, Path(args.json))
