@@ -299,6 +299,7 @@ def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> 
         "ideal_run_latency_s": round(ideal_latency, 3),
         "mean_run_latency_s": round(statistics.mean(durations), 3),
         "cpu_ms_per_run": round(sum(o["cpu_s"] for o in outputs) / runs * 1000, 2),
+        "runs_by_worker": [len(o["durations"]) for o in outputs],
         "peak_rss_mb_per_worker": round(max(o["peak_rss_kb"] for o in outputs) / 1024, 1),
     }
 
