@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
@@ -239,7 +241,7 @@ def run_batch_worker(
     latency: float,
     start_at: float,
     next_run: Synchronized[int],
-    results: multiprocessing.SimpleQueue[dict[str, Any]],
+    results: Connection,
 ) -> None:
     """One worker process: ``slots`` lanes claiming runs from the shared ``next_run``
     counter, each run with its own event log, starting at wall-clock ``start_at`` so that
@@ -262,9 +264,21 @@ def run_batch_worker(
         durations = trio.run(_run_batch, configs, slots, tmp, claim)
         ended = time.time()
         cpu = time.process_time() - cpu_started
-    results.put(
+    results.send(
         {"ended": ended, "durations": durations, "cpu_s": cpu, "peak_rss_kb": peak_rss_kb()}
     )
+
+
+def _worker_result(proc: BaseProcess, receiving: Connection) -> dict[str, Any]:
+    """The worker's figures, or an error as soon as it dies without sending them (waiting on
+    the pipe alone would hang the benchmark forever)."""
+    wait([receiving, proc.sentinel])
+    if not receiving.poll():
+        proc.join()
+        raise RuntimeError(f"batch worker failed with exit code {proc.exitcode}")
+    output: dict[str, Any] = receiving.recv()
+    proc.join()
+    return output
 
 
 def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> dict[str, Any]:
@@ -278,24 +292,30 @@ def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> 
     ideal_latency, zero_cost_wall = virtual_batch(runs, concurrency, latency)
     context = multiprocessing.get_context("spawn")
     next_run = context.Value("i", 0)
-    results: multiprocessing.SimpleQueue[dict[str, Any]] = context.SimpleQueue()
     start_at = time.time() + 2.0  # time for every worker to import before the start
     slots = [
         concurrency // workers + (1 if w < concurrency % workers else 0) for w in range(workers)
     ]
+    pipes = [context.Pipe(duplex=False) for _ in range(workers)]
     procs = [
         context.Process(
-            target=run_batch_worker, args=(runs, slots[w], latency, start_at, next_run, results)
+            target=run_batch_worker,
+            args=(runs, slots[w], latency, start_at, next_run, pipes[w][1]),
         )
         for w in range(workers)
     ]
     for proc in procs:
         proc.start()
-    outputs = [results.get() for _ in procs]
-    for proc in procs:
-        proc.join()
-        if proc.exitcode:
-            raise RuntimeError(f"batch worker failed with exit code {proc.exitcode}")
+    try:
+        outputs = [
+            _worker_result(proc, receiving)
+            for proc, (receiving, _) in zip(procs, pipes, strict=True)
+        ]
+    finally:
+        for proc in procs:  # after a failure, stop the others rather than leave them running
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
     wall = max(o["ended"] for o in outputs) - start_at
     durations = [d for o in outputs for d in o["durations"]]
     ideal_rate = concurrency / ideal_latency

@@ -52,3 +52,13 @@ def test_worker_processes_share_the_batch_between_them(
     assert row["runs_per_s"] > 0
     assert 0 < row["zero_cost_fraction"] <= 1
     assert not any((tmp_path / load_bench.LOG_ROOT).iterdir())  # scratch cleaned up
+
+
+def test_a_worker_that_dies_fails_the_batch_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".conclave").write_text("a file where the workers' log directory should go")
+
+    with pytest.raises(RuntimeError, match="exit code 1"):
+        measure_batch(runs=4, concurrency=2, latency=0.0, workers=2)
