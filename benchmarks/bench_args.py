@@ -16,4 +16,11 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         help="run only this scenario (repeatable; default: all)",
     )
     p.add_argument("--json", default="bench-results/load_bench.json", metavar="PATH")
+    p.add_argument(
+        "--log-root",
+        default=".conclave/bench",
+        metavar="DIR",
+        help="where the runs' event logs go while measured (deleted at the end; "
+        "default: .conclave/bench, next to a user's own runs)",
+    )
     p.add_argument("--case", help=argparse.SUPPRESS)

@@ -38,7 +38,7 @@ import trio.testing
 from actors.result import RunResult
 from actors.run import RunSpec, run
 from benchmarks.bench_args import add_bench_arguments
-from benchmarks.machine import current_rss_kb, machine_info, peak_rss_kb
+from benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
 from config.modes import ModeState, apply_modes
 from config.schema import (
     AgentConfig,
@@ -53,13 +53,14 @@ __all__ = ["main"]
 
 TASK = "Propose a plan to cut the build time of a large monorepo in half."
 LOG_ROOT = Path(".conclave") / "bench"
-"""Event logs go where a user's runs write theirs (``.conclave/runs`` in the working
-directory), not to the system temp directory, which may be another filesystem."""
+"""By default event logs go where a user's runs write theirs (``.conclave/runs`` in the
+working directory), not to the system temp directory, which may be another filesystem.
+``--log-root`` moves them, e.g. to a tmpfs to measure the runtime without the disk."""
 _SCRATCH_ENV = "CONCLAVE_BENCH_SCRATCH"
 
 
 @contextmanager
-def _log_scratch() -> Iterator[Path]:
+def _log_scratch(root: Path = LOG_ROOT) -> Iterator[Path]:
     """A directory for one case's event logs.
 
     Inside ``conclave bench`` every case's logs stay until the whole benchmark ends: after
@@ -70,8 +71,8 @@ def _log_scratch() -> Iterator[Path]:
     if shared:
         yield Path(tempfile.mkdtemp(dir=shared))
         return
-    LOG_ROOT.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=LOG_ROOT) as tmp:
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
         yield Path(tmp)
 
 
@@ -430,17 +431,28 @@ STORM_COLUMNS = (
 )  # fmt: skip
 
 
-def run_benchmarks(scenarios: Sequence[str], quick: bool, out: Path) -> dict[str, Any]:
-    with _log_scratch() as scratch:
+def run_benchmarks(
+    scenarios: Sequence[str], quick: bool, out: Path, log_root: Path = LOG_ROOT
+) -> dict[str, Any]:
+    with _log_scratch(log_root) as scratch:
         os.environ[_SCRATCH_ENV] = str(scratch)
         try:
-            return _run_scenarios(scenarios, quick, out)
+            return _run_scenarios(scenarios, quick, out, log_root)
         finally:
             del os.environ[_SCRATCH_ENV]
 
 
-def _run_scenarios(scenarios: Sequence[str], quick: bool, out: Path) -> dict[str, Any]:
-    report: dict[str, Any] = {"machine": machine_info(), "quick": quick, "scenarios": {}}
+def _run_scenarios(
+    scenarios: Sequence[str], quick: bool, out: Path, log_root: Path
+) -> dict[str, Any]:
+    logs = {"root": str(log_root), "filesystem": filesystem_of(log_root)}
+    report: dict[str, Any] = {
+        "machine": machine_info(),
+        "quick": quick,
+        "event_logs": logs,
+        "scenarios": {},
+    }
+    print(f"event logs under {logs['root']} ({logs['filesystem']})")
     if "big" in scenarios:
         cases = big_run_cases(quick)
         rows = _run_all([(_label(c), partial(_in_subprocess, c)) for c in cases])
@@ -501,7 +513,7 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
-    run_benchmarks(scenarios, args.quick, Path(args.json))
+    run_benchmarks(scenarios, args.quick, Path(args.json), Path(args.log_root))
     return 0
 
 

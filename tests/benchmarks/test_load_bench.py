@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from benchmarks import load_bench
-from benchmarks.load_bench import _batch_configs, _counter, _run_batch, measure_batch
+from benchmarks.load_bench import (
+    _batch_configs,
+    _counter,
+    _log_scratch,
+    _run_batch,
+    measure_batch,
+)
+from benchmarks.machine import filesystem_of
 
 
 async def test_batch_lanes_run_every_run_exactly_once(autojump_clock: object) -> None:
@@ -62,3 +69,19 @@ def test_a_worker_that_dies_fails_the_batch_instead_of_hanging(
 
     with pytest.raises(RuntimeError, match="exit code 1"):
         measure_batch(runs=4, concurrency=2, latency=0.0, workers=2)
+
+
+def test_filesystem_of_names_the_mount_holding_a_path(tmp_path: Path) -> None:
+    # Linux always has a root mount, so the answer is a real filesystem type.
+    assert filesystem_of(tmp_path) not in ("", "unknown")
+
+
+def test_log_scratch_lives_under_the_chosen_root_and_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONCLAVE_BENCH_SCRATCH", raising=False)
+    root = tmp_path / "logs"
+    with _log_scratch(root) as scratch:
+        assert scratch.parent == root
+        assert scratch.is_dir()
+    assert list(root.iterdir()) == []
