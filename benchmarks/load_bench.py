@@ -513,8 +513,27 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
-    run_benchmarks(scenarios, args.quick, Path(args.json), Path(args.log_root))
+    out, log_root = Path(args.json), Path(args.log_root)
+    # Checked before minutes of measuring, not after.
+    for flag, directory in (("--json", out.parent), ("--log-root", log_root)):
+        problem = _unwritable(directory)
+        if problem:
+            message = f"{flag}: cannot write in {directory} ({problem}); choose a writable one"
+            print(f"conclave bench: {message}", file=sys.stderr)
+            return 2
+    run_benchmarks(scenarios, args.quick, out, log_root)
     return 0
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why files cannot be created in ``directory`` (created if missing), or ``None``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ threshold (700 allocations) the cyclic collector still ran thousands of times pe
 with ten thousand agents' state alive, each pass was dear: raising the threshold made a
 1,000-agent run 10-30 % faster in ``conclave bench``. At 100,000 the collector still took
 6-7 % of the CPU of a batch of 1,000 runs; at 1,000,000 it takes under 1 %, for 25-75 MB
-more peak RSS per batch process and none measurable in one run of 10,000 agents. This is process-wide, so only entry
-points (the ``conclave`` command, the benchmarks) call it, never the kernel itself.
+more peak RSS per batch process and none measurable in one run of 10,000 agents. This is
+process-wide, so only entry points (the ``conclave`` command, the benchmarks) call it,
+never the kernel itself.
 """
 
 from __future__ import annotations
