@@ -55,7 +55,6 @@ from runtime import Actor, ActorContext, Address, ConclaveRuntimeError, Envelope
 __all__ = ["AgentActor", "AgentMemory", "AgentSetup", "AgentStatus"]
 
 
-
 class AgentStatus(enum.Enum):
     IDLE = "idle"
     WORKING = "working"

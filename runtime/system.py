@@ -128,9 +128,7 @@ class ActorSystem:
     ) -> None:
         """Register a mailbox at ``address`` and start the actor under ``supervisor`` (root)."""
         (supervisor or self.root).start_child(
-            self.actor_child(
-                address, factory, restart=restart, shutdown=shutdown, mailbox=mailbox
-            )
+            self.actor_child(address, factory, restart=restart, shutdown=shutdown, mailbox=mailbox)
         )
 
     def actor_child(

@@ -239,4 +239,3 @@ def _print_result(result: RunResult, output_format: str) -> None:
         print(summary, file=sys.stderr)
         if result.final_answer is None:
             print("conclave: the run produced no answer", file=sys.stderr)
-
