@@ -7,19 +7,13 @@ from typing import Any
 
 import attrs
 
+from actors.coordination import Answer
 from actors.messages import LlmRequestFinished, LlmRequestStarted, RoundRestarted, RoundStarted
 from runtime import DeadLetter, Delivered, Event
 
-__all__ = ["AnswerRecord", "RunResult", "RunStats"]
+__all__ = ["RunResult", "RunStats"]
 
 TERMINATIONS = ("completed", "timeout", "cancelled", "failed")
-
-
-@attrs.frozen(kw_only=True)
-class AnswerRecord:
-    label: str
-    agent: str
-    content: str
 
 
 @attrs.frozen(kw_only=True)
@@ -28,7 +22,7 @@ class RunResult:
     winner: str | None
     presenter: str | None
     strategy: str
-    answers: list[AnswerRecord]
+    answers: list[Answer]
     votes: dict[str, str]
     """Voter agent id → label voted for (the votes standing when coordination ended)."""
     rounds: int

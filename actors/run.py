@@ -31,7 +31,7 @@ from actors.messages import (
     RunEnded,
     StopWork,
 )
-from actors.result import AnswerRecord, RunResult, RunStats
+from actors.result import RunResult, RunStats
 from actors.rules import (
     AnswerProgress,
     DeferVoting,
@@ -170,9 +170,7 @@ class RunHandle:
             winner=winner,
             presenter=state.presenter if state.final_answer is not None else None,
             strategy=state.orchestrator.final_answer_strategy.value,
-            answers=[
-                AnswerRecord(label=a.label, agent=a.agent, content=a.content) for a in state.answers
-            ],
+            answers=list(state.answers),
             votes={voter: answer.label for voter, answer in state.votes.items()},
             rounds=stats.rounds,
             llm_calls=stats.llm_calls,
