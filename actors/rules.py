@@ -86,7 +86,7 @@ class DropInjection:
     payloads = (AnswerUpdate,)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
-        if isinstance(envelope.payload, AnswerUpdate):
+        if isinstance(envelope.payload, self.payloads):
             return Drop("injection disabled: agents work independently")
         return DELIVER
 
@@ -102,7 +102,7 @@ class DeferVoting:
     payloads = (VotingOpen,)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
-        if isinstance(envelope.payload, VotingOpen) and not _all_answered(facts):
+        if isinstance(envelope.payload, self.payloads) and not _all_answered(facts):
             return Hold(
                 _all_answered,
                 "voting deferred until every live agent has answered",
@@ -118,7 +118,7 @@ class UpdatesAfterFirstAnswer:
     payloads = (AnswerUpdate,)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
-        if not isinstance(envelope.payload, AnswerUpdate):
+        if not isinstance(envelope.payload, self.payloads):
             return DELIVER
         agent = envelope.recipient.key
         waiting = _AnsweredOrGone(agent)
@@ -161,7 +161,6 @@ class HoldUntilQuiet:
     payloads = (AnswerUpdate, VotingOpen, VotesReset)
 
     def decide(self, envelope: Envelope, facts: Facts) -> Decision:
-        payload = envelope.payload
-        if isinstance(payload, AnswerUpdate | VotingOpen | VotesReset) and not _quiet(facts):
+        if isinstance(envelope.payload, self.payloads) and not _quiet(facts):
             return Hold(_quiet, "answers are still arriving", watch=frozenset({QUIET}))
         return DELIVER
