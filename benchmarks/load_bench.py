@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
+from functools import cache, partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
@@ -126,10 +126,11 @@ def measure_big_run(case: Case) -> dict[str, Any]:
     wall/ideal over all repeats is reported next to it, because this machine is noisy."""
     baseline = current_rss_kb()
     measured: list[tuple[float, RunResult, int]] = []
+    config = case.config()
     with _log_scratch() as tmp:
         for repeat in range(case.repeats):
             log_dir = tmp / f"run{repeat}"
-            spec = RunSpec(task=TASK, config=case.config(), log_dir=log_dir)
+            spec = RunSpec(task=TASK, config=config, log_dir=log_dir)
             started = time.perf_counter()
             result = trio.run(run, spec)
             wall = time.perf_counter() - started
@@ -222,10 +223,12 @@ def _counter(runs: int) -> Callable[[], int | None]:
     return lambda: next(indices, None)
 
 
+@cache
 def virtual_batch(runs: int, concurrency: int, latency: float) -> tuple[float, float]:
     """The batch on a virtual clock, where runtime work takes no time: returns the mean run
     latency (the ideal's denominator) and the wall time a zero-cost runtime would need, which
-    is longer than runs * latency / C because the last wave of runs finishes unevenly."""
+    is longer than runs * latency / C because the last wave of runs finishes unevenly.
+    Cached: it is deterministic, and settings differing only in workers share it."""
     configs = _batch_configs(runs, latency)
 
     async def go() -> tuple[float, float]:
