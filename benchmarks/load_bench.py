@@ -35,8 +35,8 @@ import attrs
 import trio
 import trio.testing
 
-from actors.result import RunResult
-from actors.run import RunSpec, run
+from actors.run.driver import RunSpec, run
+from actors.run.result import RunResult
 from benchmarks.bench_args import add_bench_arguments
 from benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
 from config.modes import ModeState, apply_modes

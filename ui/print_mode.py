@@ -19,9 +19,10 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from actors.messages import RunEnded
-from actors.result import RunResult
-from actors.run import RunHandle, RunSpec, open_run
+from actors.events import DomainEvent
+from actors.run.driver import RunHandle, RunSpec, open_run
+from actors.run.events import RunEnded
+from actors.run.result import RunResult
 from config.loader import ConfigError, load_config
 from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
@@ -179,7 +180,7 @@ class _Progress:
 
     def _show(self, event: Event) -> None:
         if self.format == "stream-json":
-            if type(event).__module__ == "actors.messages" or self.verbose:
+            if isinstance(event, DomainEvent) or self.verbose:
                 data = encode(event)
                 record = {"type": data.pop("kind"), **data}
                 self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")

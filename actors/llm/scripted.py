@@ -14,8 +14,15 @@ import random
 import orjson
 import trio
 
-from actors.llm.base import ChatMessage, Completion, CompletionRequest, LLMError, ToolCall, Usage
-from actors.prompts import PromptView, parse_prompt
+from actors.llm.protocol import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    LLMError,
+    ToolCall,
+    Usage,
+)
+from actors.prompts.coordination import PromptView, parse_prompt
 from config.schema import Misbehaviour, ScriptedBackendConfig
 
 __all__ = ["ScriptedBackend", "answer_score"]

@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from actors.llm.base import Completion, CompletionRequest, LLMBackend
-from actors.messages import AnswerAdded, LlmRequestStarted, RoundRestarted, RoundStarted
-from actors.result import RunResult
-from actors.run import RunSpec, build_backend, run
+from actors.agent.events import LlmRequestStarted, RoundRestarted, RoundStarted
+from actors.coordination.events import AnswerAdded
+from actors.llm.protocol import Completion, CompletionRequest, LLMBackend
+from actors.run.driver import RunSpec, build_backend, run
+from actors.run.result import RunResult
 from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
 from runtime import Delivered, Event, MemoryTap, Message
 

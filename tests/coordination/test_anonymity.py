@@ -3,7 +3,7 @@ answers are labelled ``agentN.M``, the M-th answer of agentN."""
 
 from __future__ import annotations
 
-from actors.messages import RunStarted
+from actors.coordination.events import RunStarted
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 

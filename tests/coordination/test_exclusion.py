@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from actors.messages import AgentExcluded, AgentFailed, LlmRequestFinished, VotingComplete
-from actors.run import COORDINATOR
+from actors.agent.events import LlmRequestFinished
+from actors.coordination.events import AgentExcluded, VotingComplete
+from actors.coordination.protocol import AgentFailed
+from actors.run.driver import COORDINATOR
 from config.schema import Misbehaviour
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 

@@ -4,7 +4,8 @@ that turns every update into a DeadLetter."""
 
 from __future__ import annotations
 
-from actors.messages import AnswerUpdate, RoundRestarted
+from actors.agent.events import RoundRestarted
+from actors.coordination.protocol import AnswerUpdate
 from config.modes import ModeState, apply_modes
 from config.schema import ConclaveConfig, InFlightPolicy
 from runtime import DeadLetter, DeadLetterCause, Held

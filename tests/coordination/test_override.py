@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import trio
 
-from actors.messages import FinalAnswerProduced, LlmRequestStarted, VotingComplete
-from actors.result import RunResult
-from actors.run import RunSpec, open_run
+from actors.agent.events import LlmRequestStarted
+from actors.coordination.events import FinalAnswerProduced, VotingComplete
+from actors.run.driver import RunSpec, open_run
+from actors.run.result import RunResult
 from config.schema import FinalAnswerStrategy
 from tests.coordination.helpers import TASK, WaitingTap, agent, config
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from actors.messages import FinalAnswerProduced, LlmRequestStarted
+from actors.agent.events import LlmRequestStarted
+from actors.coordination.events import FinalAnswerProduced
 from config.modes import ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy
 from tests.coordination.helpers import agents, config, run_tapped

@@ -8,14 +8,10 @@ from pathlib import Path
 
 import trio
 
-from actors.messages import (
-    AnswerAdded,
-    LlmRequestFinished,
-    RoundStarted,
-    RunEnded,
-    VoteAdded,
-)
-from actors.run import RunSpec, open_run
+from actors.agent.events import LlmRequestFinished, RoundStarted
+from actors.coordination.events import AnswerAdded, VoteAdded
+from actors.run.driver import RunSpec, open_run
+from actors.run.events import RunEnded
 from config.schema import Misbehaviour
 from runtime import LogOpened, read_event_log
 from tests.coordination.helpers import WaitingTap, agent, config, run_tapped

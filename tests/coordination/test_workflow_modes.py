@@ -4,14 +4,14 @@ single agent with refinement on (``vote`` means "I'm done refining")."""
 
 from __future__ import annotations
 
-from actors.messages import (
+from actors.agent.events import RoundStarted
+from actors.coordination.events import (
     AnswerAdded,
     FinalAnswerProduced,
-    RoundStarted,
     VoteAdded,
     VotingComplete,
-    VotingOpen,
 )
+from actors.coordination.protocol import VotingOpen
 from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import Misbehaviour
 from runtime import Held

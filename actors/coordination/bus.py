@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import trio
 
-from actors.messages import AnswerAccepted, AnswerUpdate, AnswerView
-from actors.rules import QUIET
-from actors.visibility import Visibility
+from actors.coordination.protocol import AnswerAccepted, AnswerUpdate, AnswerView
+from actors.coordination.rules import QUIET
+from actors.coordination.visibility import Visibility
 from runtime import Actor, ActorContext, Address, Envelope
 
 __all__ = ["InjectionBus", "agent_address"]

@@ -17,29 +17,29 @@ from pathlib import Path
 import attrs
 import trio
 
-from actors.agent import AgentActor, AgentMemory, AgentSetup
-from actors.bus import InjectionBus, agent_address
-from actors.coordination import CoordinationState, Phase
-from actors.coordinator import Coordinator, CoordinatorSetup
-from actors.llm.base import LLMBackend
-from actors.llm.scripted import ScriptedBackend
-from actors.messages import (
+from actors.agent.actor import AgentActor, AgentMemory, AgentSetup
+from actors.coordination.bus import InjectionBus, agent_address
+from actors.coordination.coordinator import Coordinator, CoordinatorSetup
+from actors.coordination.protocol import (
     AnswerVerdict,
     AwaitResult,
     Continue,
     OverrideDecision,
-    RunEnded,
     StopWork,
 )
-from actors.result import RunResult, RunStats
-from actors.rules import (
+from actors.coordination.rules import (
     AnswerProgress,
     DeferVoting,
     DropInjection,
     HoldUntilQuiet,
     UpdatesAfterFirstAnswer,
 )
-from actors.visibility import Visibility
+from actors.coordination.state import CoordinationState, Phase
+from actors.coordination.visibility import Visibility
+from actors.llm.protocol import LLMBackend
+from actors.llm.scripted import ScriptedBackend
+from actors.run.events import RunEnded
+from actors.run.result import RunResult, RunStats
 from config.schema import AgentConfig, ConclaveConfig
 from runtime import (
     ActorContext,

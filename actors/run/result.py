@@ -7,8 +7,13 @@ from typing import Any
 
 import attrs
 
-from actors.coordination import Answer
-from actors.messages import LlmRequestFinished, LlmRequestStarted, RoundRestarted, RoundStarted
+from actors.agent.events import (
+    LlmRequestFinished,
+    LlmRequestStarted,
+    RoundRestarted,
+    RoundStarted,
+)
+from actors.coordination.state import Answer
 from runtime import DeadLetter, Delivered, Event
 
 __all__ = ["RunResult", "RunStats"]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from actors.messages import AnswerView
-from actors.visibility import Visibility
+from actors.coordination.protocol import AnswerView
+from actors.coordination.visibility import Visibility
 from config.schema import OrchestratorConfig
 from runtime import Envelope
 

@@ -16,30 +16,23 @@ import enum
 import attrs
 import trio
 
-from actors.llm.base import (
-    ChatMessage,
-    Completion,
-    CompletionRequest,
-    LLMBackend,
-    LLMError,
-    ToolSchema,
-)
-from actors.messages import (
-    AgentFailed,
+from actors.agent.events import (
     AgentStatusChanged,
+    LlmRequestFinished,
+    LlmRequestStarted,
+    RoundRestarted,
+    RoundStarted,
+)
+from actors.agent.protocol import ResumeRound, RoundSettled
+from actors.coordination.protocol import (
+    AgentFailed,
     AnswersRequest,
     AnswersSnapshot,
     AnswerUpdate,
     AnswerVerdict,
     AnswerView,
-    LlmRequestFinished,
-    LlmRequestStarted,
     Present,
     Presentation,
-    ResumeRound,
-    RoundRestarted,
-    RoundSettled,
-    RoundStarted,
     StartTask,
     StopWork,
     SubmitAnswer,
@@ -47,8 +40,21 @@ from actors.messages import (
     VotesReset,
     VotingOpen,
 )
-from actors.prompts import presentation_messages, round_messages
-from actors.workflow import NewAnswer, WorkflowError, parse_workflow_call, workflow_tools
+from actors.coordination.workflow import (
+    NewAnswer,
+    WorkflowError,
+    parse_workflow_call,
+    workflow_tools,
+)
+from actors.llm.protocol import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    LLMBackend,
+    LLMError,
+    ToolSchema,
+)
+from actors.prompts.coordination import presentation_messages, round_messages
 from config.schema import InFlightPolicy, OrchestratorConfig
 from runtime import Actor, ActorContext, Address, ConclaveRuntimeError, Envelope
 

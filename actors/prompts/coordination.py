@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from actors.llm.base import ChatMessage
-from actors.messages import AnswerView
+from actors.coordination.protocol import AnswerView
+from actors.llm.protocol import ChatMessage
 
 __all__ = ["PromptView", "parse_prompt", "presentation_messages", "round_messages"]
 

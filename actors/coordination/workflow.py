@@ -6,7 +6,7 @@ import json
 
 import attrs
 
-from actors.llm.base import ChatMessage, ToolSchema
+from actors.llm.protocol import ChatMessage, ToolSchema
 
 __all__ = ["NewAnswer", "Vote", "WorkflowError", "parse_workflow_call", "workflow_tools"]
 

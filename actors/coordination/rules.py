@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from actors.messages import (
+from actors.coordination.protocol import (
     AgentFailed,
     AnswerAccepted,
     AnswerUpdate,

@@ -6,14 +6,11 @@ and labels (``agent2.1``) are what the LLMs see.
 
 from __future__ import annotations
 
-from runtime import Event, Message, message
+from runtime import Message, message
 
 __all__ = [
-    "AgentExcluded",
     "AgentFailed",
-    "AgentStatusChanged",
     "AnswerAccepted",
-    "AnswerAdded",
     "AnswerUpdate",
     "AnswerVerdict",
     "AnswerView",
@@ -21,28 +18,16 @@ __all__ = [
     "AnswersSnapshot",
     "AwaitResult",
     "Continue",
-    "FinalAnswerProduced",
-    "LlmRequestFinished",
-    "LlmRequestStarted",
     "OverrideDecision",
     "Present",
     "Presentation",
     "PresentationDone",
-    "ResumeRound",
-    "RoundRestarted",
-    "RoundSettled",
-    "RoundStarted",
-    "RunEnded",
     "RunFinished",
-    "RunStarted",
     "StartTask",
     "StopWork",
     "SubmitAnswer",
     "SubmitVote",
-    "VoteAdded",
-    "VotesCleared",
     "VotesReset",
-    "VotingComplete",
     "VotingOpen",
 ]
 
@@ -54,9 +39,6 @@ class AnswerView(Message):
     label: str
     content: str
     truncated: bool = False
-
-
-# --- coordinator -> agents -------------------------------------------------------------
 
 
 @message()
@@ -102,17 +84,11 @@ class AnswersSnapshot(Message):
     """How many answers (all versions) exist that the asker can see; a vote cites it."""
 
 
-# --- bus -> agents ---------------------------------------------------------------------
-
-
 @message()
 class AnswerUpdate(Message):
     """New answers from other agents, previews truncated to the configured length."""
 
     answers: tuple[AnswerView, ...]
-
-
-# --- agents -> coordinator -------------------------------------------------------------
 
 
 @message()
@@ -154,23 +130,10 @@ class AgentFailed(Message):
 
 
 @message()
-class ResumeRound(Message):
-    """An agent tells itself to start its next round after queued updates are merged."""
-
-    generation: int
-
-
-# --- coordinator -> bus ----------------------------------------------------------------
-
-
-@message()
 class AnswerAccepted(Message):
     agent: str
     label: str
     content: str
-
-
-# --- the outside world <-> coordinator -------------------------------------------------
 
 
 @message()
@@ -195,114 +158,6 @@ class OverrideDecision(Message):
 @message()
 class Continue(Message):
     """A human accepted the vote's winner during the override window."""
-
-
-# --- domain events (event log, progress, replay) ---------------------------------------
-
-
-@message()
-class RunStarted(Event):
-    task: str
-    agents: tuple[str, ...]
-    anonymous_ids: tuple[str, ...]
-    strategy: str
-
-
-@message()
-class AgentStatusChanged(Event):
-    agent: str
-    status: str
-    detail: str = ""
-
-
-@message()
-class AnswerAdded(Event):
-    agent: str
-    label: str
-    content: str
-
-
-@message()
-class VoteAdded(Event):
-    voter: str
-    label: str
-    reason: str
-
-
-@message()
-class VotesCleared(Event):
-    by_label: str
-    cleared: int
-
-
-@message()
-class AgentExcluded(Event):
-    agent: str
-    reason: str
-
-
-@message()
-class RoundRestarted(Event):
-    agent: str
-    round: int
-    policy: str
-
-
-@message()
-class LlmRequestStarted(Event):
-    agent: str
-    purpose: str
-
-
-@message()
-class LlmRequestFinished(Event):
-    agent: str
-    purpose: str
-    outcome: str
-    """``ok``, ``error``, ``timeout`` or ``cancelled``."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@message()
-class VotingComplete(Event):
-    winner: str
-    label: str
-    tally: dict[str, int]
-
-
-@message()
-class FinalAnswerProduced(Event):
-    presenter: str | None
-    strategy: str
-    content: str
-
-
-@message()
-class RoundStarted(Event):
-    agent: str
-    round: int
-    tools: tuple[str, ...]
-
-
-@message()
-class RunEnded(Event):
-    termination: str
-    winner: str | None
-    final_answer: str | None
-
-
-# --- an agent's background work -> the agent itself ------------------------------------
-
-
-@message()
-class RoundSettled(Message):
-    """A round's work ended: ``outcome`` is answered, voted, stale or failed."""
-
-    generation: int
-    outcome: str
-    label: str | None = None
-    reason: str = ""
 
 
 @message()

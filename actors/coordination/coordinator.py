@@ -6,36 +6,38 @@ from __future__ import annotations
 import attrs
 import trio
 
-from actors.bus import agent_address
-from actors.coordination import CoordinationState, Phase, Winner
-from actors.messages import (
+from actors.coordination.bus import agent_address
+from actors.coordination.events import (
     AgentExcluded,
+    AnswerAdded,
+    FinalAnswerProduced,
+    RunStarted,
+    VoteAdded,
+    VotesCleared,
+    VotingComplete,
+)
+from actors.coordination.protocol import (
     AgentFailed,
     AnswerAccepted,
-    AnswerAdded,
     AnswersRequest,
     AnswersSnapshot,
     AnswerVerdict,
     AnswerView,
     AwaitResult,
     Continue,
-    FinalAnswerProduced,
     OverrideDecision,
     Present,
     Presentation,
     PresentationDone,
     RunFinished,
-    RunStarted,
     StartTask,
     StopWork,
     SubmitAnswer,
     SubmitVote,
-    VoteAdded,
-    VotesCleared,
     VotesReset,
-    VotingComplete,
     VotingOpen,
 )
+from actors.coordination.state import CoordinationState, Phase, Winner
 from config.schema import FinalAnswerStrategy
 from runtime import Actor, ActorContext, Address, ConclaveRuntimeError, Envelope
 

@@ -1,0 +1,24 @@
+"""Registers every message and event kind the domain defines.
+
+Kinds register when their module is imported. A reader of logs or of the wire (replay, the
+websocket) imports this module so that every kind a run may have written decodes to its
+class, whichever parts of the domain it otherwise uses.
+"""
+
+from __future__ import annotations
+
+import actors.agent.events
+import actors.agent.protocol
+import actors.coordination.events
+import actors.coordination.protocol
+import actors.run.events
+
+__all__ = ["DOMAIN_MODULES"]
+
+DOMAIN_MODULES = (
+    actors.agent.events,
+    actors.agent.protocol,
+    actors.coordination.events,
+    actors.coordination.protocol,
+    actors.run.events,
+)
