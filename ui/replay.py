@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-import actors.messages
+import actors.kinds  # noqa: F401  (every kind a log may hold decodes)
+from actors.run.events import RunEnded
 from runtime import EventLogCorrupt, LogOpened, read_event_log
 from ui.cli import EXIT_OK, EXIT_USAGE
 from ui.timeline import describe
@@ -37,7 +38,7 @@ def replay_command(path: str, *, verbose: bool = False) -> int:
         line = describe(event, verbose=verbose)
         if line is not None:
             print(f"[{event.at - origin:8.3f}s] {line}")
-        ended = ended or isinstance(event, actors.messages.RunEnded)
+        ended = ended or isinstance(event, RunEnded)
     if not ended:
         print("(the log ends before the run did: it was interrupted)")
     return EXIT_OK

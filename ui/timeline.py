@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from actors.messages import (
-    AgentExcluded,
+from actors.agent.events import (
     AgentStatusChanged,
-    AnswerAdded,
-    FinalAnswerProduced,
     LlmRequestFinished,
     LlmRequestStarted,
     RoundRestarted,
     RoundStarted,
-    RunEnded,
+)
+from actors.coordination.events import (
+    AgentExcluded,
+    AnswerAdded,
+    FinalAnswerProduced,
     RunStarted,
     VoteAdded,
     VotesCleared,
     VotingComplete,
 )
+from actors.run.events import RunEnded
 from runtime import ChildExited, DeadLetter, DeadLetterCause, Event, Held, Released
 
 __all__ = ["describe"]
