@@ -1,0 +1,28 @@
+"""The configuration schema: frozen, keyword-only, validated when loaded, trusted after.
+
+One module per section, so a new backend or section is a new file: ``backends`` (which LLM),
+``agents``, ``orchestrator`` (coordination), ``root`` (the whole config).
+"""
+
+from config.schema.agents import AgentConfig
+from config.schema.backends import BackendConfig, Misbehaviour, ScriptedBackendConfig
+from config.schema.orchestrator import (
+    FinalAnswerStrategy,
+    InFlightPolicy,
+    OrchestratorConfig,
+    parse_visibility,
+)
+from config.schema.root import ConclaveConfig, default_config
+
+__all__ = [
+    "AgentConfig",
+    "BackendConfig",
+    "ConclaveConfig",
+    "FinalAnswerStrategy",
+    "InFlightPolicy",
+    "Misbehaviour",
+    "OrchestratorConfig",
+    "ScriptedBackendConfig",
+    "default_config",
+    "parse_visibility",
+]

@@ -1,0 +1,25 @@
+"""The ``agents`` section: who works on the task."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from config.schema.backends import BackendConfig, ScriptedBackendConfig
+
+__all__ = ["AgentConfig"]
+
+_AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _check_agent_id(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
+    if not _AGENT_ID.match(value):
+        raise ValueError(f"agent id {value!r} must be 1-64 letters, digits, '_', '.' or '-'")
+
+
+@attrs.frozen(kw_only=True)
+class AgentConfig:
+    id: str = attrs.field(validator=_check_agent_id)
+    persona: str = ""
+    backend: BackendConfig = attrs.field(factory=ScriptedBackendConfig)

@@ -1,0 +1,62 @@
+"""Backend sections: which LLM an agent talks to, and how."""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Literal
+
+import attrs
+
+from config.schema.checks import fraction, ge0
+
+__all__ = ["BackendConfig", "Misbehaviour", "ScriptedBackendConfig"]
+
+
+class Misbehaviour(enum.Enum):
+    NO_CALL = "no_call"
+    BOTH_CALLS = "both_calls"
+    UNKNOWN_TOOL = "unknown_tool"
+    VOTE_WITHOUT_ANSWER = "vote_without_answer"
+    DUPLICATE = "duplicate"
+    MALFORMED = "malformed"
+    ERROR = "error"
+    HANG = "hang"
+
+
+_VOTE = re.compile(r"^(best|self|agent[1-9][0-9]*)$")
+
+
+def _check_vote(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
+    """Anything else would pass loading and then fail every vote the agent casts."""
+    if not _VOTE.match(value):
+        raise ValueError(
+            f"vote {value!r} is not one of: best, self, or an anonymous id such as agent2"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ScriptedBackendConfig:
+    """The embedded, offline backend; also the policy it plays."""
+
+    type: Literal["scripted"] = "scripted"
+    seed: int = 0
+    latency: float = attrs.field(default=0.0, validator=ge0)
+    """Seconds per call."""
+    jitter: float = attrs.field(default=0.0, validator=fraction)
+    """Fraction of ``latency`` added or removed at random (0.5 is ±50 %)."""
+    answers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    """How many answers to give before voting."""
+    vote: str = attrs.field(default="best", validator=_check_vote)
+    """``best`` (highest deterministic score), ``self``, or an anonymous id like ``agent2``."""
+    answer_text: str | None = None
+    """Fixed answer content instead of composed text (to script ties and duplicates)."""
+    misbehave: Misbehaviour | None = None
+    misbehave_calls: int = attrs.field(default=1_000_000, validator=attrs.validators.ge(0))
+    """How many calls misbehave (counting from the first) before the policy behaves."""
+    error_rate: float = attrs.field(default=0.0, validator=fraction)
+    malformed_rate: float = attrs.field(default=0.0, validator=fraction)
+    hang_rate: float = attrs.field(default=0.0, validator=fraction)
+
+
+BackendConfig = ScriptedBackendConfig

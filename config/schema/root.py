@@ -1,0 +1,52 @@
+"""The whole config, and the no-API-key default."""
+
+from __future__ import annotations
+
+import attrs
+
+from config.schema.agents import AgentConfig
+from config.schema.backends import ScriptedBackendConfig
+from config.schema.orchestrator import OrchestratorConfig
+
+__all__ = ["ConclaveConfig", "default_config"]
+
+
+@attrs.frozen(kw_only=True)
+class ConclaveConfig:
+    agents: tuple[AgentConfig, ...] = attrs.field()
+    orchestrator: OrchestratorConfig = attrs.field(factory=OrchestratorConfig)
+
+    @agents.validator
+    def _check_agents(
+        self, _attr: attrs.Attribute[tuple[AgentConfig, ...]], value: tuple[AgentConfig, ...]
+    ) -> None:
+        if not value:
+            raise ValueError("agents must list at least one agent")
+        seen: set[str] = set()
+        for agent in value:
+            if agent.id in seen:
+                raise ValueError(f"agent id {agent.id!r} appears twice; ids must be unique")
+            seen.add(agent.id)
+
+
+def default_config(agents: int = 3) -> ConclaveConfig:
+    """The no-API-key default: scripted agents with distinct personas and a realistic-looking
+    200 ms ±50 % per call, so progress is visible."""
+    personas = (
+        "a careful engineer",
+        "a pragmatic product manager",
+        "a skeptical reviewer",
+        "a creative designer",
+        "a patient teacher",
+    )
+    width = len(str(agents))
+    return ConclaveConfig(
+        agents=tuple(
+            AgentConfig(
+                id=f"scripted{str(i + 1).zfill(width)}",
+                persona=personas[i % len(personas)],
+                backend=ScriptedBackendConfig(seed=i, latency=0.2, jitter=0.5),
+            )
+            for i in range(agents)
+        )
+    )
