@@ -8,7 +8,7 @@ import sys
 import actors.kinds  # noqa: F401  (every kind a log may hold decodes)
 from actors.run.events import RunEnded
 from runtime import EventLogCorrupt, LogOpened, read_event_log
-from ui.cli import EXIT_OK, EXIT_USAGE
+from ui.exit_codes import ExitCode
 from ui.timeline import describe
 
 __all__ = ["replay_command"]
@@ -21,10 +21,10 @@ def replay_command(path: str, *, verbose: bool = False) -> int:
         reading = read_event_log(path)
     except FileNotFoundError:
         print(f"conclave: no event log at {path}; pass the events.jsonl of a run", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except (EventLogCorrupt, UnicodeDecodeError) as exc:
         print(f"conclave: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     if reading.truncated_line is not None:
         print(
             f"conclave: line {reading.truncated_line} of {path} was cut off mid-write; skipped",
@@ -41,4 +41,4 @@ def replay_command(path: str, *, verbose: bool = False) -> int:
         ended = ended or isinstance(event, RunEnded)
     if not ended:
         print("(the log ends before the run did: it was interrupted)")
-    return EXIT_OK
+    return ExitCode.OK

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import TASK, conclave, fast_agents, write_config
-from ui.cli import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, main
+from ui.cli import main
+from ui.exit_codes import ExitCode
 
 
 def test_a_completed_run_exits_0_with_the_answer_on_stdout(
@@ -17,7 +18,7 @@ def test_a_completed_run_exits_0_with_the_answer_on_stdout(
     code = main(["run", "--config", str(fast_config), "--log-dir", str(tmp_path / "run"), TASK])
 
     out, err = capsys.readouterr()
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert TASK in out
     assert "completed: winner agent-" in err
 
@@ -37,7 +38,7 @@ def test_a_run_with_no_answer_at_all_exits_1(
     code = main(["run", "--config", str(cfg), TASK])
 
     out, err = capsys.readouterr()
-    assert code == EXIT_FAILED
+    assert code == ExitCode.FAILED
     assert out == ""
     assert "conclave: the run produced no answer" in err
     assert "failed: winner -" in err
@@ -53,7 +54,7 @@ def test_a_timed_out_run_exits_3_with_the_best_answer_so_far(
 
     code = main(["run", "--config", str(cfg), "--timeout", "0.5", "--output-format", "json", TASK])
 
-    assert code == EXIT_TIMEOUT
+    assert code == ExitCode.TIMEOUT
     out, _ = capsys.readouterr()
     assert '"termination": "timeout"' in out
     assert '"winner": "quick"' in out
@@ -66,7 +67,7 @@ def test_a_timed_out_run_without_any_answer_exits_1(
 
     code = main(["run", "--config", str(cfg), "--timeout", "0.2", TASK])
 
-    assert code == EXIT_FAILED
+    assert code == ExitCode.FAILED
     assert "the run produced no answer" in capsys.readouterr().err
 
 
@@ -89,7 +90,7 @@ def test_a_bad_flag_value_exits_2_naming_the_flag_and_the_valid_values(
     with pytest.raises(SystemExit) as exited:
         main(["run", flag, value, TASK])
 
-    assert exited.value.code == EXIT_USAGE
+    assert exited.value.code == ExitCode.USAGE
     [error] = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert f"argument {flag}:" in error
     assert value in error
@@ -104,7 +105,7 @@ def test_a_bad_config_exits_2_naming_the_field_and_the_valid_values(
     code = main(["run", "--config", str(cfg), TASK])
 
     err = capsys.readouterr().err
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert f"conclave: {cfg}: " in err
     assert "config.orchestrator.final_answer_strategy" in err
     assert "valid values: winner_reuse, winner_present, synthesize" in err
@@ -113,7 +114,7 @@ def test_a_bad_config_exits_2_naming_the_field_and_the_valid_values(
 def test_a_missing_config_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", "--config", str(tmp_path / "missing.yaml"), TASK])
 
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert "cannot read config" in capsys.readouterr().err
 
 
@@ -135,7 +136,7 @@ def test_conflicting_flags_exit_2_saying_what_to_do(
 ) -> None:
     code = main(["run", "--config", str(fast_config), *args, TASK])
 
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert message in capsys.readouterr().err
 
 
@@ -143,25 +144,27 @@ def test_a_log_dir_that_already_holds_a_run_exits_2(
     fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log_dir = tmp_path / "run"
-    assert main(["run", "--config", str(fast_config), "--log-dir", str(log_dir), TASK]) == EXIT_OK
+    assert (
+        main(["run", "--config", str(fast_config), "--log-dir", str(log_dir), TASK]) == ExitCode.OK
+    )
     capsys.readouterr()
 
     code = main(["run", "--config", str(fast_config), "--log-dir", str(log_dir), TASK])
 
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert "already holds a run" in capsys.readouterr().err
 
 
 def test_no_task_exits_2(fast_config: Path, tmp_path: Path) -> None:
     done = conclave("run", "--config", str(fast_config), cwd=tmp_path)
 
-    assert done.returncode == EXIT_USAGE
+    assert done.returncode == ExitCode.USAGE
     assert "no task given: pass TASK, use -p TASK, or pipe it on stdin" in done.stderr
 
 
 def test_a_usage_error_from_the_installed_command_exits_2(tmp_path: Path) -> None:
     done = conclave("run", "--refinement", "maybe", TASK, cwd=tmp_path)
 
-    assert done.returncode == EXIT_USAGE
+    assert done.returncode == ExitCode.USAGE
     assert "argument --refinement: invalid choice: 'maybe'" in done.stderr
     assert done.stdout == ""

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.helpers import CONCLAVE, REQUIRED_KEYS, TASK, conclave, parse_json, write_config
-from ui.cli import EXIT_CANCELLED, EXIT_OK
+from ui.exit_codes import ExitCode
 
 
 def test_conclave_run_task(fast_config: Path, tmp_path: Path) -> None:
@@ -16,7 +16,7 @@ def test_conclave_run_task(fast_config: Path, tmp_path: Path) -> None:
         "run", "--config", str(fast_config), "--output-format", "json", TASK, cwd=tmp_path
     )
 
-    assert done.returncode == EXIT_OK, done.stderr
+    assert done.returncode == ExitCode.OK, done.stderr
     data = parse_json(done.stdout)
     assert set(data) >= REQUIRED_KEYS
     assert TASK in data["final_answer"]
@@ -27,7 +27,7 @@ def test_conclave_dash_p_task_is_run(fast_config: Path, tmp_path: Path) -> None:
         "-p", TASK, "--config", str(fast_config), "--output-format", "json", cwd=tmp_path
     )
 
-    assert done.returncode == EXIT_OK, done.stderr
+    assert done.returncode == ExitCode.OK, done.stderr
     data = parse_json(done.stdout)
     assert data["termination"] == "completed"
     assert TASK in data["final_answer"]
@@ -38,7 +38,7 @@ def test_a_task_piped_on_stdin_is_run(fast_config: Path, tmp_path: Path) -> None
         "--config", str(fast_config), "--output-format", "json", cwd=tmp_path, stdin=TASK + "\n"
     )
 
-    assert done.returncode == EXIT_OK, done.stderr
+    assert done.returncode == ExitCode.OK, done.stderr
     data = parse_json(done.stdout)
     assert data["termination"] == "completed"
     assert TASK in data["final_answer"]
@@ -96,7 +96,7 @@ def test_sigint_cancels_the_run_exits_130_and_prints_the_best_answer_so_far(
             process.kill()
             process.wait()
 
-    assert process.returncode == EXIT_CANCELLED, "".join(progress) + rest
+    assert process.returncode == ExitCode.CANCELLED, "".join(progress) + rest
     data = parse_json(out)
     assert data["termination"] == "cancelled"
     assert data["winner"] == "quick"
@@ -105,5 +105,5 @@ def test_sigint_cancels_the_run_exits_130_and_prints_the_best_answer_so_far(
     assert "run ended: cancelled" in rest
     assert (log_dir / "events.jsonl").is_file()
     replay = conclave("replay", str(log_dir / "events.jsonl"), cwd=tmp_path)
-    assert replay.returncode == EXIT_OK
+    assert replay.returncode == ExitCode.OK
     assert "run ended: cancelled" in replay.stdout

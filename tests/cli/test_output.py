@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import REQUIRED_KEYS, TASK, parse_json, write_config
-from ui.cli import EXIT_OK, main
+from ui.cli import main
+from ui.exit_codes import ExitCode
 
 
 def _run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[dict[str, Any], str]:
     code = main(["run", "--output-format", "json", *args, TASK])
     out, err = capsys.readouterr()
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     return parse_json(out), err
 
 
@@ -97,7 +98,7 @@ def test_stream_json_is_one_typed_event_per_line_ending_with_the_result(
 ) -> None:
     code = main(["run", "--output-format", "stream-json", "--config", str(fast_config), TASK])
 
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert all(next(iter(line)) == "type" for line in lines)
     types = [line["type"] for line in lines]
@@ -118,7 +119,7 @@ def test_text_prints_the_answer_on_stdout_and_progress_on_stderr(
     code = main(["run", "--config", str(fast_config), "--log-dir", str(tmp_path / "r"), TASK])
 
     out, err = capsys.readouterr()
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert out.startswith(f"On “{TASK}”")
     assert "answered agent1.1" in err
     assert "voted for agent" in err
@@ -134,7 +135,7 @@ def test_without_a_config_three_scripted_agents_run_and_stderr_says_so_once(
     code = main(["run", "--output-format", "json", TASK])
 
     out, err = capsys.readouterr()
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert err.count("no --config given; running 3 scripted agents") == 1
     assert "no API key needed" in err
     assert len(parse_json(out)["answers"]) == 3

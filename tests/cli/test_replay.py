@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import TASK
-from ui.cli import EXIT_OK, EXIT_USAGE, main
+from ui.cli import main
+from ui.exit_codes import ExitCode
 
 
 @pytest.fixture
 def events(fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """The event log of a finished three-agent run."""
     log_dir = tmp_path / "run"
-    assert main(["run", "--config", str(fast_config), "--log-dir", str(log_dir), TASK]) == EXIT_OK
+    assert (
+        main(["run", "--config", str(fast_config), "--log-dir", str(log_dir), TASK]) == ExitCode.OK
+    )
     capsys.readouterr()
     return log_dir / "events.jsonl"
 
@@ -28,7 +31,7 @@ def test_replay_prints_the_timeline_of_a_finished_run(
     code = main(["replay", str(events)])
 
     out, err = capsys.readouterr()
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert err == ""
     lines = out.splitlines()
     assert all(re.match(r"^\[ *\d+\.\d{3}s\] ", line) for line in lines)
@@ -46,7 +49,7 @@ def test_replay_prints_the_timeline_of_a_finished_run(
 def test_replay_verbose_adds_rounds_and_llm_calls(
     events: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["replay", "--verbose", str(events)]) == EXIT_OK
+    assert main(["replay", "--verbose", str(events)]) == ExitCode.OK
 
     out = capsys.readouterr().out
     assert "round 1 offers new_answer" in out
@@ -64,7 +67,7 @@ def test_replay_reports_and_skips_a_last_line_cut_off_mid_write(
     code = main(["replay", str(cut)])
 
     out, err = capsys.readouterr()
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert f"conclave: line {len(lines)} of {cut} was cut off mid-write; skipped" in err
     assert "run ended: completed" in out
 
@@ -80,7 +83,7 @@ def test_replay_of_a_log_that_stops_before_the_run_ended_says_it_was_interrupted
     code = main(["replay", str(partial)])
 
     out = capsys.readouterr().out
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert "run ended" not in out
     assert out.splitlines()[-1] == "(the log ends before the run did: it was interrupted)"
 
@@ -94,7 +97,7 @@ def test_replay_refuses_a_log_damaged_in_the_middle(
 
     code = main(["replay", str(damaged)])
 
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert f"{damaged}:4: not a valid event" in capsys.readouterr().err
 
 
@@ -103,5 +106,5 @@ def test_replay_of_a_missing_log_exits_2(
 ) -> None:
     code = main(["replay", str(tmp_path / "nope.jsonl")])
 
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert "no event log at" in capsys.readouterr().err

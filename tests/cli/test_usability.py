@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import CONCLAVE, TASK, conclave
-from ui.cli import EXIT_OK, EXIT_USAGE, main
+from ui.cli import main
+from ui.exit_codes import ExitCode
 
 
 def test_output_piped_into_head_ends_quietly(fast_config: Path, tmp_path: Path) -> None:
@@ -33,7 +34,7 @@ def test_a_timeout_that_is_not_a_finite_positive_number_exits_2(
 ) -> None:
     done = conclave("run", "--timeout", seconds, TASK, cwd=tmp_path)
 
-    assert done.returncode == EXIT_USAGE
+    assert done.returncode == ExitCode.USAGE
     assert "--timeout" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -46,7 +47,7 @@ def test_a_log_dir_that_cannot_be_created_exits_2_naming_it(
 
     code = main(["run", "--config", str(fast_config), "--log-dir", str(blocker / "run"), TASK])
 
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert f"--log-dir {blocker / 'run'}" in capsys.readouterr().err
 
 
@@ -56,7 +57,7 @@ def test_all_to_all_visibility_is_refused_past_256_agents_with_the_alternatives(
     code = main(["run", "--agents", "300", TASK])
 
     err = capsys.readouterr().err
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert "limited to 256 agents" in err
     assert "--visibility ring" in err
 
@@ -65,10 +66,12 @@ def test_replay_accepts_the_run_directory(
     fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
-    assert main(["run", "--config", str(fast_config), "--log-dir", str(run_dir), TASK]) == EXIT_OK
+    assert (
+        main(["run", "--config", str(fast_config), "--log-dir", str(run_dir), TASK]) == ExitCode.OK
+    )
     capsys.readouterr()
 
-    assert main(["replay", str(run_dir)]) == EXIT_OK
+    assert main(["replay", str(run_dir)]) == ExitCode.OK
     assert "run ended: completed" in capsys.readouterr().out
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import write_config
-from ui.cli import EXIT_OK, EXIT_USAGE, main
+from ui.cli import main
+from ui.exit_codes import ExitCode
 
 
 def test_a_good_config_validates(fast_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(fast_config)]) == EXIT_OK
+    assert main(["validate", str(fast_config)]) == ExitCode.OK
     assert capsys.readouterr().out == f"{fast_config}: ok (3 agents: agent-1, agent-2, agent-3)\n"
 
 
@@ -21,7 +22,7 @@ def test_a_bad_config_fails_validation_naming_the_field(
 ) -> None:
     cfg = write_config(tmp_path / "bad.yaml", [{"id": "a", "misbehave": "sulk"}])
 
-    assert main(["validate", str(cfg)]) == EXIT_USAGE
+    assert main(["validate", str(cfg)]) == ExitCode.USAGE
     err = capsys.readouterr().err
     assert "config.agents[0].backend.misbehave" in err
     assert "valid values: no_call, both_calls" in err

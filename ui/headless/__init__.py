@@ -1,0 +1,1 @@
+"""Headless runs: ``conclave run``, ``conclave -p``, ``echo TASK | conclave``, ``validate``."""

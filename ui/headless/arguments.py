@@ -1,0 +1,63 @@
+"""``conclave run``'s flags. Only argparse here: registering the command must stay cheap so
+that ``conclave --help`` starts fast; :mod:`ui.headless.flags` resolves the values."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+__all__ = ["add_run_arguments"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def _visibility(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"all|ring|islands:[1-9][0-9]*", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of: all, ring, islands:K (K >= 1)")
+    return text
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", nargs="?", help="the task; read from stdin when omitted and piped")
+    p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
+    p.add_argument(
+        "--agents", type=_positive_int, metavar="N", help="number of scripted agents (no --config)"
+    )
+    p.add_argument("--agent-mode", choices=("single", "multi"), default="multi")
+    p.add_argument(
+        "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
+    )
+    p.add_argument("--refinement", choices=("on", "off"), default="on")
+    p.add_argument(
+        "--final-answer-strategy", choices=("winner_reuse", "winner_present", "synthesize")
+    )
+    p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
+    p.add_argument("--in-flight-policy", choices=("cancel", "finish"))
+    p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    p.add_argument(
+        "--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)"
+    )
+    p.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="whole-run timeout")
+    p.add_argument(
+        "--verbose", action="store_true", help="show every agent status change on stderr"
+    )
