@@ -23,7 +23,8 @@ from ui.headless.flags import (
     resolve_log_dir,
     resolve_task,
 )
-from ui.headless.render import Progress, print_result
+from ui.headless.progress import Progress
+from ui.headless.result import print_result
 
 __all__ = ["run_command"]
 

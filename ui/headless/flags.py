@@ -18,7 +18,7 @@ import attrs
 from config.loader import ConfigError, load_config
 from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
-from ui.headless.render import plural
+from ui.headless.result import plural
 
 __all__ = [
     "MAX_ALL_TO_ALL",

@@ -1,5 +1,4 @@
-"""What a headless run shows: live progress (stderr lines or stream-json on stdout) and the
-result (the answer and a summary line, or one JSON object)."""
+"""A headless run's live progress: lines on stderr, or stream-json events on stdout."""
 
 from __future__ import annotations
 
@@ -9,11 +8,10 @@ from typing import TextIO
 
 from actors.events import DomainEvent
 from actors.run.events import RunEnded
-from actors.run.result import RunResult
 from runtime import Event, encode
 from ui.timeline import describe
 
-__all__ = ["Progress", "plural", "print_result"]
+__all__ = ["Progress"]
 
 
 class Progress:
@@ -52,27 +50,3 @@ class Progress:
         line = describe(event, verbose=self.verbose)
         if line is not None:
             print(f"[{event.at - self._origin:6.2f}s] {line}", file=sys.stderr, flush=True)
-
-
-def print_result(result: RunResult, output_format: str) -> None:
-    data = result.to_json()
-    if output_format == "json":
-        print(json.dumps(data, ensure_ascii=False, indent=2))
-    elif output_format == "stream-json":
-        print(json.dumps({"type": "result", **data}, ensure_ascii=False))
-    else:
-        if result.final_answer is not None:
-            print(result.final_answer)
-        summary = (
-            f"{result.termination}: winner {result.winner or '-'}, "
-            f"{plural(len(result.answers), 'answer')}, {plural(result.llm_calls, 'LLM call')}, "
-            f"{plural(result.restarts, 'restart')}, {result.duration_s:.2f}s; "
-            f"log {result.log_dir}/events.jsonl"
-        )
-        print(summary, file=sys.stderr)
-        if result.final_answer is None:
-            print("conclave: the run produced no answer", file=sys.stderr)
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
