@@ -190,6 +190,7 @@ class Coordinator(Actor):
                     self.context.reply(envelope, AnswerVerdict(accepted=False, error=error))
                 return
             state.presenter = decision.presenter
+            state.overridden = True
         if envelope.correlation_id is not None:
             self.context.reply(
                 envelope,

@@ -71,6 +71,8 @@ class CoordinationState:
         self.started = False
         self.winner: Winner | None = None
         self.presenter: str | None = None
+        self.overridden = False
+        """A human chose the presenter in the override window."""
         self.final_answer: str | None = None
         self.presentation_error: str | None = None
         self.result_waiters: list[Envelope] = []

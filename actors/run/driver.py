@@ -39,7 +39,7 @@ from actors.coordination.visibility import Visibility
 from actors.llm.protocol import LLMBackend
 from actors.llm.scripted import ScriptedBackend
 from actors.run.events import RunEnded
-from actors.run.result import RunResult, RunStats
+from actors.run.result import DecidedBy, RunResult, RunStats, Termination
 from config.schema import AgentConfig, ConclaveConfig
 from runtime import (
     ActorContext,
@@ -125,20 +125,20 @@ class RunHandle:
                 except Undeliverable:
                     continue  # the coordinator crashed on it and restarted: ask again
         if self._cancel.cancelled_caught:
-            termination = "cancelled"
+            termination = Termination.CANCELLED
         elif timer.cancelled_caught:
-            termination = "timeout"
+            termination = Termination.TIMEOUT
         elif self.state.final_answer is None:
-            termination = "failed"
+            termination = Termination.FAILED
         else:
-            termination = "completed"
-        if termination in ("cancelled", "timeout"):
+            termination = Termination.COMPLETED
+        if termination in (Termination.CANCELLED, Termination.TIMEOUT):
             self._halt()
         self._result = self.snapshot(termination)
         self.system.record(
             RunEnded(
                 at=trio.current_time(),
-                termination=termination,
+                termination=termination.value,
                 winner=self._result.winner,
                 final_answer=self._result.final_answer,
             )
@@ -155,15 +155,18 @@ class RunHandle:
         for agent in self.state.live:
             self.system.tell_nowait(agent_address(agent), StopWork())
 
-    def snapshot(self, termination: str) -> RunResult:
+    def snapshot(self, termination: Termination | str) -> RunResult:
         """The result as of now: on timeout or cancel, the best answer so far."""
+        termination = Termination(termination)
         state = self.state
         final = state.final_answer
         winner = state.winner.agent if state.winner else None
+        decided_by = _decided_by(state)
         if final is None:
             best = state.best_so_far()
             if best is not None:
                 final, winner = best.content, best.agent
+                decided_by = _BEST_SO_FAR[termination]
         stats = self.stats
         return RunResult(
             final_answer=final,
@@ -185,7 +188,27 @@ class RunHandle:
             messages_routed=self.system.statistics().routed,
             dead_letters=stats.dead_letters,
             presentation_error=state.presentation_error,
+            decided_by=decided_by,
         )
+
+
+_BEST_SO_FAR = {
+    Termination.TIMEOUT: DecidedBy.TIMEOUT_BEST_SO_FAR,
+    Termination.CANCELLED: DecidedBy.CANCELLED_BEST_SO_FAR,
+    Termination.FAILED: DecidedBy.FAILED_BEST_SO_FAR,
+}
+"""How a final answer taken from the answers so far (coordination never decided) is named."""
+
+
+def _decided_by(state: CoordinationState) -> DecidedBy | None:
+    """How coordination chose its final answer; ``None`` if it never produced one."""
+    if state.final_answer is None:
+        return None
+    if state.overridden:
+        return DecidedBy.OVERRIDE
+    if state.winner is not None and state.winner.tally:
+        return DecidedBy.VOTES
+    return DecidedBy.NO_VOTES
 
 
 @asynccontextmanager
@@ -250,7 +273,7 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
                 system.record(
                     RunEnded(
                         at=trio.current_time(),
-                        termination="cancelled",
+                        termination=Termination.CANCELLED.value,
                         winner=None,
                         final_answer=None,
                     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +17,37 @@ from actors.agent.events import (
 from actors.coordination.state import Answer
 from runtime import DeadLetter, Delivered, Event
 
-__all__ = ["RunResult", "RunStats"]
+__all__ = ["DecidedBy", "RunResult", "RunStats", "Termination"]
 
-TERMINATIONS = ("completed", "timeout", "cancelled", "failed")
+
+class Termination(enum.StrEnum):
+    """How a run ended. A ``StrEnum``: its members compare equal to, and serialize as, the
+    strings the JSON result and the event log have always carried."""
+
+    COMPLETED = "completed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    """Coordination produced no answer, or something inside the run broke (escalation to
+    the root supervisor, an unexpected exception): ``failure_reason`` says which."""
+
+
+class DecidedBy(enum.StrEnum):
+    """How the final answer was chosen, so a run decided without any vote says so."""
+
+    VOTES = "votes"
+    """The agents voted; the answer with most votes won."""
+    NO_VOTES = "no_votes"
+    """Coordination ended without a standing vote (voting skipped, or every voter excluded):
+    the first answer stands."""
+    OVERRIDE = "override"
+    """A human chose the presenter in the override window."""
+    TIMEOUT_BEST_SO_FAR = "timeout_best_so_far"
+    """The run timed out before coordination decided: the best answer so far."""
+    CANCELLED_BEST_SO_FAR = "cancelled_best_so_far"
+    """The run was cancelled (Ctrl+C) before coordination decided: the best answer so far."""
+    FAILED_BEST_SO_FAR = "failed_best_so_far"
+    """The run failed before coordination decided: the best answer so far."""
 
 
 @attrs.frozen(kw_only=True)
@@ -34,7 +63,7 @@ class RunResult:
     llm_calls: int
     """LLM requests started (including ones later cancelled)."""
     restarts: int
-    termination: str
+    termination: Termination = attrs.field(converter=Termination)
     failed_agents: dict[str, str]
     log_dir: str | None
     duration_s: float
@@ -44,9 +73,20 @@ class RunResult:
     messages_routed: int = 0
     dead_letters: int = 0
     presentation_error: str | None = None
+    decided_by: DecidedBy | None = attrs.field(
+        default=None, converter=attrs.converters.optional(DecidedBy)
+    )
+    """``None`` exactly when there is no final answer."""
+    failure_reason: str | None = None
+    """Why a ``failed`` run failed; ``None`` for every other termination."""
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """Plain JSON types: the enums become their strings."""
+        return attrs.asdict(self, value_serializer=_plain)
+
+
+def _plain(_instance: object, _field: object, value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 class RunStats:
