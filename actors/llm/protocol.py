@@ -42,6 +42,9 @@ class ToolSchema:
     name: str
     description: str
     parameters: dict[str, Any]
+    read_only: bool = False
+    """Changes nothing outside the call: the loop may run it concurrently with other
+    read-only calls, and plan mode offers only these."""
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,1 @@
+"""Tools agents call: the executor protocol (specs, file tools and sandboxes come later)."""

@@ -1,0 +1,50 @@
+"""What the loop engine needs from tools: their schemas, and a way to run one call.
+
+An executor never raises into the loop: a failure is a result with ``ok=False`` whose error
+goes back to the model. Whether a call may run concurrently with others is the schema's
+``read_only`` flag.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import attrs
+
+from actors.llm.protocol import ToolCall, ToolSchema
+
+__all__ = ["NO_TOOLS", "NoTools", "ToolExecutor", "ToolResult"]
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult:
+    ok: bool
+    output: str = ""
+    error: str | None = None
+
+    def for_model(self) -> str:
+        """The text the model sees in the ``tool`` message."""
+        return self.output if self.ok else f"Error: {self.error or 'the tool failed'}"
+
+
+class ToolExecutor(Protocol):
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        """The tools offered in the current step."""
+        ...
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        """Run one call; never raises (cancellation aside)."""
+        ...
+
+
+class NoTools:
+    """Offers nothing and refuses everything: workflow rounds and plain presentations."""
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return ()
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        return ToolResult(ok=False, error=f"no tool {call.name!r} is available")
+
+
+NO_TOOLS = NoTools()
