@@ -1,19 +1,32 @@
-"""The backend interface every LLM speaks: chat messages and tool schemas in, one assistant
-message (text and/or tool calls) out. Scripted, OpenAI and Anthropic backends implement it."""
+"""The backend interface every LLM speaks (protocol v2): chat messages and tool schemas in,
+one assistant message (text and/or tool calls) out. Scripted, OpenAI and Anthropic backends
+implement it.
+
+Streaming goes to a synchronous :class:`CompletionSink` while the call runs, and the call
+still returns the whole completion: no async generator crosses this seam (under trio an
+abandoned one keeps its connection until garbage collection).
+"""
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Literal, Protocol
 
 import attrs
 
+from actors.llm.errors import LLMError
+
 __all__ = [
+    "CallPurpose",
     "ChatMessage",
     "Completion",
     "CompletionRequest",
+    "CompletionSink",
     "LLMBackend",
     "LLMError",
+    "StopReason",
     "ToolCall",
+    "ToolChoice",
     "ToolSchema",
     "Usage",
 ]
@@ -35,6 +48,9 @@ class ChatMessage:
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    provider_state: dict[str, Any] | None = None
+    """Opaque state a provider needs back on later turns of the same loop (Anthropic's
+    signed thinking blocks); other backends ignore it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -50,27 +66,72 @@ class ToolSchema:
 @attrs.frozen(kw_only=True)
 class Usage:
     input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
     output_tokens: int = 0
+    """Reply tokens, reasoning included."""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class ToolChoice(enum.Enum):
+    AUTO = "auto"
+    REQUIRED = "required"
+    """The reply must call a tool (coordination rounds, where servers support it)."""
+    NONE = "none"
+
+
+class CallPurpose(enum.Enum):
+    """Why the call is made: events, pricing and per-purpose settings key on it."""
+
+    ROUND = "round"
+    PRESENT = "present"
+
+
+class StopReason(enum.Enum):
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    MAX_TOKENS = "max_tokens"
+    """Cut off at the output limit: the reply is incomplete."""
+    REFUSAL = "refusal"
+    OTHER = "other"
 
 
 @attrs.frozen(kw_only=True)
 class CompletionRequest:
     messages: tuple[ChatMessage, ...]
     tools: tuple[ToolSchema, ...] = ()
+    tool_choice: ToolChoice = ToolChoice.AUTO
+    max_output_tokens: int | None = None
+    purpose: CallPurpose = CallPurpose.ROUND
 
 
 @attrs.frozen(kw_only=True)
 class Completion:
     message: ChatMessage
     usage: Usage = Usage()
+    stop_reason: StopReason = StopReason.END_TURN
+    model: str = ""
 
 
-class LLMError(Exception):
-    """A backend failed to produce a completion (network, server, injected failure)."""
+class CompletionSink(Protocol):
+    """Hears a call's progress while it runs. Called synchronously from the backend's task:
+    an implementation must be quick and must not raise (the caller isolates it anyway)."""
+
+    def text(self, delta: str) -> None: ...
+
+    def reasoning(self, delta: str) -> None: ...
+
+    def tool_arguments(self, index: int, name: str, delta: str) -> None: ...
+
+    def retry(self, attempt: int, status: int | None, delay: float) -> None: ...
 
 
 class LLMBackend(Protocol):
     """One model endpoint for one agent. Must be cancellation-safe: a cancelled
-    ``complete`` leaves the backend usable for the next call."""
+    ``complete`` leaves the backend usable for the next call. Failures are raised as the
+    classes in :mod:`actors.llm.errors`."""
 
-    async def complete(self, request: CompletionRequest) -> Completion: ...
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion: ...

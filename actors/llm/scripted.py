@@ -18,6 +18,7 @@ from actors.llm.protocol import (
     ChatMessage,
     Completion,
     CompletionRequest,
+    CompletionSink,
     LLMError,
     ToolCall,
     Usage,
@@ -59,7 +60,9 @@ class ScriptedBackend:
         self._rng = random.Random(f"{seed}:{agent_id}")
         self.calls = 0
 
-    async def complete(self, request: CompletionRequest) -> Completion:
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
         self.calls += 1
         policy = self.policy
         delay = policy.latency
@@ -96,7 +99,7 @@ class ScriptedBackend:
             (_label_key(label)[1] for label in view.answers if label.split(".")[0] == view.me),
             default=0,
         )
-        answer = self._compose(view, revision=given + 1, retries=retries)
+        answer = self.compose(view, revision=given + 1, retries=retries)
         vote_target = self._choose_vote(view)
         if misbehave is Misbehaviour.NO_CALL:
             return ChatMessage(role="assistant", content="I think the answers look fine.")
@@ -146,13 +149,22 @@ class ScriptedBackend:
         best = max(sorted(authors), key=lambda a: answer_score(latest[a]))
         return best
 
-    def _compose(self, view: PromptView, *, revision: int, retries: int = 0) -> str:
+    def compose(self, view: PromptView, *, revision: int, retries: int = 0) -> str:
+        """This agent's ``revision``-th answer to the prompt ``view``.
+
+        Canned text that does not depend on the answers it was shown, only on the task, the
+        agent and the revision; a retry (``retries`` errors fed back) writes differently.
+        The anonymous id in the first line makes the answers of a run distinct at any N: the
+        coordinator refuses exact duplicates, and ten ideas in three slots and a handful of
+        personas give only a few thousand texts.
+        """
         if self.policy.answer_text is not None:
             return self.policy.answer_text
         salt = f":{retries}" if retries else ""  # first tries stay as they always were
         rng = random.Random(f"{view.task}:{self.agent_id}:{revision}{salt}")
         ideas = rng.sample(_IDEAS, 3)
-        lines = [f"On “{view.task.strip()[:200]}”, the view of {self.persona or self.agent_id}:"]
+        who = f"{self.persona} ({view.me})" if self.persona else view.me
+        lines = [f"On “{view.task.strip()[:200]}”, the view of {who}:"]
         lines += [f"{i}. {idea.capitalize()}." for i, idea in enumerate(ideas, 1)]
         if revision > 1:
             lines.append(f"(revision {revision}, after reading {len(view.answers)} answers)")
@@ -161,7 +173,7 @@ class ScriptedBackend:
     def _present(self, view: PromptView) -> str:
         own = view.answers.get(view.own_label or "", "")
         if view.presentation != "synthesize":
-            return own or self._compose(view, revision=1)
+            return own or self.compose(view, revision=1)
         others = [
             label for label in sorted(view.answers, key=_label_key) if label != view.own_label
         ]

@@ -29,3 +29,7 @@ class LoopBudget:
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
     """Input plus output tokens over the loop's LLM calls."""
+    max_output_tokens: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+    )
+    """Per call; ``None`` leaves it to the backend's configuration."""

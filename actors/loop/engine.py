@@ -21,13 +21,17 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 import trio
 
+from actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, ResponseError
 from actors.llm.protocol import (
+    CallPurpose,
     ChatMessage,
     Completion,
     CompletionRequest,
+    CompletionSink,
     LLMBackend,
-    LLMError,
+    StopReason,
     ToolCall,
+    ToolChoice,
     ToolSchema,
 )
 from actors.loop.budget import LoopBudget
@@ -48,6 +52,10 @@ class LoopEnd(enum.Enum):
     TIME_LIMIT = "time_limit"
     TOKEN_BUDGET = "token_budget"
     ABORTED = "aborted"
+    FATAL = "fatal"
+    """The backend cannot serve this agent at all (bad key, unknown model)."""
+    CONTEXT_OVERFLOW = "context_overflow"
+    """The transcript no longer fits the model: the caller may rebuild it shorter."""
 
 
 class CallOutcome(enum.Enum):
@@ -102,6 +110,9 @@ async def run_loop(
     budget: LoopBudget,
     checkpoint: Checkpoint | None = None,
     observer: LoopObserver = _QUIET,
+    sink: CompletionSink | None = None,
+    purpose: CallPurpose = CallPurpose.ROUND,
+    tool_choice: ToolChoice = ToolChoice.AUTO,
 ) -> LoopOutcome[T]:
     """Run steps until the terminal accepts a reply or a budget runs out.
 
@@ -110,8 +121,9 @@ async def run_loop(
     budgets count the whole round. ``budget.round_time_limit`` counts from this call.
     """
     limit = budget.round_time_limit
+    call = _Caller(backend, budget, observer, sink, purpose, tool_choice)
     with trio.move_on_after(math.inf if limit is None else limit) as timer:
-        outcome = await _steps(transcript, backend, tools, terminal, budget, checkpoint, observer)
+        outcome = await _steps(transcript, call, tools, terminal, budget, checkpoint)
     if timer.cancelled_caught:
         return LoopOutcome(
             end=LoopEnd.TIME_LIMIT, error=f"the round took longer than its limit of {limit:g}s"
@@ -121,12 +133,11 @@ async def run_loop(
 
 async def _steps(
     transcript: Transcript,
-    backend: LLMBackend,
+    call: _Caller,
     tools: ToolExecutor,
     terminal: Terminal[T],
     budget: LoopBudget,
     checkpoint: Checkpoint | None,
-    observer: LoopObserver,
 ) -> LoopOutcome[T]:
     first = True
     last_error = ""
@@ -154,12 +165,24 @@ async def _steps(
                 transcript.append(*decision.messages)
         first = False
         offered = tools.schemas()
-        completion, error = await _call(transcript, backend, offered, budget, observer)
-        if completion is None:
+        try:
+            completion = await call(transcript, offered)
+        except FatalLLMError as exc:
+            return LoopOutcome(end=LoopEnd.FATAL, error=str(exc))
+        except ContextOverflow as exc:
+            return LoopOutcome(end=LoopEnd.CONTEXT_OVERFLOW, error=str(exc))
+        except _FailedTry as failed:
             transcript.failed_tries += 1
-            last_error = error
+            last_error = failed.error
+            if failed.feedback:
+                transcript.append(ChatMessage(role="user", content=f"Error: {failed.error}"))
             continue
         reply = completion.message
+        if completion.stop_reason is StopReason.MAX_TOKENS:
+            transcript.failed_tries += 1
+            last_error = _CUT_OFF
+            transcript.append(*feedback(reply, _CUT_OFF))
+            continue
         verdict = terminal.judge(reply, offered)
         if isinstance(verdict, Final):
             transcript.append(reply)
@@ -180,43 +203,84 @@ async def _steps(
         )
 
 
-async def _call(
-    transcript: Transcript,
-    backend: LLMBackend,
-    offered: tuple[ToolSchema, ...],
-    budget: LoopBudget,
-    observer: LoopObserver,
-) -> tuple[Completion | None, str]:
-    """One LLM call; returns the completion, or ``None`` and why the try failed.
+_CUT_OFF = (
+    "Your reply was cut off at the output token limit; reply again, more briefly, and "
+    "finish with the required call."
+)
 
-    Any exception from the backend is a failed try, not a crash: a backend bug must cost
-    the agent its tries, never the run.
-    """
-    request = CompletionRequest(messages=tuple(transcript.messages), tools=offered)
-    transcript.steps += 1
-    observer.call_started()
-    timeout = budget.call_timeout
-    outcome = CallOutcome.CANCELLED
-    completion: Completion | None = None
-    error: str | None = None
-    try:
-        with trio.move_on_after(math.inf if timeout is None else timeout) as timer:
-            completion = await backend.complete(request)
-        if timer.cancelled_caught:
-            outcome = CallOutcome.TIMEOUT
-            error = f"the model did not answer within {timeout:g}s"
-        else:
-            outcome = CallOutcome.OK
-    except LLMError as exc:
-        outcome, error = CallOutcome.ERROR, str(exc)
-    except Exception as exc:
-        outcome, error = CallOutcome.ERROR, f"the backend failed: {type(exc).__name__}: {exc}"
-    finally:
-        observer.call_finished(outcome, completion, error)
-    if completion is None:
-        return None, error or "the call produced no reply"
-    transcript.spend(completion.usage)
-    return completion, ""
+
+class _FailedTry(Exception):
+    """A call that produced no usable reply; ``feedback`` says whether the model should
+    hear the error (it was about its reply) or not (the backend or the network failed)."""
+
+    def __init__(self, error: str, *, feedback: bool = False) -> None:
+        super().__init__(error)
+        self.error = error
+        self.feedback = feedback
+
+
+class _Caller:
+    """Makes one LLM call per step, with the loop's settings, and reports it."""
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        budget: LoopBudget,
+        observer: LoopObserver,
+        sink: CompletionSink | None,
+        purpose: CallPurpose,
+        tool_choice: ToolChoice,
+    ) -> None:
+        self.backend = backend
+        self.timeout = budget.call_timeout
+        self.max_output_tokens = budget.max_output_tokens
+        self.observer = observer
+        self.sink = sink
+        self.purpose = purpose
+        self.tool_choice = tool_choice
+
+    async def __call__(self, transcript: Transcript, offered: tuple[ToolSchema, ...]) -> Completion:
+        """One LLM call. Fatal errors and context overflow propagate; every other failure,
+        any exception included, is a :class:`_FailedTry`: a backend bug must cost the agent
+        its tries, never the run."""
+        request = CompletionRequest(
+            messages=tuple(transcript.messages),
+            tools=offered,
+            tool_choice=self.tool_choice if offered else ToolChoice.AUTO,
+            max_output_tokens=self.max_output_tokens,
+            purpose=self.purpose,
+        )
+        transcript.steps += 1
+        self.observer.call_started()
+        timeout = self.timeout
+        outcome = CallOutcome.CANCELLED
+        completion: Completion | None = None
+        error: str | None = None
+        try:
+            with trio.move_on_after(math.inf if timeout is None else timeout) as timer:
+                completion = await self.backend.complete(request, sink=self.sink)
+            if timer.cancelled_caught:
+                outcome = CallOutcome.TIMEOUT
+                error = f"the model did not answer within {timeout:g}s"
+            else:
+                outcome = CallOutcome.OK
+        except (FatalLLMError, ContextOverflow) as exc:
+            outcome, error = CallOutcome.ERROR, str(exc)
+            raise
+        except ResponseError as exc:
+            outcome, error = CallOutcome.ERROR, str(exc)
+            raise _FailedTry(error, feedback=True) from None
+        except LLMError as exc:
+            outcome, error = CallOutcome.ERROR, str(exc)
+        except Exception as exc:
+            outcome = CallOutcome.ERROR
+            error = f"the backend failed: {type(exc).__name__}: {exc}"
+        finally:
+            self.observer.call_finished(outcome, completion, error)
+        if completion is None:
+            raise _FailedTry(error or "the call produced no reply")
+        transcript.spend(completion.usage)
+        return completion
 
 
 async def _execute(

@@ -14,7 +14,7 @@ import trio
 
 from actors.agent.events import LlmRequestStarted, RoundRestarted, RoundStarted
 from actors.coordination.events import AnswerAdded
-from actors.llm.protocol import Completion, CompletionRequest, LLMBackend
+from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
 from actors.run.driver import RunSpec, build_backend, run
 from actors.run.result import RunResult
 from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
@@ -124,7 +124,9 @@ class RecordingBackend:
         self.inner = inner
         self.requests: list[CompletionRequest] = []
 
-    async def complete(self, request: CompletionRequest) -> Completion:
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
         self.requests.append(request)
         return await self.inner.complete(request)
 

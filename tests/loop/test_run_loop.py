@@ -9,12 +9,17 @@ import pytest
 import trio
 import trio.testing
 
+from actors.llm.errors import ContextOverflow, FatalLLMError, ResponseError
 from actors.llm.protocol import (
+    CallPurpose,
     ChatMessage,
     Completion,
     CompletionRequest,
+    CompletionSink,
     LLMError,
+    StopReason,
     ToolCall,
+    ToolChoice,
     ToolSchema,
     Usage,
 )
@@ -36,23 +41,38 @@ Reply = ChatMessage | Exception | Callable[[CompletionRequest], ChatMessage]
 
 
 class FakeBackend:
-    """Plays its replies in order and keeps every request it saw."""
+    """Plays its replies in order and keeps every request (and sink) it saw."""
 
-    def __init__(self, replies: Sequence[Reply], *, latency: float = 0.0, usage: int = 0) -> None:
+    def __init__(
+        self,
+        replies: Sequence[Reply],
+        *,
+        latency: float = 0.0,
+        usage: int = 0,
+        stop: StopReason = StopReason.END_TURN,
+    ) -> None:
         self._replies = list(replies)
         self.latency = latency
         self.usage = usage
+        self.stop = stop
         self.requests: list[CompletionRequest] = []
+        self.sinks: list[CompletionSink | None] = []
 
-    async def complete(self, request: CompletionRequest) -> Completion:
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
         self.requests.append(request)
+        self.sinks.append(sink)
         await trio.sleep(self.latency)
         reply = self._replies.pop(0)
         if isinstance(reply, Exception):
             raise reply
         message = reply(request) if callable(reply) else reply
+        stop, self.stop = self.stop, StopReason.END_TURN
         return Completion(
-            message=message, usage=Usage(input_tokens=self.usage, output_tokens=self.usage)
+            message=message,
+            usage=Usage(input_tokens=self.usage, output_tokens=self.usage),
+            stop_reason=stop,
         )
 
 
@@ -433,3 +453,76 @@ async def test_the_transcript_reports_every_appended_message() -> None:
         budget=BUDGET,
     )
     assert written == transcript.messages
+
+
+async def test_a_fatal_backend_error_ends_the_loop_at_once() -> None:
+    backend = FakeBackend([FatalLLMError("invalid API key"), text("never")])
+    outcome = await run_loop(
+        start(), backend=backend, tools=FakeTools(), terminal=TextTerminal(), budget=BUDGET
+    )
+    assert outcome.end is LoopEnd.FATAL
+    assert outcome.error == "invalid API key"
+    assert len(backend.requests) == 1
+
+
+async def test_a_context_overflow_ends_the_loop_for_the_caller_to_shorten() -> None:
+    outcome = await run_loop(
+        start(),
+        backend=FakeBackend([ContextOverflow("prompt is 300k tokens")]),
+        tools=FakeTools(),
+        terminal=TextTerminal(),
+        budget=BUDGET,
+    )
+    assert outcome.end is LoopEnd.CONTEXT_OVERFLOW
+
+
+async def test_a_response_error_is_told_to_the_model_as_a_failed_try() -> None:
+    transcript = start()
+    backend = FakeBackend([ResponseError("the reply was refused"), text("ok")])
+    outcome = await run_loop(
+        transcript, backend=backend, tools=FakeTools(), terminal=TextTerminal(), budget=BUDGET
+    )
+    assert outcome.value == "ok"
+    assert transcript.failed_tries == 1
+    assert backend.requests[1].messages[-1].content == "Error: the reply was refused"
+
+
+async def test_a_reply_cut_off_at_the_output_limit_is_sent_back_as_a_failed_try() -> None:
+    transcript = start()
+    backend = FakeBackend([text("half an ans"), text("whole")], stop=StopReason.MAX_TOKENS)
+    outcome = await run_loop(
+        transcript, backend=backend, tools=FakeTools(), terminal=TextTerminal(), budget=BUDGET
+    )
+    assert outcome.value == "whole"
+    assert "cut off at the output token limit" in backend.requests[1].messages[-1].content
+
+
+async def test_each_call_gets_the_sink_purpose_and_tool_choice() -> None:
+    class Sink:
+        def text(self, delta: str) -> None: ...
+
+        def reasoning(self, delta: str) -> None: ...
+
+        def tool_arguments(self, index: int, name: str, delta: str) -> None: ...
+
+        def retry(self, attempt: int, status: int | None, delay: float) -> None: ...
+
+    sink = Sink()
+    backend = FakeBackend([calls(("submit", 0.0))])
+    await run_loop(
+        start(),
+        backend=backend,
+        tools=FakeTools(),
+        terminal=ToolTerminal("submit"),
+        budget=LoopBudget(max_output_tokens=512),
+        sink=sink,
+        purpose=CallPurpose.PRESENT,
+        tool_choice=ToolChoice.REQUIRED,
+    )
+    request = backend.requests[0]
+    assert backend.sinks == [sink]
+    assert (request.purpose, request.tool_choice, request.max_output_tokens) == (
+        CallPurpose.PRESENT,
+        ToolChoice.REQUIRED,
+        512,
+    )
