@@ -1,0 +1,35 @@
+"""The scripted backend as a pool provider: no client and no network; every agent is its own
+endpoint, because each agent's script keeps its own random state."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from contextlib import AsyncExitStack
+
+from actors.llm.protocol import LLMBackend
+from actors.llm.scripted import ScriptedBackend
+from config.schema import AgentConfig
+
+__all__ = ["PROVIDER", "ScriptedProvider"]
+
+
+class _ScriptedEndpoint:
+    def backend_for(self, agent: AgentConfig) -> LLMBackend:
+        return ScriptedBackend(
+            agent_id=agent.id, persona=agent.persona, policy=agent.backend, seed=agent.backend.seed
+        )
+
+
+class ScriptedProvider:
+    def endpoint_key(self, agent: AgentConfig) -> Hashable:
+        return agent.id
+
+    async def open_endpoint(self, agent: AgentConfig, stack: AsyncExitStack) -> _ScriptedEndpoint:
+        return _ScriptedEndpoint()
+
+    def concurrency(self, agent: AgentConfig) -> float:
+        return math.inf
+
+
+PROVIDER = ScriptedProvider()
