@@ -7,8 +7,16 @@ import json
 import attrs
 
 from actors.llm.protocol import ChatMessage, ToolSchema
+from actors.loop.terminals import Final, Proceed, Violation, not_offered_error, unoffered
 
-__all__ = ["NewAnswer", "Vote", "WorkflowError", "parse_workflow_call", "workflow_tools"]
+__all__ = [
+    "NewAnswer",
+    "Vote",
+    "WorkflowError",
+    "WorkflowTerminal",
+    "parse_workflow_call",
+    "workflow_tools",
+]
 
 NEW_ANSWER = ToolSchema(
     name="new_answer",
@@ -91,3 +99,31 @@ def parse_workflow_call(message: ChatMessage, offered: tuple[ToolSchema, ...]) -
         raise WorkflowError("vote needs a string 'agent_id' such as agent2.")
     reason = args.get("reason", "")
     return Vote(agent_id=agent_id, reason=str(reason), call_id=call.id)
+
+
+WORKFLOW_TOOLS = frozenset({NEW_ANSWER.name, VOTE.name})
+
+
+@attrs.frozen
+class WorkflowTerminal:
+    """A coordination round's contract: exactly one workflow call, alone in its reply, is final.
+
+    Text only, a workflow call mixed with other calls, or a call to a tool that was not
+    offered is a violation (the error goes back to the model and counts as a try). Calls to
+    offered tools that are not workflow tools mean: run them and continue.
+    """
+
+    def judge(
+        self, reply: ChatMessage, offered: tuple[ToolSchema, ...]
+    ) -> Final[NewAnswer | Vote] | Proceed | Violation:
+        calls = reply.tool_calls
+        workflow = tuple(t for t in offered if t.name in WORKFLOW_TOOLS)
+        stray = unoffered(calls, offered)
+        if calls and stray is not None:
+            return Violation(error=not_offered_error(stray, offered))
+        if calls and not any(c.name in WORKFLOW_TOOLS for c in calls):
+            return Proceed()
+        try:
+            return Final(value=parse_workflow_call(reply, workflow))
+        except WorkflowError as exc:
+            return Violation(error=str(exc))
