@@ -1,7 +1,20 @@
-"""Load and validate YAML configs. Every error names the field, what it expected and got."""
+"""Load and validate YAML configs. Every error names the field, what it expected and got.
+
+What the loader refuses, beyond the schema's own checks:
+
+- bytes that are not UTF-8 (the error names the byte and its line and column; a config is
+  identifiers and numbers, where a guessed character would change the meaning), and files
+  over :data:`~config.limits.MAX_CONFIG_BYTES`;
+- a value of the wrong type: the string ``"no"`` is not ``false``, ``1.5`` is not a whole
+  number, ``true`` is not ``1``, a list is not a persona; ``.nan`` and ``.inf`` are not numbers;
+- YAML aliases that expand past :data:`~config.limits.MAX_YAML_ALIAS_NODES` nodes beyond
+  those written out (an "alias bomb" is refused before anything is built from it), aliases
+  to a node that contains them, and nesting past :data:`~config.limits.MAX_YAML_DEPTH`.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -11,9 +24,10 @@ import cattrs
 import yaml
 from cattrs.v import format_exception
 
+from config.limits import MAX_CONFIG_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 from config.schema import ConclaveConfig
 
-__all__ = ["ConfigError", "load_config", "parse_config"]
+__all__ = ["ConfigError", "load_config", "parse_config", "parse_yaml"]
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
@@ -22,17 +36,159 @@ class ConfigError(ValueError):
     """A config file or value is wrong; the message says where and how to fix it."""
 
 
+class _WrongType(ValueError):
+    """A value of the wrong type; raised by the strict hooks below, reported by field."""
+
+
+def _describe(value: Any) -> str:
+    """A value as the message shows it: short, and in YAML's words where they differ."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
+    if isinstance(value, dict | list | tuple):
+        return "a list" if not isinstance(value, dict) else "a mapping"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _bool(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _WrongType(f"expected true or false, got {_describe(value)}")
+    return value
+
+
+def _int(value: Any, _type: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _WrongType(f"expected a whole number, got {_describe(value)}")
+    return value
+
+
+def _float(value: Any, _type: Any) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise _WrongType(f"expected a number, got {_describe(value)}")
+    if not math.isfinite(value):
+        raise _WrongType(f"expected a finite number, got {_describe(value)}")
+    return float(value)
+
+
+def _str(value: Any, _type: Any) -> str:
+    if not isinstance(value, str):
+        hint = "; quote it to mean the text" if isinstance(value, bool | int | float) else ""
+        raise _WrongType(f"expected a string, got {_describe(value)}{hint}")
+    return value
+
+
+_converter.register_structure_hook(bool, _bool)
+_converter.register_structure_hook(int, _int)
+_converter.register_structure_hook(float, _float)
+_converter.register_structure_hook(str, _str)
+
+
 def load_config(path: str | os.PathLike[str]) -> ConclaveConfig:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read config {p}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{p} is larger than {MAX_CONFIG_BYTES // 1_048_576} MiB; a config is a small "
+            "YAML file: pass the right path"
+        )
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: {_not_utf8(raw, exc)}") from None
+    return parse_config(parse_yaml(text, source=str(p)), source=str(p))
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+    before = raw[: exc.start]
+    line = before.count(b"\n") + 1
+    column = exc.start - (before.rfind(b"\n") + 1) + 1
+    return (
+        f"byte 0x{raw[exc.start]:02x} at position {exc.start} (line {line}, column {column}) "
+        "is not valid UTF-8; save the file as UTF-8"
+    )
+
+
+def parse_yaml(text: str, *, source: str = "config") -> Any:
+    """The data of one YAML document, with aliases bounded (see the module docstring)."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        written, expanded = _node_counts(node, source)
+        if expanded - written > MAX_YAML_ALIAS_NODES:
+            raise ConfigError(
+                f"{source}: its YAML aliases (*name) expand it by more than "
+                f"{MAX_YAML_ALIAS_NODES:,} values (an alias bomb?); write the values out"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
-    return parse_config(data, source=str(p))
+        raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+    except _TooDeep:
+        raise ConfigError(
+            f"{source}: YAML nested more than {MAX_YAML_DEPTH} levels deep; a config needs a few"
+        ) from None
+    finally:
+        loader.dispose()
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting past :data:`MAX_YAML_DEPTH` as it composes:
+    its composer recurses per level (a deep document would hit Python's recursion limit
+    after seconds of scanning), and nothing deeper is meaningful in a config."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _TooDeep
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _node_counts(root: yaml.Node, source: str) -> tuple[int, int]:
+    """(nodes written, nodes once every alias is expanded), counting each distinct node once
+    for the first and every time it is reached for the second. Iterative, with the expanded
+    size of each node remembered, so a bomb costs what it is written as, not what it means."""
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            size[key] = 1 + sum(size[id(child)] for child in _children(node))
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise ConfigError(f"{source}: a YAML alias refers to a value that contains it")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in size)
+    return len(size), size[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
@@ -64,8 +220,8 @@ def _with_backend_default(agent: Any, source: str) -> Any:
         kind = backend.get("type", "scripted")
         if kind != "scripted":
             raise ConfigError(
-                f"{source}: agent {agent.get('id', '?')!r}: backend type {kind!r} is not "
-                "available; valid backend types: scripted"
+                f"{source}: agent {agent.get('id', '?')!r}: backend type {_describe(kind)} is "
+                "not available; valid backend types: scripted"
             )
     return agent
 

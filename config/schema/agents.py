@@ -14,7 +14,7 @@ _AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 def _check_agent_id(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
-    if not _AGENT_ID.match(value):
+    if not isinstance(value, str) or not _AGENT_ID.match(value):
         raise ValueError(f"agent id {value!r} must be 1-64 letters, digits, '_', '.' or '-'")
 
 

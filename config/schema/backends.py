@@ -8,9 +8,10 @@ from typing import Literal
 
 import attrs
 
-from config.schema.checks import fraction, ge0
+from config.limits import MAX_ANSWERS, MAX_LATENCY_S
+from config.schema.checks import fraction, seconds, whole
 
-__all__ = ["BackendConfig", "Misbehaviour", "ScriptedBackendConfig"]
+__all__ = ["BackendConfig", "Misbehaviour", "ScriptedBackendConfig", "voted_agent_number"]
 
 
 class Misbehaviour(enum.Enum):
@@ -24,15 +25,21 @@ class Misbehaviour(enum.Enum):
     HANG = "hang"
 
 
-_VOTE = re.compile(r"^(best|self|agent[1-9][0-9]*)$")
+_VOTE = re.compile(r"^(best|self|agent([1-9][0-9]{0,5}))$")
 
 
 def _check_vote(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
     """Anything else would pass loading and then fail every vote the agent casts."""
-    if not _VOTE.match(value):
+    if not isinstance(value, str) or not _VOTE.match(value):
         raise ValueError(
             f"vote {value!r} is not one of: best, self, or an anonymous id such as agent2"
         )
+
+
+def voted_agent_number(vote: str) -> int | None:
+    """K for a vote ``agentK`` (the K-th agent in config order), else ``None``."""
+    match = _VOTE.match(vote)
+    return int(match.group(2)) if match and match.group(2) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -40,19 +47,20 @@ class ScriptedBackendConfig:
     """The embedded, offline backend; also the policy it plays."""
 
     type: Literal["scripted"] = "scripted"
-    seed: int = 0
-    latency: float = attrs.field(default=0.0, validator=ge0)
+    seed: int = attrs.field(default=0, validator=whole(0, 2**63 - 1))
+    latency: float = attrs.field(default=0.0, validator=seconds(high=MAX_LATENCY_S, zero=True))
     """Seconds per call."""
     jitter: float = attrs.field(default=0.0, validator=fraction)
     """Fraction of ``latency`` added or removed at random (0.5 is ±50 %)."""
-    answers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    answers: int = attrs.field(default=1, validator=whole(1, MAX_ANSWERS))
     """How many answers to give before voting."""
     vote: str = attrs.field(default="best", validator=_check_vote)
-    """``best`` (highest deterministic score), ``self``, or an anonymous id like ``agent2``."""
+    """``best`` (highest deterministic score), ``self``, or an anonymous id like ``agent2``
+    (which must name a configured agent: see :mod:`config.validation`)."""
     answer_text: str | None = None
     """Fixed answer content instead of composed text (to script ties and duplicates)."""
     misbehave: Misbehaviour | None = None
-    misbehave_calls: int = attrs.field(default=1_000_000, validator=attrs.validators.ge(0))
+    misbehave_calls: int = attrs.field(default=1_000_000, validator=whole(0, 1_000_000))
     """How many calls misbehave (counting from the first) before the policy behaves."""
     error_rate: float = attrs.field(default=0.0, validator=fraction)
     malformed_rate: float = attrs.field(default=0.0, validator=fraction)

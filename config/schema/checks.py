@@ -1,17 +1,75 @@
-"""Validators shared by the config sections."""
+"""Validators shared by the config sections.
+
+Each one checks the type as well as the range, so a config built in code is held to what
+the loader enforces on YAML: a ``bool`` is not a number, and nothing infinite or NaN passes
+(a ``.nan`` timeout used to load and crash the run; an ``.inf`` latency hung it).
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-__all__ = ["fraction", "ge0", "positive_or_none"]
+__all__ = ["fraction", "seconds", "whole"]
 
-ge0 = attrs.validators.ge(0.0)
-fraction = [attrs.validators.ge(0.0), attrs.validators.le(1.0)]
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 
-def positive_or_none(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and value <= 0:
-        raise ValueError(f"{attr.name!r} must be > 0 seconds or null, got {value!r}")
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _show(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def _got(value: object) -> str:
+    """The value as written in YAML: ``-1`` rather than ``-1.0`` once loaded as a float."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return _show(value)
+    return repr(value)
+
+
+def seconds(*, high: float, zero: bool = False, optional: bool = False) -> Validator:
+    """A finite number of seconds, up to ``high``; above 0 (or from 0 with ``zero``);
+    ``None`` too with ``optional``."""
+    span = f"from 0 to {_show(high)}" if zero else f"more than 0 and at most {_show(high)}"
+    expected = f"{span} seconds" + (", or null" if optional else "")
+
+    def check(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is None and optional:
+            return
+        if (
+            not _number(value)
+            or not math.isfinite(value)
+            or value > high
+            or value < 0
+            or (value == 0 and not zero)
+        ):
+            raise ValueError(f"{attr.name!r} must be {expected}; got {_got(value)}")
+
+    return check
+
+
+def whole(low: int, high: int, *, optional: bool = False) -> Validator:
+    """A whole number from ``low`` to ``high``; ``None`` too with ``optional``."""
+    expected = f"a whole number from {low} to {high}" + (", or null" if optional else "")
+
+    def check(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ValueError(f"{attr.name!r} must be {expected}; got {_got(value)}")
+
+    return check
+
+
+def _fraction(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if not _number(value) or not math.isfinite(value) or not 0 <= value <= 1:
+        raise ValueError(f"{attr.name!r} must be a number from 0 to 1; got {_got(value)}")
+
+
+fraction: Validator = _fraction

@@ -7,7 +7,14 @@ import re
 
 import attrs
 
-from config.schema.checks import positive_or_none
+from config.limits import (
+    MAX_ANSWERS,
+    MAX_PREVIEW_CHARS,
+    MAX_QUIET_PERIOD_S,
+    MAX_TIMEOUT_S,
+    MAX_TRIES,
+)
+from config.schema.checks import seconds, whole
 
 __all__ = ["FinalAnswerStrategy", "InFlightPolicy", "OrchestratorConfig", "parse_visibility"]
 
@@ -27,15 +34,18 @@ class InFlightPolicy(enum.Enum):
     """Let the request finish, then discard it and re-run once if it was stale."""
 
 
-_VISIBILITY = re.compile(r"^(all|ring|islands:[1-9][0-9]*)$")
+_VISIBILITY = re.compile(r"^(all|ring|islands:[1-9][0-9]{0,8})$")
 
 
 def parse_visibility(value: str) -> tuple[str, int]:
     """``all`` → ("all", 0); ``ring`` → ("ring", 0); ``islands:4`` → ("islands", 4)."""
-    if not _VISIBILITY.match(value):
+    if not isinstance(value, str) or not _VISIBILITY.match(value):
         raise ValueError(f"visibility {value!r} is not one of: all, ring, islands:K (K >= 1)")
     kind, _, k = value.partition(":")
     return kind, int(k or 0)
+
+
+_flag = attrs.validators.instance_of(bool)
 
 
 def _check_visibility(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
@@ -46,18 +56,24 @@ def _check_visibility(_inst: object, _attr: attrs.Attribute[str], value: str) ->
 class OrchestratorConfig:
     final_answer_strategy: FinalAnswerStrategy = FinalAnswerStrategy.WINNER_PRESENT
     max_new_answers_per_agent: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+        default=None, validator=whole(1, MAX_ANSWERS, optional=True)
     )
-    skip_voting: bool = False
-    disable_injection: bool = False
-    defer_voting_until_all_answered: bool = False
-    no_final_presentation: bool = False
+    skip_voting: bool = attrs.field(default=False, validator=_flag)
+    disable_injection: bool = attrs.field(default=False, validator=_flag)
+    defer_voting_until_all_answered: bool = attrs.field(default=False, validator=_flag)
+    no_final_presentation: bool = attrs.field(default=False, validator=_flag)
     visibility: str = attrs.field(default="all", validator=_check_visibility)
-    answer_preview_chars: int = attrs.field(default=2000, validator=attrs.validators.ge(1))
+    answer_preview_chars: int = attrs.field(default=2000, validator=whole(1, MAX_PREVIEW_CHARS))
     in_flight_policy: InFlightPolicy = InFlightPolicy.FINISH
-    quiet_period: float | None = attrs.field(default=0.1, validator=positive_or_none)
+    quiet_period: float | None = attrs.field(
+        default=0.1, validator=seconds(high=MAX_QUIET_PERIOD_S, optional=True)
+    )
     """Hold updates, "you may vote now" and vote resets until no answer has arrived for this
     many seconds (``null``: deliver at once). See DESIGN.md "How a run flows", step 4."""
-    run_timeout: float | None = attrs.field(default=None, validator=positive_or_none)
-    round_timeout: float | None = attrs.field(default=600.0, validator=positive_or_none)
-    max_tries_per_round: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    run_timeout: float | None = attrs.field(
+        default=None, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
+    )
+    round_timeout: float | None = attrs.field(
+        default=600.0, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
+    )
+    max_tries_per_round: int = attrs.field(default=3, validator=whole(1, MAX_TRIES))

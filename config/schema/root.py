@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from config.limits import MAX_AGENTS
 from config.schema.agents import AgentConfig
 from config.schema.backends import ScriptedBackendConfig
 from config.schema.orchestrator import OrchestratorConfig
@@ -22,6 +23,10 @@ class ConclaveConfig:
     ) -> None:
         if not value:
             raise ValueError("agents must list at least one agent")
+        if len(value) > MAX_AGENTS:
+            raise ValueError(
+                f"agents lists {len(value):,} agents; a run takes at most {MAX_AGENTS:,}"
+            )
         seen: set[str] = set()
         for agent in value:
             if agent.id in seen:
