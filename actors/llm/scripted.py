@@ -163,8 +163,8 @@ class ScriptedBackend:
         salt = f":{retries}" if retries else ""  # first tries stay as they always were
         rng = random.Random(f"{view.task}:{self.agent_id}:{revision}{salt}")
         ideas = rng.sample(_IDEAS, 3)
-        who = f"{self.persona} ({view.me})" if self.persona else view.me
-        lines = [f"On “{view.task.strip()[:200]}”, the view of {who}:"]
+        perspective = f" as {self.persona}" if self.persona else ""
+        lines = [f"On “{view.task.strip()[:200]}”, {view.me}'s view{perspective}:"]
         lines += [f"{i}. {idea.capitalize()}." for i, idea in enumerate(ideas, 1)]
         if revision > 1:
             lines.append(f"(revision {revision}, after reading {len(view.answers)} answers)")
