@@ -108,12 +108,15 @@ def _choose_fence(task: str, answers: Sequence[AnswerView], *trusted: str) -> st
     texts = [task, *trusted]
     for answer in answers:
         texts += (answer.label, answer.content)
-    return next(f for f in _candidates(texts) if not any(f in text for text in texts))
+    # A fence is hex, so it occurs in the joined text exactly when it occurs in one text.
+    quoted = "\0".join(texts)
+    return next(fence for fence in _candidates(quoted) if fence not in quoted)
 
 
-def _candidates(texts: Sequence[str]) -> Iterator[str]:
-    """Fence candidates, seeded by ``texts``; endless, so a fence is always found."""
-    digest = hashlib.blake2b("\0".join(texts).encode(), digest_size=_FENCE_LENGTH // 2).digest()
+def _candidates(quoted: str) -> Iterator[str]:
+    """Fence candidates, seeded by ``quoted``; endless, so a fence is always found."""
+    seed = quoted.encode("utf-8", "surrogatepass")  # any str, even one with lone surrogates
+    digest = hashlib.blake2b(seed, digest_size=_FENCE_LENGTH // 2).digest()
     while True:
         yield digest.hex()
         digest = hashlib.blake2b(digest, digest_size=_FENCE_LENGTH // 2).digest()
@@ -142,14 +145,15 @@ class PromptView:
 
 _ME = re.compile(r"You are (agent\d+)")
 _FENCE = re.compile(rf"tags ending in ([0-9a-f]{{{_FENCE_LENGTH}}});")
-_PRESENT = re.compile(r"<PRESENTATION strategy=(\w+) own=(\S+) ([0-9a-f]+)>\n")
+_PRESENT = re.compile(r"<PRESENTATION strategy=(\w+) own=(\S+)")
 
 
 def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
     """Read a prompt built here back: the first system message (who, which fence) and the
     first user message (the body); later messages (errors fed back) are not prompt text.
 
-    A prompt built elsewhere reads as an empty one: agent1, no task, no answers."""
+    What does not have the shape built here reads as absent: a prompt built elsewhere is
+    agent1, no task, no answers."""
     system = body = ""
     for message in messages:
         if message.role == "system" and not system:
@@ -158,60 +162,43 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
             body = message.content
     me = _ME.match(system)
     fence = _FENCE.search(system)
-    view = PromptView(
+    task, answers, presentation, own_label = _parse_body(body, fence.group(1) if fence else "")
+    return PromptView(
         me=me.group(1) if me else "agent1",
-        task="",
-        answers={},
-        presentation=None,
-        own_label=None,
-    )
-    if fence is None:
-        return view
-    return _parse_body(body, fence.group(1), view)
-
-
-def _parse_body(body: str, fence: str, view: PromptView) -> PromptView:
-    # Every occurrence of the fence is structure, so plain ``find`` locates each tag exactly.
-    presentation = own_label = None
-    present = _PRESENT.match(body)
-    if present is not None and present.group(3) == fence:
-        presentation, own_label = present.group(1), present.group(2)
-    task = _between(body, f"<ORIGINAL MESSAGE {fence}>\n", f"\n</ORIGINAL MESSAGE {fence}>")
-    inner = _between(
-        body, f"<CURRENT ANSWERS from the agents {fence}>\n", f"\n</CURRENT ANSWERS {fence}>"
-    )
-    return attrs.evolve(
-        view,
-        task=task or "",
-        answers=_parse_answers(inner or "", fence),
+        task=task,
+        answers=answers,
         presentation=presentation,
         own_label=own_label,
     )
 
 
-def _between(text: str, opening: str, closing: str) -> str | None:
-    start = text.find(opening)
-    if start < 0:
-        return None
-    start += len(opening)
-    end = text.find(closing, start)
-    return text[start:end] if end >= 0 else None
+def _parse_body(body: str, fence: str) -> tuple[str, dict[str, str], str | None, str | None]:
+    """(task, answers, presentation strategy, own label) of a prompt body.
 
-
-def _parse_answers(inner: str, fence: str) -> dict[str, str]:
-    answers: dict[str, str] = {}
-    tag_end = f" {fence}>\n"
-    pos = 0
-    while inner.startswith("<", pos):
-        label_end = inner.find(tag_end, pos)
-        if label_end < 0:
+    Every occurrence of the fence ends a structural tag, so splitting on it cuts the body at
+    exactly its tags: each piece but the last ends with the name of the tag that follows it,
+    and begins with the newline after the tag before it.
+    """
+    task, answers, presentation, own_label = "", dict[str, str](), None, None
+    if not fence:
+        return task, answers, presentation, own_label
+    pieces = body.split(f" {fence}>")
+    at = 0
+    head = _PRESENT.fullmatch(pieces[0])
+    if head is not None:
+        presentation, own_label = head.group(1), head.group(2)
+        at = 2  # past the instruction
+    if len(pieces) < at + 4 or not pieces[at].endswith("<ORIGINAL MESSAGE"):
+        return task, answers, presentation, own_label
+    quoted, closing = pieces[at + 1], "\n</ORIGINAL MESSAGE"
+    if quoted.startswith("\n") and quoted.endswith(closing):
+        task = quoted[1 : -len(closing)]
+    at += 3  # past the answers' opening tag
+    while at + 2 < len(pieces) and pieces[at].startswith("\n<agent"):
+        label = pieces[at][2:]
+        quoted, closing = pieces[at + 1], f"\n<end of {label}"
+        if not (quoted.startswith("\n") and quoted.endswith(closing)):
             break
-        label = inner[pos + 1 : label_end]
-        start = label_end + len(tag_end)
-        closing = f"\n<end of {label} {fence}>"
-        end = inner.find(closing, start)
-        if end < 0:
-            break
-        answers[label] = inner[start:end]
-        pos = end + len(closing) + 1  # the newline between two answers
-    return answers
+        answers[label] = quoted[1 : -len(closing)]
+        at += 2
+    return task, answers, presentation, own_label

@@ -137,7 +137,7 @@ def test_every_structural_tag_ends_in_the_fence_the_system_message_states() -> N
 def test_a_fence_that_occurs_in_the_quoted_text_is_never_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def candidates(texts: Sequence[str]) -> Iterator[str]:
+    def candidates(quoted: str) -> Iterator[str]:
         yield from ("a" * 12, "b" * 12)
 
     monkeypatch.setattr(coordination, "_candidates", candidates)
@@ -190,3 +190,13 @@ def test_a_prompt_built_elsewhere_reads_as_an_empty_one() -> None:
     view = parse_prompt(messages)
 
     assert (view.me, view.task, view.answers, view.presentation) == ("agent3", "", {}, None)
+
+
+def test_text_with_a_lone_surrogate_builds_and_reads_back() -> None:
+    # what a task decoded with errors="surrogateescape" carries
+    task = "caf\udce9 au lait"
+    answers = (AnswerView(label="agent1.1", content="\ud800"),)
+
+    view = parse_prompt(_round(task=task, answers=answers))
+
+    assert (view.task, view.answers) == (task, {"agent1.1": "\ud800"})
