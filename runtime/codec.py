@@ -13,11 +13,21 @@ from typing import Any, TypeVar
 
 import cattrs
 import orjson
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from runtime.messages import Message, message_class
+from runtime.messages import Envelope, Message, message_class
 
-__all__ = ["DecodeError", "converter", "decode", "dumps", "dumps_bytes", "encode", "loads"]
+__all__ = [
+    "DecodeError",
+    "converter",
+    "decode",
+    "dumps",
+    "dumps_bytes",
+    "encode",
+    "encode_without",
+    "json_line",
+    "loads",
+]
 
 T = TypeVar("T")
 
@@ -76,12 +86,45 @@ converter.register_unstructure_hook(float, _unstructure_float)
 converter.register_unstructure_hook_func(_is_message_type, _unstructure_message)
 converter.register_structure_hook_func(_is_message_type, _structure_message)
 
+_structure_envelope_dict = make_dict_structure_fn(
+    Envelope, converter, _cattrs_forbid_extra_keys=True
+)
+
+
+def _structure_envelope(data: Any, _: type[Envelope]) -> Envelope:
+    """An :class:`Envelope` may stand where its JSON would: the event log reader puts back
+    the envelope an ``envelope_ref`` names, already decoded, and decodes the rest around it."""
+    if isinstance(data, Envelope):
+        return data
+    envelope: Envelope = _structure_envelope_dict(data, Envelope)
+    return envelope
+
+
+converter.register_structure_hook(Envelope, _structure_envelope)
+
 
 def encode(obj: Any) -> Any:
     """Unstructure any registered message, envelope or event to JSON-ready data."""
     if isinstance(obj, Message):
         return _unstructure_message(obj)
     return converter.unstructure(obj)
+
+
+_unstructure_without_fns: dict[tuple[type[Message], str], Any] = {}
+
+
+def encode_without(obj: Message, name: str) -> dict[str, Any]:
+    """``encode(obj)`` less its field ``name``: for a writer that puts a reference there
+    (the event log writes ``envelope_ref`` instead of an envelope it has written before).
+    Cheaper than encoding everything and deleting the field: the field is never encoded."""
+    cls = type(obj)
+    fn = _unstructure_without_fns.get((cls, name))
+    if fn is None:
+        omit: dict[str, Any] = {name: override(omit=True)}
+        fn = make_dict_unstructure_fn(cls, converter, **omit)
+        _unstructure_without_fns[cls, name] = fn
+    data: dict[str, Any] = fn(obj)
+    return {"kind": cls.kind, **data}
 
 
 def decode(data: Any, cls: type[T]) -> T:
@@ -110,6 +153,15 @@ def dumps_bytes(obj: Any) -> bytes:
         return orjson.dumps(data)
     except orjson.JSONEncodeError:
         return _FALLBACK.encode(data).encode("utf-8", "backslashreplace")
+
+
+def json_line(data: Any) -> bytes:
+    """Already-encoded ``data`` as one line of compact UTF-8 JSON ending in ``\\n``, with
+    :func:`dumps_bytes`'s fallback; orjson appends the newline without copying the line."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return _FALLBACK.encode(data).encode("utf-8", "backslashreplace") + b"\n"
 
 
 def dumps(obj: Any) -> str:

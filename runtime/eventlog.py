@@ -1,34 +1,91 @@
 """Append-only JSONL event log, and taps that receive events as they happen.
 
-One event per line, flushed per line: a crash loses at most the line being written. Reading
-back skips (and reports) a truncated last line; damage anywhere else is an error, because it
-means the file was edited, not interrupted.
+Line format
+    One event per line: compact UTF-8 JSON, an object whose first key is ``kind`` (the
+    event's registered tag) followed by ``at`` and the event's other fields, then ``\\n``.
+    Each line goes to the OS in one write before :meth:`JsonlEventLog.record` returns, so a
+    crash loses at most the line being written. A log holds one run: the system writes
+    ``log_opened`` first, and the file is created exclusively, never appended to.
+
+Envelope references
+    An event about an envelope (``delivered``, ``held``, ``released``, ``redirected``,
+    ``dead_letter``) carries the envelope in full the first time the log mentions it,
+    ``"envelope": {"id": 17, "sender": ..., "payload": {...}}``, and only its id after that,
+    ``{"kind":"delivered","at":2.5,"envelope_ref":17}``: a payload is written once, so the
+    log grows with the number of events, not with events times payload size. A redirect
+    keeps the id: after ``{"kind":"redirected",...,"envelope_ref":17,"to":B}``, id 17 names
+    the envelope addressed to B. A line that writes an envelope in full always (re)defines
+    its id. A reference reaches back at most :data:`REFERENCE_REACH` envelope lines (lines
+    that carry an envelope or a reference): the writer forgets envelopes it has not
+    mentioned for that long and writes them in full if they come back, so writer and reader
+    need bounded memory however long the run.
+
+Truncation and failure
+    A failing write (disk full, I/O error) or a short one never raises out of ``record`` and
+    never leaves half a line: the file is truncated back to its last full line, logging
+    stops (later records are no-ops), and the failure is reported once, as an
+    :class:`EventLogFailure` passed to ``on_failure`` and kept in ``failure``. The runtime
+    prints nothing; the UI says it. The run goes on without its log.
+
+Reading
+    :func:`open_event_log` streams a log: memory does not grow with the file. A line longer
+    than :data:`MAX_LINE_BYTES` is corruption and is never read whole. Lines of event kinds
+    nobody registered (a newer version wrote them) are skipped and counted. A last line cut
+    off mid-write (a crash) is skipped and reported; damage anywhere else is an error,
+    because it means the file was edited, not interrupted. A file whose first line is not
+    an event is not an event log at all.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
-from collections.abc import Iterator
+import typing
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Protocol, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 import attrs
+import orjson
 
-from runtime.codec import DecodeError, decode, dumps_bytes
-from runtime.events import Event
+from runtime.codec import DecodeError, decode, encode, encode_without, json_line
+from runtime.events import Event, LogOpened, Redirected
+from runtime.messages import Address, Envelope, find_message_class
 
 __all__ = [
+    "MAX_LINE_BYTES",
+    "REFERENCE_REACH",
     "EventLogCorrupt",
+    "EventLogError",
+    "EventLogExists",
+    "EventLogFailure",
     "EventLogReading",
+    "EventLogStream",
+    "EventLogSummary",
+    "EventLogUnreadable",
     "EventTap",
     "JsonlEventLog",
+    "LogFile",
     "MemoryTap",
+    "NotAnEventLog",
+    "open_event_log",
     "read_event_log",
 ]
 
-
 E = TypeVar("E", bound=Event)
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line (with its newline) a log may hold; the writer refuses a longer event
+rather than write what its reader would refuse."""
+
+REFERENCE_REACH = 65_536
+"""How many envelope lines back an ``envelope_ref`` may point, at most."""
+
+_GENERATION = REFERENCE_REACH // 2
+"""The writer remembers envelopes in two generations of this many envelope lines each: one
+mentioned within the last generation is always remembered, none older than two is."""
 
 
 class EventTap(Protocol):
@@ -48,24 +105,478 @@ class MemoryTap:
         return [e for e in self.events if isinstance(e, cls)]
 
 
-class JsonlEventLog:
-    """Writes each event as one JSON line and flushes it before returning."""
+# ---------------------------------------------------------------------------- writing
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Unbuffered: each line goes to the OS in one write, which is the per-line flush.
-        self._file: IO[bytes] | None = self.path.open("ab", buffering=0)
+
+class LogFile(Protocol):
+    """What the writer needs of its file: an unbuffered binary file (``io.FileIO``) does."""
+
+    def write(self, data: bytes, /) -> int | None: ...
+
+    def truncate(self, size: int, /) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class EventLogExists(FileExistsError):
+    """The log's path is taken: by an earlier log, or by a symbolic link, which is never
+    followed (it could point anywhere, such as a file of someone else's)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            link: str | None = os.readlink(path)
+        except OSError:
+            link = None
+        if link is not None:
+            message = (
+                f"event log {path} is a symbolic link (to {link}); a log never follows "
+                "links: remove the link or choose another log directory"
+            )
+        else:
+            message = (
+                f"event log {path} already exists; a log is created new, never appended to "
+                "or overwritten: choose another log directory or move the old log away"
+            )
+        super().__init__(errno.EEXIST, message, str(path))
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@attrs.frozen(kw_only=True)
+class EventLogFailure:
+    """Why a log stopped, and what it still holds."""
+
+    path: str
+    line: int
+    """The 1-based number of the line that could not be written."""
+    error: str
+    kept_bytes: int
+    """The size of the file when logging stopped: every one of its lines is whole."""
+    truncated: bool
+    """``False`` if even cutting the file back failed: its last line may be cut off,
+    which readers skip and report."""
+
+    def __str__(self) -> str:
+        kept = (
+            f"it keeps lines 1-{self.line - 1} ({self.kept_bytes} bytes)"
+            if self.truncated
+            else "cutting it back to its last full line failed too, so its last line may be cut off"
+        )
+        return (
+            f"event log {self.path} stopped at line {self.line}: {self.error}; {kept}. "
+            "The run goes on unlogged; free disk space or choose another log directory."
+        )
+
+
+class JsonlEventLog:
+    """Writes each event as one JSON line, in one write, before ``record`` returns.
+
+    ``record`` never raises: a failure stops the log and is reported once through
+    ``on_failure`` (and kept in :attr:`failure`); see the module docstring. A callback that
+    raises is ignored, so an error in the UI cannot reach the actor that recorded the event.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        on_failure: Callable[[EventLogFailure], None] | None = None,
+    ) -> None:
+        """Create the file at ``path`` (and its directory): exclusively, never following a
+        symbolic link. Raises :class:`EventLogExists` if the path is taken."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL with O_CREAT fails on any existing path, a symbolic link included, dangling
+        # or not (POSIX: the link is not followed), so no O_NOFOLLOW is needed on top.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(target, flags, 0o666)
+        except FileExistsError:
+            raise EventLogExists(target) from None
+        file = open(fd, "wb", buffering=0)  # noqa: SIM115  (closed by close() or a failure)
+        self._setup(target, file, on_failure)
+
+    @classmethod
+    def writing_to(
+        cls,
+        file: LogFile,
+        path: str | os.PathLike[str],
+        *,
+        on_failure: Callable[[EventLogFailure], None] | None = None,
+    ) -> JsonlEventLog:
+        """A log over a file already open (at its start), named ``path`` in reports: for
+        callers that open the file themselves, and tests that simulate a failing disk."""
+        log = cls.__new__(cls)
+        log._setup(Path(path), file, on_failure)
+        return log
+
+    def _setup(
+        self,
+        path: Path,
+        file: LogFile,
+        on_failure: Callable[[EventLogFailure], None] | None,
+    ) -> None:
+        self.path = path
+        self.on_failure = on_failure
+        self.failure: EventLogFailure | None = None
+        self._file: LogFile | None = file
+        self._size = 0
+        self._lines = 0
+        # Envelope id -> the recipient the reader will restore for it, in two generations.
+        self._recent: dict[int, Address] = {}
+        self._older: dict[int, Address] = {}
+        self._mentions = 0
 
     def record(self, event: Event) -> None:
-        if self._file is None:
+        file = self._file
+        if file is None:
             return
-        self._file.write(dumps_bytes(event) + b"\n")
+        try:
+            line = self._encode(event)
+            if len(line) > MAX_LINE_BYTES:
+                raise ValueError(
+                    f"a {type(event).kind} event is {len(line)} bytes as JSON, more than "
+                    f"the {MAX_LINE_BYTES} a log line may hold"
+                )
+            self._write(file, line)
+        except Exception as exc:
+            # The disk (OSError) or a payload the codec cannot encode: either way this line
+            # cannot be written, and a log with a gap would mislead, so it stops here.
+            self._fail(file, _describe(exc))
+            return
+        self._size += len(line)
+        self._lines += 1
+
+    def _encode(self, event: Event) -> bytes:
+        if not _carries_envelope(type(event)):
+            return json_line(encode(event))
+        envelope: Envelope = event.envelope  # type: ignore[attr-defined]
+        key, recipient = envelope.id, envelope.recipient
+        known = self._recent.get(key)
+        if known is None:
+            known = self._older.get(key)
+        if known is not None and (known is recipient or known == recipient):
+            data = encode_without(event, "envelope")
+            data["envelope_ref"] = key
+        else:
+            data = encode(event)
+        self._recent[key] = event.to if type(event) is Redirected else recipient
+        self._mentions += 1
+        if self._mentions == _GENERATION:
+            self._older, self._recent, self._mentions = self._recent, {}, 0
+        return json_line(data)
+
+    @staticmethod
+    def _write(file: LogFile, line: bytes) -> None:
+        """Write all of ``line``; a short write is retried for the rest (a signal may cut a
+        write short), and a write that makes no progress is a failure."""
+        done = file.write(line)
+        while done != len(line):
+            if not done:
+                raise OSError(errno.EIO, "the file accepted no bytes")
+            more = file.write(line[done:])
+            done += more or 0
+            if not more:
+                raise OSError(errno.EIO, f"short write: {done} of {len(line)} bytes")
+
+    def _fail(self, file: LogFile, error: str) -> None:
+        """Stop logging: cut the file back to its last full line, close it, report once."""
+        self._file = None
+        self._recent.clear()
+        self._older.clear()
+        truncated = True
+        try:
+            file.truncate(self._size)
+        except OSError:
+            truncated = False
+        with contextlib.suppress(OSError):
+            file.close()
+        self._report(error, truncated=truncated)
+
+    def _report(self, error: str, *, truncated: bool) -> None:
+        self.failure = EventLogFailure(
+            path=str(self.path),
+            line=self._lines + 1,
+            error=error,
+            kept_bytes=self._size,
+            truncated=truncated,
+        )
+        if self.on_failure is not None:
+            with contextlib.suppress(Exception):
+                self.on_failure(self.failure)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Close the file; idempotent, and like ``record`` it never raises. An error on
+        close (a network filesystem may report a failed write only then) is reported as a
+        failure: the lines were written whole, but the OS may not have kept them."""
+        file, self._file = self._file, None
+        if file is None:
+            return
+        try:
+            file.close()
+        except OSError as exc:
+            self._report(f"closing the file failed: {_describe(exc)}", truncated=True)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}"
+
+
+_CARRIES_ENVELOPE: dict[type[Event], bool] = {}
+
+
+def _carries_envelope(cls: type[Event]) -> bool:
+    """Whether events of ``cls`` have an ``envelope`` field: they are written with references."""
+    carries = _CARRIES_ENVELOPE.get(cls)
+    if carries is None:
+        field = attrs.fields_dict(cls).get("envelope")
+        carries = field is not None and typing.get_type_hints(cls).get("envelope") is Envelope
+        _CARRIES_ENVELOPE[cls] = carries
+    return carries
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+class EventLogError(Exception):
+    """A log could not be read; the message names the file, what was wrong and what to do."""
+
+
+class EventLogUnreadable(EventLogError):
+    """The file could not be opened or read: missing, a directory, no permission, I/O error."""
+
+
+class EventLogCorrupt(EventLogError, ValueError):
+    """The file is a log, damaged: a bad line that is not the last, a line too long, or a
+    reference to an envelope no earlier line defines."""
+
+
+class NotAnEventLog(EventLogCorrupt):
+    """The file's first line is not an event: it is some other file."""
+
+
+@attrs.frozen(kw_only=True)
+class EventLogSummary:
+    """What a reading found so far (all of it, once the events are exhausted)."""
+
+    path: str
+    lines: int
+    """Lines read, blank ones included."""
+    events: int
+    """Events decoded and yielded."""
+    runs: int
+    """``log_opened`` events: a log holds one run, a file that holds more was concatenated
+    or written by an old version that appended."""
+    skipped_unknown: int
+    """Events of kinds nobody registered, skipped."""
+    unknown_kinds: tuple[str, ...]
+    """The first few distinct kinds among them, for the message."""
+    truncated_line: int | None
+    """1-based number of a last line cut off mid-write, skipped; else ``None``."""
+
+    @property
+    def empty(self) -> bool:
+        """No event and nothing else: a run that was killed before it wrote anything."""
+        return self.events == 0 and self.skipped_unknown == 0 and self.truncated_line is None
+
+
+_NAMED_UNKNOWN_KINDS = 8
+
+
+class _BadLine(Exception):
+    """A line that does not hold a valid event; the message says why."""
+
+
+class EventLogStream:
+    """The events of one log file, read lazily; iterate once. Use :func:`open_event_log`.
+
+    Iterating raises :class:`EventLogCorrupt` (or :class:`NotAnEventLog`) at the first damaged
+    line and :class:`EventLogUnreadable` if reading fails, after yielding the events before it.
+    """
+
+    def __init__(self, path: str, file: IO[bytes], *, max_line_bytes: int) -> None:
+        self.path = path
+        self._file = file
+        self._max_line_bytes = max_line_bytes
+        self._lines = 0
+        self._events = 0
+        self._runs = 0
+        self._skipped = 0
+        self._unknown_kinds: list[str] = []
+        self._truncated: int | None = None
+        self._seen_event = False
+        self._recent: dict[int, Envelope] = {}
+        self._older: dict[int, Envelope] = {}
+        self._mentions = 0
+
+    @property
+    def summary(self) -> EventLogSummary:
+        return EventLogSummary(
+            path=self.path,
+            lines=self._lines,
+            events=self._events,
+            runs=self._runs,
+            skipped_unknown=self._skipped,
+            unknown_kinds=tuple(self._unknown_kinds),
+            truncated_line=self._truncated,
+        )
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            raw = self._readline()
+            if not raw:
+                return
+            self._lines += 1
+            number = self._lines
+            if len(raw) > self._max_line_bytes:
+                raise self._corrupt(
+                    number, f"the line is longer than {self._max_line_bytes} bytes (cut short)"
+                )
+            if raw.isspace():
+                continue
+            try:
+                event = self._decode(raw, number)
+            except _BadLine as exc:
+                if not raw.endswith(b"\n") and (self._seen_event or raw.startswith(b'{"kind"')):
+                    # The last line (only the last lacks a newline), cut off mid-write.
+                    self._truncated = number
+                    return
+                raise self._corrupt(number, str(exc)) from None
+            self._seen_event = True
+            if event is None:
+                continue
+            self._events += 1
+            if type(event) is LogOpened:
+                self._runs += 1
+            yield event
+
+    def _readline(self) -> bytes:
+        try:
+            # One byte past the limit: a line that long is too long, and no more is read.
+            return self._file.readline(self._max_line_bytes + 1)
+        except OSError as exc:
+            raise EventLogUnreadable(
+                f"cannot read {self.path} after line {self._lines} ({_describe(exc)}); "
+                "copy what can be read to a file and replay that"
+            ) from None
+
+    def _corrupt(self, number: int, why: str) -> EventLogCorrupt:
+        if not self._seen_event:
+            return NotAnEventLog(
+                f"{self.path} is not an event log: line {number} is not an event ({why}); "
+                "pass the events.jsonl a run wrote"
+            )
+        return EventLogCorrupt(
+            f"{self.path}:{number}: not a valid event ({why}); the file was edited or "
+            "damaged after it was written"
+        )
+
+    def _decode(self, raw: bytes, number: int) -> Event | None:
+        """The event on line ``number``, or ``None`` for a kind nobody registered."""
+        data = _parse(raw)
+        if not isinstance(data, dict):
+            raise _BadLine(f"expected a JSON object, got {type(data).__name__}")
+        kind, at = data.get("kind"), data.get("at")
+        if not isinstance(kind, str):
+            raise _BadLine('no "kind" string')
+        if not isinstance(at, int | float) or isinstance(at, bool):
+            raise _BadLine(f'{kind!r} has no "at" time')
+        cls = find_message_class(kind)
+        if cls is None:
+            self._skipped += 1
+            if len(self._unknown_kinds) < _NAMED_UNKNOWN_KINDS and kind not in self._unknown_kinds:
+                self._unknown_kinds.append(kind[:60])
+            return None
+        if "envelope_ref" in data:
+            data["envelope"] = self._referenced(data.pop("envelope_ref"))
+        try:
+            event = decode(data, Event)
+        except DecodeError as exc:
+            raise _BadLine(_shortened(str(exc))) from None
+        if _carries_envelope(type(event)):
+            self._mention(event)
+        return event
+
+    def _referenced(self, ref: object) -> Envelope:
+        if type(ref) is not int:
+            raise _BadLine(f"envelope_ref is {ref!r}, expected an envelope id")
+        envelope = self._recent.get(ref)
+        if envelope is None:
+            envelope = self._older.get(ref)
+        if envelope is None:
+            raise _BadLine(
+                f"envelope_ref {ref} names no envelope written in the "
+                f"{REFERENCE_REACH} envelope lines before it"
+            )
+        return envelope
+
+    def _mention(self, event: Event) -> None:
+        """Remember the envelope as the writer does, for twice as long: the writer refers
+        back at most :data:`REFERENCE_REACH` envelope lines, and this keeps every envelope
+        for at least that many."""
+        envelope: Envelope = event.envelope  # type: ignore[attr-defined]
+        if type(event) is Redirected:
+            envelope = envelope.redirected(event.to)
+        self._recent[envelope.id] = envelope
+        self._mentions += 1
+        if self._mentions == REFERENCE_REACH:
+            self._older, self._recent, self._mentions = self._recent, {}, 0
+
+
+_REASON_CHARS = 300
+
+
+def _shortened(reason: str) -> str:
+    """A decode error names the path to the bad field, which in a hostile line can be
+    thousands of characters; the message is one line a person reads."""
+    return reason if len(reason) <= _REASON_CHARS else reason[: _REASON_CHARS - 1] + "…"
+
+
+def _parse(raw: bytes) -> Any:
+    """JSON of one line. orjson first (fast, and it refuses nesting past 1024 levels rather
+    than recurse); the stdlib only for what orjson refuses but a log may hold: strings with
+    lone surrogates, which the writer's fallback writes as escapes."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        first_error = str(exc)
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        raise _BadLine(_shortened(f"not JSON: {first_error}")) from None
+
+
+@contextlib.contextmanager
+def open_event_log(
+    path: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[EventLogStream]:
+    """Open a log for streaming: ``with open_event_log(p) as log: for event in log: ...``;
+    then ``log.summary`` says what was skipped. Raises :class:`EventLogUnreadable` if the
+    file cannot be opened. Memory stays within a few lines and the envelopes that later
+    lines may refer to, whatever the file holds."""
+    name = os.fspath(path)
+    try:
+        file = open(name, "rb")  # noqa: SIM115  (closed by this context manager)
+    except FileNotFoundError:
+        raise EventLogUnreadable(
+            f"no event log at {name}; pass the events.jsonl of a run, or its directory"
+        ) from None
+    except IsADirectoryError:
+        raise EventLogUnreadable(
+            f"{name} is a directory; pass the events.jsonl inside a run's directory"
+        ) from None
+    except PermissionError:
+        raise EventLogUnreadable(
+            f"cannot read {name}: permission denied; check its permissions or run as its owner"
+        ) from None
+    except OSError as exc:
+        raise EventLogUnreadable(f"cannot open {name} ({_describe(exc)})") from None
+    with file:
+        yield EventLogStream(name, file, max_line_bytes=max_line_bytes)
 
 
 @attrs.frozen(kw_only=True)
@@ -73,29 +584,19 @@ class EventLogReading:
     events: list[Event]
     truncated_line: int | None
     """1-based number of a damaged last line that was skipped, else ``None``."""
-
-
-class EventLogCorrupt(ValueError):
-    pass
+    skipped_unknown: int = 0
+    runs: int = 0
 
 
 def read_event_log(path: str | os.PathLike[str]) -> EventLogReading:
-    events: list[Event] = []
-    truncated: int | None = None
-    for number, line, is_last in _lines(Path(path)):
-        try:
-            events.append(decode(json.loads(line), Event))
-        except (json.JSONDecodeError, DecodeError) as exc:
-            if is_last and not line.endswith("\n"):
-                truncated = number
-                continue
-            raise EventLogCorrupt(f"{path}:{number}: not a valid event ({exc})") from exc
-    return EventLogReading(events=events, truncated_line=truncated)
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        lines = f.readlines()
-    for i, line in enumerate(lines):
-        if line.strip():
-            yield i + 1, line, i == len(lines) - 1
+    """All of a log's events in a list, for tests and small logs; stream big ones with
+    :func:`open_event_log`. Raises what iterating the stream raises."""
+    with open_event_log(path) as log:
+        events = list(log)
+        summary = log.summary
+    return EventLogReading(
+        events=events,
+        truncated_line=summary.truncated_line,
+        skipped_unknown=summary.skipped_unknown,
+        runs=summary.runs,
+    )

@@ -7,6 +7,7 @@ boundaries (event log, websocket, process hops), so registering costs nothing on
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import ClassVar, TypeVar, dataclass_transform
 
@@ -16,6 +17,7 @@ __all__ = [
     "Address",
     "Envelope",
     "Message",
+    "find_message_class",
     "message",
     "message_class",
     "registered_kinds",
@@ -72,6 +74,12 @@ def message_class(kind: str) -> type[Message]:
         raise KeyError(f"unknown message kind {kind!r}; registered kinds: {known}") from None
 
 
+def find_message_class(kind: str) -> type[Message] | None:
+    """The class registered under ``kind``, or ``None``: for readers that skip unknown kinds
+    (cheaper than catching :func:`message_class`'s error, which lists every known kind)."""
+    return _REGISTRY.get(kind)
+
+
 def registered_kinds() -> dict[str, type[Message]]:
     return dict(_REGISTRY)
 
@@ -96,14 +104,25 @@ class Address:
         return f"{self.kind}:{self.key}" if self.key else self.kind
 
 
+_envelope_ids = itertools.count(1)
+
+
 @attrs.frozen(kw_only=True)
 class Envelope:
     """A payload in transit.
+
+    ``id`` names this message in transit: unique within the process, taken from a counter
+    when the envelope is created (one ``next()``, O(1)), carried through the codec, and kept
+    by :meth:`redirected`, since a redirect re-addresses the same message. The event log
+    writes an envelope once and refers to it by ``id`` afterwards. It is left out of equality
+    and hashing: two envelopes with the same contents are equal whoever created them.
+    An envelope decoded from a log written before ids existed gets a fresh one.
 
     ``timestamp`` is ``trio.current_time()`` at send, so it follows test clocks.
     ``correlation_id`` ties a reply to its request; plain tells carry ``None``.
     """
 
+    id: int = attrs.field(factory=_envelope_ids.__next__, eq=False)
     sender: Address | None
     recipient: Address
     payload: Message
@@ -112,4 +131,5 @@ class Envelope:
     is_reply: bool = False
 
     def redirected(self, to: Address) -> Envelope:
+        """The same envelope (same ``id``) addressed to ``to``."""
         return attrs.evolve(self, recipient=to)

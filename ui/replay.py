@@ -1,44 +1,96 @@
-"""``conclave replay EVENTS.jsonl``: a finished (or crashed) run's timeline, readable."""
+"""``conclave replay EVENTS.jsonl``: a finished (or crashed) run's timeline, readable.
+
+The log is streamed, so a log of any size replays in bounded memory, and the timeline is
+printed as it is read. Whatever the file is, replay ends with its exit code and at most a
+line on stderr per finding, never a traceback:
+
+* not readable (missing, a directory, no permission, an I/O error), not an event log, empty,
+  or damaged before its last line: one line on stderr, exit code 2. The events before the
+  damage have been printed by then.
+* a last line cut off mid-write (a crash), events of kinds this version does not know (a
+  newer version wrote them): said on stderr, skipped, exit code 0.
+* several runs in one file (logs concatenated, or appended to by a version before logs were
+  created exclusively): each is shown in turn, timed from its own start, each after the
+  first below a ``── run N`` line, and stderr says how many runs the file holds; exit code 0.
+
+Text from the log is neutralised (:func:`ui.timeline.neutralise`): a hostile answer or a
+crafted file cannot send escape sequences to the terminal.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import actors.kinds  # noqa: F401  (every kind a log may hold decodes)
 from actors.run.events import RunEnded
-from runtime import EventLogCorrupt, LogOpened, read_event_log
+from runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
+from runtime.events import LogOpened
 from ui.exit_codes import ExitCode
-from ui.timeline import describe
+from ui.timeline import describe, neutralise
 
 __all__ = ["replay_command"]
+
+INTERRUPTED = "(the log ends before the run did: it was interrupted)"
 
 
 def replay_command(path: str, *, verbose: bool = False) -> int:
     if os.path.isdir(path):
         path = os.path.join(path, "events.jsonl")  # a run's directory is what people have
     try:
-        reading = read_event_log(path)
-    except FileNotFoundError:
-        print(f"conclave: no event log at {path}; pass the events.jsonl of a run", file=sys.stderr)
+        with open_event_log(path) as log:
+            _print_timeline(log, verbose=verbose)
+            summary = log.summary
+    except EventLogError as exc:
+        _say(str(exc))
         return ExitCode.USAGE
-    except (EventLogCorrupt, UnicodeDecodeError) as exc:
-        print(f"conclave: {exc}", file=sys.stderr)
+    if summary.empty:
+        _say(f"{path} is empty: the run wrote no event (it was stopped as it started?)")
         return ExitCode.USAGE
-    if reading.truncated_line is not None:
-        print(
-            f"conclave: line {reading.truncated_line} of {path} was cut off mid-write; skipped",
-            file=sys.stderr,
-        )
+    _report(path, summary)
+    return ExitCode.OK
+
+
+def _print_timeline(log: EventLogStream, *, verbose: bool) -> None:
+    origin: float | None = None
+    runs = 0
     ended = False
-    origin = reading.events[0].at if reading.events else 0.0
-    for event in reading.events:
+    for event in log:
         if isinstance(event, LogOpened):
+            runs += 1
+            if runs > 1:
+                if not ended:
+                    print(INTERRUPTED)
+                started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
+                print(f"── run {runs} in this file: pid {event.pid}, started {started} ──")
+            origin, ended = event.at, False
             continue
+        if origin is None:
+            origin = event.at
         line = describe(event, verbose=verbose)
         if line is not None:
             print(f"[{event.at - origin:8.3f}s] {line}")
         ended = ended or isinstance(event, RunEnded)
-    if not ended:
-        print("(the log ends before the run did: it was interrupted)")
-    return ExitCode.OK
+    if not ended and log.summary.events:
+        print(INTERRUPTED)
+
+
+def _report(path: str, summary: EventLogSummary) -> None:
+    if summary.truncated_line is not None:
+        _say(f"line {summary.truncated_line} of {path} was cut off mid-write; skipped")
+    if summary.skipped_unknown:
+        kinds = ", ".join(summary.unknown_kinds)
+        _say(
+            f"skipped {summary.skipped_unknown} events of unknown kinds ({kinds}); "
+            "a newer conclave wrote them: upgrade to see them"
+        )
+    if summary.runs > 1:
+        _say(
+            f"this file holds {summary.runs} runs, shown one after another "
+            "(each after the first below a '── run N' line)"
+        )
+
+
+def _say(message: str) -> None:
+    print(f"conclave: {neutralise(message)}", file=sys.stderr)

@@ -1,4 +1,11 @@
-"""One readable line per event: shared by live progress (stderr) and ``conclave replay``."""
+"""One readable line per event: shared by live progress (stderr) and ``conclave replay``.
+
+Every line is neutralised before it is returned: task, answer, vote and error text come from
+users, models and log files, and a control character in them (ESC starts the terminal's
+escape sequences: clear the screen, rewrite lines, set the title, even report back) must
+not drive the reader's terminal. C0 and C1 controls and DEL are shown escaped, ``\\x1b``;
+newline and tab are kept.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +28,18 @@ from actors.coordination.events import (
 from actors.run.events import RunEnded
 from runtime import ChildExited, DeadLetter, DeadLetterCause, Event, Held, Released
 
-__all__ = ["describe"]
+__all__ = ["describe", "neutralise"]
+
+_ESCAPED = {
+    code: f"\\x{code:02x}"
+    for code in (*range(0x00, 0x20), *range(0x7F, 0xA0))
+    if chr(code) not in "\n\t"
+}
+
+
+def neutralise(text: str) -> str:
+    """``text`` with every C0/C1 control character but newline and tab shown as ``\\xNN``."""
+    return text.translate(_ESCAPED)
 
 
 def _first_line(text: str, width: int = 90) -> str:
@@ -30,7 +48,12 @@ def _first_line(text: str, width: int = 90) -> str:
 
 
 def describe(event: Event, *, verbose: bool = False) -> str | None:
-    """A line for ``event``, or ``None`` if it is detail only ``verbose`` shows."""
+    """A line for ``event``, neutralised, or ``None`` if it is detail only ``verbose`` shows."""
+    line = _describe(event, verbose=verbose)
+    return None if line is None else neutralise(line)
+
+
+def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, RunStarted):
         names = ", ".join(event.agents)
         agents = "1 agent" if len(event.agents) == 1 else f"{len(event.agents)} agents"

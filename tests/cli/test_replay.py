@@ -1,5 +1,9 @@
 """``conclave replay EVENTS.jsonl`` prints a finished run's timeline; a last line cut off
-mid-write (a crash) is reported and skipped, damage anywhere else is an error."""
+mid-write (a crash) is reported and skipped, damage anywhere else is an error; kinds it does
+not know are skipped and counted; a file of several runs shows each.
+
+Files that are not readable logs: test_replay_failures.py; escape sequences:
+test_replay_escapes.py."""
 
 from __future__ import annotations
 
@@ -69,7 +73,7 @@ def test_replay_reports_and_skips_a_last_line_cut_off_mid_write(
     out, err = capsys.readouterr()
     assert code == ExitCode.OK
     assert f"conclave: line {len(lines)} of {cut} was cut off mid-write; skipped" in err
-    assert "run ended: completed" in out
+    assert "final answer by" in out  # the lines before the cut one are all shown
 
 
 def test_replay_of_a_log_that_stops_before_the_run_ended_says_it_was_interrupted(
@@ -101,10 +105,64 @@ def test_replay_refuses_a_log_damaged_in_the_middle(
     assert f"{damaged}:4: not a valid event" in capsys.readouterr().err
 
 
-def test_replay_of_a_missing_log_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_replay_skips_events_of_unknown_kinds_saying_how_many_and_exits_0(
+    events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["replay", str(tmp_path / "nope.jsonl")])
+    lines = events.read_text(encoding="utf-8").splitlines(keepends=True)
+    future = '{"kind":"from_a_newer_version","at":0.5,"detail":"x"}\n'
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join([lines[0], future, *lines[1:], future]), encoding="utf-8")
 
-    assert code == ExitCode.USAGE
-    assert "no event log at" in capsys.readouterr().err
+    code = main(["replay", str(mixed)])
+
+    out, err = capsys.readouterr()
+    assert code == ExitCode.OK
+    assert err.splitlines() == [
+        "conclave: skipped 2 events of unknown kinds (from_a_newer_version); "
+        "a newer conclave wrote them: upgrade to see them"
+    ]
+    assert "run ended: completed" in out
+
+
+def test_replay_of_a_run_directory_reads_its_events_jsonl(
+    events: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["replay", str(events.parent)])
+
+    assert code == ExitCode.OK
+    assert "run ended: completed" in capsys.readouterr().out
+
+
+def test_replay_of_a_file_holding_two_runs_shows_each_from_its_own_start(
+    events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(events.read_bytes() * 2)
+    pid = json.loads(events.read_text(encoding="utf-8").splitlines()[0])["pid"]
+
+    code = main(["replay", str(both)])
+
+    out, err = capsys.readouterr()
+    assert code == ExitCode.OK
+    lines = out.splitlines()
+    [header] = [i for i, line in enumerate(lines) if line.startswith("── run 2")]
+    assert re.fullmatch(
+        rf"── run 2 in this file: pid {pid}, started [-\d]+ [:\d]+ ──", lines[header]
+    )
+    assert lines[:header] == lines[header + 1 :]  # the same run, timed from its own start
+    assert "this file holds 2 runs" in err
+
+
+def test_replay_says_when_a_run_before_the_next_stopped_early(
+    events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = events.read_text(encoding="utf-8").splitlines(keepends=True)
+    ended = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "run_ended")
+    both = tmp_path / "both.jsonl"
+    both.write_text("".join(lines[:ended] + lines), encoding="utf-8")
+
+    main(["replay", str(both)])
+
+    out = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.startswith("── run 2"))
+    assert out[header - 1] == "(the log ends before the run did: it was interrupted)"

@@ -159,3 +159,43 @@ def test_a_class_of_the_same_name_from_another_module_cannot_take_a_registered_k
     )
     with pytest.raises(TypeError, match="already registered"):
         message(kind="rt_test.taken_by_name")(impostor)
+
+
+def _envelope() -> Envelope:
+    return Envelope(sender=None, recipient=Address("agent", "bob"), payload=Note(text="hi"))
+
+
+def test_every_envelope_gets_a_new_id_when_it_is_created() -> None:
+    first, second = _envelope(), _envelope()
+
+    assert second.id > first.id
+
+
+def test_an_envelope_id_round_trips_through_the_codec() -> None:
+    original = _envelope()
+
+    assert loads(dumps(original), Envelope).id == original.id
+
+
+def test_an_envelope_encoded_without_an_id_decodes_with_a_fresh_one() -> None:
+    data = json.loads(dumps(_envelope()))
+    del data["id"]
+
+    decoded = loads(json.dumps(data), Envelope)
+
+    assert decoded == _envelope()
+    assert decoded.id > 0
+
+
+def test_a_redirect_keeps_the_envelope_id() -> None:
+    original = _envelope()
+
+    assert original.redirected(Address("agent", "carol")).id == original.id
+
+
+def test_envelopes_that_differ_only_in_id_are_equal() -> None:
+    first, second = _envelope(), _envelope()
+
+    assert first.id != second.id
+    assert first == second
+    assert hash(first) == hash(second)
