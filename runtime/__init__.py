@@ -7,12 +7,16 @@ from runtime.actor import Actor, ActorContext, ActorFactory
 from runtime.codec import DecodeError, converter, decode, dumps, encode, loads
 from runtime.errors import (
     AskTimeout,
+    CalleeStopped,
     ConclaveRuntimeError,
     MailboxFull,
     RedirectLoop,
     RestartIntensityExceeded,
     RoutingRuleError,
+    SelfAsk,
+    StartFailed,
     SystemClosed,
+    TeardownTimeout,
     Undeliverable,
 )
 from runtime.eventlog import (
@@ -36,6 +40,7 @@ from runtime.events import (
     Redirected,
     Released,
     SupervisorEscalated,
+    TapFailed,
 )
 from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics, Overflow
 from runtime.messages import Address, Envelope, Message, message
@@ -61,6 +66,7 @@ __all__ = [
     "ActorSystem",
     "Address",
     "AskTimeout",
+    "CalleeStopped",
     "ChildExited",
     "ChildSpec",
     "ChildStarted",
@@ -99,6 +105,8 @@ __all__ = [
     "RestartIntensityExceeded",
     "RoutingRule",
     "RoutingRuleError",
+    "SelfAsk",
+    "StartFailed",
     "StopSignal",
     "Strategy",
     "Supervisor",
@@ -106,6 +114,8 @@ __all__ = [
     "SupervisorSpec",
     "SystemClosed",
     "SystemStatistics",
+    "TapFailed",
+    "TeardownTimeout",
     "Undeliverable",
     "converter",
     "decode",

@@ -8,11 +8,13 @@ live in the incarnation's nursery and are cancelled when the incarnation ends.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from runtime.errors import StartFailed, TeardownTimeout
 from runtime.events import DeadLetterCause, Event
 from runtime.mailbox import Mailbox
 from runtime.messages import Address, Envelope, Message
@@ -25,7 +27,8 @@ __all__ = ["Actor", "ActorContext", "ActorFactory"]
 
 
 class ActorContext:
-    """What an actor incarnation may do: send, ask, reply, run background work, stop."""
+    """What an actor incarnation may do: send, ask, reply, run background work, stop, and
+    register teardown hooks."""
 
     def __init__(
         self,
@@ -40,14 +43,21 @@ class ActorContext:
         self.incarnation = incarnation
         self._nursery = nursery
         self._stop = stop
+        self.exit_stack = contextlib.AsyncExitStack()
+        """Closed when this incarnation ends, however it ends (see :meth:`on_teardown`).
+        Enter containers, subprocesses and other resources the incarnation owns here."""
 
     async def tell(self, to: Address, payload: Message) -> None:
+        """See :meth:`ActorSystem.tell`: if it raises ``Cancelled``, nothing was sent."""
         await self.system.tell(to, payload, sender=self.address)
 
     def tell_nowait(self, to: Address, payload: Message) -> None:
         self.system.tell_nowait(to, payload, sender=self.address)
 
     async def ask(self, to: Address, payload: Message, *, timeout: float | None = None) -> Any:
+        """See :meth:`ActorSystem.ask`. Asking your own address from ``started``, ``handle``
+        or ``stopping`` raises :class:`~runtime.errors.SelfAsk` (it would deadlock); from
+        background work it is fine: your handler answers it."""
         return await self.system.ask(to, payload, sender=self.address, timeout=timeout)
 
     def reply(self, request: Envelope, payload: Message) -> None:
@@ -63,13 +73,43 @@ class ActorContext:
         """
         self._nursery.start_soon(fn, *args)
 
+    def on_teardown(self, callback: Callable[..., Awaitable[object]], *args: Any) -> None:
+        """Run ``await callback(*args)`` when this incarnation ends: after ``stopping()`` on a
+        graceful stop, after a crash, or on cancellation (shutdown timeout, Ctrl+C).
+
+        Hooks run last registered first, after background work has been cancelled, shielded
+        from cancellation but bounded by the actor's ``kill_timeout``: a cancelled incarnation
+        still removes its container or kills its subprocess. A hook cut short by the bound
+        is cancelled; after a graceful stop that is recorded as a crash
+        (:class:`~runtime.errors.TeardownTimeout`). A hook that raises crashes the incarnation.
+        """
+        self.exit_stack.push_async_callback(callback, *args)
+
     def stop(self) -> None:
         """Finish after the current message; a transient actor is then retired."""
         self._stop.request()
 
 
 class Actor:
-    """Base class. ``started`` runs before the first message, ``stopping`` after the last."""
+    """Base class. ``started`` runs before the first message, ``stopping`` after the last.
+
+    Lifecycle and failure, per incarnation (OTP in trio clothes):
+
+    * ``started`` re-arms in-flight work from run-owned state. If it raises, the incarnation
+      fails to start (:class:`~runtime.errors.StartFailed`): it is not restarted, and its
+      supervisor escalates (a temporary actor is retired instead).
+    * A crash in ``handle`` or background work ends the incarnation: the message being
+      handled is dead-lettered (so a poison message cannot crash-loop), mail still queued
+      waits for the restarted incarnation.
+    * Every ask the incarnation took out of its mailbox and has not answered fails with
+      :class:`~runtime.errors.CalleeStopped` when it ends, however it ends: a caller never
+      waits for a reply that cannot come. Requests kept across restarts in run-owned state
+      have lost their asker by then; answering them later is dead-lettered.
+    * Cancellation (shutdown timeout, Ctrl+C) interrupts ``handle`` wherever it awaits; the
+      message is dead-lettered, ``stopping`` does not run, teardown hooks do.
+    * A send that raises ``Cancelled`` sent nothing; one that returned was delivered (or
+      held, or dead-lettered, as the log says).
+    """
 
     def __init__(self, context: ActorContext) -> None:
         self.context = context
@@ -93,6 +133,8 @@ async def run_incarnation(
     factory: ActorFactory,
     stop: StopSignal,
     incarnation: int,
+    *,
+    teardown_timeout: float = 5.0,
 ) -> None:
     """Run one incarnation until stopped.
 
@@ -101,29 +143,82 @@ async def run_incarnation(
     handler cancelled mid-message dead-letters it too, so an ask waiting on it fails at once.
     A graceful stop wakes the wait for more mail (:meth:`Mailbox.wake`) and never
     interrupts a handler in progress; only a hard cancel (shutdown timeout) does that.
+
+    However it ends, the asks it took and did not answer fail (:class:`CalleeStopped`), then
+    its teardown hooks run (:meth:`ActorContext.on_teardown`) within ``teardown_timeout``.
     """
     stop.on_request(mailbox.wake)
-    async with trio.open_nursery() as nursery:
-        actor = factory(ActorContext(system, mailbox.address, incarnation, nursery, stop))
-        await actor.started()
-        while not stop.requested:
+    task = trio.lowlevel.current_task()
+    # Correlation id -> request, for the asks this incarnation took and has not answered;
+    # an ask removes its entry when it returns, so this holds only the unanswered ones.
+    taken: dict[int, Envelope] = {}
+    mailbox.reader = task
+    mailbox.taken = taken
+    context: ActorContext | None = None
+    ending = "was cancelled"
+    try:
+        async with trio.open_nursery() as nursery:
+            context = ActorContext(system, mailbox.address, incarnation, nursery, stop)
+            actor = factory(context)
             try:
-                envelope = await mailbox.receive()
-            except (trio.EndOfChannel, trio.ClosedResourceError):
-                break
-            if envelope is None:
-                break  # woken by a graceful stop
-            try:
-                await actor.handle(envelope)
+                await actor.started()
             except Exception as exc:
-                reason = f"{type(exc).__name__}: {exc}"
-                system.dead_letter(envelope, DeadLetterCause.CRASHED, reason)
-                raise
-            except trio.Cancelled:
-                # Killed mid-message (shutdown timeout, Ctrl+C): it was never fully handled.
-                system.dead_letter(
-                    envelope, DeadLetterCause.UNDELIVERABLE, "its handler was cancelled"
-                )
-                raise
-        await actor.stopping()
-        nursery.cancel_scope.cancel()
+                raise StartFailed(mailbox.address, incarnation, exc) from exc
+            while not stop.requested:
+                try:
+                    envelope = await mailbox.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                if envelope is None:
+                    break  # woken by a graceful stop
+                if envelope.correlation_id is not None and not envelope.is_reply:
+                    system.took_request(envelope, taken)
+                try:
+                    await actor.handle(envelope)
+                except Exception as exc:
+                    reason = f"{type(exc).__name__}: {exc}"
+                    system.dead_letter(envelope, DeadLetterCause.CRASHED, reason)
+                    raise
+                except trio.Cancelled:
+                    # Killed mid-message (shutdown timeout, Ctrl+C): it was never fully handled.
+                    system.dead_letter(
+                        envelope, DeadLetterCause.UNDELIVERABLE, "its handler was cancelled"
+                    )
+                    raise
+            await actor.stopping()
+            nursery.cancel_scope.cancel()
+        ending = "stopped"
+    except BaseException as exc:
+        crash = _crash_in(exc)
+        if crash is not None:
+            ending = f"crashed ({type(crash).__name__}: {crash})"
+        raise
+    finally:
+        if mailbox.reader is task:
+            mailbox.reader = None
+        system.callee_ended(mailbox.address, incarnation, taken, ending)
+        if context is not None:
+            await _teardown(context, teardown_timeout, raise_on_timeout=ending == "stopped")
+
+
+async def _teardown(context: ActorContext, bound: float, *, raise_on_timeout: bool) -> None:
+    """Close the incarnation's exit stack, shielded from cancellation, within ``bound``.
+
+    A timeout is raised only after a clean ending: raised while a crash or a cancellation
+    propagates it would replace that, and the log must say how the incarnation really ended.
+    """
+    with trio.move_on_after(bound, shield=True) as scope:
+        await context.exit_stack.aclose()
+    if scope.cancelled_caught and raise_on_timeout:
+        raise TeardownTimeout(context.address, context.incarnation, bound)
+
+
+def _crash_in(exc: BaseException) -> BaseException | None:
+    """The first error in ``exc`` that is not a cancellation, or ``None``."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            crash = _crash_in(inner)
+            if crash is not None:
+                return crash
+        return None
+    return None if isinstance(exc, trio.Cancelled) else exc

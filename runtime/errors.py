@@ -47,12 +47,84 @@ class AskTimeout(ConclaveRuntimeError):
 
 
 class Undeliverable(ConclaveRuntimeError):
-    """An ask's request was dead-lettered (dropped by a rule or crashed its handler)."""
+    """A message will never be handled: an ask's request was dead-lettered (dropped by a rule,
+    crashed its handler, its actor stopped), or a sender waited for room in a mailbox whose
+    actor then retired."""
 
     def __init__(self, address: Address, reason: str) -> None:
         super().__init__(f"request to {address} was not handled: {reason}")
         self.address = address
         self.reason = reason
+
+
+class CalleeStopped(Undeliverable):
+    """The incarnation that took an ask's request out of its mailbox ended without replying.
+
+    Like ``gen_server:call`` monitoring its callee: the ask fails as soon as the callee's
+    incarnation ends (crash, graceful stop or cancellation) instead of waiting for a reply
+    that cannot come. The request will not be handled again; asking again reaches the
+    restarted incarnation, if any.
+    """
+
+    def __init__(self, address: Address, incarnation: int, ending: str) -> None:
+        super().__init__(
+            address,
+            f"{address} (incarnation {incarnation}) {ending} without replying; the request "
+            "was taken out of its mailbox and will not be handled again: ask again if the "
+            "actor restarts, or treat it as failed",
+        )
+        self.incarnation = incarnation
+        self.ending = ending
+
+
+class SelfAsk(ConclaveRuntimeError):
+    """An actor asked itself from the task that runs its ``started``/``handle``/``stopping``.
+
+    The request would queue behind the message being handled, which waits for the reply:
+    a deadlock. Raised at once instead.
+    """
+
+    def __init__(self, address: Address) -> None:
+        super().__init__(
+            f"{address} asked itself from inside its own started(), handle() or stopping(); "
+            "the request would wait behind the message being handled forever. Call the code "
+            "directly, tell yourself and continue when the message arrives, or ask from "
+            "background work (context.start_soon), which your handler can answer"
+        )
+        self.address = address
+
+
+class StartFailed(ConclaveRuntimeError):
+    """An actor's ``started()`` raised: the incarnation never began handling mail.
+
+    A restart would replay the same start from the same state, so it is not restarted: a
+    temporary actor is retired, any other escalates (its supervisor gives up, like an OTP
+    child whose ``init`` fails), up to :func:`open_actor_system`, which raises this.
+    """
+
+    def __init__(self, address: Address, incarnation: int, error: Exception) -> None:
+        super().__init__(
+            f"{address} crashed in started() (incarnation {incarnation}): "
+            f"{type(error).__name__}: {error}; fix what started() needs, or spawn it with "
+            "restart=Restart.TEMPORARY if the system should go on without it"
+        )
+        self.address = address
+        self.incarnation = incarnation
+        self.error = error
+
+
+class TeardownTimeout(ConclaveRuntimeError):
+    """An incarnation's teardown hooks did not finish within their bound; they were cancelled."""
+
+    def __init__(self, address: Address, incarnation: int, bound: float) -> None:
+        super().__init__(
+            f"the teardown hooks of {address} (incarnation {incarnation}) did not finish "
+            f"within {bound:g}s and were cancelled; make them faster or raise the actor's "
+            "kill_timeout"
+        )
+        self.address = address
+        self.incarnation = incarnation
+        self.bound = bound
 
 
 class RestartIntensityExceeded(ConclaveRuntimeError):

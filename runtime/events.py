@@ -23,6 +23,7 @@ __all__ = [
     "Redirected",
     "Released",
     "SupervisorEscalated",
+    "TapFailed",
 ]
 
 
@@ -39,8 +40,8 @@ class DeadLetterCause(enum.Enum):
     CRASHED = "crashed"
     """Its handler raised; dead-lettered so a poison message cannot crash-loop."""
     UNDELIVERABLE = "undeliverable"
-    """Nobody will ever read it: unknown recipient, its actor stopped for good, or its
-    handler was cancelled before it finished."""
+    """Nobody will ever read it: unknown recipient, its actor stopped for good, its handler
+    was cancelled before it finished, or (a reply) nobody waits for it any more."""
 
 
 @message()
@@ -87,7 +88,11 @@ class ChildStarted(Event):
 
 @message()
 class ChildExited(Event):
-    """A child stopped on its own: ``error`` is ``None`` for a normal exit."""
+    """A child stopped on its own: ``error`` is ``None`` for a normal exit.
+
+    An actor whose ``started()`` raised exits with ``error`` ``"StartFailed: <address>
+    crashed in started() ..."``; it is never restarted (``retire`` or ``escalate``).
+    """
 
     supervisor: str
     child: str
@@ -98,14 +103,28 @@ class ChildExited(Event):
 
 @message()
 class ChildStopped(Event):
-    """The supervisor stopped a child: ``how`` is ``graceful`` or ``killed`` (timeout)."""
+    """The supervisor stopped a child.
+
+    ``how``: ``graceful`` (it finished within its shutdown timeout), ``killed`` (cancelled
+    after the timeout, or abandoned still running after its kill timeout too) or ``crashed``
+    (it raised while stopping; ``error`` says what).
+    """
 
     supervisor: str
     child: str
     how: str
+    error: str | None = None
 
 
 @message()
 class SupervisorEscalated(Event):
     supervisor: str
+    error: str
+
+
+@message()
+class TapFailed(Event):
+    """A tap raised while recording an event; it was removed and hears nothing more."""
+
+    tap: str
     error: str

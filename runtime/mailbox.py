@@ -2,18 +2,25 @@
 
 A mailbox belongs to an address, not to an actor incarnation: it outlives crashes, so the
 messages queued behind the one that crashed an actor reach the restarted incarnation.
+
+Sending is all-or-nothing under cancellation, as with trio's channels: a ``send`` that raises
+``Cancelled`` enqueued nothing.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from runtime.errors import MailboxFull
 from runtime.messages import Address, Envelope
+
+if TYPE_CHECKING:
+    from trio.lowlevel import Task
 
 __all__ = ["Mailbox", "MailboxSpec", "MailboxStatistics", "Overflow"]
 
@@ -60,6 +67,7 @@ class Mailbox:
     """A trio memory channel plus counters. Senders are routed here by the system."""
 
     __slots__ = (
+        "_drained",
         "_fail_fast",
         "_peak",
         "_receive",
@@ -68,7 +76,9 @@ class Mailbox:
         "_taken",
         "accepted",
         "address",
+        "reader",
         "spec",
+        "taken",
     )
 
     def __init__(self, address: Address, spec: MailboxSpec) -> None:
@@ -85,6 +95,12 @@ class Mailbox:
         self._taken = 0
         self._rejected = 0
         self._peak = 0
+        self._drained: set[int] | None = None
+        self.reader: Task | None = None
+        """The task running the current incarnation's ``started``/``handle``/``stopping``:
+        a request it sends here could only be read by itself (see :class:`SelfAsk`)."""
+        self.taken: dict[int, Envelope] = {}
+        """The current incarnation's unanswered requests, by correlation id."""
 
     def send_nowait(self, envelope: Envelope) -> None:
         try:
@@ -97,9 +113,12 @@ class Mailbox:
         self._count()
 
     async def send(self, envelope: Envelope) -> None:
+        """Enqueue, waiting for room if the policy blocks. If it raises ``Cancelled``, the
+        envelope was not enqueued; if it returns, it was."""
         if self._fail_fast:
+            await trio.lowlevel.checkpoint_if_cancelled()
             self.send_nowait(envelope)
-            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return
         await self._send.send(envelope)
         self._count()
@@ -152,6 +171,24 @@ class Mailbox:
     def close(self) -> None:
         self._send.close()
         self._receive.close()
+
+    def retire(self) -> list[Envelope]:
+        """Take everything queued and close: the address is gone for good.
+
+        Draining also takes the envelopes of senders blocked for room (trio hands a blocked
+        sender's value over as room appears, and wakes it as if it had been sent); they are
+        remembered so such a sender can learn that its envelope was never read
+        (:meth:`was_drained`).
+        """
+        envelopes = self.drain()
+        self._drained = {id(envelope) for envelope in envelopes}
+        self.close()
+        return envelopes
+
+    def was_drained(self, envelope: Envelope) -> bool:
+        """Whether :meth:`retire` took ``envelope`` (still referenced by its sender, so its
+        ``id`` is its own)."""
+        return self._drained is not None and id(envelope) in self._drained
 
     def statistics(self) -> MailboxStatistics:
         stats = self._send.statistics()

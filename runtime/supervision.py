@@ -7,9 +7,20 @@ rest_for_one) decides *what else* restarts, and the intensity (max restarts with
 decides when to give up and escalate: the supervisor stops everything and raises
 :class:`RestartIntensityExceeded`, which its own parent sees as a crash.
 
+A child that fails to start (an actor whose ``started()`` raised :class:`StartFailed`) is
+never restarted: a restart would replay the same start. A temporary child is retired; any
+other makes its supervisor escalate at once with that error (OTP: a child whose ``init``
+fails fails its supervisor's start), and so on up to the root, whose
+:func:`~runtime.system.open_actor_system` raises it.
+
 Stopping is ordered: reverse start order, each child asked to stop gracefully and cancelled
-if it has not finished within its ``shutdown`` timeout. If the supervisor itself is cancelled
-(Ctrl+C), its nursery cancels every child at once; nothing is left running.
+if it has not finished within its ``shutdown`` timeout. A cancelled child gets
+``kill_timeout`` more seconds to unwind; after that the supervisor stops waiting for it
+(records it killed and carries on), because a task blocked in a worker thread that ignores
+cancellation cannot be ended. trio cannot abandon a task either, so that task is reaped when
+its thread returns and the nursery that owns it cannot close before then. If the supervisor
+itself is cancelled (Ctrl+C), its nursery cancels every child at once; nothing is left
+running.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from runtime.errors import RestartIntensityExceeded
+from runtime.errors import RestartIntensityExceeded, StartFailed
 from runtime.events import ChildExited, ChildStarted, ChildStopped, Event, SupervisorEscalated
 
 __all__ = [
@@ -93,27 +104,39 @@ class ChildSpec:
     restart: Restart = Restart.PERMANENT
     shutdown: float = attrs.field(default=5.0, validator=attrs.validators.ge(0))
     """Seconds a graceful stop may take before the child is cancelled (``math.inf``: wait)."""
+    kill_timeout: float = attrs.field(default=5.0, validator=attrs.validators.ge(0))
+    """Seconds a cancelled child may take to unwind (an actor's teardown hooks run within
+    it) before the supervisor abandons it. A stop takes at most ``shutdown + kill_timeout``."""
     retire: Callable[[], None] | None = None
     """Called once when the child leaves the supervisor for good (not on restarts)."""
 
 
-class _Child:
-    __slots__ = ("done", "incarnation", "scope", "spec", "stop", "stopping")
+class _Run:
+    """One incarnation of a child: how to stop it, and how it ended."""
 
-    def __init__(self, spec: ChildSpec) -> None:
-        self.spec = spec
-        self.incarnation = 0
+    __slots__ = ("done", "error", "number", "scope", "stop")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
         self.stop = StopSignal()
         self.scope = trio.CancelScope()
         self.done = trio.Event()
+        self.error: Exception | None = None
+
+
+class _Child:
+    __slots__ = ("run", "spec", "stopping")
+
+    def __init__(self, spec: ChildSpec) -> None:
+        self.spec = spec
+        self.run = _Run(0)
         self.stopping = False
 
 
 @attrs.frozen
 class _Exited:
     child: _Child
-    incarnation: int
-    error: Exception | None
+    run: _Run
 
 
 @attrs.frozen
@@ -157,6 +180,7 @@ class Supervisor:
         self._control_send, self._control_receive = trio.open_memory_channel(math.inf)
         self._nursery: trio.Nursery | None = None
         self.restart_count = 0
+        """Restarts this supervisor made (not its nested supervisors'; the system sums those)."""
 
     def which_children(self) -> list[str]:
         """Ids of current children in start order."""
@@ -171,6 +195,24 @@ class Supervisor:
             self._control_send.send_nowait(_StartRequest(spec))
             return
         self._launch(_Child(spec), first=True)
+
+    def retire_children(self) -> None:
+        """Retire every child, and every child still waiting to start, for good.
+
+        A nested supervisor's :attr:`ChildSpec.retire`: when it leaves its parent for good,
+        so does its subtree, and each actor's address is freed.
+        """
+        for child in list(self._children):
+            self._retire(child)
+        while True:
+            try:
+                item = self._control_receive.receive_nowait()
+            except trio.WouldBlock:
+                return
+            if isinstance(item, _StartRequest):
+                self._ids.discard(item.spec.id)
+                if item.spec.retire is not None:
+                    item.spec.retire()
 
     async def terminate_child(self, child_id: str) -> None:
         """Stop a child gracefully (within its shutdown timeout) and forget it."""
@@ -207,8 +249,8 @@ class Supervisor:
                 self._launch(_Child(item.spec), first=True)
             elif isinstance(item, _TerminateRequest):
                 await self._terminate(item)
-            elif item.child.incarnation == item.incarnation and not item.child.stopping:
-                await self._on_exit(item.child, item.error)
+            elif item.run is item.child.run and not item.child.stopping:
+                await self._on_exit(item.child, item.run.error)
 
     async def _terminate(self, request: _TerminateRequest) -> None:
         for child in self._children:
@@ -222,31 +264,29 @@ class Supervisor:
         assert self._nursery is not None
         if first:
             self._children.append(child)
-        child.incarnation += 1
-        child.stop = StopSignal()
-        child.scope = trio.CancelScope()
-        child.done = trio.Event()
+        run = child.run = _Run(child.run.number + 1)
         child.stopping = False
         self._emit(
             ChildStarted(
                 at=trio.current_time(),
                 supervisor=self.name,
                 child=child.spec.id,
-                incarnation=child.incarnation,
+                incarnation=run.number,
             )
         )
-        self._nursery.start_soon(self._run_child, child, child.incarnation)
+        self._nursery.start_soon(self._run_child, child, run)
 
-    async def _run_child(self, child: _Child, incarnation: int) -> None:
-        error: Exception | None = None
+    async def _run_child(self, child: _Child, run: _Run) -> None:
+        # ``run``, not ``child.run``: an abandoned incarnation may end after its successor
+        # started, and must not report itself as the successor.
         try:
-            with child.scope:
-                await child.spec.run(child.stop, incarnation)
+            with run.scope:
+                await child.spec.run(run.stop, run.number)
         except Exception as exc:
-            error = _unwrap(exc)
+            run.error = _unwrap(exc)
         finally:
-            child.done.set()
-        self._control_send.send_nowait(_Exited(child, incarnation, error))
+            run.done.set()
+        self._control_send.send_nowait(_Exited(child, run))
 
     async def _on_exit(self, child: _Child, error: Exception | None) -> None:
         restart = child.spec.restart is Restart.PERMANENT or (
@@ -257,6 +297,12 @@ class Supervisor:
             self._emit(self._exited(child, reason, "retire"))
             self._retire(child)
             return
+        if isinstance(error, StartFailed):
+            self._emit(self._exited(child, reason, "escalate"))
+            self._emit(
+                SupervisorEscalated(at=trio.current_time(), supervisor=self.name, error=str(error))
+            )
+            raise error
         if self._intensity_exceeded():
             self._emit(self._exited(child, reason, "escalate"))
             exc = RestartIntensityExceeded(self.name, self.spec.intensity, self.spec.period, error)
@@ -289,22 +335,33 @@ class Supervisor:
         return len(self._restarts) > self.spec.intensity
 
     async def _stop_children(self, children: list[_Child]) -> None:
-        """Stop in reverse start order; each gets its shutdown timeout, then is cancelled."""
+        """Stop in reverse start order; each gets its shutdown timeout, then is cancelled and
+        gets its kill timeout to unwind, then is abandoned (see the module docstring)."""
         for child in reversed(children):
-            if child.done.is_set():
+            run = child.run
+            if run.done.is_set():
                 continue
             child.stopping = True
-            child.stop.request()
+            run.stop.request()
             how = "graceful"
             with trio.move_on_after(child.spec.shutdown):
-                await child.done.wait()
-            if not child.done.is_set():
+                await run.done.wait()
+            if not run.done.is_set():
                 how = "killed"
-                child.scope.cancel()
-                await child.done.wait()
+                run.scope.cancel()
+                with trio.move_on_after(child.spec.kill_timeout):
+                    await run.done.wait()
+            error = None
+            if run.error is not None:
+                how = "crashed"
+                error = f"{type(run.error).__name__}: {run.error}"
             self._emit(
                 ChildStopped(
-                    at=trio.current_time(), supervisor=self.name, child=child.spec.id, how=how
+                    at=trio.current_time(),
+                    supervisor=self.name,
+                    child=child.spec.id,
+                    how=how,
+                    error=error,
                 )
             )
 

@@ -3,6 +3,12 @@
 Routing happens inline in the sender's task (no router task, no extra hop): the rules run,
 the envelope lands in the recipient's mailbox, and the event taps hear about it. A rule that
 raises surfaces to the sender as :class:`RoutingRuleError`; the router has no task to kill.
+A tap that raises is removed and recorded (:class:`TapFailed`); the sender never sees it.
+
+An ask monitors its callee, as ``gen_server:call`` does: the incarnation that takes a request
+out of its mailbox holds it until it replies, and when that incarnation ends (crash, stop,
+cancellation) the asks it still holds fail with :class:`CalleeStopped`. Requests still queued
+are not failed: the next incarnation reads them.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ import trio
 from runtime.actor import ActorFactory, run_incarnation
 from runtime.errors import (
     AskTimeout,
+    CalleeStopped,
     RedirectLoop,
     RoutingRuleError,
+    SelfAsk,
     SystemClosed,
     Undeliverable,
 )
@@ -37,6 +45,7 @@ from runtime.events import (
     LogOpened,
     Redirected,
     Released,
+    TapFailed,
 )
 from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics
 from runtime.messages import Address, Envelope, Message
@@ -68,21 +77,26 @@ class SystemStatistics:
     dead_letters: int
     actors: int
     restarts: int
+    """Restarts made by every supervisor in the tree, nested ones included."""
 
 
 class _PendingReply:
-    __slots__ = ("error", "event", "value")
+    __slots__ = ("error", "event", "holder", "value")
 
     def __init__(self) -> None:
         self.event = trio.Event()
         self.value: Any = None
         self.error: Exception | None = None
+        self.holder: dict[int, Envelope] | None = None
+        """The ``taken`` map of the incarnation that took the request, once one has."""
 
 
 @attrs.define
 class _HeldEnvelope:
     envelope: Envelope
     hold: Hold
+    rule: object
+    """The rule that holds it: removing that rule releases it."""
 
 
 class ActorSystem:
@@ -92,6 +106,7 @@ class ActorSystem:
         self.name = name
         self._taps: list[EventTap] = list(taps)
         self.root = Supervisor(name, root, record=self.record)
+        self._supervisors: list[Supervisor] = [self.root]
         self._mailboxes: dict[Address, Mailbox] = {}
         self._global_rules: list[RoutingRule] = []
         self._address_rules: dict[Address, list[RoutingRule]] = {}
@@ -113,6 +128,8 @@ class ActorSystem:
         self._released = 0
         self._redirected = 0
         self._dead_letters = 0
+        self._decider: object = None
+        """The rule behind the last decision other than Deliver (see :meth:`_decide`)."""
 
     # ------------------------------------------------------------------ actors
 
@@ -123,12 +140,24 @@ class ActorSystem:
         *,
         restart: Restart = Restart.PERMANENT,
         shutdown: float = 5.0,
+        kill_timeout: float = 5.0,
         mailbox: MailboxSpec | None = None,
         supervisor: Supervisor | None = None,
     ) -> None:
-        """Register a mailbox at ``address`` and start the actor under ``supervisor`` (root)."""
+        """Register a mailbox at ``address`` and start the actor under ``supervisor`` (root).
+
+        ``shutdown`` bounds a graceful stop; then the incarnation is cancelled and gets
+        ``kill_timeout`` to unwind (its teardown hooks run within it) before it is abandoned.
+        """
         (supervisor or self.root).start_child(
-            self.actor_child(address, factory, restart=restart, shutdown=shutdown, mailbox=mailbox)
+            self.actor_child(
+                address,
+                factory,
+                restart=restart,
+                shutdown=shutdown,
+                kill_timeout=kill_timeout,
+                mailbox=mailbox,
+            )
         )
 
     def actor_child(
@@ -138,6 +167,7 @@ class ActorSystem:
         *,
         restart: Restart = Restart.PERMANENT,
         shutdown: float = 5.0,
+        kill_timeout: float = 5.0,
         mailbox: MailboxSpec | None = None,
     ) -> ChildSpec:
         """A child spec for an actor; its mailbox exists from now until the child retires."""
@@ -149,37 +179,50 @@ class ActorSystem:
         self._mailboxes[address] = box
 
         async def run(stop: StopSignal, incarnation: int) -> None:
-            await run_incarnation(self, box, factory, stop, incarnation)
+            await run_incarnation(
+                self, box, factory, stop, incarnation, teardown_timeout=kill_timeout
+            )
 
         return ChildSpec(
             id=str(address),
             run=run,
             restart=restart,
             shutdown=shutdown,
+            kill_timeout=kill_timeout,
             retire=lambda: self._retire(address),
         )
 
     def supervisor_child(
         self, name: str, spec: SupervisorSpec, *, restart: Restart = Restart.PERMANENT
     ) -> tuple[Supervisor, ChildSpec]:
-        """A nested supervisor; start it with ``parent.start_child(child_spec)``."""
+        """A nested supervisor; start it with ``parent.start_child(child_spec)``.
+
+        When it leaves its parent for good (terminated, or a temporary one exits), its whole
+        subtree is retired with it, so its actors' addresses can be spawned again.
+        """
         sup = Supervisor(name, spec, record=self.record)
+        self._supervisors.append(sup)
 
         async def run(stop: StopSignal, incarnation: int) -> None:
             await sup.run(stop, incarnation)
 
-        return sup, ChildSpec(id=name, run=run, restart=restart, shutdown=math.inf)
+        return sup, ChildSpec(
+            id=name, run=run, restart=restart, shutdown=math.inf, retire=sup.retire_children
+        )
 
     def _retire(self, address: Address) -> None:
         box = self._mailboxes.pop(address, None)
         if box is None:
             return
-        for envelope in box.drain():
+        for envelope in box.retire():
             self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, f"{address} has stopped")
-        box.close()
 
     def is_registered(self, address: Address) -> bool:
         return address in self._mailboxes
+
+    def pending_requests(self, address: Address) -> int:
+        """Asks the current incarnation at ``address`` took and has not answered yet."""
+        return len(self._mailboxes[address].taken)
 
     def mailbox_statistics(self, address: Address) -> MailboxStatistics:
         return self._mailboxes[address].statistics()
@@ -196,12 +239,19 @@ class ActorSystem:
         self._recheck_held()
 
     def remove_rule(self, rule: RoutingRule) -> None:
-        if rule in self._global_rules:
-            self._global_rules.remove(rule)
-        for rules in self._address_rules.values():
+        """Detach ``rule`` (compared by ``==``) wherever it is attached.
+
+        Envelopes it was holding are routed again at once: released, or held by another rule.
+        """
+        removed: list[object] = []
+        for rules in (self._global_rules, *self._address_rules.values()):
             if rule in rules:
-                rules.remove(rule)
+                removed.append(rules.pop(rules.index(rule)))
         self._global_rules_by_payload.clear()
+        if removed and self._held and not self._closed:
+            self._release_ready(
+                [i for i, item in self._held.items() if any(item.rule is r for r in removed)]
+            )
         self._recheck_held()
 
     def add_observer(self, observer: FactObserver) -> None:
@@ -252,7 +302,14 @@ class ActorSystem:
         )
 
     async def tell(self, to: Address, payload: Message, *, sender: Address | None = None) -> None:
-        """Route and enqueue; waits for room if the mailbox blocks when full."""
+        """Route and enqueue; waits for room if the mailbox blocks when full.
+
+        All-or-nothing under cancellation, like a trio channel's ``send``: if it raises
+        ``Cancelled``, the message was not routed (no rule saw it, nothing was held or
+        dead-lettered) and will never be handled. If it returns, the message was delivered,
+        held or dead-lettered, and the event log says which. Raises :class:`Undeliverable`
+        if it waited for room and the actor retired meanwhile (its mail was dead-lettered).
+        """
         await self.send_envelope(self._envelope(to, payload, sender))
 
     def tell_nowait(self, to: Address, payload: Message, *, sender: Address | None = None) -> None:
@@ -260,13 +317,38 @@ class ActorSystem:
         self.send_envelope_nowait(self._envelope(to, payload, sender))
 
     async def send_envelope(self, envelope: Envelope) -> None:
+        """Route ``envelope`` and enqueue it; see :meth:`tell` for what cancellation does.
+
+        The cancellation check comes before routing, so a cancelled send leaves no trace;
+        after routing the only wait is a blocking mailbox's wait for room, which enqueues
+        atomically or not at all.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
         routed = self._route(envelope)
         if routed is None:
-            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return
         envelope, box = routed
-        await box.send(envelope)
+        if (
+            box.reader is not None
+            and envelope.correlation_id is not None
+            and box.reader is trio.lowlevel.current_task()
+            and not envelope.is_reply
+        ):
+            reason = "its own actor asked it from inside its handler"
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
+            raise SelfAsk(box.address)
+        try:
+            box.send_nowait(envelope)
+        except trio.WouldBlock:
+            await box.send(envelope)
+            if box.was_drained(envelope):
+                # Its actor retired while we waited and the envelope was dead-lettered.
+                raise Undeliverable(envelope.recipient, f"{box.address} has stopped") from None
+            self._after_delivery(envelope)
+            return
         self._after_delivery(envelope)
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     def send_envelope_nowait(self, envelope: Envelope) -> None:
         routed = self._route(envelope)
@@ -287,8 +369,11 @@ class ActorSystem:
         """Send a request and wait for the payload of its reply.
 
         Raises :class:`AskTimeout` after ``timeout`` seconds, or :class:`Undeliverable` at once
-        if the request is dropped or crashes its handler. On cancellation the pending slot is
-        removed; a late reply is dead-lettered.
+        if the request is dropped or crashes its handler, or :class:`CalleeStopped` (an
+        Undeliverable) as soon as the incarnation that took it ends without replying: ask
+        again to reach the restarted one. Asking the actor whose ``started``/``handle``/
+        ``stopping`` is running in this task raises :class:`SelfAsk`. On cancellation the
+        pending slot is removed; a late reply is dead-lettered.
         """
         cid = next(self._correlation)
         slot = _PendingReply()
@@ -307,15 +392,20 @@ class ActorSystem:
                 if not slot.event.is_set():
                     raise AskTimeout(to, timeout)
         finally:
-            self._pending.pop(cid, None)
+            del self._pending[cid]
+            if slot.holder is not None:
+                slot.holder.pop(cid, None)
         if slot.error is not None:
             raise slot.error
         return slot.value
 
     def reply(self, request: Envelope, payload: Message, *, sender: Address | None = None) -> None:
-        """Answer ``request``: to a waiting ``ask`` directly, else as a tell to its sender."""
+        """Answer ``request``: to a waiting ``ask`` directly, else as a tell to its sender.
+
+        An ask takes one reply. A reply to an ask that already has one (or already failed,
+        or whose asker stopped waiting) is dead-lettered, never delivered: the first stands.
+        """
         cid = request.correlation_id
-        slot = self._pending.get(cid) if cid is not None else None
         if request.sender is None and cid is None:
             return  # a tell from outside any actor: there is nobody to answer
         envelope = Envelope(
@@ -326,17 +416,68 @@ class ActorSystem:
             timestamp=trio.current_time(),
             is_reply=True,
         )
-        if slot is not None:
+        if cid is None:
+            self.send_envelope_nowait(envelope)
+            return
+        slot = self._pending.get(cid)
+        if slot is None:
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, "the asker stopped waiting")
+        elif slot.event.is_set():
+            if slot.error is None:
+                reason = "the request was already answered; the first reply stands"
+            else:
+                reason = f"the ask had already failed: {slot.error}"
+            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
+        else:
             slot.value = payload
             slot.event.set()
             self._delivered += 1
             if self._taps:
                 self.record(Delivered(at=trio.current_time(), envelope=envelope))
-            return
-        if cid is not None:
-            self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, "the asker stopped waiting")
-            return
-        self.send_envelope_nowait(envelope)
+
+    # ------------------------------------------------------------------ monitoring asks
+
+    def took_request(self, request: Envelope, taken: dict[int, Envelope]) -> None:
+        """An incarnation took ``request`` out of its mailbox: it now answers for it.
+
+        ``taken`` is that incarnation's map of unanswered requests. If another incarnation
+        took the same request before (it was forwarded), the newest one answers for it.
+        """
+        cid = request.correlation_id
+        assert cid is not None
+        slot = self._pending.get(cid)
+        if slot is None:
+            return  # nobody waits for it any more
+        if slot.holder is not None and slot.holder is not taken:
+            slot.holder.pop(cid, None)
+        slot.holder = taken
+        taken[cid] = request
+
+    def callee_ended(
+        self, address: Address, incarnation: int, taken: dict[int, Envelope], ending: str
+    ) -> None:
+        """The incarnation owning ``taken`` ended: fail the asks it still holds.
+
+        Each request is dead-lettered (cause ``undeliverable``) and its ask raises
+        :class:`CalleeStopped`.
+        """
+        for cid, request in taken.items():
+            slot = self._pending.get(cid)
+            if slot is None or slot.event.is_set():
+                continue
+            error = CalleeStopped(address, incarnation, ending)
+            self._dead_letters += 1
+            self.record(
+                DeadLetter(
+                    at=trio.current_time(),
+                    envelope=request,
+                    cause=DeadLetterCause.UNDELIVERABLE,
+                    reason=error.reason,
+                )
+            )
+            slot.error = error
+            slot.event.set()
+        taken.clear()
 
     # ------------------------------------------------------------------ routing
 
@@ -367,7 +508,7 @@ class ActorSystem:
                 self.dead_letter(envelope, DeadLetterCause.DROPPED, decision.reason)
                 return None
             assert isinstance(decision, Hold)
-            self._hold(envelope, decision)
+            self._hold(envelope, decision, self._decider)
             if self._taps:
                 self.record(Held(at=trio.current_time(), envelope=envelope, reason=decision.reason))
             return None
@@ -384,6 +525,7 @@ class ActorSystem:
             except Exception as exc:
                 raise RoutingRuleError(rule_name(rule), exc) from exc
             if type(decision) is not Deliver:
+                self._decider = rule
                 return decision
         return _DELIVER
 
@@ -397,9 +539,9 @@ class ActorSystem:
                 if changes:
                     self.update_facts(changes)
 
-    def _hold(self, envelope: Envelope, hold: Hold) -> None:
+    def _hold(self, envelope: Envelope, hold: Hold, rule: object) -> None:
         held_id = next(self._held_ids)
-        self._held[held_id] = _HeldEnvelope(envelope, hold)
+        self._held[held_id] = _HeldEnvelope(envelope, hold, rule)
         if hold.watch:
             for key in hold.watch:
                 self._held_watching.setdefault(key, set()).add(held_id)
@@ -419,7 +561,10 @@ class ActorSystem:
                 ids.update(self._held_watching.get(key, ()))
             candidates = sorted(ids)
         facts = self.facts
-        ready = [i for i in candidates if self._held[i].hold.until(facts)]
+        self._release_ready([i for i in candidates if self._held[i].hold.until(facts)])
+
+    def _release_ready(self, ready: list[int]) -> None:
+        """Take the held envelopes ``ready`` out of their holds and route them again."""
         if not ready:
             return
         released = [self._unhold(i) for i in ready]
@@ -440,7 +585,7 @@ class ActorSystem:
             return False  # _release reports the rule's error
         if not isinstance(decision, Hold):
             return False
-        self._hold(item.envelope, decision)
+        self._hold(item.envelope, decision, self._decider)
         return True
 
     def _unhold(self, held_id: int) -> _HeldEnvelope:
@@ -483,13 +628,34 @@ class ActorSystem:
             reason = "system shut down before the mailbox had room"
             self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
             raise
-        self._after_delivery(envelope)
+        if not box.was_drained(envelope):  # else its actor retired and dead-lettered it
+            self._after_delivery(envelope)
 
     # ------------------------------------------------------------------ events
 
     def record(self, event: Event) -> None:
+        """Hand ``event`` to every tap, inline. A tap that raises is removed, and the others
+        hear :class:`TapFailed`; the caller (often a sending actor) never sees the error."""
+        failed: list[tuple[EventTap, Exception]] | None = None
         for tap in self._taps:
-            tap.record(event)
+            try:
+                tap.record(event)
+            except Exception as exc:
+                if failed is None:
+                    failed = []
+                failed.append((tap, exc))
+        if failed is not None:
+            self._remove_taps(failed)
+
+    def _remove_taps(self, failed: list[tuple[EventTap, Exception]]) -> None:
+        gone = [tap for tap, _ in failed]
+        self._taps = [tap for tap in self._taps if not any(tap is g for g in gone)]
+        for tap, exc in failed:
+            self.record(
+                TapFailed(
+                    at=trio.current_time(), tap=_tap_name(tap), error=f"{type(exc).__name__}: {exc}"
+                )
+            )
 
     def dead_letter(self, envelope: Envelope, cause: DeadLetterCause, reason: str) -> None:
         self._dead_letters += 1
@@ -515,7 +681,7 @@ class ActorSystem:
             redirected=self._redirected,
             dead_letters=self._dead_letters,
             actors=len(self._mailboxes),
-            restarts=self.root.restart_count,
+            restarts=sum(s.restart_count for s in self._supervisors),
         )
 
     def _close(self) -> None:
@@ -533,6 +699,11 @@ class ActorSystem:
 
 _DELIVER = Deliver()
 _MISSING = object()
+
+
+def _tap_name(tap: EventTap) -> str:
+    name = getattr(tap, "name", None)
+    return name if isinstance(name, str) else type(tap).__name__
 
 
 @asynccontextmanager

@@ -63,6 +63,21 @@ class Silence(Message):
     """The handler returns without replying."""
 
 
+@message(kind="rt_test.stash")
+class Stash(Message):
+    """The handler keeps the request to answer later (see :class:`AnswerStashed`)."""
+
+
+@message(kind="rt_test.answer_stashed")
+class AnswerStashed(Message):
+    """The handler answers every stashed request with ``Echo(text="later")``."""
+
+
+@message(kind="rt_test.reply_twice")
+class ReplyTwice(Message):
+    """The handler replies ``Echo(text="first")``, then ``Echo(text="second")``."""
+
+
 class Journal:
     """What actors did, in order, as tuples: ("started" | "handled" | "stopping", ...)."""
 
@@ -91,6 +106,7 @@ class Worker(Actor):
         super().__init__(context)
         self.journal = journal
         self.name = context.address.key
+        self.stashed: list[Envelope] = []
 
     async def started(self) -> None:
         self.journal.add("started", self.name, self.context.incarnation)
@@ -119,6 +135,15 @@ class Worker(Actor):
             self.context.start_soon(self._crash_soon)
         elif isinstance(payload, WorkInBackground):
             self.context.start_soon(self._work_forever)
+        elif isinstance(payload, Stash):
+            self.stashed.append(envelope)
+        elif isinstance(payload, AnswerStashed):
+            for request in self.stashed:
+                self.context.reply(request, Echo(text="later"))
+            self.stashed.clear()
+        elif isinstance(payload, ReplyTwice):
+            self.context.reply(envelope, Echo(text="first"))
+            self.context.reply(envelope, Echo(text="second"))
 
     async def _crash_soon(self) -> None:
         await trio.lowlevel.checkpoint()
