@@ -48,11 +48,12 @@ def problems(config: ConclaveConfig) -> list[str]:
     return found
 
 
-def check_runnable(config: ConclaveConfig, *, source: str = "config") -> None:
-    """Raise :class:`ConfigError` listing every problem :func:`problems` finds."""
+def check_runnable(config: ConclaveConfig, *, source: str | None = None) -> None:
+    """Raise :class:`ConfigError` listing every problem :func:`problems` finds, after
+    ``source:`` (the config file's path) when the config came from a file."""
     found = problems(config)
     if found:
-        raise ConfigError(f"{source}: " + "; ".join(found))
+        raise ConfigError((f"{source}: " if source else "") + "; ".join(found))
 
 
 def _agents(ids: list[str], shown: int = 3) -> str:

@@ -2,15 +2,26 @@
 needs when it runs, so ``conclave --help`` stays fast.
 
 One small registration function per subcommand: it declares the flags and names the
-handler. Exit codes live in :mod:`ui.exit_codes`.
+handler. Exit codes live in :mod:`ui.exit_codes` and are documented in docs/exit-codes.md.
+
+Whatever happens, the command ends with a message of one line and a documented exit code,
+never a traceback: a usage error exits 2, Ctrl+C or SIGHUP before a run has started exits
+130 and SIGTERM 143 (quietly), and an unexpected exception exits 1 naming the command and the
+error (``CONCLAVE_TRACEBACK=1`` prints the traceback as well, for a bug report). With
+``--output-format json`` stdout holds exactly one JSON object even then: the result, or
+``{"error": ..., "exit_code": ...}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+from typing import NoReturn, TypeAlias
 
 from ui.exit_codes import ExitCode
 
@@ -19,12 +30,38 @@ __all__ = ["build_parser", "main"]
 Handler = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
 
 _EXIT_CODES_HELP = """\
-exit codes: 0 completed, 1 failed (no answer), 2 usage/config error,
-            3 timed out (best answer so far printed), 130 cancelled (Ctrl+C, SIGHUP),
-            143 terminated (SIGTERM)"""
+exit codes: 0 completed, 1 failed (no answer, or an internal error), 2 usage/config error,
+            3 timed out (best answer so far printed, if any), 130 cancelled (Ctrl+C, SIGHUP),
+            143 terminated (SIGTERM); see docs/exit-codes.md"""
 
 
-def _register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+class _UsageError(Exception):
+    """argparse's complaint about the command line, raised instead of exiting so that
+    ``main`` can also print it as a JSON error object."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
+
+
+_Subcommands: TypeAlias = "argparse._SubParsersAction[_Parser]"
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP outside a run: ends the command like KeyboardInterrupt does."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _register_run(sub: _Subcommands) -> None:
     from ui.headless.arguments import add_run_arguments
 
     run = sub.add_parser(
@@ -43,7 +80,7 @@ def _register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.set_defaults(handler=handle)
 
 
-def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _register_replay(sub: _Subcommands) -> None:
     replay = sub.add_parser("replay", help="print a finished run's timeline from its events.jsonl")
     replay.add_argument("events", metavar="EVENTS.jsonl")
     replay.add_argument(
@@ -58,8 +95,10 @@ def _register_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     replay.set_defaults(handler=handle)
 
 
-def _register_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    validate = sub.add_parser("validate", help="check a config file and exit")
+def _register_validate(sub: _Subcommands) -> None:
+    validate = sub.add_parser(
+        "validate", help="check a config file the way `conclave run` would, and exit"
+    )
     validate.add_argument("config", metavar="CONFIG")
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -70,7 +109,7 @@ def _register_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     validate.set_defaults(handler=handle)
 
 
-def _register_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _register_bench(sub: _Subcommands) -> None:
     from benchmarks.bench_args import add_bench_arguments
 
     bench = sub.add_parser(
@@ -99,7 +138,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="conclave",
         description="Several LLM agents attack one task in parallel, see each other's answers, "
         "vote, and the winner presents the final answer.",
@@ -121,25 +160,108 @@ def _normalise(argv: list[str]) -> list[str]:
         return argv
     if "-p" in argv or "--print" in argv:
         return ["run", *[a for a in argv if a not in ("-p", "--print")]]
-    if not sys.stdin.isatty() or argv:
+    piped = sys.stdin is not None and not sys.stdin.isatty()
+    if piped or argv:
         return ["run", *argv]
     return argv
 
 
+def _wants_json(argv: list[str]) -> bool:
+    """Whether the command line asks for ``--output-format json``: known before parsing, so
+    that a line argparse refuses still gets its error as JSON."""
+    wanted = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--output-format" and i + 1 < len(argv):
+            wanted = argv[i + 1]
+        elif arg.startswith("--output-format="):
+            wanted = arg.partition("=")[2]
+    return wanted == "json"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    json_errors = _wants_json(args_list)
+    command = "conclave"
     try:
-        return _dispatch(argv)
+        with _stop_signals_raise():
+            command = _command_name(args_list)
+            return _dispatch(args_list)
+    except _UsageError as exc:
+        exc.parser.print_usage(sys.stderr)
+        return _report(f"{exc.parser.prog}: error: {exc.message}", ExitCode.USAGE, json_errors)
+    except SystemExit as exc:  # --help, --version, or a command's own sys.exit
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or ExitCode.OK
+        return _report(f"{command}: {exc.code}", ExitCode.FAILED, json_errors)
+    except KeyboardInterrupt:
+        return _report(None, ExitCode.CANCELLED, json_errors)
+    except _Stopped as exc:
+        code = ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.CANCELLED
+        return _report(None, code, json_errors)
     except BrokenPipeError:
         # The reader of stdout left (``| head``): say nothing more, and point stdout at
         # /dev/null so Python's exit-time flush does not raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
+    except Exception as exc:
+        if os.environ.get("CONCLAVE_TRACEBACK"):
+            import traceback
+
+            traceback.print_exc()
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+        detail = detail if len(detail) <= 500 else detail[:499] + "…"
+        message = f"{command}: internal error: {detail}"
+        message += " (a bug; CONCLAVE_TRACEBACK=1 shows where)"
+        return _report(message, ExitCode.FAILED, json_errors)
 
 
-def _dispatch(argv: Sequence[str] | None) -> int:
-    args_list = _normalise(list(sys.argv[1:] if argv is None else argv))
+def _command_name(argv: list[str]) -> str:
+    normalised = _normalise(argv)
+    first = normalised[0] if normalised else ""
+    return f"conclave {first}" if first in ("run", "replay", "validate", "bench") else "conclave"
+
+
+def _report(message: str | None, code: int, json_errors: bool) -> int:
+    """The last word: one line on stderr (none for a quiet stop) and, for JSON, the error
+    object on stdout. Writing either may fail too; the exit code is still returned."""
+    with contextlib.suppress(OSError, ValueError):
+        if message is not None:
+            print(message, file=sys.stderr)
+        if json_errors:
+            import json
+
+            error = message or ("terminated" if code == ExitCode.TERMINATED else "cancelled")
+            sys.stdout.write(json.dumps({"error": error, "exit_code": int(code)}, indent=2))
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    return code
+
+
+@contextlib.contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`_Stopped` while a command starts up, as SIGINT
+    raises KeyboardInterrupt; a run installs its own handling once it begins."""
+
+    def raise_stopped(signum: int, _frame: FrameType | None) -> None:
+        raise _Stopped(signum)
+
+    previous = {}
+    with contextlib.suppress(ValueError):  # only the main thread may set handlers
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            previous[signum] = signal.signal(signum, raise_stopped)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _dispatch(args_list: list[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args = parser.parse_args(_normalise(args_list))
     from runtime.gc_tuning import tune_gc_for_actors
 
     tune_gc_for_actors()

@@ -6,8 +6,10 @@ milliseconds."""
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +69,51 @@ def parse_json(stdout: str) -> dict[str, Any]:
     data = json.loads(stdout)
     assert isinstance(data, dict)
     return data
+
+
+def start(*args: str, cwd: Path, stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    """Start the installed ``conclave`` command; its output is read by the test."""
+    return subprocess.Popen(
+        [str(CONCLAVE), *args],
+        cwd=cwd,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_stderr_until(process: subprocess.Popen[str], text: str) -> list[str]:
+    """The lines of the process's stderr up to and including the first holding ``text``."""
+    assert process.stderr is not None
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if text in line:
+            return lines
+    raise AssertionError(f"stderr ended without {text!r}:\n{''.join(lines)}")
+
+
+def wait_until_reading_stdin(process: subprocess.Popen[str], timeout: float = 30) -> None:
+    """Wait until the process blocks in ``read`` on fd 0, as /proc records it: the command
+    has started and waits for its task on stdin."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fields = Path(f"/proc/{process.pid}/syscall").read_text().split()
+        if fields[:2] == [_READ_SYSCALL, "0x0"]:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the command never started reading stdin")
+
+
+_READ_SYSCALL = "63" if platform.machine() in ("aarch64", "arm64") else "0"
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 30) -> tuple[str, str]:
+    """The rest of stdout and stderr once the process has exited; killed if it hangs."""
+    try:
+        return process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import TASK, conclave, fast_agents, write_config
+from tests.cli.helpers import TASK, conclave, fast_agents, parse_json, write_config
 from ui.cli import main
 from ui.exit_codes import ExitCode
 
@@ -21,6 +21,7 @@ def test_a_completed_run_exits_0_with_the_answer_on_stdout(
     assert code == ExitCode.OK
     assert TASK in out
     assert "completed: winner agent-" in err
+    assert "(decided by votes)" in err
 
 
 def test_a_run_with_no_answer_at_all_exits_1(
@@ -41,7 +42,7 @@ def test_a_run_with_no_answer_at_all_exits_1(
     assert code == ExitCode.FAILED
     assert out == ""
     assert "conclave: the run produced no answer" in err
-    assert "failed: winner -" in err
+    assert "failed: winner - (no answer)" in err
 
 
 def test_a_timed_out_run_exits_3_with_the_best_answer_so_far(
@@ -60,15 +61,29 @@ def test_a_timed_out_run_exits_3_with_the_best_answer_so_far(
     assert '"winner": "quick"' in out
 
 
-def test_a_timed_out_run_without_any_answer_exits_1(
+def test_a_timed_out_run_without_any_answer_still_exits_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = write_config(tmp_path / "slow.yaml", [{"id": "slow", "latency": 30}])
 
     code = main(["run", "--config", str(cfg), "--timeout", "0.2", TASK])
 
-    assert code == ExitCode.FAILED
+    assert code == ExitCode.TIMEOUT
     assert "the run produced no answer" in capsys.readouterr().err
+
+
+def test_a_timed_out_run_without_any_answer_says_so_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = write_config(tmp_path / "slow.yaml", [{"id": "slow", "latency": 30}])
+
+    code = main(["run", "--config", str(cfg), "--timeout", "0.2", "--output-format", "json", TASK])
+
+    data = parse_json(capsys.readouterr().out)
+    assert code == ExitCode.TIMEOUT
+    assert data["termination"] == "timeout"
+    assert data["final_answer"] is None
+    assert data["decided_by"] is None
 
 
 @pytest.mark.parametrize(
@@ -87,10 +102,9 @@ def test_a_timed_out_run_without_any_answer_exits_1(
 def test_a_bad_flag_value_exits_2_naming_the_flag_and_the_valid_values(
     flag: str, value: str, valid: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["run", flag, value, TASK])
+    code = main(["run", flag, value, TASK])
 
-    assert exited.value.code == ExitCode.USAGE
+    assert code == ExitCode.USAGE
     [error] = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert f"argument {flag}:" in error
     assert value in error

@@ -4,6 +4,7 @@ runs too large for all-to-all visibility."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,8 @@ def test_all_to_all_visibility_is_refused_past_256_agents_with_the_alternatives(
     err = capsys.readouterr().err
     assert code == ExitCode.USAGE
     assert "limited to 256 agents" in err
-    assert "--visibility ring" in err
+    assert "use visibility ring or islands:K" in err
+    assert "--visibility" in err
 
 
 def test_replay_accepts_the_run_directory(
@@ -76,8 +78,55 @@ def test_replay_accepts_the_run_directory(
 
 
 def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--version"])
-
-    assert exit_info.value.code == 0
+    assert main(["--version"]) == ExitCode.OK
     assert capsys.readouterr().out.startswith("conclave ")
+
+
+def test_islands_as_large_as_the_run_are_all_to_all_and_hit_the_same_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["run", "--agents", "300", "--visibility", "islands:300", TASK])
+
+    assert code == ExitCode.USAGE
+    assert "visibility 'islands:300' with 300 agents is all-to-all" in capsys.readouterr().err
+
+
+def test_islands_smaller_than_the_run_pass_the_all_to_all_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", "--agents", "300", "--visibility", "islands:299", "--timeout", "0.01", TASK]
+    )
+
+    assert code != ExitCode.USAGE, capsys.readouterr().err
+
+
+def test_more_agents_than_a_run_takes_are_refused_with_the_bound(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--agents", "100001", TASK]) == ExitCode.USAGE
+    assert "expected a whole number >= 1 and <= 100,000, got 100001" in capsys.readouterr().err
+
+
+def test_a_timeout_past_a_week_is_refused_with_the_bound(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--timeout", "1e9", TASK]) == ExitCode.USAGE
+    assert "seconds > 0 and <= 604800" in capsys.readouterr().err
+
+
+def test_the_help_imports_nothing_heavy_so_it_starts_fast(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from ui.cli import main\n"
+        "assert main(['--help']) == 0\n"
+        "heavy = {'trio', 'attrs', 'cattrs', 'yaml', 'orjson', 'actors', 'runtime'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=30
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"

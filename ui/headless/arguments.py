@@ -6,33 +6,37 @@ from __future__ import annotations
 import argparse
 import math
 
+from config.limits import MAX_AGENTS, MAX_TIMEOUT_S
+
 __all__ = ["add_run_arguments"]
 
 
-def _positive_int(text: str) -> int:
+def _agent_count(text: str) -> int:
+    expected = f"a whole number >= 1 and <= {MAX_AGENTS:,}"
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not 1 <= value <= MAX_AGENTS:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
 
 
-def _positive_float(text: str) -> float:
+def _timeout(text: str) -> float:
+    expected = f"a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:.0f}"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 
 def _visibility(text: str) -> str:
     import re
 
-    if not re.fullmatch(r"all|ring|islands:[1-9][0-9]*", text):
+    if not re.fullmatch(r"all|ring|islands:[1-9][0-9]{0,8}", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not one of: all, ring, islands:K (K >= 1)")
     return text
 
@@ -41,7 +45,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="?", help="the task; read from stdin when omitted and piped")
     p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
     p.add_argument(
-        "--agents", type=_positive_int, metavar="N", help="number of scripted agents (no --config)"
+        "--agents", type=_agent_count, metavar="N", help="number of scripted agents (no --config)"
     )
     p.add_argument("--agent-mode", choices=("single", "multi"), default="multi")
     p.add_argument(
@@ -55,9 +59,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--in-flight-policy", choices=("cancel", "finish"))
     p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     p.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="with stream-json, also stream partial (ephemeral) events such as text deltas",
+    )
+    p.add_argument(
         "--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)"
     )
-    p.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="whole-run timeout")
+    p.add_argument("--timeout", type=_timeout, metavar="SECONDS", help="whole-run timeout")
     p.add_argument(
         "--verbose", action="store_true", help="show every agent status change on stderr"
     )

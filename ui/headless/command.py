@@ -1,20 +1,32 @@
 """``conclave run``: one headless run with signal handling.
 
-The answer goes to stdout, progress to stderr; ``json`` prints one object, ``stream-json``
-one event per line ending with a ``result`` event. Ctrl+C ends the run with the best answer
-so far and exit code 130; the event log is complete up to that point.
+The answer goes to stdout, progress to stderr; ``json`` prints one object (the result, or an
+error object when there is none), ``stream-json`` one event per line ending with a
+``result`` event. The log's path is printed on stderr before the run starts, so a run that
+is killed can still be found and replayed.
+
+Signals: the first SIGINT (Ctrl+C) or SIGHUP ends the run with the best answer so far and
+exit code 130, SIGTERM the same with 143; the event log records ``run_ended: cancelled``.
+A second signal during the shutdown that follows cancels everything at once. A signal
+before the run has started exits as quietly, with the same codes. Exit codes: ui.exit_codes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
+from collections.abc import Iterator
+from types import FrameType
 
 import trio
 
+from actors.events import EventHub
 from actors.run.driver import RunHandle, RunSpec, open_run
-from actors.run.result import RunResult
+from actors.run.result import RunResult, Termination
+from runtime.eventlog import EventLogExists
 from ui.exit_codes import ExitCode
 from ui.headless.flags import (
     ConfigError,
@@ -23,59 +35,154 @@ from ui.headless.flags import (
     resolve_log_dir,
     resolve_task,
 )
-from ui.headless.progress import Progress
-from ui.headless.result import print_result
+from ui.headless.progress import RunProgress, make_progress
+from ui.headless.result import display_path, print_json_error, print_result
 
-__all__ = ["run_command"]
+__all__ = ["STOP_SIGNALS", "run_command"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that end a run with its best answer so far."""
 
 _EXIT = {
-    "completed": ExitCode.OK,
-    "failed": ExitCode.FAILED,
-    "timeout": ExitCode.TIMEOUT,
-    "cancelled": ExitCode.CANCELLED,
+    Termination.COMPLETED: ExitCode.OK,
+    Termination.FAILED: ExitCode.FAILED,
+    Termination.TIMEOUT: ExitCode.TIMEOUT,
+    Termination.CANCELLED: ExitCode.CANCELLED,
 }
 
 
+def signal_exit_code(signum: int) -> ExitCode:
+    return ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.CANCELLED
+
+
+class _Signals:
+    """The stop signals received, in order: the first decides the exit code of a cancelled
+    run. While it is installed, a signal is only recorded, so none can interrupt trio's
+    start-up or the printing of the result half-way; the run listens for them itself."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def record(self, signum: int, _frame: FrameType | None) -> None:
+        self.received.append(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = {signum: signal.signal(signum, self.record) for signum in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
 def run_command(args: argparse.Namespace) -> int:
+    fmt: str = args.output_format
     try:
         task = resolve_task(args)
         config = resolve_config(args)
         log_dir = resolve_log_dir(args.log_dir)
     except (UsageError, ConfigError) as exc:
-        print(f"conclave: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+        return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
     spec = RunSpec(task=task, config=config, log_dir=log_dir)
-    result = trio.run(_run, spec, args.output_format, args.verbose)
-    print_result(result, args.output_format)
-    if result.termination == "timeout" and result.final_answer is None:
+    signals = _Signals()
+    with signals.installed():
+        print(f"conclave: logging to {display_path(log_dir / 'events.jsonl')}", file=sys.stderr)
+        try:
+            ran = trio.run(_run, spec, args, signals)
+        except EventLogExists as exc:
+            # Another run took the directory between our check and the log's creation.
+            return _fail(f"conclave: --log-dir: {exc}", ExitCode.USAGE, fmt)
+        if ran is None:
+            # Stopped before the run had started: nothing to print but the exit code.
+            code = signal_exit_code(signals.received[0])
+            if fmt == "json":
+                print_json_error("cancelled before the run started", code)
+            return code
+        result, progress = ran
+        code = _EXIT[result.termination]
+        if result.termination is Termination.CANCELLED and signals.received:
+            code = signal_exit_code(signals.received[0])
+        return _print(result, progress, fmt, code)
+
+
+def _print(result: RunResult, progress: RunProgress, fmt: str, code: int) -> int:
+    """Print the result; a stdout that fails is reported in one line and exits 1, a reader
+    that left (``| head``) ends quietly with the run's own exit code."""
+    try:
+        if fmt == "stream-json":
+            progress.finish(result)  # the stream's last line, ``result``
+        else:
+            print_result(result, fmt)
+    except BrokenPipeError:
+        _discard_stdout()
+        return code
+    except OSError as exc:
+        _discard_stdout()
+        print(
+            f"conclave: cannot write the result to stdout ({exc.strerror or exc}); "
+            f"the run ended {result.termination} and its log is in "
+            f"{display_path(result.log_dir or '-')}",
+            file=sys.stderr,
+        )
         return ExitCode.FAILED
-    return _EXIT[result.termination]
+    return code
 
 
-async def _run(spec: RunSpec, output_format: str, verbose: bool) -> RunResult:
-    """Run once. The first Ctrl+C (or SIGTERM) ends the run with what it has; a second one
-    during the shutdown that follows cancels everything at once."""
-    progress = Progress(output_format, verbose, sys.stdout)
-    taps = [progress] if output_format != "json" or verbose else []
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so Python's flush at exit does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _fail(message: str, code: ExitCode, fmt: str) -> int:
+    print(message, file=sys.stderr)
+    if fmt == "json":
+        print_json_error(message, code)
+    return code
+
+
+async def _run(
+    spec: RunSpec, args: argparse.Namespace, signals: _Signals
+) -> tuple[RunResult, RunProgress] | None:
+    """Run once, or return ``None`` if stopped before the run had started. The first stop
+    signal ends the run with what it has; another during the shutdown that follows cancels
+    everything at once."""
     handle: RunHandle | None = None
     result: RunResult | None = None
     hard_stop = trio.CancelScope()
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+
+    def stop() -> None:
+        if handle is not None and result is None and len(signals.received) == 1:
+            handle.cancel()
+        else:
+            hard_stop.cancel()
+
+    with trio.open_signal_receiver(*STOP_SIGNALS) as receiver, EventHub() as hub:
+        progress = make_progress(
+            spec,
+            args.output_format,
+            verbose=args.verbose,
+            include_partial=args.include_partial_messages,
+        )
+        hub.subscribe_sync(progress.record, progress.kinds, name="progress")
         async with trio.open_nursery() as nursery:
 
             async def on_signals() -> None:
-                async for _ in signals:
-                    if handle is not None and result is None:
-                        handle.cancel()
-                    else:
-                        hard_stop.cancel()
+                if signals.received:  # before we listened: during trio's start-up
+                    stop()
+                async for signum in receiver:
+                    signals.received.append(signum)
+                    stop()
 
             nursery.start_soon(on_signals)
             with hard_stop:
-                async with open_run(spec, taps=taps) as handle:
+                async with open_run(spec, taps=[hub]) as handle:
+                    hub.bind(handle.system.record)
                     result = await handle.result()
             nursery.cancel_scope.cancel()
-    if result is None:
-        assert handle is not None
-        result = handle.snapshot("cancelled")
-    return result
+    if result is None and handle is not None:
+        result = handle.snapshot(Termination.CANCELLED)
+    return None if result is None else (result, progress)

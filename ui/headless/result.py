@@ -1,34 +1,104 @@
-"""A headless run's result: the answer and a summary line, or one JSON object."""
+"""A headless run's result: the answer and a summary line, or one JSON object.
+
+Every field of the JSON result, and the error object printed instead when there is no
+result, are documented in docs/exit-codes.md.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from typing import Any, TextIO
 
-from actors.run.result import RunResult
+from actors.run.result import DecidedBy, RunResult
 
-__all__ = ["plural", "print_result"]
+__all__ = [
+    "display_path",
+    "error_object",
+    "plural",
+    "print_json_error",
+    "print_result",
+    "summary",
+]
 
 
-def print_result(result: RunResult, output_format: str) -> None:
+def print_result(result: RunResult, output_format: str, *, out: TextIO | None = None) -> None:
+    """Print the result on ``out`` (stdout) and, for ``text``, the summary on stderr. Raises
+    the ``OSError`` of a failing stdout, for the caller to report."""
+    out = sys.stdout if out is None else out
     data = result.to_json()
     if output_format == "json":
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        out.write(_dumps(data, indent=2) + "\n")
     elif output_format == "stream-json":
-        print(json.dumps({"type": "result", **data}, ensure_ascii=False))
+        pass  # the stream's renderer writes its ``result`` line: ui/headless/progress.py
     else:
         if result.final_answer is not None:
-            print(result.final_answer)
-        summary = (
-            f"{result.termination}: winner {result.winner or '-'}, "
-            f"{plural(len(result.answers), 'answer')}, {plural(result.llm_calls, 'LLM call')}, "
-            f"{plural(result.restarts, 'restart')}, {result.duration_s:.2f}s; "
-            f"log {result.log_dir}/events.jsonl"
-        )
-        print(summary, file=sys.stderr)
+            out.write(result.final_answer + "\n")
+        print(summary(result), file=sys.stderr)
         if result.final_answer is None:
             print("conclave: the run produced no answer", file=sys.stderr)
+    out.flush()
+
+
+_DECIDED = {
+    DecidedBy.VOTES: "decided by votes",
+    DecidedBy.NO_VOTES: "decided without votes",
+    DecidedBy.OVERRIDE: "chosen by override",
+    DecidedBy.TIMEOUT_BEST_SO_FAR: "best answer so far at the timeout",
+    DecidedBy.CANCELLED_BEST_SO_FAR: "best answer so far when cancelled",
+    DecidedBy.FAILED_BEST_SO_FAR: "best answer so far when the run failed",
+}
+
+
+def summary(result: RunResult) -> str:
+    """One line, however many agents ran: counts, never lists."""
+    decided = _DECIDED.get(result.decided_by, "no answer") if result.decided_by else "no answer"
+    line = (
+        f"{result.termination}: winner {result.winner or '-'} ({decided}); "
+        f"{plural(len(result.answers), 'answer')}, {len(result.failed_agents):,} excluded, "
+        f"{plural(result.llm_calls, 'LLM call')}, {plural(result.restarts, 'restart')}, "
+        f"{result.duration_s:.2f}s"
+    )
+    if result.failure_reason:
+        line += f"; failed: {_one_line(result.failure_reason)}"
+    if result.log_dir is not None:
+        line += f"; log {display_path(os.path.join(result.log_dir, 'events.jsonl'))}"
+    return line
+
+
+def error_object(message: str, code: int) -> dict[str, Any]:
+    """What ``--output-format json`` prints when there is no result to print."""
+    return {"error": message, "exit_code": int(code)}
+
+
+def print_json_error(message: str, code: int, *, out: TextIO | None = None) -> None:
+    out = sys.stdout if out is None else out
+    out.write(_dumps(error_object(message, code), indent=2) + "\n")
+    out.flush()
+
+
+def _dumps(data: Any, *, indent: int | None = None) -> str:
+    """JSON that any stdout can take: a lone surrogate (a path's undecodable byte) is
+    escaped rather than crashing the encoder of a UTF-8 stream."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, indent=indent)
+    return text
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as text any terminal takes: a byte that is not UTF-8 shown as ``\\xNN``."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _one_line(text: str, width: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

@@ -1,0 +1,52 @@
+"""A stdout that fails. A full device (``> /dev/full``) ends the command with one line on
+stderr and exit code 1, never a crash inside the run; a reader that went away (``| head``)
+ends it quietly with the run's own exit code."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import CONCLAVE, TASK
+from ui.exit_codes import ExitCode
+
+
+@pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])
+def test_a_full_stdout_ends_with_one_line_and_exit_code_1(
+    output_format: str, fast_config: Path, tmp_path: Path
+) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(CONCLAVE), "run", "--config", str(fast_config), "--log-dir", "run",
+             "--output-format", output_format, TASK],
+            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=full, stderr=subprocess.PIPE,
+            text=True, timeout=60,
+        )  # fmt: skip
+
+    assert done.returncode == ExitCode.FAILED
+    [message] = [line for line in done.stderr.splitlines() if "stdout" in line]
+    assert message.startswith("conclave: cannot write the result to stdout (No space left")
+    assert "its log is in run" in message
+    assert "Traceback" not in done.stderr
+    assert "Exception ignored" not in done.stderr
+
+
+def test_a_reader_that_left_ends_the_command_quietly_with_the_runs_exit_code(
+    fast_config: Path, tmp_path: Path
+) -> None:
+    process = subprocess.Popen(
+        [str(CONCLAVE), "run", "--config", str(fast_config), "--output-format", "json", TASK],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    process.stdout.close()  # the reader goes away before the result is written
+
+    err = process.communicate(timeout=60)[1]
+
+    assert process.returncode == ExitCode.OK
+    assert "stdout" not in err
+    assert "Traceback" not in err
+    assert "BrokenPipeError" not in err
