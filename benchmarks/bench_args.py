@@ -1,10 +1,26 @@
-"""The flags of ``conclave bench``, kept apart so ``conclave --help`` imports nothing heavy."""
+"""The flags of ``conclave bench``, and the checks of its paths, kept apart so ``conclave
+--help`` imports nothing heavy (argparse, os, stat and tempfile only)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
 
-__all__ = ["add_bench_arguments"]
+__all__ = [
+    "ReportPathChanged",
+    "add_bench_arguments",
+    "check_log_root",
+    "check_report_path",
+    "write_report",
+]
+
+_PROBE_BYTES = 64 * 1024
+"""Written (and deleted) under --log-root before measuring: a disk too full to take it
+would fail every run's event log, minutes in."""
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,7 +31,13 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         choices=("big", "batch", "storm"),
         help="run only this scenario (repeatable; default: all)",
     )
-    p.add_argument("--json", default="bench-results/load_bench.json", metavar="PATH")
+    p.add_argument(
+        "--json",
+        default="bench-results/load_bench.json",
+        metavar="PATH",
+        help="where the report goes: a new or regular file, replaced whole at the end "
+        "(never a directory, a device or a symbolic link)",
+    )
     p.add_argument(
         "--log-root",
         default=".conclave/bench",
@@ -24,3 +46,90 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         "default: .conclave/bench, next to a user's own runs)",
     )
     p.add_argument("--case", help=argparse.SUPPRESS)
+
+
+def _not_a_regular_file(path: Path) -> str | None:
+    """Why ``path`` must not be replaced by a report, or ``None`` (missing, or regular)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # missing, or its directory is: creating it will say what is wrong
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link, which a report never replaces or writes through"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a device, a pipe or a socket)"
+    return None
+
+
+def _unwritable(directory: Path, probe_bytes: int = 0) -> str | None:
+    """Why files cannot be created in ``directory`` (made if missing), or ``None``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory) as probe:
+            probe.write(b"\0" * probe_bytes)
+            probe.flush()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def check_report_path(given: str) -> str | None:
+    """What is wrong with ``--json PATH``, or ``None``: checked before measuring."""
+    if not given.strip():
+        return "--json is empty; pass the path of the report file"
+    path = Path(given)
+    problem = _not_a_regular_file(path)
+    if problem:
+        return f"--json {path} {problem}; pass the path of a new or regular file"
+    problem = _unwritable(path.parent)
+    if problem:
+        return f"--json: cannot write in {path.parent} ({problem}); choose a writable one"
+    return None
+
+
+def check_log_root(given: str) -> str | None:
+    """What is wrong with ``--log-root DIR``, or ``None``: created if missing, and able to
+    take a little data (a full disk is refused now, not minutes into measuring)."""
+    if not given.strip():
+        return "--log-root is empty; pass a directory for the measured runs' event logs"
+    root = Path(given)
+    if root.exists() and not root.is_dir():
+        return f"--log-root {root} is not a directory; choose a writable one"
+    problem = _unwritable(root, _PROBE_BYTES)
+    if problem:
+        return f"--log-root: cannot write in {root} ({problem}); choose a writable one"
+    return None
+
+
+class ReportPathChanged(Exception):
+    """The report's path became something a report must not replace while measuring."""
+
+
+def write_report(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically: a temporary file in the same directory,
+    renamed over it, so a reader sees the old report or the new one, never half of one.
+    Raises :class:`ReportPathChanged` if ``path`` has become something a report must not
+    replace while the benchmark ran; the ``OSError`` of a full or failing disk is raised as is,
+    with the temporary file removed."""
+    problem = _not_a_regular_file(path)
+    if problem:
+        raise ReportPathChanged(
+            f"--json {path} {problem}: it changed while measuring, so the report was not "
+            "written; the tables above hold the figures"
+        )
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp's 0600 is for the window before this
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

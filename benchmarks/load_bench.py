@@ -37,7 +37,13 @@ import trio.testing
 
 from actors.run.driver import RunSpec, run
 from actors.run.result import RunResult
-from benchmarks.bench_args import add_bench_arguments
+from benchmarks.bench_args import (
+    ReportPathChanged,
+    add_bench_arguments,
+    check_log_root,
+    check_report_path,
+    write_report,
+)
 from benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
 from config.modes import ModeState, apply_modes
 from config.schema import (
@@ -495,9 +501,7 @@ def _run_scenarios(
         report["scenarios"]["storm"] = rows
         print(_table("restart storm (all-to-all, L = 200 ms ±50 %)", rows, STORM_COLUMNS))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=2))
-    tmp.replace(out)
+    write_report(out, json.dumps(report, indent=2))
     print(f"wrote {out}")
     return report
 
@@ -516,27 +520,28 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
-    out, log_root = Path(args.json), Path(args.log_root)
-    # Checked before minutes of measuring, not after.
-    for flag, directory in (("--json", out.parent), ("--log-root", log_root)):
-        problem = _unwritable(directory)
+    # Checked before minutes of measuring, not after; the report's path first, so a bad one
+    # leaves no log directory behind.
+    for check, value in ((check_report_path, args.json), (check_log_root, args.log_root)):
+        problem = check(value)
         if problem:
-            message = f"{flag}: cannot write in {directory} ({problem}); choose a writable one"
-            print(f"conclave bench: {message}", file=sys.stderr)
+            print(f"conclave bench: {problem}", file=sys.stderr)
             return 2
-    run_benchmarks(scenarios, args.quick, out, log_root)
-    return 0
-
-
-def _unwritable(directory: Path) -> str | None:
-    """Why files cannot be created in ``directory`` (created if missing), or ``None``."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
+        run_benchmarks(scenarios, args.quick, Path(args.json), Path(args.log_root))
+    except ReportPathChanged as exc:
+        print(f"conclave bench: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
+        # A disk that filled up while measuring: one line, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(
+            f"conclave bench: {where}{exc.strerror or exc}; free space there, or choose "
+            "another --log-root or --json",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
