@@ -4,14 +4,23 @@ Each round is background work in the actor's nursery; the actor keeps handling m
 while it runs. When updates with answers the agent has not seen arrive mid-round, the
 in-flight policy decides: ``cancel`` stops the request now and schedules ONE restart by
 telling itself ``ResumeRound`` (which queues behind every update already waiting, so a burst
-becomes one restart); ``finish`` lets the request complete, discards it, and re-runs once.
+becomes one restart; the next round starts only once the cancelled one has ended);
+``finish`` lets the request complete, discards it, and re-runs once.
 While a round is submitting its result to the coordinator it is never cancelled: a submission
 the coordinator accepted must not be forgotten by the agent.
+
+What the agent knows is an :class:`AgentMemory` owned by the run. A restarted agent re-arms
+its work from it in ``started``: a round in flight starts again, and a submission that was
+waiting for its verdict is submitted again (the coordinator answers a repeated round with
+the verdict it gave). A presentation in flight is not re-armed here: the coordinator's
+request failed when this incarnation ended, and it asks again.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import attrs
 import trio
@@ -98,6 +107,8 @@ class AgentMemory:
     vote_cleared: bool = False
     """A VotesReset came while a round was in flight: if that round settles as a vote, the
     reset was about that very vote (it overtook the round's RoundSettled), so vote again."""
+    submission: SubmitAnswer | SubmitVote | None = None
+    """The round's result while the coordinator's verdict on it is awaited."""
 
 
 @attrs.frozen(kw_only=True)
@@ -119,9 +130,18 @@ class AgentActor(Actor):
         self.backend = backend
         self.memory = memory
         self._round_scope: trio.CancelScope | None = None
+        self._rounds_running = 0
+        """Round tasks of this incarnation not yet ended (a cancelled one may be unwinding)."""
+        self._resume_deferred = False
+        """A ResumeRound came while a cancelled round was still unwinding."""
+        self._presentation: Envelope | None = None
+        """The latest presentation request, while one is being written."""
 
     async def started(self) -> None:
-        if self.memory.status in (AgentStatus.WORKING, AgentStatus.RESTARTING):
+        memory = self.memory
+        if memory.status is AgentStatus.WORKING and memory.submission is not None:
+            self._resubmit(memory.submission)
+        elif memory.status in (AgentStatus.WORKING, AgentStatus.RESTARTING):
             self._start_round()
 
     async def handle(self, envelope: Envelope) -> None:
@@ -144,7 +164,10 @@ class AgentActor(Actor):
                 memory.vote_cleared = True
         elif isinstance(payload, ResumeRound):
             if payload.generation == memory.generation and memory.status is AgentStatus.RESTARTING:
-                self._start_round()
+                if self._rounds_running:
+                    self._resume_deferred = True  # resumed when the cancelled round ends
+                else:
+                    self._start_round()
         elif isinstance(payload, RoundSettled):
             self._on_settled(payload)
         elif isinstance(payload, StopWork):
@@ -153,7 +176,11 @@ class AgentActor(Actor):
             self._set_status(AgentStatus.STOPPED)
         elif isinstance(payload, Present):
             self._set_status(AgentStatus.PRESENTING)
-            self.context.start_soon(self._present, envelope, payload)
+            # A repeated request (the coordinator restarted and asks again) joins the
+            # presentation under way: its reply goes to the latest asker.
+            if self._presentation is None:
+                self.context.start_soon(self._present, payload)
+            self._presentation = envelope
 
     # -- rounds ---------------------------------------------------------------------------
 
@@ -180,6 +207,7 @@ class AgentActor(Actor):
         memory.prompt_built = False
         memory.committing = False
         memory.vote_cleared = False
+        memory.submission = None
         memory.status = AgentStatus.WORKING  # RoundStarted says so; no separate status event
         self.context.record(
             RoundStarted(
@@ -190,7 +218,22 @@ class AgentActor(Actor):
             )
         )
         self._round_scope = trio.CancelScope()
-        self.context.start_soon(self._round, memory.generation, tools, self._round_scope)
+        self._rounds_running += 1
+        self.context.start_soon(
+            self._round, memory.generation, self._round_scope, partial(self._attempts, tools)
+        )
+
+    def _resubmit(self, submission: SubmitAnswer | SubmitVote) -> None:
+        """Submit the round's result again: the previous incarnation ended waiting for the
+        verdict, and the coordinator may or may not have taken it."""
+        memory = self.memory
+        memory.generation += 1
+        memory.committing = True
+        self._round_scope = trio.CancelScope()
+        self._rounds_running += 1
+        self.context.start_soon(
+            self._round, memory.generation, self._round_scope, partial(self._commit, submission)
+        )
 
     def _on_update(self, answers: tuple[AnswerView, ...]) -> None:
         if not self._merge(answers):
@@ -221,6 +264,7 @@ class AgentActor(Actor):
             return
         self._round_scope = None
         memory.committing = False
+        memory.submission = None
         if settled.outcome == "answered":
             memory.answers_given += 1
             skip = self.setup.orchestrator.skip_voting
@@ -238,6 +282,8 @@ class AgentActor(Actor):
         elif settled.outcome == "stale":
             self._restarted()
             self._start_round()
+        elif settled.outcome == "retry":
+            self._start_round()  # not this agent's doing: a fresh round, not a restart
         else:
             self._set_status(AgentStatus.EXCLUDED, settled.reason)
             self.context.tell_nowait(
@@ -261,16 +307,28 @@ class AgentActor(Actor):
             self._round_scope = None
 
     async def _round(
-        self, generation: int, tools: tuple[ToolSchema, ...], scope: trio.CancelScope
+        self, generation: int, scope: trio.CancelScope, work: Callable[[], Awaitable[Settled]]
     ) -> None:
-        with scope:
-            outcome, label, reason = await self._attempts(tools)
-            self.context.tell_nowait(
-                self.context.address,
-                RoundSettled(generation=generation, outcome=outcome, label=label, reason=reason),
-            )
+        """Run a round's ``work`` and tell the agent how it settled. When the round ends,
+        however it ends, a restart deferred until then goes ahead."""
+        try:
+            with scope:
+                outcome, label, reason = await work()
+                self.context.tell_nowait(
+                    self.context.address,
+                    RoundSettled(
+                        generation=generation, outcome=outcome, label=label, reason=reason
+                    ),
+                )
+        finally:
+            self._rounds_running -= 1
+            if not self._rounds_running and self._resume_deferred:
+                self._resume_deferred = False
+                self.context.tell_nowait(
+                    self.context.address, ResumeRound(generation=self.memory.generation)
+                )
 
-    async def _attempts(self, tools: tuple[ToolSchema, ...]) -> tuple[str, str | None, str]:
+    async def _attempts(self, tools: tuple[ToolSchema, ...]) -> Settled:
         """Up to ``max_tries`` tries; returns (outcome, label, reason)."""
         setup, memory = self.setup, self.memory
         if any(t.name == "vote" for t in tools):
@@ -281,8 +339,10 @@ class AgentActor(Actor):
             except ConclaveRuntimeError as exc:
                 # The coordinator crashed on this request (and restarts): not this agent's
                 # fault, so try anew with a fresh round rather than crash the actor.
-                return "stale", None, f"no snapshot from the coordinator: {exc}"
+                return "retry", None, f"no snapshot from the coordinator: {exc}"
             assert isinstance(snapshot, AnswersSnapshot)
+            if snapshot.error is not None:
+                return "failed", None, f"the coordinator refused the snapshot: {snapshot.error}"
             self._merge(snapshot.answers)
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
@@ -300,8 +360,10 @@ class AgentActor(Actor):
         for _ in range(tries):
             try:
                 completion = await self._complete(messages, tools, "round")
-            except (LLMError, _RoundTimeout) as exc:
-                last_error = str(exc)
+            except Exception as exc:
+                # Whatever the backend raised is a failed try: after the last one the agent
+                # is excluded and the run goes on, never a crash that restarts it forever.
+                last_error = _describe(exc)
                 continue
             if memory.stale:
                 return "stale", None, ""
@@ -313,7 +375,7 @@ class AgentActor(Actor):
                 continue
             if isinstance(call, NewAnswer):
                 submission: SubmitAnswer | SubmitVote = SubmitAnswer(
-                    agent=setup.agent, content=call.content
+                    agent=setup.agent, content=call.content, round=memory.round
                 )
             else:
                 submission = SubmitVote(
@@ -321,6 +383,7 @@ class AgentActor(Actor):
                     target=call.agent_id,
                     reason=call.reason,
                     seen=memory.snapshot_visible,
+                    round=memory.round,
                 )
             # While committing, updates mark the round stale instead of cancelling it, so a
             # submission the coordinator accepts is never forgotten. Only StopWork or shutdown
@@ -328,25 +391,43 @@ class AgentActor(Actor):
             # permanent actor whose mailbox outlives its crashes, so the request is answered or
             # fails as Undeliverable; a deadline per ask would cost more than it protects.
             memory.committing = True
+            memory.submission = submission
             try:
                 verdict = await self.context.ask(setup.coordinator, submission)
             except ConclaveRuntimeError as exc:
                 memory.committing = False
+                memory.submission = None
                 last_error = f"the coordinator did not take the submission: {exc}"
                 continue
             assert isinstance(verdict, AnswerVerdict)
             if verdict.accepted:
-                if isinstance(call, NewAnswer):
-                    assert verdict.label is not None
-                    self._merge((AnswerView(label=verdict.label, content=call.content),))
-                    return "answered", verdict.label, ""
-                return "voted", verdict.label, ""
+                return self._accepted(submission, verdict)
             if verdict.stale or memory.stale:
                 return "stale", None, ""
             memory.committing = False
+            memory.submission = None
             last_error = verdict.error or "rejected"
             messages = [*messages, *_feedback(completion.message, last_error)]
         return "failed", None, f"{tries} tries failed; last error: {last_error}"
+
+    async def _commit(self, submission: SubmitAnswer | SubmitVote) -> Settled:
+        """Submit again after a restart; anything but acceptance starts a fresh round (the
+        conversation that led to the submission died with the previous incarnation)."""
+        try:
+            verdict = await self.context.ask(self.setup.coordinator, submission)
+        except ConclaveRuntimeError as exc:
+            return "retry", None, f"the coordinator did not take the submission: {exc}"
+        assert isinstance(verdict, AnswerVerdict)
+        if verdict.accepted:
+            return self._accepted(submission, verdict)
+        return ("stale" if verdict.stale else "retry"), None, verdict.error or ""
+
+    def _accepted(self, submission: SubmitAnswer | SubmitVote, verdict: AnswerVerdict) -> Settled:
+        assert verdict.label is not None
+        if isinstance(submission, SubmitAnswer):
+            self._merge((AnswerView(label=verdict.label, content=submission.content),))
+            return "answered", verdict.label, ""
+        return "voted", verdict.label, ""
 
     async def _complete(
         self, messages: list[ChatMessage], tools: tuple[ToolSchema, ...], purpose: str
@@ -361,11 +442,8 @@ class AgentActor(Actor):
                 completion = await self.backend.complete(
                     CompletionRequest(messages=tuple(messages), tools=tools)
                 )
-            if timer.cancelled_caught:
-                outcome = "timeout"
-                raise _RoundTimeout(f"the model did not answer within {timeout:g}s")
-            outcome = "ok"
-        except LLMError:
+            outcome = "timeout" if timer.cancelled_caught else "ok"
+        except Exception:
             outcome = "error"
             raise
         finally:
@@ -380,10 +458,12 @@ class AgentActor(Actor):
                     output_tokens=usage.output_tokens if usage else 0,
                 )
             )
-        assert completion is not None
+        if completion is None:
+            raise _RoundTimeout(f"the model did not answer within {timeout:g}s")
         return completion
 
-    async def _present(self, request: Envelope, present: Present) -> None:
+    async def _present(self, present: Present) -> None:
+        """Write the presentation and reply to the latest request for it."""
         setup = self.setup
         messages = presentation_messages(
             me=setup.anonymous_id,
@@ -393,18 +473,20 @@ class AgentActor(Actor):
             answers=present.answers,
             persona=setup.persona,
         )
-        last_error = ""
+        reply = Presentation(content=None, error="")
         for _ in range(setup.orchestrator.max_tries_per_round):
             try:
                 completion = await self._complete(messages, (), "present")
-            except (LLMError, _RoundTimeout) as exc:
-                last_error = str(exc)
+            except Exception as exc:
+                reply = Presentation(content=None, error=_describe(exc))
                 continue
             if completion.message.content.strip():
-                self.context.reply(request, Presentation(content=completion.message.content))
-                return
-            last_error = "the presentation was empty"
-        self.context.reply(request, Presentation(content=None, error=last_error))
+                reply = Presentation(content=completion.message.content)
+                break
+            reply = Presentation(content=None, error="the presentation was empty")
+        request, self._presentation = self._presentation, None
+        assert request is not None
+        self.context.reply(request, reply)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -439,6 +521,18 @@ class AgentActor(Actor):
 
 class _RoundTimeout(Exception):
     pass
+
+
+Settled = tuple[str, str | None, str]
+"""How a round's work settled: (outcome, label, reason); see :class:`RoundSettled`."""
+
+
+def _describe(exc: Exception) -> str:
+    """A failed try's error as the agent reports it: the message of an error the backend
+    is expected to raise, the type too for anything else (a bug worth seeing as such)."""
+    if isinstance(exc, LLMError | _RoundTimeout):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _label_seq(label: str) -> int:

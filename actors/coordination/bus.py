@@ -5,23 +5,61 @@ mailbox, it only collects; when the mailbox runs dry it sends each recipient ONE
 holding every new answer for it. Agents coalesce again on their side (see AgentActor).
 
 With a quiet period configured, the bus also keeps the ``answers_quiet`` fact that the
-:class:`~actors.rules.HoldUntilQuiet` rule waits on.
+:class:`~actors.coordination.rules.HoldUntilQuiet` rule waits on. The fact turns false the
+moment an answer is accepted (the :class:`AnswersArriving` observer sees the coordinator's
+``AnswerAccepted`` as it is routed, before the resets and "you may vote now" that follow
+it), and the bus turns it true once a period passes without one.
+
+What the bus has in flight (updates not yet sent, the quiet deadline) is a
+:class:`BusState` owned by the run: a restarted bus sends what its predecessor collected
+and sleeps until the same deadline, so held messages are released as if nothing happened.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
 import trio
 
 from actors.coordination.protocol import AnswerAccepted, AnswerUpdate, AnswerView
 from actors.coordination.rules import QUIET
 from actors.coordination.visibility import Visibility
-from runtime import Actor, ActorContext, Address, Envelope
+from runtime import Actor, ActorContext, Address, Envelope, Facts
 
-__all__ = ["InjectionBus", "agent_address"]
+__all__ = ["AnswersArriving", "BusState", "InjectionBus", "agent_address"]
 
 
 def agent_address(agent: str) -> Address:
     return Address("agent", agent)
+
+
+@attrs.define(kw_only=True)
+class BusState:
+    """The bus's work in flight, owned by the run so that it survives a crash of the bus."""
+
+    quiet_period: float | None = None
+    """``None``: no quiet-period hold in this run."""
+    quiet_deadline: float | None = None
+    """When answers will have been quiet for a period; ``None`` while they are quiet."""
+    pending: dict[str, list[AnswerView]] = attrs.Factory(dict)
+    """Recipient → answers collected for its next update."""
+
+
+class AnswersArriving:
+    """Observer: an accepted answer ends the quiet (fact ``answers_quiet`` false) and moves
+    the quiet deadline one period ahead, at the moment it is routed to the bus."""
+
+    payloads = (AnswerAccepted,)
+
+    def __init__(self, state: BusState, period: float) -> None:
+        self._state = state
+        self._period = period
+
+    def observe(self, envelope: Envelope, facts: Facts) -> Mapping[str, Any] | None:
+        self._state.quiet_deadline = envelope.timestamp + self._period
+        return {QUIET: False}
 
 
 class InjectionBus(Actor):
@@ -31,46 +69,60 @@ class InjectionBus(Actor):
         *,
         visibility: Visibility,
         preview_chars: int,
-        quiet_period: float | None = None,
+        state: BusState,
     ) -> None:
         super().__init__(context)
         self._visibility = visibility
         self._preview = preview_chars
-        self._pending: dict[str, list[AnswerView]] = {}
-        self._quiet_period = quiet_period
-        self._quiet_timer: trio.CancelScope | None = None
+        self._state = state
+        self._timer_running = False
+
+    async def started(self) -> None:
+        state = self._state
+        if state.quiet_period is not None:
+            if state.quiet_deadline is None:
+                self.context.system.update_facts({QUIET: True})
+            else:
+                self._arm_quiet_timer()
+        self._flush_when_idle()
 
     async def handle(self, envelope: Envelope) -> None:
         payload = envelope.payload
-        if not isinstance(payload, AnswerAccepted):
-            return
-        if self._quiet_period is not None:
-            self._answer_arrived(self._quiet_period)
-        view = self._view(payload)
-        for recipient in self._visibility.peers(payload.agent):
-            self._pending.setdefault(recipient, []).append(view)
-        if self.context.system.mailbox_statistics(self.context.address).queued == 0:
-            self._flush()
+        if isinstance(payload, AnswerAccepted):
+            state = self._state
+            view = self._view(payload)
+            for recipient in self._visibility.peers(payload.agent):
+                state.pending.setdefault(recipient, []).append(view)
+            if state.quiet_deadline is not None:
+                self._arm_quiet_timer()
+        self._flush_when_idle()
 
-    def _answer_arrived(self, period: float) -> None:
-        """Answers are not quiet until ``period`` passes with no new one (fact ``QUIET``)."""
-        deadline = trio.current_time() + period
-        if self._quiet_timer is not None:
-            self._quiet_timer.deadline = deadline
-            return
-        self.context.system.update_facts({QUIET: False})
-        self._quiet_timer = trio.CancelScope(deadline=deadline)
-        self.context.start_soon(self._wait_for_quiet, self._quiet_timer)
+    def _arm_quiet_timer(self) -> None:
+        if not self._timer_running:
+            self._timer_running = True
+            self.context.start_soon(self._wait_for_quiet)
 
-    async def _wait_for_quiet(self, timer: trio.CancelScope) -> None:
-        """Sleeps until the timer's deadline, which each new answer pushes back."""
-        with timer:
-            await trio.sleep_forever()
-        self._quiet_timer = None
+    async def _wait_for_quiet(self) -> None:
+        """Sleeps until the deadline, which each accepted answer pushes back; then answers
+        are quiet. Cancelled with the incarnation: the next one re-arms from the state."""
+        state = self._state
+        while True:
+            deadline = state.quiet_deadline
+            if deadline is None or trio.current_time() >= deadline:
+                break
+            await trio.sleep_until(deadline)
+        state.quiet_deadline = None
+        self._timer_running = False
         self.context.system.update_facts({QUIET: True})
 
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, {}
+    def _flush_when_idle(self) -> None:
+        """Send the collected updates once no more accepted answers are queued."""
+        state = self._state
+        if not state.pending:
+            return
+        if self.context.system.mailbox_statistics(self.context.address).queued:
+            return
+        pending, state.pending = state.pending, {}
         for recipient, answers in pending.items():
             self.context.tell_nowait(agent_address(recipient), AnswerUpdate(answers=tuple(answers)))
 

@@ -9,6 +9,8 @@ __all__ = [
     "AgentExcluded",
     "AnswerAdded",
     "FinalAnswerProduced",
+    "PresentationFailed",
+    "PresenterReplaced",
     "RunStarted",
     "VoteAdded",
     "VotesCleared",
@@ -62,3 +64,24 @@ class FinalAnswerProduced(DomainEvent):
     presenter: str | None
     strategy: str
     content: str
+
+
+@message()
+class PresenterReplaced(DomainEvent):
+    """The vote's winner cannot present (it was excluded): ``presenter`` does instead, or
+    nobody (``None``: the winner's answer stands verbatim). ``reason`` says why."""
+
+    winner: str
+    presenter: str | None
+    reason: str
+
+
+@message()
+class PresentationFailed(DomainEvent):
+    """A presentation did not produce the final answer. ``retrying``: the presenter crashed
+    and is asked again (it restarts); otherwise the chosen answer stands verbatim."""
+
+    presenter: str
+    attempt: int
+    error: str
+    retrying: bool

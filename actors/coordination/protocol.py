@@ -82,6 +82,8 @@ class AnswersSnapshot(Message):
     answers: tuple[AnswerView, ...]
     visible: int
     """How many answers (all versions) exist that the asker can see; a vote cites it."""
+    error: str | None = None
+    """Set (and nothing shown) when the request named an agent this run does not have."""
 
 
 @message()
@@ -95,6 +97,9 @@ class AnswerUpdate(Message):
 class SubmitAnswer(Message):
     agent: str
     content: str
+    round: int
+    """The agent's round number: submitting the same round again (after the agent crashed
+    while waiting for the verdict) gets the verdict it was given, not a second answer."""
 
 
 @message()
@@ -105,6 +110,8 @@ class SubmitVote(Message):
     reason: str
     seen: int
     """``visible`` of the snapshot the voter looked at; fewer than exist now means stale."""
+    round: int
+    """As for :class:`SubmitAnswer`: a repeated round gets the verdict it was given."""
 
 
 @message()
@@ -162,7 +169,11 @@ class Continue(Message):
 
 @message()
 class PresentationDone(Message):
-    """The presenter's reply reached the coordinator's background task."""
+    """The presenter's reply (or the failure of the request) reached the coordinator's
+    background task; ``sending`` numbers the request it answers."""
 
+    sending: int
     content: str | None
     error: str | None = None
+    interrupted: bool = False
+    """The presenter's incarnation ended before it replied (it crashed): ask again."""

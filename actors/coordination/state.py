@@ -3,6 +3,8 @@
 The :class:`~actors.coordinator.Coordinator` actor feeds it messages and carries out what it
 decides. The state object is created by the run, not by the actor, so it survives a
 coordinator restart and the run driver can read the best answer so far on timeout or Ctrl+C.
+Every duty the coordinator has in flight lives here too (the pending presentation, the
+result waiters, the override window as a phase), so a restarted coordinator re-arms it.
 """
 
 from __future__ import annotations
@@ -13,12 +15,19 @@ from collections.abc import Sequence
 
 import attrs
 
-from actors.coordination.protocol import AnswerView
+from actors.coordination.protocol import AnswerView, Present
 from actors.coordination.visibility import Visibility
 from config.schema import OrchestratorConfig
 from runtime import Envelope
 
-__all__ = ["Answer", "AnswerOutcome", "CoordinationState", "Phase", "Winner"]
+__all__ = [
+    "Answer",
+    "AnswerOutcome",
+    "CoordinationState",
+    "PendingPresentation",
+    "Phase",
+    "Winner",
+]
 
 
 class Phase(enum.Enum):
@@ -49,6 +58,20 @@ class Winner:
     tally: dict[str, int]
 
 
+@attrs.define(kw_only=True)
+class PendingPresentation:
+    """The presentation the coordinator is waiting for; a restarted coordinator re-sends it."""
+
+    presenter: str
+    request: Present
+    fallback: str
+    """The answer that stands if the presentation fails: the chosen answer, verbatim."""
+    sent: int = 0
+    """How many times the request was sent; only the latest sending's failure counts."""
+    interrupted: int = 0
+    """Sendings that failed because the presenter's incarnation ended (it crashed)."""
+
+
 class CoordinationState:
     def __init__(
         self, *, task: str, agents: Sequence[str], orchestrator: OrchestratorConfig
@@ -56,13 +79,17 @@ class CoordinationState:
         self.task = task
         self.agents = list(agents)
         self.orchestrator = orchestrator
-        self.visibility = Visibility(orchestrator.visibility, self.agents)
+        self.visibility = Visibility(
+            orchestrator.visibility, self.agents, isolated=orchestrator.disable_injection
+        )
         self.anonymous = {a: f"agent{i + 1}" for i, a in enumerate(sorted(self.agents))}
         self._by_anonymous = {anon: a for a, anon in self.anonymous.items()}
         self.answers: list[Answer] = []
         self.latest: dict[str, Answer] = {}
         self._answer_counts: Counter[str] = Counter()
         self._contents: set[str] = set()
+        self._answers_seen: Counter[str] = Counter()
+        """Per agent, how many answers (all versions) it can see: what a vote must cite."""
         self.votes: dict[str, Answer] = {}
         self.vote_reasons: dict[str, str] = {}
         self.live: list[str] = list(self.agents)
@@ -75,8 +102,15 @@ class CoordinationState:
         """A human chose the presenter in the override window."""
         self.final_answer: str | None = None
         self.presentation_error: str | None = None
+        self.failure_reason: str | None = None
+        """Why coordination ended without a final answer."""
         self.result_waiters: list[Envelope] = []
         """Pending ``AwaitResult`` requests; kept here so a coordinator restart keeps them."""
+        self.presentation: PendingPresentation | None = None
+        self.accepted_rounds: dict[str, tuple[int, str]] = {}
+        """Agent → (round, label) of its latest accepted submission: an agent that crashed
+        while submitting re-submits the same round and gets the same verdict, not a second
+        answer (or a duplicate-answer error)."""
 
     # -- inputs -------------------------------------------------------------------------
 
@@ -109,9 +143,16 @@ class CoordinationState:
         self.answers.append(answer)
         self.latest[agent] = answer
         self._contents.add(key)
-        cleared = tuple(v for v in self.votes if v != agent)
-        self.votes.clear()
-        self.vote_reasons.clear()
+        visibility = self.visibility
+        if not visibility.everyone:
+            for viewer in (agent, *visibility.peers(agent)):
+                self._answers_seen[viewer] += 1
+        # Only the agents shown this answer have a reason to look again: a vote elsewhere
+        # stands (it could not have been for this author, whom its voter cannot see).
+        self._drop_vote(agent)
+        cleared = tuple(v for v in self.votes if visibility.sees(v, agent))
+        for voter in cleared:
+            self._drop_vote(voter)
         return AnswerOutcome(answer=answer, error=None, cleared_voters=cleared)
 
     def submit_vote(
@@ -125,11 +166,16 @@ class CoordinationState:
         if self.orchestrator.skip_voting:
             return None, "Voting is disabled in this run; call new_answer.", False
         author = self._by_anonymous.get(target)
-        if author is None or author not in self.latest:
-            with_answers = ", ".join(sorted(self.anonymous[a] for a in self.latest)) or "none"
+        if author is None or author not in self.latest or not self.visibility.sees(agent, author):
+            shown = sorted(self.anonymous[a] for a in self.latest if self.visibility.sees(agent, a))
+            if author is not None and author in self.latest:
+                problem = f"{target}'s answer was never shown to you"
+            else:
+                problem = f"{target!r} has no answer to vote for"
             return (
                 None,
-                (f"{target!r} has no answer to vote for; agents with answers: {with_answers}."),
+                f"{problem}; vote for one of the answers you were shown: "
+                f"{', '.join(shown) or 'none'}.",
                 False,
             )
         if seen < self.visible_answer_count(agent):
@@ -139,24 +185,33 @@ class CoordinationState:
         self.vote_reasons[agent] = reason
         return answer, None, False
 
-    def fail(self, agent: str, reason: str) -> None:
+    def fail(self, agent: str, reason: str) -> bool:
+        """Exclude ``agent``; False (and nothing changes) if it is not live in this run."""
+        if agent not in self.live:
+            return False
         self.failed[agent] = reason
-        if agent in self.live:
-            self.live.remove(agent)
+        self.live.remove(agent)
+        self._drop_vote(agent)
+        return True
+
+    def _drop_vote(self, agent: str) -> None:
         self.votes.pop(agent, None)
         self.vote_reasons.pop(agent, None)
 
     # -- queries ------------------------------------------------------------------------
 
+    def knows(self, agent: str) -> bool:
+        return agent in self.anonymous
+
     def visible_answer_count(self, agent: str) -> int:
-        if self.visibility.kind == "all":
+        if self.visibility.everyone:
             return len(self.answers)
-        return self._answer_counts[agent] + sum(
-            self._answer_counts[p] for p in self.visibility.peers(agent)
-        )
+        return self._answers_seen[agent]
 
     def snapshot_for(self, agent: str) -> tuple[AnswerView, ...]:
-        """Latest answer of every agent ``agent`` can see, itself included, in anonymous order."""
+        """Latest answer of every agent ``agent`` can see, itself included, in anonymous order.
+
+        With injection disabled that is its own answer only: agents work independently."""
         authors = [agent, *self.visibility.peers(agent)]
         shown = [self.latest[a] for a in authors if a in self.latest]
         shown.sort(key=lambda a: self.anonymous[a.agent])
@@ -182,6 +237,16 @@ class CoordinationState:
         else:
             agent = self.answers[0].agent
         return Winner(agent=agent, label=self.latest[agent].label, tally=labels)
+
+    def replacement_presenter(self) -> str | None:
+        """A live agent to present in place of an excluded winner: the one whose answer has
+        most votes, ties to config order; ``None`` if no live agent has an answer."""
+        tally: Counter[str] = Counter(answer.agent for answer in self.votes.values())
+        live = set(self.live)
+        candidates = [
+            (tally[a], -i, a) for i, a in enumerate(self.agents) if a in self.latest and a in live
+        ]
+        return max(candidates)[2] if candidates else None
 
     def best_so_far(self) -> Answer | None:
         """For timeouts and cancellation: most votes, else the newest answer."""

@@ -7,6 +7,7 @@ of events is decided by the latencies alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -109,9 +110,10 @@ class WaitingTap(MemoryTap):
         self._changed.set()
         self._changed = trio.Event()
 
-    async def wait_for(self, cls: type[Any]) -> Any:
+    async def wait_for(self, cls: type[Any], where: Callable[[Any], bool] | None = None) -> Any:
+        """The first ``cls`` event (that ``where`` accepts), once there is one."""
         while True:
-            found = self.of_type(cls)
+            found = [e for e in self.of_type(cls) if where is None or where(e)]
             if found:
                 return found[0]
             await self._changed.wait()

@@ -57,6 +57,19 @@ async def test_a_run_without_a_final_answer_has_no_decided_by(autojump_clock: ob
     assert run.result.decided_by is None
 
 
+async def test_a_timeout_without_any_answer_says_in_the_json_that_there_is_none(
+    autojump_clock: object,
+) -> None:
+    run = await run_tapped(config(agent("a", latency=60.0), run_timeout=10.0))
+
+    data = run.result.to_json()
+    assert data["termination"] == "timeout"
+    assert data["final_answer"] is None
+    assert data["winner"] is None
+    assert data["decided_by"] is None
+    assert data["answers"] == []
+
+
 async def test_the_json_result_carries_decided_by_and_termination_as_strings(
     autojump_clock: object,
 ) -> None:

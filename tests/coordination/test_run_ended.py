@@ -1,0 +1,70 @@
+"""``run_ended`` is the last event of a run: the log's last line, and the last event any tap
+hears. The shutdown that follows (actors stopping, mail dead-lettered) is neither written
+nor heard, however the run ended."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from actors.coordination.events import AnswerAdded
+from actors.run.driver import RunSpec, open_run
+from actors.run.events import RunEnded
+from runtime import Event, MemoryTap, read_event_log
+from tests.coordination.helpers import TASK, WaitingTap, agent, config, run_tapped
+
+CFG = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=1.0))
+
+
+def _log(tmp_path: Path) -> list[Event]:
+    return list(read_event_log(tmp_path / "events.jsonl").events)
+
+
+async def test_run_ended_is_the_last_line_of_a_completed_runs_log(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    await run_tapped(CFG, log_dir=tmp_path)
+
+    events = _log(tmp_path)
+    assert isinstance(events[-1], RunEnded)
+    assert events[-1].termination == "completed"
+    assert len([e for e in events if isinstance(e, RunEnded)]) == 1
+
+
+async def test_run_ended_is_the_last_line_of_a_cancelled_runs_log(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    tap = WaitingTap()
+    cfg = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=60.0))
+    async with open_run(RunSpec(task=TASK, config=cfg, log_dir=tmp_path), taps=[tap]) as h:
+        await tap.wait_for(AnswerAdded)
+        h.cancel()
+        await h.result()
+
+    events = _log(tmp_path)
+    assert isinstance(events[-1], RunEnded)
+    assert events[-1].termination == "cancelled"
+
+
+async def test_run_ended_is_the_last_line_when_the_caller_is_cancelled(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    cfg = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=60.0))
+    with trio.move_on_after(5.0):
+        async with open_run(RunSpec(task=TASK, config=cfg, log_dir=tmp_path)) as handle:
+            await handle.result()
+
+    events = _log(tmp_path)
+    assert isinstance(events[-1], RunEnded)
+    assert len([e for e in events if isinstance(e, RunEnded)]) == 1
+
+
+async def test_no_tap_hears_anything_after_run_ended(autojump_clock: object) -> None:
+    tap = MemoryTap()
+    async with open_run(RunSpec(task=TASK, config=CFG), taps=[tap]) as handle:
+        await handle.result()
+        ended_at = len(tap.events)
+
+    assert isinstance(tap.events[-1], RunEnded)
+    assert len(tap.events) == ended_at
