@@ -2,11 +2,13 @@
 
 Kernel events (deliveries, holds, supervision) describe the machinery; a
 :class:`DomainEvent` describes the run as a person follows it. Outputs that show a run to
-people (stream-json, progress, replay) select by this class, so an event defined in any
-module appears there as soon as it subclasses it.
+people (stream-json, progress, replay, the hub's default subscription) select by this
+class, so an event defined in any module appears there as soon as it subclasses it.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from runtime import Event, message
 
@@ -16,3 +18,8 @@ __all__ = ["DomainEvent"]
 @message()
 class DomainEvent(Event):
     """An event in the run's story: answers, votes, rounds, LLM calls, the end."""
+
+    ephemeral: ClassVar[bool] = False
+    """``True`` for events that only live watchers need (token deltas): subscribers get
+    them, the event log never writes them (one write per token per agent would be a
+    syscall storm), and nothing derived from the log (:class:`RunView`) may depend on them."""

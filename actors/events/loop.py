@@ -1,0 +1,88 @@
+"""Events of an agent's LLM loop: streamed text, retries, tool calls.
+
+The loop engine records these once real backends and tools exist; they are declared now so
+the stream-json schema, the hub and :class:`~actors.events.view.RunView` know them.
+Tool arguments and outputs are cut to :data:`PREVIEW_BYTES` by the classes themselves, so
+no emitter can put a megabyte file into every subscriber's buffer.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from actors.events.base import DomainEvent
+from runtime import message
+
+__all__ = [
+    "PREVIEW_BYTES",
+    "LlmRetry",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "clip",
+]
+
+PREVIEW_BYTES = 2048
+"""The most UTF-8 bytes of a tool call's arguments or output an event carries."""
+
+
+def clip(text: str) -> str:
+    """``text`` if it fits in :data:`PREVIEW_BYTES` UTF-8 bytes, else its head and a marker
+    saying how long it was, together within that. Idempotent, so decoding a clipped event
+    gives back the same event."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= PREVIEW_BYTES:
+        return text
+    marker = f"…[{len(data)} bytes, cut]"
+    room = PREVIEW_BYTES - len(marker.encode("utf-8"))
+    # Cut at a character boundary: drop a multi-byte sequence split by the cut.
+    head = data[:room].decode("utf-8", "ignore")
+    return head + marker
+
+
+@message()
+class TextDelta(DomainEvent):
+    """Text the model streamed since the agent's previous delta (at most one per agent per
+    50 ms). Ephemeral: never in the event log; stream-json shows it only with
+    ``--include-partial-messages``."""
+
+    ephemeral: ClassVar[bool] = True
+
+    agent: str
+    text: str
+
+
+@message()
+class LlmRetry(DomainEvent):
+    """A failed LLM request will be tried again after ``delay`` seconds."""
+
+    agent: str
+    attempt: int
+    """The attempt that failed, from 1."""
+    status: int | None
+    """The HTTP status of the failure; ``None`` when there was none (a network error)."""
+    delay: float
+
+
+@message()
+class ToolCallStarted(DomainEvent):
+    agent: str
+    tool: str
+    call_id: str
+    arguments: str = attrs.field(converter=clip)
+    """The call's JSON arguments, cut to :data:`PREVIEW_BYTES`."""
+
+
+@message()
+class ToolCallFinished(DomainEvent):
+    agent: str
+    tool: str
+    call_id: str
+    arguments: str = attrs.field(converter=clip)
+    output: str = attrs.field(converter=clip)
+    """What the tool returned to the model, cut to :data:`PREVIEW_BYTES`."""
+    duration: float
+    ok: bool
+    error: str | None

@@ -1,0 +1,295 @@
+"""RunView: what a run looks like right now, reduced from its domain events.
+
+The view is a reducer: :meth:`RunView.apply` folds one event into it, and its state is a
+function of the events applied so far and of nothing else (no clock, no I/O, no access to
+the actors). So the live view a UI builds from a hub subscription, the view a websocket
+client rebuilds when it joins late, and the view replay builds from the event log are
+equal whenever they have applied the same events. Ephemeral events (token deltas) never
+reach the log, so they leave the view unchanged.
+
+The per-agent records are frozen: a UI may keep one while the view moves on.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from actors.agent.events import (
+    AgentStatusChanged,
+    LlmRequestFinished,
+    LlmRequestStarted,
+    RoundRestarted,
+    RoundStarted,
+)
+from actors.coordination.events import (
+    AgentExcluded,
+    AnswerAdded,
+    FinalAnswerProduced,
+    RunStarted,
+    VoteAdded,
+    VotingComplete,
+)
+from actors.coordination.state import Answer
+from actors.events.base import DomainEvent
+from actors.events.loop import LlmRetry, ToolCallFinished, ToolCallStarted
+from actors.run.events import RunEnded
+from runtime import Event
+
+__all__ = ["AgentView", "RunPhase", "RunView"]
+
+STOPPED_STATUSES = frozenset({"stopped", "excluded"})
+"""Statuses (``AgentStatusChanged.status``) after which an agent's clock stops."""
+PRESENTED = "presented"
+"""The status the view gives a presenter once the final answer is out (the agent records
+no status for having finished its presentation)."""
+
+
+class RunPhase(enum.Enum):
+    STARTING = "starting"
+    """No ``run_started`` yet."""
+    COORDINATING = "coordinating"
+    """Agents answer and vote."""
+    VOTING_COMPLETE = "voting_complete"
+    """A winner is chosen; the final answer is not out yet."""
+    PRESENTING = "presenting"
+    """An agent is writing the final answer."""
+    FINISHED = "finished"
+    """The final answer is out."""
+    ENDED = "ended"
+    """``run_ended``: nothing follows."""
+
+
+@attrs.frozen(kw_only=True)
+class AgentView:
+    agent: str
+    anonymous_id: str | None = None
+    status: str = "idle"
+    """The agent's last recorded status (``working``, ``answered``, ``voted``, ``stopped``,
+    ``excluded``...), or :data:`PRESENTED`."""
+    round: int = 0
+    started_at: float | None = None
+    """When its first round started."""
+    stopped_at: float | None = None
+    """When it stopped (or was excluded, or the run ended); ``None`` while it works."""
+    llm_calls: int = 0
+    llm_retries: int = 0
+    restarts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    answer: str | None = None
+    """The label of its latest answer."""
+    vote: str | None = None
+    """The label it votes for; ``None`` until it votes and after a new answer clears votes."""
+    tool: str | None = None
+    """The tool it is running now."""
+    tool_calls: int = 0
+    excluded: str | None = None
+    """Why it was excluded, if it was."""
+
+    def elapsed(self, now: float) -> float:
+        """Seconds it has been working, as of ``now`` (a time on the run's clock)."""
+        if self.started_at is None:
+            return 0.0
+        end = self.stopped_at if self.stopped_at is not None else now
+        return max(0.0, end - self.started_at)
+
+
+@attrs.define(kw_only=True)
+class RunView:
+    """The run as of the events applied so far; compare two views with ``==``."""
+
+    task: str = ""
+    strategy: str = ""
+    phase: RunPhase = RunPhase.STARTING
+    started_at: float | None = None
+    now: float | None = None
+    """The time of the latest event applied: the view's notion of "now"."""
+    agents: dict[str, AgentView] = attrs.Factory(dict)
+    """By agent id, in the order the run lists them."""
+    answers: list[Answer] = attrs.Factory(list)
+    votes: dict[str, str] = attrs.Factory(dict)
+    """Voter → the label it votes for: the votes standing now."""
+    winner: str | None = None
+    winner_label: str | None = None
+    tally: dict[str, int] = attrs.Factory(dict)
+    presenter: str | None = None
+    final_answer: str | None = None
+    termination: str | None = None
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> RunView:
+        """The view after ``events`` (for example the events of a log); other events, such
+        as the kernel's, are skipped."""
+        view = cls()
+        for event in events:
+            view.apply(event)
+        return view
+
+    @property
+    def elapsed(self) -> float:
+        if self.started_at is None or self.now is None:
+            return 0.0
+        return self.now - self.started_at
+
+    def apply(self, event: Event) -> None:
+        """Fold ``event`` into the view. Events the view does not know, and ephemeral ones,
+        change nothing."""
+        step = _STEPS.get(type(event))
+        if step is None:
+            return
+        assert isinstance(event, DomainEvent)
+        self.now = event.at
+        step(self, event)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _agent(self, agent: str) -> AgentView:
+        view = self.agents.get(agent)
+        if view is None:
+            view = self.agents[agent] = AgentView(agent=agent)
+        return view
+
+    def _update(self, agent: str, **changes: Any) -> None:
+        self.agents[agent] = attrs.evolve(self._agent(agent), **changes)
+
+    # ------------------------------------------------------------------ steps
+
+    def _run_started(self, event: RunStarted) -> None:
+        self.task = event.task
+        self.strategy = event.strategy
+        self.phase = RunPhase.COORDINATING
+        self.started_at = event.at
+        for agent, anonymous in zip(event.agents, event.anonymous_ids, strict=False):
+            self._update(agent, anonymous_id=anonymous)
+
+    def _round_started(self, event: RoundStarted) -> None:
+        agent = self._agent(event.agent)
+        self.agents[event.agent] = attrs.evolve(
+            agent,
+            status="working",
+            round=event.round,
+            started_at=_first(agent.started_at, event.at),
+            stopped_at=None,
+            tool=None,
+        )
+
+    def _round_restarted(self, event: RoundRestarted) -> None:
+        self._update(event.agent, restarts=self._agent(event.agent).restarts + 1)
+
+    def _status_changed(self, event: AgentStatusChanged) -> None:
+        agent = self._agent(event.agent)
+        stopped = event.status in STOPPED_STATUSES
+        self.agents[event.agent] = attrs.evolve(
+            agent,
+            status=event.status,
+            stopped_at=_first(agent.stopped_at, event.at) if stopped else None,
+            tool=None if stopped else agent.tool,
+        )
+        if event.status == "presenting" and self.phase is not RunPhase.ENDED:
+            self.phase = RunPhase.PRESENTING
+            self.presenter = event.agent
+
+    def _llm_started(self, event: LlmRequestStarted) -> None:
+        self._update(event.agent, llm_calls=self._agent(event.agent).llm_calls + 1)
+
+    def _llm_finished(self, event: LlmRequestFinished) -> None:
+        agent = self._agent(event.agent)
+        self.agents[event.agent] = attrs.evolve(
+            agent,
+            input_tokens=agent.input_tokens + event.input_tokens,
+            output_tokens=agent.output_tokens + event.output_tokens,
+        )
+
+    def _llm_retry(self, event: LlmRetry) -> None:
+        self._update(event.agent, llm_retries=self._agent(event.agent).llm_retries + 1)
+
+    def _tool_started(self, event: ToolCallStarted) -> None:
+        self._update(event.agent, tool=event.tool)
+
+    def _tool_finished(self, event: ToolCallFinished) -> None:
+        agent = self._agent(event.agent)
+        self.agents[event.agent] = attrs.evolve(agent, tool=None, tool_calls=agent.tool_calls + 1)
+
+    def _answer_added(self, event: AnswerAdded) -> None:
+        self.answers.append(Answer(label=event.label, agent=event.agent, content=event.content))
+        self._update(event.agent, answer=event.label)
+        # The coordinator clears every standing vote on a new answer (``votes_cleared``
+        # counts only those of other agents), so the view does too.
+        for voter in self.votes:
+            self._update(voter, vote=None)
+        self.votes.clear()
+
+    def _vote_added(self, event: VoteAdded) -> None:
+        self.votes[event.voter] = event.label
+        self._update(event.voter, vote=event.label)
+
+    def _agent_excluded(self, event: AgentExcluded) -> None:
+        agent = self._agent(event.agent)
+        self.agents[event.agent] = attrs.evolve(
+            agent,
+            status="excluded",
+            excluded=event.reason,
+            vote=None,
+            tool=None,
+            stopped_at=_first(agent.stopped_at, event.at),
+        )
+        self.votes.pop(event.agent, None)
+
+    def _voting_complete(self, event: VotingComplete) -> None:
+        self.winner = event.winner
+        self.winner_label = event.label
+        self.tally = dict(event.tally)
+        self.presenter = event.winner
+        if self.phase is RunPhase.COORDINATING:
+            self.phase = RunPhase.VOTING_COMPLETE
+
+    def _final_answer(self, event: FinalAnswerProduced) -> None:
+        self.final_answer = event.content
+        self.presenter = event.presenter
+        if self.phase is not RunPhase.ENDED:
+            self.phase = RunPhase.FINISHED
+        presenter = self.agents.get(event.presenter or "")
+        if presenter is not None and presenter.status == "presenting":
+            self.agents[presenter.agent] = attrs.evolve(
+                presenter, status=PRESENTED, stopped_at=event.at
+            )
+
+    def _run_ended(self, event: RunEnded) -> None:
+        self.phase = RunPhase.ENDED
+        self.termination = event.termination
+        if event.winner is not None:
+            self.winner = event.winner
+        if event.final_answer is not None:
+            self.final_answer = event.final_answer
+        for name, agent in self.agents.items():
+            if agent.stopped_at is None and agent.started_at is not None:
+                self.agents[name] = attrs.evolve(agent, stopped_at=event.at, tool=None)
+
+
+def _first(earlier: float | None, now: float) -> float:
+    return now if earlier is None else earlier
+
+
+_STEPS: dict[type[Event], Callable[[RunView, Any], None]] = {
+    RunStarted: RunView._run_started,
+    RoundStarted: RunView._round_started,
+    RoundRestarted: RunView._round_restarted,
+    AgentStatusChanged: RunView._status_changed,
+    LlmRequestStarted: RunView._llm_started,
+    LlmRequestFinished: RunView._llm_finished,
+    LlmRetry: RunView._llm_retry,
+    ToolCallStarted: RunView._tool_started,
+    ToolCallFinished: RunView._tool_finished,
+    AnswerAdded: RunView._answer_added,
+    VoteAdded: RunView._vote_added,
+    AgentExcluded: RunView._agent_excluded,
+    VotingComplete: RunView._voting_complete,
+    FinalAnswerProduced: RunView._final_answer,
+    RunEnded: RunView._run_ended,
+}
+"""One step per event class (exact class: a dict lookup per event, whatever the run size).
+``votes_cleared`` needs none (see ``_answer_added``); ``text_delta`` is ephemeral."""

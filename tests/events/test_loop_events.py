@@ -1,0 +1,69 @@
+"""The loop's events: text deltas are ephemeral, and tool call previews stay small."""
+
+from __future__ import annotations
+
+from actors.agent.events import LlmRequestFinished
+from actors.events import DomainEvent, LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
+from actors.events.loop import PREVIEW_BYTES, clip
+from runtime import dumps, loads
+from tests.events.strategies import DOMAIN_EVENTS
+
+
+def _started(arguments: str) -> ToolCallStarted:
+    return ToolCallStarted(at=0.0, agent="a1", tool="read_file", call_id="c1", arguments=arguments)
+
+
+def test_text_deltas_are_ephemeral() -> None:
+    assert TextDelta.ephemeral
+
+
+def test_every_other_domain_event_is_kept_in_the_log() -> None:
+    kept = {kind for kind, cls in DOMAIN_EVENTS.items() if not cls.ephemeral}
+
+    assert kept == set(DOMAIN_EVENTS) - {"text_delta"}
+    assert not DomainEvent.ephemeral
+    assert not LlmRequestFinished.ephemeral and not LlmRetry.ephemeral
+
+
+def test_tool_arguments_that_fit_are_kept_whole() -> None:
+    text = "x" * PREVIEW_BYTES
+
+    assert _started(text).arguments == text
+
+
+def test_tool_arguments_past_2_kb_are_cut_to_2_kb_saying_how_long_they_were() -> None:
+    cut = _started("x" * 10_000).arguments
+
+    assert len(cut.encode()) <= PREVIEW_BYTES
+    assert cut.startswith("x" * 1000)
+    assert cut.endswith("…[10000 bytes, cut]")
+
+
+def test_tool_output_past_2_kb_is_cut_too() -> None:
+    finished = ToolCallFinished(
+        at=0.0,
+        agent="a1",
+        tool="shell",
+        call_id="c1",
+        arguments="{}",
+        output="y" * 5000,
+        duration=0.1,
+        ok=True,
+        error=None,
+    )
+
+    assert len(finished.output.encode()) <= PREVIEW_BYTES
+
+
+def test_a_cut_never_splits_a_character() -> None:
+    cut = clip("é" * 3000)  # two bytes each: the limit falls inside one of them, or not
+
+    assert len(cut.encode()) <= PREVIEW_BYTES
+    assert set(cut.partition("…")[0]) == {"é"}
+
+
+def test_cutting_is_idempotent_so_a_cut_event_round_trips() -> None:
+    event = _started("z" * 9999)
+
+    assert clip(event.arguments) == event.arguments
+    assert loads(dumps(event), ToolCallStarted) == event
