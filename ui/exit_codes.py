@@ -1,4 +1,5 @@
-"""The exit codes of every ``conclave`` command, in one place (documented in docs/).
+"""The exit codes of every ``conclave`` command, in one place (docs/exit-codes.md explains
+each, with the JSON result's fields).
 
 A closed set, so an enum; an ``IntEnum`` because the process exit status is the value.
 """
@@ -14,12 +15,15 @@ class ExitCode(enum.IntEnum):
     OK = 0
     """The run completed with an answer (or the command did what it was asked)."""
     FAILED = 1
-    """The run produced no answer at all, or it ended in an internal failure."""
+    """The run produced no answer at all, stdout could not take the result, or something
+    unexpected failed (one line on stderr names it)."""
     USAGE = 2
     """A flag, a config file, a task or a path was wrong; the message says which and why."""
     TIMEOUT = 3
-    """The run timed out; the best answer so far is printed (the JSON says if there is none)."""
+    """The run timed out, with or without an answer; the best answer so far is printed (the
+    JSON's ``final_answer`` is ``null`` if there is none)."""
     CANCELLED = 130
-    """Ctrl+C (SIGINT) or SIGHUP; the best answer so far is printed."""
+    """Ctrl+C (SIGINT) or SIGHUP; the best answer so far is printed, or nothing if the run
+    had not started."""
     TERMINATED = 143
-    """SIGTERM; the best answer so far is printed."""
+    """SIGTERM; as for ``CANCELLED``."""

@@ -1,0 +1,51 @@
+"""docs/exit-codes.md is the one place a user reads what a command returns: it names every
+exit code and every field of the JSON result, and the README links it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+import pytest
+
+from actors.coordination.state import Answer
+from actors.run.result import RunResult
+from ui.exit_codes import ExitCode
+
+ROOT = Path(__file__).parents[2]
+PAGE = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")
+
+
+def _table_keys(section: str) -> list[str]:
+    """The first column of the table under the ``## section`` heading."""
+    body = PAGE.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", body, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("code", list(ExitCode), ids=lambda c: c.name)
+def test_every_exit_code_is_documented(code: ExitCode) -> None:
+    assert str(int(code)) in _table_keys("Exit codes")
+
+
+def test_the_page_documents_no_exit_code_that_does_not_exist() -> None:
+    assert sorted(_table_keys("Exit codes"), key=int) == [str(int(c)) for c in ExitCode]
+
+
+def test_every_field_of_the_json_result_is_documented_and_nothing_else() -> None:
+    fields = {f.name for f in attrs.fields(RunResult)}
+
+    assert set(_table_keys("The JSON result")) == fields
+
+
+def test_the_answer_records_fields_are_documented() -> None:
+    row = next(line for line in PAGE.splitlines() if line.startswith("| `answers` |"))
+
+    for field in attrs.fields(Answer):
+        assert f'"{field.name}"' in row
+
+
+def test_the_readme_links_the_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+
+    assert "(docs/exit-codes.md)" in readme
