@@ -1,15 +1,17 @@
-"""A stdout that fails. A full device (``> /dev/full``) ends the command with one line on
+"""Output that fails. A full stdout (``> /dev/full``) ends the command with one line on
 stderr and exit code 1, never a crash inside the run; a reader that went away (``| head``)
-ends it quietly with the run's own exit code."""
+ends it quietly with the run's own exit code; an event log that cannot be written is
+reported once on stderr and the run goes on to print its result."""
 
 from __future__ import annotations
 
+import resource
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import CONCLAVE, TASK
+from tests.cli.helpers import CONCLAVE, TASK, parse_json
 from ui.exit_codes import ExitCode
 
 
@@ -50,3 +52,28 @@ def test_a_reader_that_left_ends_the_command_quietly_with_the_runs_exit_code(
     assert "stdout" not in err
     assert "Traceback" not in err
     assert "BrokenPipeError" not in err
+
+
+def test_a_failing_event_log_is_reported_once_and_the_run_still_prints_its_result(
+    fast_config: Path, tmp_path: Path
+) -> None:
+    limit = 4096
+
+    def small_files_only() -> None:  # what a disk filling up looks like to a writer
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [str(CONCLAVE), "run", "--config", str(fast_config), "--log-dir", "run",
+         "--output-format", "json", TASK],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        preexec_fn=small_files_only,
+    )  # fmt: skip
+
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert parse_json(done.stdout)["termination"] == "completed"
+    [report] = [line for line in done.stderr.splitlines() if "event log" in line]
+    assert report.startswith("conclave: event log run/events.jsonl stopped at line ")
+    assert "File too large" in report
+    log = (tmp_path / "run" / "events.jsonl").read_bytes()
+    assert 0 < len(log) <= limit
+    assert log.endswith(b"\n")  # cut back to its last whole line

@@ -26,7 +26,7 @@ import trio
 from actors.events import EventHub
 from actors.run.driver import RunHandle, RunSpec, open_run
 from actors.run.result import RunResult, Termination
-from runtime.eventlog import EventLogExists
+from runtime.eventlog import EventLogExists, EventLogFailure
 from ui.exit_codes import ExitCode
 from ui.headless.flags import (
     ConfigError,
@@ -144,6 +144,22 @@ def _fail(message: str, code: ExitCode, fmt: str) -> int:
     return code
 
 
+def _report_log_failure(handle: RunHandle) -> None:
+    """Say once on stderr if the event log stops (a full disk): the run goes on without it
+    and still prints its result. A failure before now (while the run was set up) is said
+    at once; a later one as it happens."""
+    log = handle.event_log
+    if log is None:
+        return
+
+    def report(failure: EventLogFailure) -> None:
+        print(f"conclave: {failure}", file=sys.stderr, flush=True)
+
+    log.on_failure = report
+    if log.failure is not None:
+        report(log.failure)
+
+
 async def _run(
     spec: RunSpec, args: argparse.Namespace, signals: _Signals
 ) -> tuple[RunResult, RunProgress] | None:
@@ -180,6 +196,7 @@ async def _run(
             nursery.start_soon(on_signals)
             with hard_stop:
                 async with open_run(spec, taps=[hub]) as handle:
+                    _report_log_failure(handle)
                     hub.bind(handle.system.record)
                     result = await handle.result()
             nursery.cancel_scope.cancel()
