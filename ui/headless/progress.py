@@ -28,8 +28,18 @@ from actors.events.view import RunView
 from actors.run.driver import RunSpec
 from actors.run.events import RunEnded
 from actors.run.result import RunResult
-from runtime import ChildExited, DeadLetter, Event, Held, LogOpened, Released, converter, encode
-from ui.timeline import describe
+from runtime import (
+    ChildExited,
+    DeadLetter,
+    Event,
+    Held,
+    LogOpened,
+    Released,
+    TapFailed,
+    converter,
+    encode,
+)
+from ui.timeline import describe, neutralise
 
 __all__ = [
     "RunClock",
@@ -126,17 +136,10 @@ class Silent:
 
 # ---------------------------------------------------------------------------- text
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _neutralise(line: str) -> str:
-    """Control characters from tasks and answers shown as ``\\xNN``: an escape sequence in
-    an answer must not move the cursor, recolour or retitle the user's terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line)
-
 
 class TextProgress:
-    """One line per event on stderr, ``[  1.23s] what happened``, the lines replay prints.
+    """One line per event on stderr, ``[  1.23s] what happened``: the lines replay prints,
+    and a line when something watching the run fails (a tap, a subscriber).
 
     It keeps a :class:`RunView` of the run; with ``--verbose`` it prints each agent's row
     from it when the run ends. Falls silent after ``run_ended`` (shutdown chatter is in
@@ -150,7 +153,8 @@ class TextProgress:
         self.view = RunView()
         self._ended = False
         detail: tuple[type[Event], ...] = (Held, Released) if verbose else ()
-        self.kinds = (DomainEvent, LogOpened, DeadLetter, ChildExited, SubscriberDropped, *detail)
+        watchers = (SubscriberDropped, TapFailed)
+        self.kinds = (DomainEvent, LogOpened, DeadLetter, ChildExited, *watchers, *detail)
 
     def record(self, event: Event) -> None:
         if self._ended:
@@ -159,14 +163,9 @@ class TextProgress:
             self.clock.adopt(event)
             return
         self.view.apply(event)
-        if isinstance(event, SubscriberDropped):
-            line: str | None = (
-                f"watcher {event.subscriber} dropped ({event.cause.value}): {event.detail}"
-            )
-        else:
-            line = describe(event, verbose=self.verbose)
+        line = describe(event, verbose=self.verbose) or _watcher_line(event)
         if line is not None:
-            self._print(f"[{self.clock.t(event.at):6.2f}s] {_neutralise(line)}")
+            self._print(f"[{self.clock.t(event.at):6.2f}s] {line}")
         if isinstance(event, RunEnded):
             self._ended = True
             if self.verbose:
@@ -184,7 +183,7 @@ class TextProgress:
                 f"{agent.llm_calls} LLM call(s), tokens {agent.input_tokens} in / "
                 f"{agent.output_tokens} out, {agent.elapsed(now):.2f}s"
             )
-        return [_neutralise(row) for row in rows]
+        return [neutralise(row) for row in rows]
 
     def _print(self, line: str) -> None:
         try:
@@ -194,6 +193,17 @@ class TextProgress:
 
     def finish(self, result: RunResult) -> None:
         """The summary is printed by :func:`ui.headless.result.print_result`."""
+
+
+def _watcher_line(event: Event) -> str | None:
+    """A line for a tap or a subscriber that failed and was removed; the run went on."""
+    if isinstance(event, SubscriberDropped):
+        line = f"watcher {event.subscriber} dropped ({event.cause.value}): {event.detail}"
+    elif isinstance(event, TapFailed):
+        line = f"event tap {event.tap} removed: it raised {event.error}"
+    else:
+        return None
+    return neutralise(" ".join(line.split()))  # an error's message may span lines
 
 
 # ---------------------------------------------------------------------------- stream-json
