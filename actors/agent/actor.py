@@ -341,8 +341,6 @@ class AgentActor(Actor):
                 # fault, so try anew with a fresh round rather than crash the actor.
                 return "retry", None, f"no snapshot from the coordinator: {exc}"
             assert isinstance(snapshot, AnswersSnapshot)
-            if snapshot.error is not None:
-                return "failed", None, f"the coordinator refused the snapshot: {snapshot.error}"
             self._merge(snapshot.answers)
             memory.snapshot_visible = snapshot.visible
             memory.stale = False

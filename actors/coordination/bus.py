@@ -39,10 +39,9 @@ def agent_address(agent: str) -> Address:
 class BusState:
     """The bus's work in flight, owned by the run so that it survives a crash of the bus."""
 
-    quiet_period: float | None = None
-    """``None``: no quiet-period hold in this run."""
     quiet_deadline: float | None = None
-    """When answers will have been quiet for a period; ``None`` while they are quiet."""
+    """When answers will have been quiet for a period; ``None`` while they are quiet (or
+    when the run has no quiet period)."""
     pending: dict[str, list[AnswerView]] = attrs.Factory(dict)
     """Recipient → answers collected for its next update."""
 
@@ -78,12 +77,8 @@ class InjectionBus(Actor):
         self._timer_running = False
 
     async def started(self) -> None:
-        state = self._state
-        if state.quiet_period is not None:
-            if state.quiet_deadline is None:
-                self.context.system.update_facts({QUIET: True})
-            else:
-                self._arm_quiet_timer()
+        if self._state.quiet_deadline is not None:
+            self._arm_quiet_timer()
         self._flush_when_idle()
 
     async def handle(self, envelope: Envelope) -> None:

@@ -60,7 +60,6 @@ from runtime import (
     JsonlEventLog,
     LogOpened,
     MailboxSpec,
-    Message,
     Restart,
     StopSignal,
     Supervisor,
@@ -78,8 +77,6 @@ _UNBOUNDED = MailboxSpec(capacity=math.inf)
 means a busy coordinator can never deadlock against an agent waiting on it."""
 _RUN_SUPERVISOR = SupervisorSpec(intensity=3, period=5.0)
 """Coordinator, bus and the agents' supervisor: more restarts than this and the run fails."""
-_HUMAN_ASK_TRIES = 3
-"""An override decision meets a crashed coordinator at most this often before it fails."""
 
 
 def build_backend(agent: AgentConfig) -> LLMBackend:
@@ -138,23 +135,14 @@ class RunHandle:
         self._waiting.cancel()
 
     async def override(self, presenter: str) -> AnswerVerdict:
-        return await self._decide(OverrideDecision(presenter=presenter))
+        verdict = await self.system.ask(COORDINATOR, OverrideDecision(presenter=presenter))
+        assert isinstance(verdict, AnswerVerdict)
+        return verdict
 
     async def continue_(self) -> AnswerVerdict:
-        return await self._decide(Continue())
-
-    async def _decide(self, decision: Message) -> AnswerVerdict:
-        """Ask the coordinator; a coordinator that crashed on the way is asked again."""
-        for tries_left in reversed(range(_HUMAN_ASK_TRIES)):
-            try:
-                verdict = await self.system.ask(COORDINATOR, decision)
-            except Undeliverable:
-                if not tries_left:
-                    raise
-                continue
-            assert isinstance(verdict, AnswerVerdict)
-            return verdict
-        raise AssertionError("unreachable: the last try returns or raises")
+        verdict = await self.system.ask(COORDINATOR, Continue())
+        assert isinstance(verdict, AnswerVerdict)
+        return verdict
 
     async def result(self) -> RunResult:
         """Wait for the run to end (completed, timed out, cancelled or failed); never raises
@@ -201,7 +189,9 @@ class RunHandle:
                     await trio.sleep_forever()
 
     def _end(self, result: RunResult) -> None:
-        """Record ``run_ended``, the last event anyone hears: close the log, mute the taps."""
+        """Record ``run_ended``, the last event any tap hears; then close the log."""
+        for tap in self._taps:
+            tap.until_run_ended()
         self.system.record(
             RunEnded(
                 at=trio.current_time(),
@@ -212,8 +202,6 @@ class RunHandle:
                 failure_reason=result.failure_reason,
             )
         )
-        for tap in self._taps:
-            tap.mute()
         if self.event_log is not None:
             self.event_log.close()
 
@@ -334,8 +322,8 @@ async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIter
 
 
 class _TapUntilEnd:
-    """Passes events to a tap until the run ends. Free per event: until :meth:`mute`,
-    ``record`` *is* the tap's own bound method."""
+    """Passes events to a tap until the run ends. Free per event while the run lasts:
+    until :meth:`until_run_ended`, ``record`` *is* the tap's own bound method."""
 
     def __init__(self, tap: EventTap) -> None:
         self.record: Callable[[Event], None] = tap.record
@@ -343,8 +331,18 @@ class _TapUntilEnd:
         self.name = name if isinstance(name, str) else type(tap).__name__
         """What a :class:`~runtime.TapFailed` calls the tap if it raises."""
 
-    def mute(self) -> None:
-        self.record = _ignore
+    def until_run_ended(self) -> None:
+        """Pass events on up to ``run_ended``, then nothing. Events other taps record while
+        hearing ``run_ended`` (say, ``TapFailed`` when one raises on it) come after it, so
+        this tap must not hear them either."""
+        hear = self.record
+
+        def record(event: Event) -> None:
+            if type(event) is RunEnded:
+                self.record = _ignore  # first: this tap hears nothing after it, even if it raises
+            hear(event)
+
+        self.record = record
 
 
 def _ignore(event: Event) -> None:
@@ -395,7 +393,7 @@ def _wire_rules(
         # Voting opens only once every agent has its one answer: no burst can follow, so
         # a quiet period would only add its latency.
         quiet_period = None
-    bus_state = BusState(quiet_period=quiet_period)
+    bus_state = BusState()
     if quiet_period is not None:
         system.add_observer(AnswersArriving(bus_state, quiet_period))
         system.add_rule(HoldUntilQuiet())

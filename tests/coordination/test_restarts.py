@@ -16,6 +16,7 @@ from actors.coordination.events import (
     PresentationFailed,
 )
 from actors.coordination.protocol import (
+    AgentFailed,
     AnswerAccepted,
     AnswersRequest,
     AnswersSnapshot,
@@ -227,3 +228,16 @@ async def test_an_agent_whose_backend_raises_any_exception_is_excluded_and_the_r
     assert not [e for e in run.events(ChildExited) if e.error]
     assert run.result.termination == "completed"
     assert set(run.result.votes) == {"a", "c"}
+
+
+async def test_an_agent_failed_for_an_agent_the_run_does_not_have_changes_nothing(
+    autojump_clock: object,
+) -> None:
+    tap = WaitingTap()
+    async with open_run(RunSpec(task=TASK, config=VOTING_FOR_B), taps=[tap]) as h:
+        h.system.tell_nowait(COORDINATOR, AgentFailed(agent="nobody", reason="made up"))
+        result = await h.result()
+
+    assert tap.of_type(AgentExcluded) == []
+    assert result.failed_agents == {}
+    assert result.winner == "b"

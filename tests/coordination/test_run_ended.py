@@ -9,8 +9,10 @@ from pathlib import Path
 import trio
 
 from actors.coordination.events import AnswerAdded
-from actors.run.driver import RunSpec, open_run
+from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from actors.run.driver import RunSpec, build_backend, open_run
 from actors.run.events import RunEnded
+from config.schema import AgentConfig
 from runtime import Event, MemoryTap, read_event_log
 from tests.coordination.helpers import TASK, WaitingTap, agent, config, run_tapped
 
@@ -68,3 +70,63 @@ async def test_no_tap_hears_anything_after_run_ended(autojump_clock: object) -> 
 
     assert isinstance(tap.events[-1], RunEnded)
     assert len(tap.events) == ended_at
+
+
+async def test_no_agent_starts_an_llm_call_after_a_cancelled_run_ended(
+    autojump_clock: object,
+) -> None:
+    # Twenty agents mid-round when the run is cancelled: the shutdown that stops them one
+    # by one (unheard after run_ended) must not let any of them start another call.
+    recorder = _TimedRecorder()
+    tap = WaitingTap()
+    members = tuple(agent(f"a{i:02d}", seed=i, latency=1.0 + i) for i in range(20))
+    spec = RunSpec(task=TASK, config=config(*members), backend_factory=recorder)
+    async with open_run(spec, taps=[tap]) as handle:
+        await tap.wait_for(AnswerAdded)
+        handle.cancel()
+        await handle.result()
+        [ended] = tap.of_type(RunEnded)
+
+    assert recorder.calls
+    assert max(recorder.calls) <= ended.at
+
+
+class _TimedRecorder:
+    """A ``backend_factory`` that notes when each call starts, across all agents."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def __call__(self, member: AgentConfig) -> LLMBackend:
+        return _Timed(build_backend(member), self.calls)
+
+
+class _Timed:
+    def __init__(self, inner: LLMBackend, calls: list[float]) -> None:
+        self.inner = inner
+        self.calls = calls
+
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
+        self.calls.append(trio.current_time())
+        return await self.inner.complete(request)
+
+
+class _RaisesOnRunEnded:
+    name = "fragile"
+
+    def record(self, event: Event) -> None:
+        if isinstance(event, RunEnded):
+            raise RuntimeError("the fragile tap broke")
+
+
+async def test_a_tap_raising_on_run_ended_is_not_followed_by_its_failure(
+    autojump_clock: object,
+) -> None:
+    # The kernel records TapFailed for the broken tap: after run_ended, so unheard.
+    tap = MemoryTap()
+    async with open_run(RunSpec(task=TASK, config=CFG), taps=[tap, _RaisesOnRunEnded()]) as h:
+        await h.result()
+
+    assert isinstance(tap.events[-1], RunEnded)
