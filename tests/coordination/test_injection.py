@@ -41,7 +41,7 @@ async def test_cancel_policy_a_burst_of_answers_mid_round_causes_one_restart(
     assert restart.policy == "cancel"
     # the one restarted round saw all three new answers
     restarted_prompt = recorder.prompts("fast")[-1]
-    assert all(f"<{label}>" in restarted_prompt for label in ("agent1.1", "agent2.1", "agent3.1"))
+    assert all(f"<{label} " in restarted_prompt for label in ("agent1.1", "agent2.1", "agent3.1"))
     assert run.result.restarts == 1
     assert run.result.termination == "completed"
 
@@ -62,7 +62,7 @@ async def test_finish_policy_answers_arriving_during_a_round_cause_one_rerun(
     assert restart.policy == "finish"
     assert restart.at == 2.0
     rerun_prompt = recorder.prompts("fast")[-1]
-    assert all(f"<{label}>" in rerun_prompt for label in ("agent1.1", "agent2.1", "agent3.1"))
+    assert all(f"<{label} " in rerun_prompt for label in ("agent1.1", "agent2.1", "agent3.1"))
 
 
 async def test_finish_policy_a_burst_of_answers_mid_round_causes_one_rerun(
