@@ -4,8 +4,11 @@ Line format
     One event per line: compact UTF-8 JSON, an object whose first key is ``kind`` (the
     event's registered tag) followed by ``at`` and the event's other fields, then ``\\n``.
     Each line goes to the OS in one write before :meth:`JsonlEventLog.record` returns, so a
-    crash loses at most the line being written. A log holds one run: the system writes
-    ``log_opened`` first, and the file is created exclusively, never appended to.
+    crash loses at most the line being written. No line is longer than
+    :data:`MAX_LINE_BYTES`. A log holds one run and its first event is ``log_opened``. The
+    file is created exclusively (``O_EXCL``), never appended to or overwritten: a path that
+    exists, or a symbolic link there (dangling or not: it is never followed), is refused
+    with :class:`EventLogExists`.
 
 Envelope references
     An event about an envelope (``delivered``, ``held``, ``released``, ``redirected``,
@@ -14,18 +17,24 @@ Envelope references
     ``{"kind":"delivered","at":2.5,"envelope_ref":17}``: a payload is written once, so the
     log grows with the number of events, not with events times payload size. A redirect
     keeps the id: after ``{"kind":"redirected",...,"envelope_ref":17,"to":B}``, id 17 names
-    the envelope addressed to B. A line that writes an envelope in full always (re)defines
-    its id. A reference reaches back at most :data:`REFERENCE_REACH` envelope lines (lines
-    that carry an envelope or a reference): the writer forgets envelopes it has not
-    mentioned for that long and writes them in full if they come back, so writer and reader
-    need bounded memory however long the run.
+    the envelope addressed to B (an envelope whose recipient changed any other way is
+    written in full). A line that writes an envelope in full always (re)defines its id.
+    A reference reaches back at most :data:`REFERENCE_REACH` envelope lines (lines that carry
+    an envelope or a reference), or, for an envelope whose last line is ``held``, to that
+    line however far back (for at most :data:`HELD_REACH` envelopes held at a time): mail
+    held until answers go quiet is released long after. The writer forgets other envelopes
+    it has not mentioned for that long and writes them in full if they come back, so writer
+    and reader need bounded memory however long the run. Ids are unique within a process,
+    so a log's envelopes must come from the process that writes it.
 
 Truncation and failure
-    A failing write (disk full, I/O error) or a short one never raises out of ``record`` and
-    never leaves half a line: the file is truncated back to its last full line, logging
-    stops (later records are no-ops), and the failure is reported once, as an
-    :class:`EventLogFailure` passed to ``on_failure`` and kept in ``failure``. The runtime
-    prints nothing; the UI says it. The run goes on without its log.
+    ``record`` never raises. A write that fails (disk full, I/O error) or stops short after
+    a retry for the rest never leaves half a line: the file is truncated back to its last
+    full line, logging stops (later records are no-ops), and the failure is reported once,
+    as an :class:`EventLogFailure` passed to ``on_failure`` and kept in ``failure``. An
+    event the codec cannot encode, or one longer than a line may be, stops the log the same
+    way, and so does an error when the file is closed. The runtime prints nothing; the UI
+    says it. The run goes on without its log.
 
 Reading
     :func:`open_event_log` streams a log: memory does not grow with the file. A line longer
@@ -33,7 +42,9 @@ Reading
     nobody registered (a newer version wrote them) are skipped and counted. A last line cut
     off mid-write (a crash) is skipped and reported; damage anywhere else is an error,
     because it means the file was edited, not interrupted. A file whose first line is not
-    an event is not an event log at all.
+    an event is not an event log at all; an empty one is reported as empty, and one that
+    holds several runs (several ``log_opened``, from concatenated files or a version that
+    appended) as such: see :class:`EventLogSummary`.
 """
 
 from __future__ import annotations
@@ -51,10 +62,11 @@ import attrs
 import orjson
 
 from runtime.codec import DecodeError, decode, encode, encode_without, json_line
-from runtime.events import Event, LogOpened, Redirected
+from runtime.events import Event, Held, LogOpened, Redirected
 from runtime.messages import Address, Envelope, find_message_class
 
 __all__ = [
+    "HELD_REACH",
     "MAX_LINE_BYTES",
     "REFERENCE_REACH",
     "EventLogCorrupt",
@@ -82,6 +94,9 @@ rather than write what its reader would refuse."""
 
 REFERENCE_REACH = 65_536
 """How many envelope lines back an ``envelope_ref`` may point, at most."""
+
+HELD_REACH = 262_144
+"""How many held envelopes the writer remembers until their next line, at most."""
 
 _GENERATION = REFERENCE_REACH // 2
 """The writer remembers envelopes in two generations of this many envelope lines each: one
@@ -228,51 +243,64 @@ class JsonlEventLog:
         self._recent: dict[int, Address] = {}
         self._older: dict[int, Address] = {}
         self._mentions = 0
+        self._held: dict[int, Address] = {}
+        """Envelopes whose last line is ``held``, remembered until their next line."""
 
     def record(self, event: Event) -> None:
         file = self._file
         if file is None:
             return
+        cls = type(event)
         try:
-            line = self._encode(event)
-            if len(line) > MAX_LINE_BYTES:
+            carries = _CARRIES_ENVELOPE.get(cls)
+            if carries is None:
+                carries = _carries_envelope(cls)
+            line = self._encode_mention(event, cls) if carries else json_line(encode(event))
+            size = len(line)
+            if size > MAX_LINE_BYTES:
                 raise ValueError(
-                    f"a {type(event).kind} event is {len(line)} bytes as JSON, more than "
+                    f"a {cls.kind} event is {size} bytes as JSON, more than "
                     f"the {MAX_LINE_BYTES} a log line may hold"
                 )
-            self._write(file, line)
+            written = file.write(line)
+            if written != size:
+                self._write_rest(file, line, written)
         except Exception as exc:
             # The disk (OSError) or a payload the codec cannot encode: either way this line
             # cannot be written, and a log with a gap would mislead, so it stops here.
             self._fail(file, _describe(exc))
             return
-        self._size += len(line)
+        self._size += size
         self._lines += 1
 
-    def _encode(self, event: Event) -> bytes:
-        if not _carries_envelope(type(event)):
-            return json_line(encode(event))
+    def _encode_mention(self, event: Event, cls: type[Event]) -> bytes:
+        """An event about an envelope: in full, or with ``envelope_ref`` if the reader will
+        remember the envelope (see the module docstring); remembers it for later lines."""
         envelope: Envelope = event.envelope  # type: ignore[attr-defined]
         key, recipient = envelope.id, envelope.recipient
         known = self._recent.get(key)
         if known is None:
-            known = self._older.get(key)
+            known = self._older.get(key) or self._held.get(key)
         if known is not None and (known is recipient or known == recipient):
             data = encode_without(event, "envelope")
             data["envelope_ref"] = key
         else:
             data = encode(event)
         self._recent[key] = event.to if type(event) is Redirected else recipient
+        if cls is Held:
+            if len(self._held) < HELD_REACH:
+                self._held[key] = recipient
+        elif self._held:
+            self._held.pop(key, None)
         self._mentions += 1
         if self._mentions == _GENERATION:
             self._older, self._recent, self._mentions = self._recent, {}, 0
         return json_line(data)
 
     @staticmethod
-    def _write(file: LogFile, line: bytes) -> None:
-        """Write all of ``line``; a short write is retried for the rest (a signal may cut a
-        write short), and a write that makes no progress is a failure."""
-        done = file.write(line)
+    def _write_rest(file: LogFile, line: bytes, done: int | None) -> None:
+        """Write the rest of ``line`` after a short write (a signal may cut a write short);
+        a write that makes no progress is a failure."""
         while done != len(line):
             if not done:
                 raise OSError(errno.EIO, "the file accepted no bytes")
@@ -286,6 +314,7 @@ class JsonlEventLog:
         self._file = None
         self._recent.clear()
         self._older.clear()
+        self._held.clear()
         truncated = True
         try:
             file.truncate(self._size)
@@ -412,6 +441,7 @@ class EventLogStream:
         self._recent: dict[int, Envelope] = {}
         self._older: dict[int, Envelope] = {}
         self._mentions = 0
+        self._held: dict[int, Envelope] = {}
 
     @property
     def summary(self) -> EventLogSummary:
@@ -506,22 +536,29 @@ class EventLogStream:
             raise _BadLine(f"envelope_ref is {ref!r}, expected an envelope id")
         envelope = self._recent.get(ref)
         if envelope is None:
-            envelope = self._older.get(ref)
+            envelope = self._older.get(ref) or self._held.get(ref)
         if envelope is None:
             raise _BadLine(
                 f"envelope_ref {ref} names no envelope written in the "
-                f"{REFERENCE_REACH} envelope lines before it"
+                f"{REFERENCE_REACH} envelope lines before it, nor one held"
             )
         return envelope
 
     def _mention(self, event: Event) -> None:
-        """Remember the envelope as the writer does, for twice as long: the writer refers
-        back at most :data:`REFERENCE_REACH` envelope lines, and this keeps every envelope
-        for at least that many."""
+        """Remember the envelope as the writer does, with room to spare: the writer refers
+        back at most :data:`REFERENCE_REACH` envelope lines and this keeps every envelope
+        for at least that many; it remembers at most :data:`HELD_REACH` held envelopes and
+        this up to twice as many (lines of unknown kinds, skipped here, may have released
+        some of them)."""
         envelope: Envelope = event.envelope  # type: ignore[attr-defined]
         if type(event) is Redirected:
             envelope = envelope.redirected(event.to)
         self._recent[envelope.id] = envelope
+        if type(event) is Held:
+            if len(self._held) < 2 * HELD_REACH:
+                self._held[envelope.id] = envelope
+        elif self._held:
+            self._held.pop(envelope.id, None)
         self._mentions += 1
         if self._mentions == REFERENCE_REACH:
             self._older, self._recent, self._mentions = self._recent, {}, 0

@@ -136,9 +136,11 @@ def test_replay_of_a_run_directory_reads_its_events_jsonl(
 def test_replay_of_a_file_holding_two_runs_shows_each_from_its_own_start(
     events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    lines = events.read_text(encoding="utf-8").splitlines()
+    later = [json.dumps({**data, "at": data["at"] + 1000.0}) for data in map(json.loads, lines)]
     both = tmp_path / "both.jsonl"
-    both.write_bytes(events.read_bytes() * 2)
-    pid = json.loads(events.read_text(encoding="utf-8").splitlines()[0])["pid"]
+    both.write_text("\n".join(lines + later) + "\n", encoding="utf-8")
+    pid = json.loads(lines[0])["pid"]
 
     code = main(["replay", str(both)])
 

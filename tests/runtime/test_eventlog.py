@@ -29,6 +29,7 @@ from runtime import (
     Redirected,
     Released,
     SupervisorEscalated,
+    TapFailed,
     dumps,
     open_actor_system,
     read_event_log,
@@ -64,7 +65,11 @@ EXAMPLES: list[Event] = [
         at=7.5, supervisor="system", child="agent:bob", error="RuntimeError: x", action="restart"
     ),
     ChildStopped(at=8.0, supervisor="system", child="agent:bob", how="killed"),
+    ChildStopped(
+        at=8.5, supervisor="system", child="agent:bob", how="crashed", error="RuntimeError: x"
+    ),
     SupervisorEscalated(at=9.0, supervisor="team", error="too many restarts"),
+    TapFailed(at=10.0, tap="Broken", error="RuntimeError: tap"),
 ]
 
 
