@@ -95,9 +95,10 @@ class Actor:
 
     Lifecycle and failure, per incarnation (OTP in trio clothes):
 
-    * ``started`` re-arms in-flight work from run-owned state. If it raises, the incarnation
-      fails to start (:class:`~runtime.errors.StartFailed`): it is not restarted, and its
-      supervisor escalates (a temporary actor is retired instead).
+    * ``started`` re-arms in-flight work from run-owned state. If it (or the factory that
+      builds the actor) raises, the incarnation fails to start
+      (:class:`~runtime.errors.StartFailed`): it is not restarted, and its supervisor
+      escalates (a temporary actor is retired instead).
     * A crash in ``handle`` or background work ends the incarnation: the message being
       handled is dead-lettered (so a poison message cannot crash-loop), mail still queued
       waits for the restarted incarnation.
@@ -159,7 +160,10 @@ async def run_incarnation(
     try:
         async with trio.open_nursery() as nursery:
             context = ActorContext(system, mailbox.address, incarnation, nursery, stop)
-            actor = factory(context)
+            try:
+                actor = factory(context)
+            except Exception as exc:
+                raise StartFailed(mailbox.address, incarnation, exc, where="its factory") from exc
             try:
                 await actor.started()
             except Exception as exc:

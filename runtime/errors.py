@@ -95,16 +95,19 @@ class SelfAsk(ConclaveRuntimeError):
 
 
 class StartFailed(ConclaveRuntimeError):
-    """An actor's ``started()`` raised: the incarnation never began handling mail.
+    """An actor's ``started()`` (or its factory) raised: the incarnation never began
+    handling mail.
 
     A restart would replay the same start from the same state, so it is not restarted: a
     temporary actor is retired, any other escalates (its supervisor gives up, like an OTP
     child whose ``init`` fails), up to :func:`open_actor_system`, which raises this.
     """
 
-    def __init__(self, address: Address, incarnation: int, error: Exception) -> None:
+    def __init__(
+        self, address: Address, incarnation: int, error: Exception, *, where: str = "started()"
+    ) -> None:
         super().__init__(
-            f"{address} crashed in started() (incarnation {incarnation}): "
+            f"{address} crashed in {where} (incarnation {incarnation}): "
             f"{type(error).__name__}: {error}; fix what started() needs, or spawn it with "
             "restart=Restart.TEMPORARY if the system should go on without it"
         )

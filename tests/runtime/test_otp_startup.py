@@ -73,6 +73,16 @@ async def test_a_crash_in_started_is_recorded_as_a_start_failure(
     assert exited.error.startswith("StartFailed: worker:a crashed in started()")
 
 
+async def test_a_factory_that_raises_is_a_start_failure_too(journal: Journal) -> None:
+    def broken_factory(ctx: ActorContext) -> Actor:
+        raise KeyError("missing setting")
+
+    with pytest.raises(StartFailed, match=r"worker:a crashed in its factory \(incarnation 1\)"):
+        async with open_actor_system(supervisor=SupervisorSpec(intensity=10)) as system:
+            system.spawn(addr("a"), broken_factory)
+            await trio.sleep_forever()
+
+
 async def test_a_start_failure_under_a_nested_supervisor_escalates_through_the_root(
     tap: MemoryTap, journal: Journal
 ) -> None:
