@@ -11,6 +11,8 @@ import actors.agent.events
 import actors.agent.protocol
 import actors.coordination.events
 import actors.coordination.protocol
+import actors.events.hub
+import actors.events.loop
 import actors.run.events
 
 __all__ = ["DOMAIN_MODULES"]
@@ -20,5 +22,7 @@ DOMAIN_MODULES = (
     actors.agent.protocol,
     actors.coordination.events,
     actors.coordination.protocol,
+    actors.events.hub,
+    actors.events.loop,
     actors.run.events,
 )
