@@ -25,7 +25,9 @@ import yaml
 from cattrs.v import format_exception
 
 from config.limits import MAX_CONFIG_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
-from config.schema import ConclaveConfig
+from config.schema import BackendConfig, ConclaveConfig
+from config.schema.backends import BACKEND_TYPES
+from config.secret import Secret
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_yaml"]
 
@@ -79,10 +81,27 @@ def _str(value: Any, _type: Any) -> str:
     return value
 
 
+def _secret(value: Any, _type: Any) -> Secret:
+    return Secret(_str(value, str))
+
+
+def _backend(value: Any, _type: Any) -> BackendConfig:
+    """The section's ``type`` picks the class (:func:`parse_config` has checked it)."""
+    cls = BACKEND_TYPES[value.get("type", "scripted")] if isinstance(value, dict) else None
+    if cls is None:
+        keys = ", ".join(f.name for f in attrs.fields(BACKEND_TYPES["scripted"]))
+        raise _WrongType(f"expected a mapping (keys: {keys})")
+    backend: BackendConfig = _converter.structure(value, cls)
+    return backend
+
+
 _converter.register_structure_hook(bool, _bool)
 _converter.register_structure_hook(int, _int)
 _converter.register_structure_hook(float, _float)
 _converter.register_structure_hook(str, _str)
+_converter.register_structure_hook(Secret, _secret)
+_converter.register_unstructure_hook(Secret, Secret.to_json)
+_converter.register_structure_hook(BackendConfig, _backend)
 
 
 def load_config(path: str | os.PathLike[str]) -> ConclaveConfig:
@@ -218,10 +237,10 @@ def _with_backend_default(agent: Any, source: str) -> Any:
     if isinstance(agent, dict) and isinstance(agent.get("backend"), dict):
         backend = agent["backend"]
         kind = backend.get("type", "scripted")
-        if kind != "scripted":
+        if not isinstance(kind, str) or kind not in BACKEND_TYPES:
             raise ConfigError(
                 f"{source}: agent {agent.get('id', '?')!r}: backend type {_describe(kind)} is "
-                "not available; valid backend types: scripted"
+                f"not available; valid backend types: {', '.join(BACKEND_TYPES)}"
             )
     return agent
 

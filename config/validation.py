@@ -11,7 +11,7 @@ from __future__ import annotations
 from config.limits import MAX_ALL_TO_ALL
 from config.loader import ConfigError
 from config.schema import ConclaveConfig, parse_visibility
-from config.schema.backends import voted_agent_number
+from config.schema.backends import ScriptedBackendConfig, voted_agent_number
 
 __all__ = ["check_runnable", "is_all_to_all", "problems"]
 
@@ -37,6 +37,8 @@ def problems(config: ConclaveConfig) -> list[str]:
         )
     wrong: dict[int, list[str]] = {}
     for agent in config.agents:
+        if not isinstance(agent.backend, ScriptedBackendConfig):
+            continue
         k = voted_agent_number(agent.backend.vote)
         if k is not None and k > n:
             wrong.setdefault(k, []).append(agent.id)

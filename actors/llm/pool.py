@@ -55,7 +55,11 @@ class Provider(Protocol):
         ...
 
 
-PROVIDERS: dict[str, str] = {"scripted": "actors.llm.scripted_provider:PROVIDER"}
+PROVIDERS: dict[str, str] = {
+    "scripted": "actors.llm.scripted_provider:PROVIDER",
+    "openai": "actors.llm.openai_backend:PROVIDER",
+    "anthropic": "actors.llm.anthropic_backend:PROVIDER",
+}
 """Backend type → ``module:attribute`` of its provider, imported on first use."""
 
 

@@ -9,15 +9,18 @@ from contextlib import AsyncExitStack
 
 from actors.llm.protocol import LLMBackend
 from actors.llm.scripted import ScriptedBackend
-from config.schema import AgentConfig
+from config.schema import AgentConfig, ScriptedBackendConfig
 
 __all__ = ["PROVIDER", "ScriptedProvider"]
 
 
 class _ScriptedEndpoint:
     def backend_for(self, agent: AgentConfig) -> LLMBackend:
+        policy = agent.backend
+        if not isinstance(policy, ScriptedBackendConfig):
+            raise TypeError(f"agent {agent.id!r} is not a scripted agent")
         return ScriptedBackend(
-            agent_id=agent.id, persona=agent.persona, policy=agent.backend, seed=agent.backend.seed
+            agent_id=agent.id, persona=agent.persona, policy=policy, seed=policy.seed
         )
 
 

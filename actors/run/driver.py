@@ -50,7 +50,7 @@ from actors.llm.scripted import ScriptedBackend
 from actors.run.events import RunEnded
 from actors.run.faults import FaultPlan, with_faults
 from actors.run.result import DecidedBy, RunResult, RunStats, Termination
-from config.schema import AgentConfig, ConclaveConfig
+from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 from runtime import (
     ActorContext,
     ActorSystem,
@@ -80,8 +80,11 @@ _RUN_SUPERVISOR = SupervisorSpec(intensity=3, period=5.0)
 
 
 def build_backend(agent: AgentConfig) -> LLMBackend:
+    policy = agent.backend
+    if not isinstance(policy, ScriptedBackendConfig):
+        raise TypeError(f"agent {agent.id!r}: a {policy.type} backend comes from the backend pool")
     return ScriptedBackend(
-        agent_id=agent.id, persona=agent.persona, policy=agent.backend, seed=agent.backend.seed
+        agent_id=agent.id, persona=agent.persona, policy=policy, seed=policy.seed
     )
 
 

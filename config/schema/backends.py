@@ -9,9 +9,19 @@ from typing import Literal
 import attrs
 
 from config.limits import MAX_ANSWERS, MAX_LATENCY_S
+from config.schema.anthropic import AnthropicBackendConfig
 from config.schema.checks import fraction, seconds, whole
+from config.schema.openai import OpenAIBackendConfig
 
-__all__ = ["BackendConfig", "Misbehaviour", "ScriptedBackendConfig", "voted_agent_number"]
+__all__ = [
+    "BACKEND_TYPES",
+    "AnthropicBackendConfig",
+    "BackendConfig",
+    "Misbehaviour",
+    "OpenAIBackendConfig",
+    "ScriptedBackendConfig",
+    "voted_agent_number",
+]
 
 
 class Misbehaviour(enum.Enum):
@@ -67,4 +77,11 @@ class ScriptedBackendConfig:
     hang_rate: float = attrs.field(default=0.0, validator=fraction)
 
 
-BackendConfig = ScriptedBackendConfig
+BackendConfig = ScriptedBackendConfig | OpenAIBackendConfig | AnthropicBackendConfig
+"""A tagged union on ``type``."""
+
+BACKEND_TYPES: dict[str, type[BackendConfig]] = {
+    "scripted": ScriptedBackendConfig,
+    "openai": OpenAIBackendConfig,
+    "anthropic": AnthropicBackendConfig,
+}

@@ -60,9 +60,9 @@ def test_a_minimal_config_gets_scripted_defaults() -> None:
             "all, ring, islands:K",
         ),
         (
-            "agents: [{id: a, backend: {type: openai}}]",
-            "backend type 'openai'",
-            "valid backend types: scripted",
+            "agents: [{id: a, backend: {type: gemini}}]",
+            "backend type 'gemini'",
+            "valid backend types: scripted, openai, anthropic",
         ),
         (
             "agents: [{id: a, backend: {vote: favourite}}]",

@@ -8,15 +8,18 @@ import attrs
 
 from actors.llm.scripted import ScriptedBackend
 from actors.prompts.coordination import PromptView, parse_prompt, round_messages
-from config.schema import ConclaveConfig, default_config
+from config.schema import ConclaveConfig, ScriptedBackendConfig, default_config
 from tests.coordination.helpers import TASK, Recorder, run_tapped
 
 
 def _backends(cfg: ConclaveConfig) -> list[ScriptedBackend]:
-    return [
-        ScriptedBackend(agent_id=m.id, persona=m.persona, policy=m.backend, seed=m.backend.seed)
-        for m in cfg.agents
-    ]
+    backends = []
+    for m in cfg.agents:
+        assert isinstance(m.backend, ScriptedBackendConfig)
+        backends.append(
+            ScriptedBackend(agent_id=m.id, persona=m.persona, policy=m.backend, seed=m.backend.seed)
+        )
+    return backends
 
 
 def _views(cfg: ConclaveConfig) -> list[PromptView]:

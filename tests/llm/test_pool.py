@@ -155,7 +155,9 @@ async def test_a_closed_pool_refuses_new_backends(fake: FakeProvider) -> None:
 
 async def test_an_unknown_backend_type_names_the_valid_ones() -> None:
     async with open_backends() as pool:
-        with pytest.raises(UnknownBackendType, match="valid backend types: scripted"):
+        with pytest.raises(
+            UnknownBackendType, match="valid backend types: anthropic, openai, scripted"
+        ):
             await pool.backend(agent("a", "server1"))
 
 

@@ -1,0 +1,102 @@
+"""What calls cost: token usage per agent and in total, and dollars where prices are known.
+
+Prices come from the config (``price:`` of a backend section) and are never fetched from the
+network. A cost is known only when every call it sums had a price: an agent without one has
+``cost_usd = None``, and so has the total (a partial sum would read as the run's cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from actors.llm.protocol import Usage
+from config.schema.endpoint import Price
+
+__all__ = ["UsageLedger", "UsageSummary", "add_usage", "cost_usd"]
+
+_PER_MTOK = 1_000_000
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_read_tokens=a.cache_read_tokens + b.cache_read_tokens,
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
+    )
+
+
+def cost_usd(usage: Usage, price: Price) -> float:
+    """Dollars for ``usage``: prompt tokens read from the cache at the cached price, those
+    written to it at the cache-write price (each the input price when not given), the rest of
+    the prompt at the input price, and the reply (reasoning included) at the output price."""
+    cached = usage.cache_read_tokens
+    written = usage.cache_write_tokens
+    fresh = max(usage.input_tokens - cached - written, 0)
+    cached_price = (
+        price.input_per_mtok
+        if price.cached_input_per_mtok is None
+        else (price.cached_input_per_mtok)
+    )
+    write_price = (
+        price.input_per_mtok if price.cache_write_per_mtok is None else (price.cache_write_per_mtok)
+    )
+    dollars = (
+        fresh * price.input_per_mtok
+        + cached * cached_price
+        + written * write_price
+        + usage.output_tokens * price.output_per_mtok
+    )
+    return dollars / _PER_MTOK
+
+
+@attrs.frozen(kw_only=True)
+class UsageSummary:
+    usage: Usage = attrs.field(factory=Usage)
+    cost_usd: float | None = 0.0
+    """``None`` when some call had no price."""
+    calls: int = 0
+
+
+class UsageLedger:
+    """Usage and cost as a run's calls finish. Owned by the run; read at any time."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, UsageSummary] = {}
+        self._known_cost = 0.0
+
+    def record(self, agent_id: str, usage: Usage, price: Price | None) -> None:
+        before = self._agents.get(agent_id, UsageSummary())
+        cost = None
+        if price is not None:
+            dollars = cost_usd(usage, price)
+            self._known_cost += dollars
+            if before.cost_usd is not None:
+                cost = before.cost_usd + dollars
+        self._agents[agent_id] = UsageSummary(
+            usage=add_usage(before.usage, usage), cost_usd=cost, calls=before.calls + 1
+        )
+
+    def per_agent(self) -> Mapping[str, UsageSummary]:
+        return dict(self._agents)
+
+    def total(self) -> UsageSummary:
+        usage = Usage()
+        cost: float | None = 0.0
+        calls = 0
+        for summary in self._agents.values():
+            usage = add_usage(usage, summary.usage)
+            calls += summary.calls
+            cost = None if cost is None or summary.cost_usd is None else cost + summary.cost_usd
+        return UsageSummary(usage=usage, cost_usd=cost, calls=calls)
+
+    def known_cost_usd(self) -> float:
+        """Dollars of every priced call so far (what ``--max-cost`` compares)."""
+        return self._known_cost
+
+    def would_exceed(self, budget_usd: float) -> bool:
+        """Whether the priced calls so far cost more than ``budget_usd``."""
+        return self._known_cost > budget_usd

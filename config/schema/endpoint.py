@@ -1,0 +1,178 @@
+"""What every HTTP backend section shares: the endpoint, its key, timeouts, limits and price.
+
+``openai`` and ``anthropic`` sections extend :class:`HttpBackendConfig`. Agents whose
+sections name the same endpoint and key share one client (one connection pool); the first
+agent's ``max_concurrency`` and ``requests_per_minute`` on an endpoint apply to all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from config.limits import MAX_TIMEOUT_S
+from config.schema.checks import seconds, whole
+from config.secret import Secret
+
+__all__ = [
+    "MAX_CONCURRENCY",
+    "MAX_OUTPUT_TOKENS",
+    "HttpBackendConfig",
+    "Price",
+    "Timeouts",
+    "endpoint_host",
+    "non_empty",
+]
+
+MAX_OUTPUT_TOKENS = 10_000_000
+"""Reply tokens a config may ask for: past every model's limit, short of an overflow."""
+MAX_CONCURRENCY = 10_000
+"""Calls one endpoint may serve at once."""
+MAX_RETRIES = 20
+MAX_REQUESTS_PER_MINUTE = 1_000_000
+MAX_PRICE_PER_MTOK = 1_000_000.0
+"""Dollars per million tokens: far past any model's price; a bigger number is a typo."""
+
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+def _price(*, optional: bool = False) -> Validator:
+    expected = f"a number of dollars from 0 to {MAX_PRICE_PER_MTOK:,.0f}" + (
+        ", or null" if optional else ""
+    )
+
+    def check(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is None and optional:
+            return
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or not 0 <= value <= MAX_PRICE_PER_MTOK
+        ):
+            raise ValueError(f"{attr.name!r} must be {expected}; got {value!r}")
+
+    return check
+
+
+def non_empty(*, optional: bool = False) -> Validator:
+    """A string with something in it; ``None`` too with ``optional``."""
+
+    def check(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{attr.name!r} must be a non-empty string; got {value!r}")
+
+    return check
+
+
+def _url(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{attr.name!r} must be an http:// or https:// URL such as "
+            f"https://api.openai.com/v1; got {value!r}"
+        )
+
+
+def _headers(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{attr.name!r} must map header names to string values; got {value!r}")
+
+
+def _body(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{attr.name!r} must be a mapping of request fields; got {value!r}")
+
+
+def _secret(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, Secret):
+        raise ValueError(f"{attr.name!r} must be a Secret (a key), got {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class Timeouts:
+    connect: float = attrs.field(default=10.0, validator=seconds(high=MAX_TIMEOUT_S))
+    """Seconds to open a connection (a refused one fails at once)."""
+    stall: float = attrs.field(default=300.0, validator=seconds(high=MAX_TIMEOUT_S))
+    """Seconds without a byte from the server, before the reply starts or between chunks.
+    Generous: a reasoning model may think for minutes before its first token."""
+    total: float | None = attrs.field(
+        default=None, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
+    )
+    """Seconds for a whole call, retries included (``null``: only the round's own limits)."""
+
+
+@attrs.frozen(kw_only=True)
+class Price:
+    """Dollars per million tokens, as the provider lists them; never fetched."""
+
+    input_per_mtok: float = attrs.field(validator=_price())
+    output_per_mtok: float = attrs.field(validator=_price())
+    cached_input_per_mtok: float | None = attrs.field(default=None, validator=_price(optional=True))
+    """Prompt tokens read from the provider's cache (``null``: the input price)."""
+    cache_write_per_mtok: float | None = attrs.field(default=None, validator=_price(optional=True))
+    """Prompt tokens written to the cache, where billed apart (``null``: the input price)."""
+
+
+@attrs.frozen(kw_only=True)
+class HttpBackendConfig:
+    """Fields every HTTP backend has. ``extra_headers`` and ``extra_body`` take part in
+    equality but not in the hash (mappings are not hashable)."""
+
+    model: str = attrs.field(validator=non_empty())
+    base_url: str | None = attrs.field(default=None, validator=_url)
+    """``null``: the provider's own API."""
+    api_key: Secret | None = attrs.field(default=None, validator=_secret)
+    """``null``: read from the environment variable ``api_key_env`` when the run starts."""
+    api_key_env: str = attrs.field(validator=non_empty())
+    """Each backend type defaults it to its provider's standard variable."""
+    temperature: float | None = attrs.field(default=None)
+    extra_headers: dict[str, str] = attrs.field(factory=dict, validator=_headers, hash=False)
+    """Sent with every request (OpenRouter's ``HTTP-Referer`` and ``X-Title``, a gateway's
+    routing header)."""
+    extra_body: dict[str, Any] = attrs.field(factory=dict, validator=_body, hash=False)
+    """Merged into every request body, for server-specific options."""
+    timeouts: Timeouts = attrs.field(factory=Timeouts)
+    max_retries: int = attrs.field(default=2, validator=whole(0, MAX_RETRIES))
+    """Retries the SDK makes before the first byte (429 and 5xx, honouring Retry-After; a
+    lost connection); a failure after that is a failed try of the round."""
+    max_concurrency: int = attrs.field(default=16, validator=whole(1, MAX_CONCURRENCY))
+    """Calls the endpoint serves at once, across every agent on it."""
+    requests_per_minute: int | None = attrs.field(
+        default=None, validator=whole(1, MAX_REQUESTS_PER_MINUTE, optional=True)
+    )
+    """Requests the endpoint may receive in any minute, across every agent on it."""
+    price: Price | None = None
+
+    @temperature.validator
+    def _check_temperature(self, attr: attrs.Attribute[Any], value: Any) -> None:
+        high = self.max_temperature()
+        if value is None:
+            return
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or not 0 <= value <= high
+        ):
+            raise ValueError(f"'temperature' must be a number from 0 to {high:g}; got {value!r}")
+
+    def max_temperature(self) -> float:
+        return 2.0
+
+
+def endpoint_host(base_url: str) -> str:
+    """``host`` or ``host:port`` of a URL, as error messages name the endpoint."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or base_url
+    return f"{host}:{parts.port}" if parts.port else host

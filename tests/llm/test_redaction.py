@@ -1,0 +1,50 @@
+"""One redaction pass removes every key in use and every key-shaped string."""
+
+from __future__ import annotations
+
+from actors.llm.redaction import REDACTED, redact
+from config.secret import Secret
+
+
+def test_a_key_in_use_is_removed_wherever_it_appears() -> None:
+    key = "customkey-without-a-known-prefix-42"
+    Secret(key)
+    assert redact(f"401: bad key {key}; was {key}") == f"401: bad key {REDACTED}; was {REDACTED}"
+
+
+def test_a_key_passed_in_is_removed() -> None:
+    assert redact("token gw-abcdefghijkl rejected", ["gw-abcdefghijkl"]) == (
+        f"token {REDACTED} rejected"
+    )
+
+
+def test_provider_key_shapes_are_removed_even_when_not_in_use() -> None:
+    for key in (
+        "sk-proj-AbCdEf0123456789",
+        "sk-ant-api03-AbCdEf0123456789",
+        "sk-or-v1-0123456789abcdef",
+        "gsk_0123456789abcdefgh",
+        "xai-0123456789abcdefgh",
+        "AIzaSyA0123456789abcdefgh",
+    ):
+        assert redact(f"key {key} refused") == f"key {REDACTED} refused", key
+
+
+def test_the_token_after_bearer_is_removed() -> None:
+    assert redact("sent Authorization: Bearer abc.def-123456789") == (
+        f"sent Authorization: Bearer {REDACTED}"
+    )
+
+
+def test_a_masked_echo_of_a_key_and_ordinary_words_are_left_alone() -> None:
+    text = "Incorrect API key provided: sk-proj-****abcd. Ask the desk-clerk for a task-list."
+    assert redact(text) == text
+
+
+def test_short_keys_are_not_redacted_out_of_ordinary_text() -> None:
+    assert redact("none of the keys", ["none"]) == "none of the keys"
+
+
+def test_a_key_containing_another_is_removed_whole() -> None:
+    inner = "inner-key-0123456789"
+    assert redact(f"x {inner}-suffix y", [inner, f"{inner}-suffix"]) == f"x {REDACTED} y"

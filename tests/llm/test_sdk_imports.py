@@ -1,0 +1,57 @@
+"""The SDKs are imported only when a config uses them: together they cost over a second and
+60 MB to import, which a scripted run (demos, tests, load benchmarks) must never pay."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SDKS = ("openai", "anthropic", "httpx2")
+
+
+def _loaded_after(tmp_path: Path, code: str) -> list[str]:
+    """The SDK modules loaded by a fresh interpreter after running ``code``."""
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {SDKS!r} if m in sys.modules))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = eval(done.stdout.splitlines()[-1])
+    return loaded
+
+
+def test_a_scripted_run_imports_no_sdk(tmp_path: Path) -> None:
+    code = "from ui.cli import main\nassert main(['run', '--agents', '2', 'Name a colour']) == 0\n"
+    assert _loaded_after(tmp_path, code) == []
+
+
+def test_loading_a_config_that_names_both_sdks_imports_neither(tmp_path: Path) -> None:
+    code = (
+        "from config.loader import parse_config\n"
+        "parse_config({'agents': [\n"
+        "    {'id': 'a', 'backend': {'type': 'openai', 'model': 'm'}},\n"
+        "    {'id': 'b', 'backend': {'type': 'anthropic', 'model': 'm'}},\n"
+        "]})\n"
+    )
+    assert _loaded_after(tmp_path, code) == []
+
+
+def test_a_pool_imports_an_sdk_when_an_agent_uses_it(tmp_path: Path) -> None:
+    code = (
+        "import trio\n"
+        "from actors.llm.pool import open_backends\n"
+        "from config.loader import parse_config\n"
+        "config = parse_config({'agents': [\n"
+        "    {'id': 'a', 'backend': {'type': 'anthropic', 'model': 'm', 'api_key': 'k'}},\n"
+        "]})\n"
+        "async def main() -> None:\n"
+        "    async with open_backends() as pool:\n"
+        "        await pool.backend(config.agents[0])\n"
+        "trio.run(main)\n"
+    )
+    assert _loaded_after(tmp_path, code) == ["anthropic", "httpx2"]
