@@ -56,9 +56,6 @@ class Secret:
     def __format__(self, spec: str) -> str:
         return format(MASK, spec)
 
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented

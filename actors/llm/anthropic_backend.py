@@ -211,7 +211,7 @@ class AnthropicBackend:
                     reply.add(event, sink)
         except anthropic.AnthropicError as exc:
             raise self._fail(self._diagnose(exc, started=True)) from None
-        except (httpx2.HTTPError, ValueError) as exc:
+        except (httpx2.HTTPError, ValueError, OSError) as exc:
             raise self._fail(
                 connection_diagnosis(exc, started=True, timeouts=self._config.timeouts)
             ) from None

@@ -228,7 +228,7 @@ class OpenAIBackend:
                     reply.add(chunk, sink)
         except openai.OpenAIError as exc:
             raise self._fail(self._diagnose(exc, started=True)) from None
-        except (httpx2.HTTPError, ValueError) as exc:
+        except (httpx2.HTTPError, ValueError, OSError) as exc:
             raise self._fail(
                 connection_diagnosis(exc, started=True, timeouts=self._config.timeouts)
             ) from None
@@ -354,8 +354,6 @@ class _Reply:
         if chunk.usage is not None:
             self.usage = _usage(chunk.usage)
         for choice in chunk.choices:
-            if choice.index != 0:
-                continue
             delta = choice.delta
             if delta.content:
                 self.text.append(delta.content)
@@ -373,7 +371,8 @@ class _Reply:
                 self.finish = choice.finish_reason
 
     def _add_call(self, call: Any, sink: CompletionSink | None) -> None:
-        index: int = call.index if call.index is not None else len(self.calls)
+        given = getattr(call, "index", None)
+        index: int = given if given is not None else len(self.calls)
         partial = self.calls.setdefault(index, _PartialCall())
         if call.id:
             partial.id = call.id

@@ -21,11 +21,13 @@ import trio
 
 __all__ = [
     "Drop",
+    "Hangup",
     "JsonReply",
     "LoopbackServer",
     "Part",
     "Pause",
     "Recorded",
+    "Reply",
     "SseReply",
     "Stall",
     "open_loopback_server",
@@ -71,6 +73,11 @@ class Drop:
 Part = bytes | Pause | Stall | Drop
 
 
+@attrs.frozen
+class Hangup:
+    """Close the connection without replying."""
+
+
 @attrs.frozen(kw_only=True)
 class JsonReply:
     body: Any
@@ -87,7 +94,7 @@ class SseReply:
     headers: dict[str, str] = attrs.field(factory=dict)
 
 
-Reply = JsonReply | SseReply
+Reply = JsonReply | SseReply | Hangup
 Handler = Callable[[Recorded], Reply | Awaitable[Reply]]
 
 
@@ -102,7 +109,7 @@ def sse_event(name: str, data: Any) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
+_REASONS = {200: "OK", 307: "Temporary Redirect", 401: "Unauthorized", 404: "Not Found"}
 
 
 class LoopbackServer:
@@ -204,6 +211,8 @@ def _head(status: int, headers: Iterable[tuple[str, str]]) -> bytes:
 
 async def _write(stream: trio.SocketStream, reply: Reply) -> bool:
     """Write one reply; whether the connection may serve another request."""
+    if isinstance(reply, Hangup):
+        return False
     if isinstance(reply, JsonReply):
         body = json.dumps(reply.body).encode()
         headers = {"content-type": "application/json", "content-length": str(len(body))}

@@ -310,3 +310,80 @@ async def test_temperature_headers_and_extra_body_are_sent(server: LoopbackServe
     assert body["temperature"] == 0.2
     assert body["top_k"] == 5
     assert server.requests[-1].headers["anthropic-beta"] == "x"
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop"),
+    [
+        ("end_turn", StopReason.END_TURN),
+        ("stop_sequence", StopReason.END_TURN),
+        ("tool_use", StopReason.TOOL_USE),
+        ("max_tokens", StopReason.MAX_TOKENS),
+        ("model_context_window_exceeded", StopReason.MAX_TOKENS),
+        ("refusal", StopReason.REFUSAL),
+        ("pause_turn", StopReason.OTHER),
+    ],
+)
+async def test_the_stop_reason_is_mapped(
+    server: LoopbackServer, reason: str, stop: StopReason
+) -> None:
+    server.script(anthropic_reply("x", stop_reason=reason))
+    async with open_backends() as pool:
+        backend = await pool.backend(anthropic_agent(server))
+        completion = await backend.complete(ask())
+    assert completion.stop_reason is stop
+
+
+async def test_a_tool_call_that_streamed_no_arguments_has_its_starting_input(
+    server: LoopbackServer,
+) -> None:
+    blocks = [{"type": "tool_use", "id": "toolu_1", "name": "vote", "json": []}]
+    server.script(SseReply(parts=tuple(anthropic_events(blocks, stop_reason="tool_use"))))
+    async with open_backends() as pool:
+        backend = await pool.backend(anthropic_agent(server))
+        completion = await backend.complete(ask(tools=(VOTE,)))
+    assert completion.message.tool_calls == (ToolCall(id="toolu_1", name="vote", arguments="{}"),)
+
+
+@pytest.mark.parametrize(("round_limit", "budget"), [(3000, 2999), (1000, None)])
+async def test_the_thinking_budget_shrinks_below_a_smaller_output_limit_or_is_dropped(
+    server: LoopbackServer, round_limit: int, budget: int | None
+) -> None:
+    agent = anthropic_agent(server, thinking_budget=4096)
+    body = await _send(server, ask(max_output_tokens=round_limit), agent)
+    assert body.get("thinking") == (
+        None if budget is None else {"type": "enabled", "budget_tokens": budget}
+    )
+
+
+async def test_empty_messages_are_sent_as_placeholders_the_api_accepts(
+    server: LoopbackServer,
+) -> None:
+    request = CompletionRequest(
+        messages=(
+            ChatMessage(role="user", content=""),
+            ChatMessage(role="assistant", content=""),
+            ChatMessage(role="user", content="again"),
+        )
+    )
+    body = await _send(server, request)
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "(empty)"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "(empty reply)"}]},
+        {"role": "user", "content": [{"type": "text", "text": "again"}]},
+    ]
+
+
+async def test_an_empty_tool_result_is_sent_as_a_placeholder(server: LoopbackServer) -> None:
+    call = ToolCall(id="toolu_1", name="read_file", arguments="{}")
+    request = CompletionRequest(
+        messages=(
+            ChatMessage(role="user", content="Task"),
+            ChatMessage(role="assistant", tool_calls=(call,)),
+            ChatMessage(role="tool", content="", tool_call_id="toolu_1"),
+        )
+    )
+    body = await _send(server, request)
+    assert body["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "(no output)"}
+    ]

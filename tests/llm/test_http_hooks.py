@@ -7,7 +7,7 @@ import httpx2
 import pytest
 import trio
 
-from actors.llm.http_hooks import EndpointGate, call_scope, event_hooks, retry_delay
+from actors.llm.http_hooks import EndpointGate, call_scope, event_hooks, is_local, retry_delay
 from tests.llm.helpers import Recorder
 
 
@@ -130,3 +130,18 @@ async def test_a_429_backs_off_the_whole_endpoint(autojump_clock: trio.abc.Clock
     await hooks["response"][0](_response(429, headers={"retry-after": "4"}))
     await hooks["request"][0](_response(200).request)
     assert trio.current_time() == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://localhost:11434/v1", True),
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://127.1.2.3/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://192.168.1.10:8000/v1", False),
+    ],
+)
+def test_a_server_on_this_machine_is_local(url: str, local: bool) -> None:
+    assert is_local(url) is local

@@ -24,6 +24,7 @@ from tests.llm.loopback import (
     Stall,
 )
 from tests.llm.wire import (
+    anthropic_error,
     anthropic_events,
     anthropic_reply,
     openai_chunk,
@@ -183,3 +184,23 @@ async def test_a_json_reply_where_a_stream_was_expected_is_a_failed_try(
         backend = await pool.backend(openai_agent(server))
         with pytest.raises(TransientLLMError, match=r"agent 'alice'.*no finish_reason"):
             await backend.complete(ask())
+
+
+@pytest.mark.parametrize("make", PROTOCOLS)
+async def test_agents_sharing_an_endpoint_keep_their_own_retry_settings(
+    server: LoopbackServer, make: AgentMaker
+) -> None:
+    busy = {"retry-after": "0.05"}
+    server.handler = lambda _request: (
+        openai_error(503, "busy", **busy)
+        if make is openai_agent
+        else anthropic_error(503, "api_error", "busy", **busy)
+    )
+    async with open_backends() as pool:
+        patient = await pool.backend(make(server, "patient", max_retries=2))
+        hasty = await pool.backend(make(server, "hasty", max_retries=0))
+        assert pool.statistics().endpoints == 1
+        for backend in (patient, hasty):
+            with pytest.raises(TransientLLMError):
+                await backend.complete(ask())
+    assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0", "1", "2", "0"]

@@ -18,7 +18,7 @@ from actors.llm.protocol import (
 )
 from config.schema.openai import MaxTokensParam, ReasoningEffort
 from tests.llm.helpers import KEY, Recorder, ask, openai_agent
-from tests.llm.loopback import LoopbackServer, SseReply, sse_data
+from tests.llm.loopback import JsonReply, LoopbackServer, SseReply, sse_data
 from tests.llm.wire import openai_chunk, openai_reply, split_bytes
 
 VOTE = ToolSchema(
@@ -342,3 +342,92 @@ async def test_a_remote_endpoint_without_a_key_fails_naming_the_variable_to_set(
     message = str(caught.value)
     assert "agent 'alice' on api.example.com" in message
     assert "OPENAI_API_KEY" in message
+
+
+async def test_a_tool_name_repeated_in_every_delta_is_kept_once(server: LoopbackServer) -> None:
+    def delta(arguments: str) -> bytes:
+        call = {"index": 0, "id": "c1", "function": {"name": "vote", "arguments": arguments}}
+        return openai_chunk({"tool_calls": [call]})
+
+    finish = openai_chunk({}, finish="tool_calls")
+    server.script(SseReply(parts=(delta('{"agent_id": '), delta('"agent1"}'), finish)))
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        completion = await backend.complete(ask(tools=(VOTE,)))
+    assert completion.message.tool_calls == (
+        ToolCall(id="c1", name="vote", arguments='{"agent_id": "agent1"}'),
+    )
+
+
+async def test_whole_tool_calls_without_an_index_or_an_id_are_numbered_in_order(
+    server: LoopbackServer,
+) -> None:
+    def whole(name: str, arguments: str) -> bytes:
+        return openai_chunk({"tool_calls": [{"function": {"name": name, "arguments": arguments}}]})
+
+    server.script(
+        SseReply(
+            parts=(
+                whole("read_file", '{"path": "a"}'),
+                whole("read_file", '{"path": "b"}'),
+                openai_chunk({}, finish="tool_calls"),
+            )
+        )
+    )
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        completion = await backend.complete(ask(tools=(VOTE,)))
+    assert completion.message.tool_calls == (
+        ToolCall(id="call_0", name="read_file", arguments='{"path": "a"}'),
+        ToolCall(id="call_1", name="read_file", arguments='{"path": "b"}'),
+    )
+
+
+@pytest.mark.parametrize(
+    ("finish", "with_call", "stop"),
+    [
+        ("stop", False, StopReason.END_TURN),
+        ("stop", True, StopReason.TOOL_USE),
+        ("tool_calls", True, StopReason.TOOL_USE),
+        ("length", False, StopReason.MAX_TOKENS),
+        ("content_filter", False, StopReason.REFUSAL),
+        ("something_new", False, StopReason.OTHER),
+    ],
+)
+async def test_the_finish_reason_becomes_the_stop_reason(
+    server: LoopbackServer, finish: str, with_call: bool, stop: StopReason
+) -> None:
+    calls = (("vote", "c1", ["{}"]),) if with_call else ()
+    server.script(SseReply(parts=tuple(openai_reply("x", tool_calls=calls, finish=finish))))
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        completion = await backend.complete(ask(tools=(VOTE,)))
+    assert completion.stop_reason is stop
+
+
+async def test_prompt_tokens_written_to_the_cache_are_counted_where_reported(
+    server: LoopbackServer,
+) -> None:
+    usage = {
+        "prompt_tokens": 900,
+        "completion_tokens": 10,
+        "total_tokens": 910,
+        "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 800},
+    }
+    server.script(SseReply(parts=tuple(openai_reply("ok", usage=usage))))
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        completion = await backend.complete(ask())
+    assert completion.usage == Usage(input_tokens=900, output_tokens=10, cache_write_tokens=800)
+
+
+async def test_a_redirect_is_followed(server: LoopbackServer) -> None:
+    server.script(
+        JsonReply(status=307, body={}, headers={"location": "/v2/chat/completions"}),
+        SseReply(parts=tuple(openai_reply("moved"))),
+    )
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        completion = await backend.complete(ask())
+    assert completion.message.content == "moved"
+    assert [r.path for r in server.requests] == ["/v1/chat/completions", "/v2/chat/completions"]

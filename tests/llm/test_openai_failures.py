@@ -15,16 +15,34 @@ from actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, Transien
 from actors.llm.pool import open_backends
 from config.schema.endpoint import Timeouts
 from tests.llm.helpers import KEY, Recorder, ask, openai_agent
-from tests.llm.loopback import Drop, JsonReply, LoopbackServer, Pause, SseReply, Stall, sse_data
+from tests.llm.loopback import (
+    Drop,
+    Hangup,
+    JsonReply,
+    LoopbackServer,
+    Pause,
+    Recorded,
+    Reply,
+    SseReply,
+    Stall,
+    sse_data,
+)
 from tests.llm.wire import openai_chunk, openai_error, openai_reply
 
 
 async def _fails(server: LoopbackServer, **settings: Any) -> LLMError:
+    error, _seconds = await _timed_failure(server, **settings)
+    return error
+
+
+async def _timed_failure(server: LoopbackServer, **settings: Any) -> tuple[LLMError, float]:
+    """The error of one call, and how long the call took (not counting the SDK's import)."""
     async with open_backends() as pool:
         backend = await pool.backend(openai_agent(server, **settings))
+        started = trio.current_time()
         with pytest.raises(LLMError) as caught:
             await backend.complete(ask())
-    return caught.value
+        return caught.value, trio.current_time() - started
 
 
 def _everything_about(error: BaseException) -> str:
@@ -68,11 +86,10 @@ async def test_a_stalled_stream_is_a_transient_error_after_the_stall_timeout(
     server: LoopbackServer,
 ) -> None:
     server.script(SseReply(parts=(openai_chunk({"role": "assistant", "content": "Hi"}), Stall())))
-    started = trio.current_time()
-    error = await _fails(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    error, seconds = await _timed_failure(server, timeouts=Timeouts(connect=2.0, stall=0.3))
     assert isinstance(error, TransientLLMError)
     assert "stalled" in str(error)
-    assert 0.3 <= trio.current_time() - started < 2.0
+    assert 0.3 <= seconds < 2.0
 
 
 async def test_a_stream_dropped_midway_is_a_transient_error(server: LoopbackServer) -> None:
@@ -190,11 +207,12 @@ async def test_the_total_timeout_bounds_the_whole_call(server: LoopbackServer) -
     server.script(
         SseReply(parts=(openai_chunk({"role": "assistant", "content": "Hi"}), Pause(5.0)))
     )
-    started = trio.current_time()
-    error = await _fails(server, timeouts=Timeouts(connect=2.0, stall=10.0, total=0.3))
+    error, seconds = await _timed_failure(
+        server, timeouts=Timeouts(connect=2.0, stall=10.0, total=0.3)
+    )
     assert isinstance(error, TransientLLMError)
     assert "took longer than 0.3s (timeouts.total)" in str(error)
-    assert trio.current_time() - started < 2.0
+    assert seconds < 2.0
 
 
 async def test_a_server_error_body_that_is_not_json_is_quoted(server: LoopbackServer) -> None:
@@ -202,3 +220,42 @@ async def test_a_server_error_body_that_is_not_json_is_quoted(server: LoopbackSe
     error = await _fails(server)
     assert isinstance(error, TransientLLMError)
     assert "502" in str(error)
+
+
+async def test_a_connection_closed_before_any_reply_is_a_transient_error(
+    server: LoopbackServer,
+) -> None:
+    server.script(Hangup())
+    error = await _fails(server)
+    assert isinstance(error, TransientLLMError)
+    assert "connection was lost before the reply began" in str(error)
+
+
+async def test_a_reply_that_never_begins_is_a_transient_error_after_the_stall_timeout(
+    server: LoopbackServer,
+) -> None:
+    async def never(_request: Recorded) -> Reply:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    server.handler = never
+    error, seconds = await _timed_failure(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    assert isinstance(error, TransientLLMError)
+    assert "no reply began within 0.3s" in str(error)
+    assert 0.3 <= seconds < 2.0
+
+
+async def test_a_server_that_does_not_accept_connections_is_a_transient_connect_timeout(
+    server: LoopbackServer,
+) -> None:
+    with socket.socket() as full, socket.socket() as queued:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        queued.connect(full.getsockname())  # fills the queue: the next connect hangs
+        error = await _fails(
+            server,
+            base_url=f"http://127.0.0.1:{full.getsockname()[1]}/v1",
+            timeouts=Timeouts(connect=0.3, stall=2.0),
+        )
+    assert isinstance(error, TransientLLMError)
+    assert "could not connect within 0.3s (timeouts.connect)" in str(error)
