@@ -310,7 +310,7 @@ class ActorSystem:
         held or dead-lettered, and the event log says which. Raises :class:`Undeliverable`
         if it waited for room and the actor retired meanwhile (its mail was dead-lettered).
         """
-        await self.send_envelope(self._envelope(to, payload, sender))
+        await self._send(self._envelope(to, payload, sender), asking=False)
 
     def tell_nowait(self, to: Address, payload: Message, *, sender: Address | None = None) -> None:
         """Route and enqueue now; a full mailbox raises ``trio.WouldBlock`` or ``MailboxFull``."""
@@ -319,22 +319,22 @@ class ActorSystem:
     async def send_envelope(self, envelope: Envelope) -> None:
         """Route ``envelope`` and enqueue it; see :meth:`tell` for what cancellation does.
 
-        The cancellation check comes before routing, so a cancelled send leaves no trace;
-        after routing the only wait is a blocking mailbox's wait for room, which enqueues
-        atomically or not at all.
+        An actor may send a request it took to itself (to handle it later): only an ask
+        waits for the reply, so only :meth:`ask` refuses to ask oneself.
         """
+        await self._send(envelope, asking=False)
+
+    async def _send(self, envelope: Envelope, *, asking: bool) -> None:
+        """The cancellation check comes before routing, so a cancelled send leaves no trace;
+        after routing the only wait is a blocking mailbox's wait for room, which enqueues
+        atomically or not at all."""
         await trio.lowlevel.checkpoint_if_cancelled()
         routed = self._route(envelope)
         if routed is None:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
         envelope, box = routed
-        if (
-            box.reader is not None
-            and envelope.correlation_id is not None
-            and box.reader is trio.lowlevel.current_task()
-            and not envelope.is_reply
-        ):
+        if asking and box.reader is trio.lowlevel.current_task():
             reason = "its own actor asked it from inside its handler"
             self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
             raise SelfAsk(box.address)
@@ -382,12 +382,12 @@ class ActorSystem:
         try:
             if timeout is None:
                 # No cancel scope when there is no deadline: it is a hot path.
-                await self.send_envelope(envelope)
+                await self._send(envelope, asking=True)
                 await slot.event.wait()
             else:
                 # The send is inside the deadline too: waiting for room in a full mailbox counts.
                 with trio.move_on_after(timeout):
-                    await self.send_envelope(envelope)
+                    await self._send(envelope, asking=True)
                     await slot.event.wait()
                 if not slot.event.is_set():
                     raise AskTimeout(to, timeout)
@@ -717,10 +717,13 @@ async def open_actor_system(
     """Run an actor system for the duration of the block.
 
     Leaving the block stops every actor gracefully in reverse start order (each within its
-    shutdown timeout). Cancellation (Ctrl+C) cancels everything at once; either way no task
-    outlives the block, leftover mail is dead-lettered and the event log is closed. If the
-    root supervisor escalates, the block is cancelled and :class:`RestartIntensityExceeded`
-    is raised. A lone error is raised as itself, not wrapped in an ExceptionGroup.
+    shutdown timeout, then cancelled). Cancellation (Ctrl+C) cancels everything at once;
+    either way no task outlives the block, leftover mail is dead-lettered and the event log
+    is closed. A task stuck in a worker thread that ignores cancellation is abandoned by its
+    supervisor after its kill timeout, but trio cannot end it: the block exits only when that
+    thread returns. If the root supervisor escalates, the block is cancelled and the reason
+    is raised: :class:`RestartIntensityExceeded`, or :class:`StartFailed` for an actor that
+    could not start. A lone error is raised as itself, not wrapped in an ExceptionGroup.
     """
     log = JsonlEventLog(event_log) if event_log is not None else None
     system = ActorSystem(name, supervisor or SupervisorSpec(), [*taps, *([log] if log else [])])

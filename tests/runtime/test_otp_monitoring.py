@@ -270,6 +270,33 @@ async def test_a_request_an_actor_sent_itself_from_its_handler_is_dead_lettered(
     assert dead.reason == "its own actor asked it from inside its handler"
 
 
+class Deferrer(Actor):
+    """Puts each request back in its own mailbox once before answering it."""
+
+    def __init__(self, context: ActorContext) -> None:
+        super().__init__(context)
+        self.deferred: set[int | None] = set()
+
+    async def handle(self, envelope: Envelope) -> None:
+        if envelope.correlation_id in self.deferred:
+            self.context.reply(envelope, Echo(text="after deferring"))
+        else:
+            self.deferred.add(envelope.correlation_id)
+            await self.context.system.send_envelope(envelope)
+
+
+async def test_an_actor_may_put_a_request_back_in_its_own_mailbox(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("deferrer"), Deferrer)
+
+        with trio.fail_after(60):
+            answer = await system.ask(addr("deferrer"), Echo(text="later please"))
+
+        assert answer == Echo(text="after deferring")
+
+
 async def test_asking_yourself_from_background_work_is_answered_by_your_handler(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
