@@ -464,7 +464,8 @@ class EventLogStream:
             number = self._lines
             if len(raw) > self._max_line_bytes:
                 raise self._corrupt(
-                    number, f"the line is longer than {self._max_line_bytes} bytes (cut short)"
+                    number,
+                    f"the line is longer than {self._max_line_bytes} bytes; the rest was not read",
                 )
             if raw.isspace():
                 continue
