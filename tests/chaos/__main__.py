@@ -1,5 +1,9 @@
 """``python -m tests.chaos --runs 3000``: the long chaos run; prints counts, exits 1 if any
-run broke a promise (each listed with its seed: ``--seed N --runs 1`` replays it)."""
+run broke a promise (each listed with its seed: ``--seed N --runs 1`` runs it again).
+
+A seed fixes the scenario and where the crashes fall; trio still shuffles the order of
+tasks that are ready at the same moment (on purpose, to shake out ordering assumptions), so
+running a failing seed again may need a few tries to hit the same interleaving."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ actors crash right after random messages (:class:`ChaosPlan`, through ``RunSpec.
 sometimes one crashes as it starts, a tap raises, the event log's disk fills up.
 
 What must hold whatever happened (:func:`violations`): the run ends (within a bound of
-virtual time), with exactly one ``run_ended``; every answer the coordinator accepted is in
+virtual time, and of events, so a run busy forever at one instant is caught too), with
+exactly one ``run_ended``; every answer the coordinator accepted is in
 the result; there is a final answer whenever some agent answered; the winner is the one the
 recorded votes make it (most votes, ties to config order; without votes, the first answer
 when coordination decided, the newest when the run was cut short); every vote is for an
@@ -30,7 +31,7 @@ import trio
 from actors.coordination.bus import agent_address
 from actors.coordination.events import AnswerAdded
 from actors.coordination.visibility import Visibility
-from actors.run.driver import BUS, COORDINATOR, RunSpec, open_run
+from actors.run.driver import BUS, COORDINATOR, RunHandle, RunSpec, open_run
 from actors.run.events import RunEnded
 from actors.run.result import DecidedBy, RunResult, Termination
 from config.modes import AgentMode, ModeState, apply_modes
@@ -50,6 +51,9 @@ __all__ = ["HANG_BOUND", "Outcome", "Scenario", "Tally", "run_scenario", "scenar
 
 HANG_BOUND = 24 * 3600.0
 """Virtual seconds after which a run counts as hung (scripted latencies are at most 1 s)."""
+EVENT_BOUND = 50_000
+"""Events after which a run counts as running away: busy without end at one instant of
+virtual time, where :data:`HANG_BOUND` would never be reached."""
 
 
 @attrs.frozen(kw_only=True)
@@ -71,11 +75,16 @@ class Scenario:
 def scenario(seed: int) -> Scenario:
     rng = random.Random(seed)
     n = rng.randint(1, 8)
+    skip_voting = rng.random() < 0.05
+    # Without voting nothing converges: agents refine on every update until the slowest has
+    # answered. At zero latency that is endless at one instant of virtual time (the scripted
+    # backend answers whenever it may), so those runs get a latency.
+    latencies = (0.05, 0.2, 1.0) if skip_voting else (0.0, 0.05, 0.2, 1.0)
     members = [
         agent(
             f"a{i}",
             seed=rng.randrange(1_000),
-            latency=rng.choice((0.0, 0.05, 0.2, 1.0)),
+            latency=rng.choice(latencies),
             jitter=rng.choice((0.0, 0.5)),
             answers=rng.randint(1, 3),
             vote=rng.choice(("best", "best", "self", f"agent{rng.randint(1, n)}")),
@@ -92,7 +101,7 @@ def scenario(seed: int) -> Scenario:
         "defer_voting_until_all_answered": rng.random() < 0.2,
         "max_new_answers_per_agent": rng.choice((None, None, 1, 2)),
         "disable_injection": rng.random() < 0.1,
-        "skip_voting": rng.random() < 0.05,
+        "skip_voting": skip_voting,
         "run_timeout": rng.choice((None, None, None, None, rng.uniform(0.5, 20.0))),
     }
     modes = ModeState(
@@ -135,6 +144,21 @@ class ChaosPlan:
             return None
         self.crashed["started"] += 1
         return f"chaos crash of {actor} in started()"
+
+
+class _Runaway:
+    """Cancels the run once it has recorded :data:`EVENT_BOUND` events."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.handle: RunHandle | None = None
+        self.tripped = False
+
+    def record(self, event: Event) -> None:
+        self.events += 1
+        if self.events > EVENT_BOUND and self.handle is not None and not self.tripped:
+            self.tripped = True
+            self.handle.cancel()
 
 
 class FlakyTap:
@@ -182,12 +206,14 @@ class Outcome:
     crashes: Counter[str]
     tap_failed: bool
     log_failed: bool
+    ran_away: bool
 
 
 async def run_scenario(s: Scenario) -> Outcome:
     tap = MemoryTap()
     plan = ChaosPlan(s)
-    taps: list[Any] = [tap]
+    runaway = _Runaway()
+    taps: list[Any] = [tap, runaway]
     if s.tap_fails_at is not None:
         taps.append(FlakyTap(s.tap_fails_at))
     log = None
@@ -197,6 +223,7 @@ async def run_scenario(s: Scenario) -> Outcome:
     result = None
     with trio.move_on_after(HANG_BOUND):
         async with open_run(RunSpec(task=TASK, config=s.config, faults=plan), taps=taps) as h:
+            runaway.handle = h
             result = await h.result()
     return Outcome(
         scenario=s,
@@ -205,6 +232,7 @@ async def run_scenario(s: Scenario) -> Outcome:
         crashes=plan.crashed,
         tap_failed=any(isinstance(e, TapFailed) for e in tap.events),
         log_failed=log is not None and log.failure is not None,
+        ran_away=runaway.tripped,
     )
 
 
@@ -214,6 +242,8 @@ def violations(outcome: Outcome) -> list[str]:
     if result is None:
         return [f"hung: no result within {HANG_BOUND:g} virtual seconds"]
     found: list[str] = []
+    if outcome.ran_away:
+        found.append(f"ran away: more than {EVENT_BOUND} events, cancelled")
     events = outcome.events
     ended = [e for e in events if isinstance(e, RunEnded)]
     if len(ended) != 1:
