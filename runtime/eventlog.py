@@ -251,6 +251,8 @@ class JsonlEventLog:
         if file is None:
             return
         cls = type(event)
+        if cls.ephemeral:
+            return
         try:
             carries = _CARRIES_ENVELOPE.get(cls)
             if carries is None:

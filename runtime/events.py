@@ -7,6 +7,7 @@ Domain layers add their own events by subclassing :class:`Event` with ``@message
 from __future__ import annotations
 
 import enum
+from typing import ClassVar
 
 from runtime.messages import Address, Envelope, Message, message
 
@@ -32,6 +33,10 @@ class Event(Message):
     """Base of every event; ``at`` is ``trio.current_time()`` when it happened."""
 
     at: float
+
+    ephemeral: ClassVar[bool] = False
+    """Taps hear an ephemeral event, the event log never writes it (token deltas: one
+    unbuffered write per token per agent would be a syscall storm)."""
 
 
 class DeadLetterCause(enum.Enum):

@@ -8,8 +8,6 @@ class, so an event defined in any module appears there as soon as it subclasses 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from runtime import Event, message
 
 __all__ = ["DomainEvent"]
@@ -19,7 +17,6 @@ __all__ = ["DomainEvent"]
 class DomainEvent(Event):
     """An event in the run's story: answers, votes, rounds, LLM calls, the end."""
 
-    ephemeral: ClassVar[bool] = False
-    """``True`` for events that only live watchers need (token deltas): subscribers get
-    them, the event log never writes them (one write per token per agent would be a
-    syscall storm), and nothing derived from the log (:class:`RunView`) may depend on them."""
+    # ``ephemeral`` (from :class:`runtime.Event`): ``True`` for events only live watchers
+    # need (token deltas). Subscribers get them, the event log never writes them, and
+    # nothing derived from the log (:class:`RunView`) may depend on them.

@@ -26,11 +26,13 @@ from runtime import (
     Held,
     JsonlEventLog,
     LogOpened,
+    MemoryTap,
     Redirected,
     Released,
     SupervisorEscalated,
     TapFailed,
     dumps,
+    message,
     open_actor_system,
     read_event_log,
 )
@@ -194,3 +196,27 @@ async def test_the_log_of_a_cancelled_system_is_complete_and_readable(
         Hang(),
         Note(text="left over"),
     ]
+
+
+@message(kind="rt_test.blip")
+class Blip(Event):
+    """A test event that only live watchers need."""
+
+    ephemeral = True
+
+
+def test_an_ephemeral_event_is_never_written(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = JsonlEventLog(path)
+    log.record(Blip(at=1.0))
+    log.record(LogOpened(at=2.0, wall_time=0.0, pid=1))
+    log.close()
+    assert [type(e) for e in read_event_log(path).events] == [LogOpened]
+
+
+async def test_taps_still_hear_an_ephemeral_event(tmp_path: Path) -> None:
+    tap = MemoryTap()
+    async with open_actor_system(event_log=tmp_path / "events.jsonl", taps=[tap]) as system:
+        system.record(Blip(at=trio.current_time()))
+    assert tap.of_type(Blip)
+    assert not any(isinstance(e, Blip) for e in read_event_log(tmp_path / "events.jsonl").events)
