@@ -321,7 +321,9 @@ async def _execute_one(tools: ToolExecutor, call: ToolCall) -> ToolResult:
 
 def feedback(reply: ChatMessage, error: str) -> list[ChatMessage]:
     """The failed reply and the error, so the model's next try can correct itself."""
-    turn = [ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)]
+    # The reply goes back as the model sent it, provider state included: Anthropic refuses a
+    # tool loop whose assistant turn lost its signed thinking block.
+    turn = [reply]
     if reply.tool_calls:
         turn += [
             ChatMessage(role="tool", content=f"Error: {error}", tool_call_id=call.id)

@@ -526,3 +526,13 @@ async def test_each_call_gets_the_sink_purpose_and_tool_choice() -> None:
         ToolChoice.REQUIRED,
         512,
     )
+
+
+async def test_a_violating_reply_goes_back_with_its_provider_state() -> None:
+    thinking = {"thinking": [{"type": "thinking", "signature": "sig"}]}
+    bad = ChatMessage(role="assistant", content="", provider_state=thinking)
+    backend = FakeBackend([bad, text("ok")])
+    await run_loop(
+        start(), backend=backend, tools=FakeTools(), terminal=TextTerminal(), budget=BUDGET
+    )
+    assert backend.requests[1].messages[1].provider_state == thinking
