@@ -9,6 +9,7 @@ import json
 import platform
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -83,14 +84,21 @@ def start(*args: str, cwd: Path, stdin: int | None = subprocess.DEVNULL) -> subp
     )
 
 
-def read_stderr_until(process: subprocess.Popen[str], text: str) -> list[str]:
-    """The lines of the process's stderr up to and including the first holding ``text``."""
+def read_stderr_until(process: subprocess.Popen[str], text: str, timeout: float = 60) -> list[str]:
+    """The lines of the process's stderr up to and including the first holding ``text``.
+    If none comes within ``timeout`` seconds the process is killed (ending the read) and
+    the test fails with what it did print."""
     assert process.stderr is not None
+    watchdog = threading.Timer(timeout, process.kill)
+    watchdog.start()
     lines = []
-    for line in process.stderr:
-        lines.append(line)
-        if text in line:
-            return lines
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if text in line:
+                return lines
+    finally:
+        watchdog.cancel()
     raise AssertionError(f"stderr ended without {text!r}:\n{''.join(lines)}")
 
 

@@ -56,6 +56,15 @@ def test_a_log_dir_under_proc_exits_2_naming_it(
     assert "conclave: --log-dir /proc/x: cannot create it" in capsys.readouterr().err
 
 
+def test_proc_itself_as_the_log_dir_exits_2_naming_it(
+    fast_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--config", str(fast_config), "--log-dir", "/proc", TASK])
+
+    assert code == ExitCode.USAGE
+    assert "conclave: --log-dir /proc: cannot write in it" in capsys.readouterr().err
+
+
 def test_a_read_only_log_dir_exits_2_naming_it(
     fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
