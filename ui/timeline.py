@@ -47,6 +47,10 @@ def _first_line(text: str, width: int = 90) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+_NAMED_AGENTS = 5
+"""A run of 50,000 agents would otherwise start with a 650 KB line."""
+
+
 def describe(event: Event, *, verbose: bool = False) -> str | None:
     """A line for ``event``, neutralised, or ``None`` if it is detail only ``verbose`` shows."""
     line = _describe(event, verbose=verbose)
@@ -55,8 +59,9 @@ def describe(event: Event, *, verbose: bool = False) -> str | None:
 
 def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, RunStarted):
-        names = ", ".join(event.agents)
-        agents = "1 agent" if len(event.agents) == 1 else f"{len(event.agents)} agents"
+        shown, more = event.agents[:_NAMED_AGENTS], len(event.agents) - _NAMED_AGENTS
+        names = ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
+        agents = "1 agent" if len(event.agents) == 1 else f"{len(event.agents):,} agents"
         return f"run started: {agents} ({names}), strategy {event.strategy}"
     if isinstance(event, AnswerAdded):
         return f"{event.agent} answered {event.label}: {_first_line(event.content)}"
