@@ -293,6 +293,8 @@ class Tally:
 
     runs: int = 0
     terminations: Counter[str] = attrs.Factory(Counter)
+    failure_kinds: Counter[str] = attrs.Factory(Counter)
+    """Failed runs by what their ``failure_reason`` starts with."""
     decided_by: Counter[str] = attrs.Factory(Counter)
     crashes: Counter[str] = attrs.Factory(Counter)
     restarts: int = 0
@@ -319,12 +321,15 @@ class Tally:
             self.terminations[result.termination.value] += 1
             self.decided_by[result.decided_by.value if result.decided_by else "none"] += 1
             self.excluded_agents += len(result.failed_agents)
+            if result.failure_reason is not None:
+                self.failure_kinds[result.failure_reason.split(":")[0].split(" (")[0]] += 1
         return found
 
     def report(self) -> str:
         lines = [
             f"runs: {self.runs}",
             f"terminations: {dict(sorted(self.terminations.items()))}",
+            f"failed, why: {dict(self.failure_kinds.most_common())}",
             f"decided by: {dict(sorted(self.decided_by.items()))}",
             f"crashes injected: {sum(self.crashes.values())} {dict(sorted(self.crashes.items()))}",
             f"actor restarts: {self.restarts}",
