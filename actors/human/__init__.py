@@ -1,0 +1,1 @@
+"""People in the loop: the HumanGate and its headless policies."""
