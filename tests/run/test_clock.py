@@ -1,0 +1,52 @@
+"""RunClock: the run's timeout counts from the start, and not while a person decides."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from actors.run.clock import RunClock
+
+
+async def test_the_timeout_expires_after_its_seconds(autojump_clock: trio.abc.Clock) -> None:
+    clock = RunClock(10.0)
+    await clock.expire()
+    assert trio.current_time() == pytest.approx(10.0)
+
+
+async def test_time_spent_paused_does_not_count(autojump_clock: trio.abc.Clock) -> None:
+    clock = RunClock(10.0)
+
+    async def person_decides() -> None:
+        await trio.sleep(4.0)
+        clock.pause()
+        await trio.sleep(100.0)
+        clock.resume()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(person_decides)
+        await clock.expire()
+    assert trio.current_time() == pytest.approx(110.0)
+
+
+async def test_nested_pauses_pause_once(autojump_clock: trio.abc.Clock) -> None:
+    clock = RunClock(10.0)
+    clock.pause()
+    clock.pause()
+    await trio.sleep(5.0)
+    clock.resume()
+    assert clock.paused
+    await trio.sleep(5.0)
+    clock.resume()
+    assert clock.elapsed() == pytest.approx(0.0)
+
+
+async def test_without_a_timeout_it_never_expires(autojump_clock: trio.abc.Clock) -> None:
+    with trio.move_on_after(1e6) as scope:
+        await RunClock(None).expire()
+    assert scope.cancelled_caught
+
+
+async def test_resume_without_pause_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="without a matching pause"):
+        RunClock(1.0).resume()
