@@ -7,7 +7,6 @@ once pause the timer once) and are counted on trio's clock, so tests use virtual
 
 from __future__ import annotations
 
-
 import trio
 
 __all__ = ["RunClock"]
