@@ -24,34 +24,13 @@ failed tries.
 from __future__ import annotations
 
 import json
-import math
-import os
-from collections.abc import Hashable, Mapping
-from contextlib import AsyncExitStack
 from typing import Any
 
 import anthropic
 import attrs
 import httpx2
-import trio
 
-from actors.llm.errors import FatalLLMError, LLMError, TransientLLMError
-from actors.llm.http_errors import (
-    Diagnosis,
-    connection_diagnosis,
-    error_message,
-    failure,
-    status_diagnosis,
-)
-from actors.llm.http_hooks import (
-    EndpointGate,
-    KeyStatus,
-    call_scope,
-    http_client,
-    http_timeout,
-    key_status,
-    resolve_key,
-)
+from actors.llm.http_errors import Diagnosis
 from actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -62,9 +41,9 @@ from actors.llm.protocol import (
     ToolChoice,
     Usage,
 )
-from config.schema import AgentConfig
+from actors.llm.sdk_endpoint import SdkBackend, SdkProvider, SdkStream, StreamedReply
 from config.schema.anthropic import MIN_THINKING_BUDGET, AnthropicBackendConfig
-from config.schema.endpoint import endpoint_host
+from config.secret import Secret
 
 __all__ = ["ANTHROPIC_URL", "PROVIDER", "STATE_KEY", "AnthropicBackend", "AnthropicProvider"]
 
@@ -83,161 +62,27 @@ _STOP_REASONS = {
 }
 
 
-def _config(agent: AgentConfig) -> AnthropicBackendConfig:
-    backend = agent.backend
-    if not isinstance(backend, AnthropicBackendConfig):
-        raise TypeError(f"agent {agent.id!r} is not an anthropic agent")
-    return backend
+class AnthropicBackend(SdkBackend[AnthropicBackendConfig, anthropic.AsyncAnthropic]):
+    """One agent's view of a Messages API endpoint (see :class:`SdkBackend`)."""
 
+    SDK_ERROR = anthropic.AnthropicError
+    CONNECTION_ERROR = anthropic.APIConnectionError
+    OMIT = anthropic.omit
+    STREAM_END = "message_stop"
 
-def _base_url(config: AnthropicBackendConfig) -> str:
-    return config.base_url or ANTHROPIC_URL
+    async def _open_stream(self, arguments: dict[str, Any]) -> SdkStream:
+        stream: SdkStream = await self._client.messages.create(**arguments)
+        return stream
 
+    def _reply(self) -> StreamedReply:
+        return _Reply()
 
-class AnthropicProvider:
-    """Agents on one server with one key share one client."""
-
-    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
-        self._environ = environ
-
-    def endpoint_key(self, agent: AgentConfig) -> Hashable:
-        config = _config(agent)
-        return (_base_url(config), resolve_key(config, self._environ))
-
-    async def open_endpoint(self, agent: AgentConfig, stack: AsyncExitStack) -> _Endpoint:
-        config = _config(agent)
-        base_url = _base_url(config)
-        key = resolve_key(config, self._environ)
-        gate = EndpointGate(requests_per_minute=config.requests_per_minute)
-        client = anthropic.AsyncAnthropic(
-            api_key=key.reveal() if key is not None else "",
-            base_url=base_url,
-            http_client=http_client(config, gate),
-            max_retries=config.max_retries,
-            open_telemetry=False,
-        )
-        await stack.enter_async_context(client)
-        return _Endpoint(
-            client=client,
-            host=endpoint_host(base_url),
-            key_status=key_status(key, base_url),
-        )
-
-    def concurrency(self, agent: AgentConfig) -> float:
-        return _config(agent).max_concurrency
-
-
-PROVIDER = AnthropicProvider()
-
-
-@attrs.frozen(kw_only=True)
-class _Endpoint:
-    client: anthropic.AsyncAnthropic
-    host: str
-    key_status: KeyStatus
-
-    def backend_for(self, agent: AgentConfig) -> AnthropicBackend:
-        config = _config(agent)
-        client = self.client
-        if config.max_retries != client.max_retries:
-            client = client.with_options(max_retries=config.max_retries)
-        return AnthropicBackend(
-            client=client,
-            config=config,
-            agent_id=agent.id,
-            host=self.host,
-            key_status=self.key_status,
-        )
-
-
-class AnthropicBackend:
-    """One agent's view of a Messages API endpoint. Cancellation-safe: a cancelled call
-    closes its stream at once and the shared client serves the next call."""
-
-    def __init__(
-        self,
-        *,
-        client: anthropic.AsyncAnthropic,
-        config: AnthropicBackendConfig,
-        agent_id: str,
-        host: str,
-        key_status: KeyStatus = KeyStatus.GIVEN,
-    ) -> None:
-        self._client = client
-        self._config = config
-        self._agent_id = agent_id
-        self._host = host
-        self._key_status = key_status
-        self._timeout = http_timeout(config.timeouts)
-
-    def _fail(self, diagnosis: Diagnosis) -> LLMError:
-        return failure(
-            diagnosis.kind,
-            agent=self._agent_id,
-            host=self._host,
-            cause=diagnosis.cause,
-            key=self._config.api_key,
-        )
-
-    def _key_hint(self) -> str:
-        if self._config.api_key is not None:
-            return "api_key"
-        return f"api_key or the {self._config.api_key_env} environment variable"
-
-    async def complete(
-        self, request: CompletionRequest, *, sink: CompletionSink | None = None
-    ) -> Completion:
-        if self._key_status is KeyStatus.MISSING:
-            raise self._fail(Diagnosis(FatalLLMError, f"no API key: set {self._key_hint()}"))
-        arguments = self._arguments(request)
-        total = self._config.timeouts.total
-        with call_scope(sink, max_retries=self._config.max_retries):
-            with trio.move_on_after(math.inf if total is None else total) as timer:
-                return await self._call(arguments, sink)
-        assert timer.cancelled_caught
-        raise self._fail(
-            Diagnosis(TransientLLMError, f"the call took longer than {total:g}s (timeouts.total)")
-        )
-
-    async def _call(self, arguments: dict[str, Any], sink: CompletionSink | None) -> Completion:
-        try:
-            stream = await self._client.messages.create(**arguments)
-        except anthropic.AnthropicError as exc:
-            raise self._fail(self._diagnose(exc, started=False)) from None
-        reply = _Reply()
-        try:
-            async with stream:
-                async for event in stream:
-                    reply.add(event, sink)
-        except anthropic.AnthropicError as exc:
-            raise self._fail(self._diagnose(exc, started=True)) from None
-        except (httpx2.HTTPError, ValueError, OSError) as exc:
-            raise self._fail(
-                connection_diagnosis(exc, started=True, timeouts=self._config.timeouts)
-            ) from None
-        if not reply.stopped:
-            raise self._fail(
-                Diagnosis(
-                    TransientLLMError,
-                    "the stream ended before the reply was finished (no message_stop)",
-                )
-            )
-        return reply.completion()
-
-    def _diagnose(self, exc: anthropic.AnthropicError, *, started: bool) -> Diagnosis:
+    def _status_diagnosis(self, exc: Exception) -> Diagnosis | None:
         if isinstance(exc, anthropic.APIStatusError):
             # A mid-stream ``error`` event arrives as a status error with the 200 of the
             # stream: its body's type says what happened.
-            return status_diagnosis(
-                exc.status_code,
-                exc.type,
-                error_message(exc.body, exc.message),
-                key_hint=self._key_hint(),
-                model=self._config.model,
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            return connection_diagnosis(exc, started=started, timeouts=self._config.timeouts)
-        return Diagnosis(TransientLLMError, f"{type(exc).__name__}: {exc}")
+            return self._status(exc.status_code, exc.type, exc.body, exc.message)
+        return None
 
     def _arguments(self, request: CompletionRequest) -> dict[str, Any]:
         config = self._config
@@ -278,12 +123,34 @@ class AnthropicBackend:
             body.setdefault("temperature", config.temperature)
         if body:
             arguments["extra_body"] = body
-        headers: dict[str, str | anthropic.Omit] = dict(config.extra_headers)
-        if self._key_status is KeyStatus.NOT_NEEDED:
-            headers["Authorization"] = anthropic.omit
-        if headers:
-            arguments["extra_headers"] = headers
         return arguments
+
+
+class AnthropicProvider(SdkProvider[AnthropicBackendConfig, anthropic.AsyncAnthropic]):
+    """Agents on one server with one key share one client."""
+
+    NAME = "anthropic"
+    DEFAULT_URL = ANTHROPIC_URL
+    CONFIG = AnthropicBackendConfig
+    BACKEND = AnthropicBackend
+
+    def _client(
+        self,
+        config: AnthropicBackendConfig,
+        base_url: str,
+        key: Secret | None,
+        http: httpx2.AsyncClient,
+    ) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=key.reveal() if key is not None else "",
+            base_url=base_url,
+            http_client=http,
+            max_retries=config.max_retries,
+            open_telemetry=False,
+        )
+
+
+PROVIDER = AnthropicProvider()
 
 
 _TOOL_CHOICE = {ToolChoice.AUTO: "auto", ToolChoice.REQUIRED: "any", ToolChoice.NONE: "none"}
@@ -381,7 +248,8 @@ class _Reply:
     output_tokens: int = 0
     stop_reason: str | None = None
     model: str = ""
-    stopped: bool = False
+    finished: bool = False
+    """``message_stop`` arrived."""
 
     def add(self, event: Any, sink: CompletionSink | None) -> None:
         kind = event.type
@@ -397,7 +265,7 @@ class _Reply:
             if event.usage is not None:
                 self._usage(event.usage)
         elif kind == "message_stop":
-            self.stopped = True
+            self.finished = True
 
     def _usage(self, usage: Any) -> None:
         # message_start carries the prompt's counts; message_delta the reply's, cumulative

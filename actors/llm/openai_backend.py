@@ -14,35 +14,15 @@ chunk whose ``choices`` is empty.
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Hashable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import Hashable
 from typing import Any
 
 import attrs
 import httpx2
 import openai
-import trio
 from openai.types.chat import ChatCompletionChunk
 
-from actors.llm.errors import FatalLLMError, LLMError, TransientLLMError
-from actors.llm.http_errors import (
-    Diagnosis,
-    connection_diagnosis,
-    error_message,
-    failure,
-    status_diagnosis,
-)
-from actors.llm.http_hooks import (
-    EndpointGate,
-    KeyStatus,
-    call_scope,
-    http_client,
-    http_timeout,
-    key_status,
-    resolve_key,
-)
+from actors.llm.http_errors import Diagnosis
 from actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -53,9 +33,10 @@ from actors.llm.protocol import (
     ToolChoice,
     Usage,
 )
+from actors.llm.sdk_endpoint import SdkBackend, SdkProvider, SdkStream, StreamedReply
 from config.schema import AgentConfig
-from config.schema.endpoint import endpoint_host
 from config.schema.openai import OpenAIBackendConfig
+from config.secret import Secret
 
 __all__ = ["OPENAI_URL", "PROVIDER", "OpenAIBackend", "OpenAIProvider"]
 
@@ -70,200 +51,43 @@ _STOP_REASONS = {
 }
 
 
-def _config(agent: AgentConfig) -> OpenAIBackendConfig:
-    backend = agent.backend
-    if not isinstance(backend, OpenAIBackendConfig):
-        raise TypeError(f"agent {agent.id!r} is not an openai agent")
-    return backend
-
-
-def _base_url(config: OpenAIBackendConfig) -> str:
-    return config.base_url or OPENAI_URL
-
-
 async def _no_key() -> str:
     """The key source of a server that needs none (a local Ollama, vLLM, LM Studio): the SDK
     insists on a key or a source of one, and sends no ``Authorization`` for an empty one."""
     return ""
 
 
-class OpenAIProvider:
-    """Agents on one server with one key share one client."""
+class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
+    """One agent's view of an OpenAI-compatible endpoint (see :class:`SdkBackend`)."""
 
-    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
-        self._environ = environ
+    SDK_ERROR = openai.OpenAIError
+    CONNECTION_ERROR = openai.APIConnectionError
+    OMIT = openai.omit
+    STREAM_END = "finish_reason"
+    NO_KEY_ADVICE = " (a local server that needs no key takes any value)"
 
-    def endpoint_key(self, agent: AgentConfig) -> Hashable:
-        config = _config(agent)
-        return (_base_url(config), resolve_key(config, self._environ), config.api_version)
+    async def _open_stream(self, arguments: dict[str, Any]) -> SdkStream:
+        stream: SdkStream = await self._client.chat.completions.create(**arguments)
+        return stream
 
-    async def open_endpoint(self, agent: AgentConfig, stack: AsyncExitStack) -> _Endpoint:
-        config = _config(agent)
-        base_url = _base_url(config)
-        key = resolve_key(config, self._environ)
-        sent_key = key.reveal() if key is not None else _no_key
-        gate = EndpointGate(requests_per_minute=config.requests_per_minute)
-        http = http_client(config, gate)
-        client: openai.AsyncOpenAI
-        if config.api_version is not None:
-            client = openai.AsyncAzureOpenAI(
-                azure_endpoint=base_url,
-                azure_deployment=config.deployment or config.model,
-                api_version=config.api_version,
-                api_key=sent_key,
-                http_client=http,
-                max_retries=config.max_retries,
-            )
-        else:
-            client = openai.AsyncOpenAI(
-                api_key=sent_key,
-                base_url=base_url,
-                http_client=http,
-                max_retries=config.max_retries,
-            )
-        await stack.enter_async_context(client)
-        return _Endpoint(
-            client=client,
-            gate=gate,
-            host=endpoint_host(base_url),
-            key_status=key_status(key, base_url),
-        )
+    def _reply(self) -> StreamedReply:
+        return _Reply()
 
-    def concurrency(self, agent: AgentConfig) -> float:
-        return _config(agent).max_concurrency
-
-
-PROVIDER = OpenAIProvider()
-
-
-@attrs.frozen(kw_only=True)
-class _Endpoint:
-    client: openai.AsyncOpenAI
-    gate: EndpointGate
-    host: str
-    key_status: KeyStatus
-
-    def backend_for(self, agent: AgentConfig) -> OpenAIBackend:
-        config = _config(agent)
-        client = self.client
-        if config.max_retries != client.max_retries:
-            client = client.with_options(max_retries=config.max_retries)
-        return OpenAIBackend(
-            client=client,
-            config=config,
-            agent_id=agent.id,
-            host=self.host,
-            key_status=self.key_status,
-            gate=self.gate,
-        )
-
-
-class OpenAIBackend:
-    """One agent's view of an OpenAI-compatible endpoint. Cancellation-safe: a cancelled
-    call closes its stream at once (the connection is dropped, not returned half-read) and
-    the shared client serves the next call."""
-
-    def __init__(
-        self,
-        *,
-        client: openai.AsyncOpenAI,
-        config: OpenAIBackendConfig,
-        agent_id: str,
-        host: str,
-        key_status: KeyStatus = KeyStatus.GIVEN,
-        gate: EndpointGate | None = None,
-    ) -> None:
-        self._client = client
-        self._config = config
-        self._agent_id = agent_id
-        self._host = host
-        self._key_status = key_status
-        self.gate = gate
-        self._timeout = http_timeout(config.timeouts)
-
-    def _fail(self, diagnosis: Diagnosis) -> LLMError:
-        return failure(
-            diagnosis.kind,
-            agent=self._agent_id,
-            host=self._host,
-            cause=diagnosis.cause,
-            key=self._config.api_key,
-        )
-
-    def _key_hint(self) -> str:
-        if self._config.api_key is not None:
-            return "api_key"
-        return f"api_key or the {self._config.api_key_env} environment variable"
-
-    async def complete(
-        self, request: CompletionRequest, *, sink: CompletionSink | None = None
-    ) -> Completion:
-        if self._key_status is KeyStatus.MISSING:
-            raise self._fail(
-                Diagnosis(
-                    FatalLLMError,
-                    f"no API key: set {self._key_hint()} (a local server that needs no key "
-                    "takes any value)",
-                )
-            )
-        arguments = self._arguments(request)
-        total = self._config.timeouts.total
-        with call_scope(sink, max_retries=self._config.max_retries):
-            with trio.move_on_after(math.inf if total is None else total) as timer:
-                return await self._call(arguments, sink)
-        assert timer.cancelled_caught
-        raise self._fail(
-            Diagnosis(TransientLLMError, f"the call took longer than {total:g}s (timeouts.total)")
-        )
-
-    async def _call(self, arguments: dict[str, Any], sink: CompletionSink | None) -> Completion:
-        try:
-            stream = await self._client.chat.completions.create(**arguments)
-        except openai.OpenAIError as exc:
-            raise self._fail(self._diagnose(exc, started=False)) from None
-        reply = _Reply()
-        try:
-            async with stream:
-                async for chunk in stream:
-                    reply.add(chunk, sink)
-        except openai.OpenAIError as exc:
-            raise self._fail(self._diagnose(exc, started=True)) from None
-        except (httpx2.HTTPError, ValueError, OSError) as exc:
-            raise self._fail(
-                connection_diagnosis(exc, started=True, timeouts=self._config.timeouts)
-            ) from None
-        if reply.finish is None:
-            raise self._fail(
-                Diagnosis(
-                    TransientLLMError,
-                    "the stream ended before the reply was finished (no finish_reason)",
-                )
-            )
-        return reply.completion()
-
-    def _diagnose(self, exc: openai.OpenAIError, *, started: bool) -> Diagnosis:
+    def _status_diagnosis(self, exc: Exception) -> Diagnosis | None:
         if isinstance(exc, openai.APIStatusError):
-            return self._status(exc.status_code, exc.body, exc.message)
-        if isinstance(exc, openai.APIConnectionError):
-            return connection_diagnosis(exc, started=started, timeouts=self._config.timeouts)
+            return self._openai_status(exc.status_code, exc.body, exc.message)
         if isinstance(exc, openai.APIError):
             # An error the server sent as a chunk of a stream that had begun.
-            return self._status(200, exc.body, exc.message)
-        return Diagnosis(TransientLLMError, f"{type(exc).__name__}: {exc}")
+            return self._openai_status(200, exc.body, exc.message)
+        return None
 
-    def _status(self, status: int, body: object, fallback: str) -> Diagnosis:
+    def _openai_status(self, status: int, body: object, fallback: str) -> Diagnosis:
         # OpenAI's body is the ``error`` object itself; compatible servers vary.
         inner = body.get("error", body) if isinstance(body, dict) else body
         kind = None
         if isinstance(inner, dict):
             kind = inner.get("code") or inner.get("type")
-        return status_diagnosis(
-            status,
-            kind if isinstance(kind, str) else None,
-            error_message(body, fallback),
-            key_hint=self._key_hint(),
-            model=self._config.model,
-        )
+        return self._status(status, kind if isinstance(kind, str) else None, body, fallback)
 
     def _arguments(self, request: CompletionRequest) -> dict[str, Any]:
         config = self._config
@@ -298,14 +122,48 @@ class OpenAIBackend:
         limits = [n for n in (request.max_output_tokens, config.max_output_tokens) if n]
         if limits:
             arguments[config.max_tokens_param.value] = min(limits)
-        headers: dict[str, str | openai.Omit] = dict(config.extra_headers)
-        if self._key_status is KeyStatus.NOT_NEEDED:
-            headers["Authorization"] = openai.omit
-        if headers:
-            arguments["extra_headers"] = headers
         if config.extra_body:
             arguments["extra_body"] = dict(config.extra_body)
         return arguments
+
+
+class OpenAIProvider(SdkProvider[OpenAIBackendConfig, openai.AsyncOpenAI]):
+    """Agents on one server with one key (and, on Azure, one API version) share one client."""
+
+    NAME = "openai"
+    DEFAULT_URL = OPENAI_URL
+    CONFIG = OpenAIBackendConfig
+    BACKEND = OpenAIBackend
+
+    def endpoint_key(self, agent: AgentConfig) -> Hashable:
+        return (super().endpoint_key(agent), self.config(agent).api_version)
+
+    def _client(
+        self,
+        config: OpenAIBackendConfig,
+        base_url: str,
+        key: Secret | None,
+        http: httpx2.AsyncClient,
+    ) -> openai.AsyncOpenAI:
+        sent_key = key.reveal() if key is not None else _no_key
+        if config.api_version is not None:
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=base_url,
+                azure_deployment=config.deployment or config.model,
+                api_version=config.api_version,
+                api_key=sent_key,
+                http_client=http,
+                max_retries=config.max_retries,
+            )
+        return openai.AsyncOpenAI(
+            api_key=sent_key,
+            base_url=base_url,
+            http_client=http,
+            max_retries=config.max_retries,
+        )
+
+
+PROVIDER = OpenAIProvider()
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:
@@ -347,6 +205,10 @@ class _Reply:
     usage: Usage = attrs.field(factory=Usage)
     finish: str | None = None
     model: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.finish is not None
 
     def add(self, chunk: ChatCompletionChunk, sink: CompletionSink | None) -> None:
         if chunk.model and not self.model:

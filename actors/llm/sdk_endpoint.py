@@ -1,0 +1,312 @@
+"""What the SDK backends (``openai``, ``anthropic``) share: the provider that opens one client
+per endpoint and key, the endpoint that hands each agent its backend, and the call around the
+SDK (the key check, the total timeout, retries reported, the stream read to its end, and every
+failure turned into one classified error naming the agent and the host).
+
+A backend module supplies only what its SDK does its own way: how to build the client, the
+request's arguments, how a reply is assembled from the stream, and where a status and an
+error type sit in the SDK's exceptions. This module imports neither SDK (the backend modules
+do, and the pool imports those only when a config names them).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Hashable, Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+
+import attrs
+import httpx2
+import trio
+
+from actors.llm.errors import FatalLLMError, LLMError, TransientLLMError
+from actors.llm.http_errors import (
+    Diagnosis,
+    connection_diagnosis,
+    error_message,
+    failure,
+    status_diagnosis,
+)
+from actors.llm.http_hooks import (
+    EndpointGate,
+    KeyStatus,
+    call_scope,
+    http_client,
+    http_timeout,
+    key_status,
+    resolve_key,
+)
+from actors.llm.protocol import Completion, CompletionRequest, CompletionSink
+from config.schema import AgentConfig
+from config.schema.endpoint import HttpBackendConfig, endpoint_host
+from config.secret import Secret
+
+__all__ = ["SdkBackend", "SdkClient", "SdkEndpoint", "SdkProvider", "SdkStream", "StreamedReply"]
+
+
+class _AsyncResource(Protocol):
+    """Entered with ``async with``; leaving closes it."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None: ...
+
+
+class SdkClient(_AsyncResource, Protocol):
+    """An SDK's async client, as the endpoint uses it: entered once, copied per agent whose
+    retry count differs."""
+
+    max_retries: int
+
+    def with_options(self, *, max_retries: int) -> Self: ...
+
+
+class SdkStream(_AsyncResource, Protocol):
+    """A raw event stream from ``create(stream=True)``: leaving it closes the connection."""
+
+    def __aiter__(self) -> AsyncIterator[Any]: ...
+
+
+class StreamedReply(Protocol):
+    """A reply assembled by hand from the items of a stream, handing deltas to the sink."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the stream said the reply was complete (a stream may just stop)."""
+        ...
+
+    def add(self, item: Any, sink: CompletionSink | None) -> None: ...
+
+    def completion(self) -> Completion: ...
+
+
+C = TypeVar("C", bound=HttpBackendConfig)
+K = TypeVar("K", bound=SdkClient)
+
+
+class SdkProvider(ABC, Generic[C, K]):
+    """A backend type in the pool: agents on one server with one key share one client."""
+
+    NAME: ClassVar[str]
+    """The backend type, as agents' configs name it."""
+    DEFAULT_URL: ClassVar[str]
+    """The provider's own API, for a config without ``base_url``."""
+    CONFIG: type[C]
+    """The backend section this provider serves."""
+    BACKEND: type[SdkBackend[C, K]]
+    """What each agent on an endpoint gets."""
+
+    def __init__(self, environ: Mapping[str, str] = os.environ) -> None:
+        self._environ = environ
+
+    def config(self, agent: AgentConfig) -> C:
+        backend = agent.backend
+        if not isinstance(backend, self.CONFIG):
+            raise TypeError(f"agent {agent.id!r} is not an {self.NAME} agent")
+        return backend
+
+    def base_url(self, config: C) -> str:
+        return config.base_url or self.DEFAULT_URL
+
+    def endpoint_key(self, agent: AgentConfig) -> Hashable:
+        config = self.config(agent)
+        return (self.base_url(config), resolve_key(config, self._environ))
+
+    async def open_endpoint(self, agent: AgentConfig, stack: AsyncExitStack) -> SdkEndpoint[C, K]:
+        """Open the endpoint's client (its HTTP client waits at the endpoint's gate); it is
+        closed when ``stack`` is."""
+        config = self.config(agent)
+        base_url = self.base_url(config)
+        key = resolve_key(config, self._environ)
+        gate = EndpointGate(requests_per_minute=config.requests_per_minute)
+        client = self._client(config, base_url, key, http_client(config, gate))
+        await stack.enter_async_context(client)
+        return SdkEndpoint(
+            provider=self,
+            client=client,
+            gate=gate,
+            host=endpoint_host(base_url),
+            key_status=key_status(key, base_url),
+        )
+
+    def concurrency(self, agent: AgentConfig) -> float:
+        return self.config(agent).max_concurrency
+
+    @abstractmethod
+    def _client(self, config: C, base_url: str, key: Secret | None, http: httpx2.AsyncClient) -> K:
+        """The SDK's client for the endpoint, on ``http``, retrying ``config.max_retries``."""
+
+
+@attrs.frozen(kw_only=True)
+class SdkEndpoint(Generic[C, K]):
+    """One server and key: the client and gate its agents share, and the host their errors
+    name."""
+
+    provider: SdkProvider[C, K]
+    client: K
+    gate: EndpointGate
+    host: str
+    key_status: KeyStatus
+
+    def backend_for(self, agent: AgentConfig) -> SdkBackend[C, K]:
+        config = self.provider.config(agent)
+        client = self.client
+        if config.max_retries != client.max_retries:
+            # A copy shares the connection pool and the gate; only the retry count differs.
+            client = client.with_options(max_retries=config.max_retries)
+        return self.provider.BACKEND(
+            client=client,
+            config=config,
+            agent_id=agent.id,
+            host=self.host,
+            key_status=self.key_status,
+            gate=self.gate,
+        )
+
+
+class SdkBackend(ABC, Generic[C, K]):
+    """One agent's view of an endpoint. Cancellation-safe: a cancelled call closes its stream
+    at once (the connection is dropped, not returned half-read) and the shared client serves
+    the next call."""
+
+    SDK_ERROR: ClassVar[type[Exception]]
+    """The base of every exception the SDK raises."""
+    CONNECTION_ERROR: ClassVar[type[Exception]]
+    """The SDK's exception for a transport failure (the ``httpx2`` error is behind it)."""
+    OMIT: ClassVar[object]
+    """The SDK's marker for a header it must not send."""
+    STREAM_END: ClassVar[str]
+    """What the stream sends when the reply is complete, as a truncated stream's error says."""
+    NO_KEY_ADVICE: ClassVar[str] = ""
+    """Added to the error of a call without a key."""
+
+    def __init__(
+        self,
+        *,
+        client: K,
+        config: C,
+        agent_id: str,
+        host: str,
+        key_status: KeyStatus = KeyStatus.GIVEN,
+        gate: EndpointGate | None = None,
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._agent_id = agent_id
+        self._host = host
+        self._key_status = key_status
+        self.gate = gate
+        self._timeout = http_timeout(config.timeouts)
+
+    def _fail(self, diagnosis: Diagnosis) -> LLMError:
+        return failure(
+            diagnosis.kind,
+            agent=self._agent_id,
+            host=self._host,
+            cause=diagnosis.cause,
+            key=self._config.api_key,
+        )
+
+    def _key_hint(self) -> str:
+        if self._config.api_key is not None:
+            return "api_key"
+        return f"api_key or the {self._config.api_key_env} environment variable"
+
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
+        if self._key_status is KeyStatus.MISSING:
+            raise self._fail(
+                Diagnosis(FatalLLMError, f"no API key: set {self._key_hint()}{self.NO_KEY_ADVICE}")
+            )
+        arguments = self._arguments(request)
+        headers = self._headers()
+        if headers:
+            arguments["extra_headers"] = headers
+        total = self._config.timeouts.total
+        with call_scope(sink, max_retries=self._config.max_retries):
+            with trio.move_on_after(math.inf if total is None else total) as timer:
+                return await self._call(arguments, sink)
+        assert timer.cancelled_caught
+        raise self._fail(
+            Diagnosis(TransientLLMError, f"the call took longer than {total:g}s (timeouts.total)")
+        )
+
+    async def _call(self, arguments: dict[str, Any], sink: CompletionSink | None) -> Completion:
+        try:
+            stream = await self._open_stream(arguments)
+        except self.SDK_ERROR as exc:
+            raise self._fail(self._diagnose(exc, started=False)) from None
+        reply = self._reply()
+        try:
+            async with stream:
+                async for item in stream:
+                    reply.add(item, sink)
+        except self.SDK_ERROR as exc:
+            raise self._fail(self._diagnose(exc, started=True)) from None
+        except (httpx2.HTTPError, ValueError, OSError) as exc:
+            raise self._fail(
+                connection_diagnosis(exc, started=True, timeouts=self._config.timeouts)
+            ) from None
+        if not reply.finished:
+            raise self._fail(
+                Diagnosis(
+                    TransientLLMError,
+                    f"the stream ended before the reply was finished (no {self.STREAM_END})",
+                )
+            )
+        return reply.completion()
+
+    def _diagnose(self, exc: Exception, *, started: bool) -> Diagnosis:
+        if isinstance(exc, self.CONNECTION_ERROR):
+            return connection_diagnosis(exc, started=started, timeouts=self._config.timeouts)
+        diagnosis = self._status_diagnosis(exc)
+        if diagnosis is not None:
+            return diagnosis
+        return Diagnosis(TransientLLMError, f"{type(exc).__name__}: {exc}")
+
+    def _status(
+        self, status: int, error_type: str | None, body: object, fallback: str
+    ) -> Diagnosis:
+        """A failed status, worded with the provider's own message from ``body``."""
+        return status_diagnosis(
+            status,
+            error_type,
+            error_message(body, fallback),
+            key_hint=self._key_hint(),
+            model=self._config.model,
+        )
+
+    def _headers(self) -> dict[str, object]:
+        """``extra_headers``, and no ``Authorization`` for a local server that needs no key."""
+        headers: dict[str, object] = dict(self._config.extra_headers)
+        if self._key_status is KeyStatus.NOT_NEEDED:
+            headers["Authorization"] = self.OMIT
+        return headers
+
+    @abstractmethod
+    def _arguments(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of the SDK's streaming ``create`` for ``request``, but for
+        ``extra_headers`` (added by :meth:`complete`)."""
+
+    @abstractmethod
+    async def _open_stream(self, arguments: dict[str, Any]) -> SdkStream:
+        """Send the request; the stream of its reply."""
+
+    @abstractmethod
+    def _reply(self) -> StreamedReply:
+        """An empty reply, to assemble one stream into."""
+
+    @abstractmethod
+    def _status_diagnosis(self, exc: Exception) -> Diagnosis | None:
+        """What an SDK exception that carries an HTTP status means (see :meth:`_status`);
+        ``None`` for one that does not."""
