@@ -1,12 +1,17 @@
-"""What the backend tests share: a sink that records, and agents pointed at a server."""
+"""What the backend tests share: a sink that records, agents pointed at a server, a tool to
+offer, and the failure of one call."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import attrs
+import pytest
+import trio
 
-from actors.llm.protocol import ChatMessage, CompletionRequest
+from actors.llm.errors import LLMError
+from actors.llm.pool import open_backends
+from actors.llm.protocol import ChatMessage, CompletionRequest, ToolSchema
 from config.schema import AgentConfig
 from config.schema.anthropic import AnthropicBackendConfig
 from config.schema.endpoint import Timeouts
@@ -14,12 +19,27 @@ from config.schema.openai import OpenAIBackendConfig
 from config.secret import Secret
 from tests.llm.loopback import LoopbackServer
 
-__all__ = ["KEY", "Recorder", "anthropic_agent", "ask", "openai_agent"]
+__all__ = [
+    "KEY",
+    "VOTE",
+    "Recorder",
+    "anthropic_agent",
+    "ask",
+    "fails",
+    "openai_agent",
+    "timed_failure",
+]
 
 KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
 """A key a test can grep for in everything the code under test wrote."""
 
 FAST = Timeouts(connect=2.0, stall=2.0)
+
+VOTE = ToolSchema(
+    name="vote",
+    description="Vote for an answer.",
+    parameters={"type": "object", "properties": {"agent_id": {"type": "string"}}},
+)
 
 
 @attrs.define
@@ -48,21 +68,42 @@ def ask(text: str = "hi", **kwargs: Any) -> CompletionRequest:
     return CompletionRequest(messages=(ChatMessage(role="user", content=text),), **kwargs)
 
 
-def openai_agent(server: LoopbackServer, agent_id: str = "alice", **settings: Any) -> AgentConfig:
+def _agent(
+    agent_id: str,
+    section: type[OpenAIBackendConfig | AnthropicBackendConfig],
+    model: str,
+    base_url: str,
+    settings: dict[str, Any],
+) -> AgentConfig:
+    """An agent with our key, short timeouts and no retries, unless ``settings`` say else."""
     settings.setdefault("api_key", Secret(KEY))
     settings.setdefault("timeouts", FAST)
     settings.setdefault("max_retries", 0)
-    settings.setdefault("base_url", f"{server.url}/v1")
-    backend = OpenAIBackendConfig(model="test-model", **settings)
-    return AgentConfig(id=agent_id, backend=backend)
+    settings.setdefault("base_url", base_url)
+    return AgentConfig(id=agent_id, backend=section(model=model, **settings))
+
+
+def openai_agent(server: LoopbackServer, agent_id: str = "alice", **settings: Any) -> AgentConfig:
+    return _agent(agent_id, OpenAIBackendConfig, "test-model", f"{server.url}/v1", settings)
 
 
 def anthropic_agent(
     server: LoopbackServer, agent_id: str = "alice", **settings: Any
 ) -> AgentConfig:
-    settings.setdefault("api_key", Secret(KEY))
-    settings.setdefault("timeouts", FAST)
-    settings.setdefault("max_retries", 0)
-    settings.setdefault("base_url", server.url)
-    backend = AnthropicBackendConfig(model="claude-test", **settings)
-    return AgentConfig(id=agent_id, backend=backend)
+    return _agent(agent_id, AnthropicBackendConfig, "claude-test", server.url, settings)
+
+
+async def timed_failure(agent: AgentConfig) -> tuple[LLMError, float]:
+    """The error of one call, and how long the call took (not counting the SDK's import)."""
+    async with open_backends() as pool:
+        backend = await pool.backend(agent)
+        started = trio.current_time()
+        with pytest.raises(LLMError) as caught:
+            await backend.complete(ask())
+        return caught.value, trio.current_time() - started
+
+
+async def fails(agent: AgentConfig) -> LLMError:
+    """The error of one call."""
+    error, _seconds = await timed_failure(agent)
+    return error

@@ -19,15 +19,10 @@ from actors.llm.protocol import (
     Usage,
 )
 from config.schema import AgentConfig
-from tests.llm.helpers import KEY, Recorder, anthropic_agent, ask
+from tests.llm.helpers import KEY, VOTE, Recorder, anthropic_agent, ask
 from tests.llm.loopback import LoopbackServer, SseReply
 from tests.llm.wire import anthropic_events, anthropic_reply, split_bytes
 
-VOTE = ToolSchema(
-    name="vote",
-    description="Vote for an answer.",
-    parameters={"type": "object", "properties": {"agent_id": {"type": "string"}}},
-)
 READ = ToolSchema(
     name="read_file",
     description="Read a file.",

@@ -5,15 +5,13 @@ on a status-200 stream, a stalled or dropped stream as a bare ``httpx2`` error."
 from __future__ import annotations
 
 import traceback
-from typing import Any
 
 import pytest
-import trio
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, TransientLLMError
+from actors.llm.errors import ContextOverflow, FatalLLMError, TransientLLMError
 from actors.llm.pool import open_backends
 from config.schema.endpoint import Timeouts
-from tests.llm.helpers import KEY, Recorder, anthropic_agent, ask
+from tests.llm.helpers import KEY, Recorder, anthropic_agent, ask, fails, timed_failure
 from tests.llm.loopback import Drop, LoopbackServer, SseReply, Stall, sse_event
 from tests.llm.wire import (
     anthropic_error,
@@ -23,21 +21,6 @@ from tests.llm.wire import (
 )
 
 OVERLOADED = {"type": "overloaded_error", "message": "Overloaded"}
-
-
-async def _fails(server: LoopbackServer, **settings: Any) -> LLMError:
-    error, _seconds = await _timed_failure(server, **settings)
-    return error
-
-
-async def _timed_failure(server: LoopbackServer, **settings: Any) -> tuple[LLMError, float]:
-    """The error of one call, and how long the call took (not counting the SDK's import)."""
-    async with open_backends() as pool:
-        backend = await pool.backend(anthropic_agent(server, **settings))
-        started = trio.current_time()
-        with pytest.raises(LLMError) as caught:
-            await backend.complete(ask())
-        return caught.value, trio.current_time() - started
 
 
 async def test_an_overload_reported_mid_stream_with_status_200_is_a_transient_error(
@@ -51,7 +34,7 @@ async def test_an_overload_reported_mid_stream_with_status_200_is_a_transient_er
             )
         )
     )
-    error = await _fails(server)
+    error = await fails(anthropic_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "overloaded" in str(error)
 
@@ -75,7 +58,9 @@ async def test_a_stalled_stream_is_a_transient_error_after_the_stall_timeout(
     server: LoopbackServer,
 ) -> None:
     server.script(SseReply(parts=(anthropic_message_start(), Stall())))
-    error, seconds = await _timed_failure(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    error, seconds = await timed_failure(
+        anthropic_agent(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    )
     assert isinstance(error, TransientLLMError)
     assert "stalled" in str(error)
     assert 0.3 <= seconds < 2.0
@@ -83,7 +68,7 @@ async def test_a_stalled_stream_is_a_transient_error_after_the_stall_timeout(
 
 async def test_a_stream_dropped_midway_is_a_transient_error(server: LoopbackServer) -> None:
     server.script(SseReply(parts=(anthropic_message_start(), Drop())))
-    error = await _fails(server)
+    error = await fails(anthropic_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "connection was lost mid-stream" in str(error)
 
@@ -93,7 +78,7 @@ async def test_a_stream_that_ends_before_message_stop_is_a_transient_error(
 ) -> None:
     events = anthropic_events([{"type": "text", "text": ["Hi"]}])
     server.script(SseReply(parts=tuple(events[:-1])))
-    error = await _fails(server)
+    error = await fails(anthropic_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "no message_stop" in str(error)
 
@@ -102,7 +87,7 @@ async def test_a_refused_key_is_fatal_and_its_message_never_holds_the_key(
     server: LoopbackServer,
 ) -> None:
     server.script(anthropic_error(401, "authentication_error", f"invalid x-api-key {KEY}"))
-    error = await _fails(server)
+    error = await fails(anthropic_agent(server))
     assert isinstance(error, FatalLLMError)
     message = str(error)
     assert message.startswith(f"agent 'alice' on 127.0.0.1:{server.port}: the API key was refused")
@@ -111,7 +96,7 @@ async def test_a_refused_key_is_fatal_and_its_message_never_holds_the_key(
 
 async def test_an_unknown_model_is_fatal(server: LoopbackServer) -> None:
     server.script(anthropic_error(404, "not_found_error", "model: claude-test"))
-    error = await _fails(server)
+    error = await fails(anthropic_agent(server))
     assert isinstance(error, FatalLLMError)
     assert "claude-test" in str(error)
 
@@ -122,7 +107,7 @@ async def test_a_prompt_too_long_is_a_context_overflow(server: LoopbackServer) -
             400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"
         )
     )
-    error = await _fails(server)
+    error = await fails(anthropic_agent(server))
     assert isinstance(error, ContextOverflow)
 
 
@@ -142,7 +127,7 @@ async def test_a_remote_endpoint_without_a_key_fails_naming_the_variable_to_set(
     server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    error = await _fails(server, api_key=None, base_url="https://api.example.com")
+    error = await fails(anthropic_agent(server, api_key=None, base_url="https://api.example.com"))
     assert isinstance(error, FatalLLMError)
     assert "ANTHROPIC_API_KEY" in str(error)
     assert server.requests == []

@@ -13,19 +13,12 @@ from actors.llm.protocol import (
     StopReason,
     ToolCall,
     ToolChoice,
-    ToolSchema,
     Usage,
 )
 from config.schema.openai import MaxTokensParam, ReasoningEffort
-from tests.llm.helpers import KEY, Recorder, ask, openai_agent
+from tests.llm.helpers import KEY, VOTE, Recorder, ask, openai_agent
 from tests.llm.loopback import JsonReply, LoopbackServer, SseReply, sse_data
 from tests.llm.wire import openai_chunk, openai_reply, split_bytes
-
-VOTE = ToolSchema(
-    name="vote",
-    description="Vote for an answer.",
-    parameters={"type": "object", "properties": {"agent_id": {"type": "string"}}},
-)
 
 
 async def test_a_streamed_reply_is_assembled_and_every_delta_reaches_the_sink(

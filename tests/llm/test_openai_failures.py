@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import socket
 import traceback
-from typing import Any
 
 import pytest
 import trio
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, TransientLLMError
+from actors.llm.errors import ContextOverflow, FatalLLMError, TransientLLMError
 from actors.llm.pool import open_backends
 from config.schema.endpoint import Timeouts
-from tests.llm.helpers import KEY, Recorder, ask, openai_agent
+from tests.llm.helpers import KEY, Recorder, ask, fails, openai_agent, timed_failure
 from tests.llm.loopback import (
     Drop,
     Hangup,
@@ -28,21 +27,6 @@ from tests.llm.loopback import (
     sse_data,
 )
 from tests.llm.wire import openai_chunk, openai_error, openai_reply
-
-
-async def _fails(server: LoopbackServer, **settings: Any) -> LLMError:
-    error, _seconds = await _timed_failure(server, **settings)
-    return error
-
-
-async def _timed_failure(server: LoopbackServer, **settings: Any) -> tuple[LLMError, float]:
-    """The error of one call, and how long the call took (not counting the SDK's import)."""
-    async with open_backends() as pool:
-        backend = await pool.backend(openai_agent(server, **settings))
-        started = trio.current_time()
-        with pytest.raises(LLMError) as caught:
-            await backend.complete(ask())
-        return caught.value, trio.current_time() - started
 
 
 def _everything_about(error: BaseException) -> str:
@@ -86,7 +70,9 @@ async def test_a_stalled_stream_is_a_transient_error_after_the_stall_timeout(
     server: LoopbackServer,
 ) -> None:
     server.script(SseReply(parts=(openai_chunk({"role": "assistant", "content": "Hi"}), Stall())))
-    error, seconds = await _timed_failure(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    error, seconds = await timed_failure(
+        openai_agent(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    )
     assert isinstance(error, TransientLLMError)
     assert "stalled" in str(error)
     assert 0.3 <= seconds < 2.0
@@ -94,7 +80,7 @@ async def test_a_stalled_stream_is_a_transient_error_after_the_stall_timeout(
 
 async def test_a_stream_dropped_midway_is_a_transient_error(server: LoopbackServer) -> None:
     server.script(SseReply(parts=(openai_chunk({"role": "assistant", "content": "Hi"}), Drop())))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "connection was lost mid-stream" in str(error)
 
@@ -103,7 +89,7 @@ async def test_a_stream_that_ends_without_finishing_the_reply_is_a_transient_err
     server: LoopbackServer,
 ) -> None:
     server.script(SseReply(parts=(openai_chunk({"role": "assistant", "content": "Hi"}),)))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "no finish_reason" in str(error)
 
@@ -117,7 +103,7 @@ async def test_an_error_sent_in_the_stream_is_a_transient_error(server: Loopback
             )
         )
     )
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "upstream overloaded" in str(error)
 
@@ -126,7 +112,7 @@ async def test_a_refused_key_is_fatal_and_names_the_agent_the_host_and_the_cause
     server: LoopbackServer,
 ) -> None:
     server.script(openai_error(401, f"Incorrect API key provided: {KEY}.", code="invalid_api_key"))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, FatalLLMError)
     message = str(error)
     assert message.startswith(f"agent 'alice' on 127.0.0.1:{server.port}: the API key was refused")
@@ -142,7 +128,7 @@ async def test_a_key_shaped_string_in_an_error_is_redacted_even_if_it_is_not_our
 ) -> None:
     other = "sk-ant-api03-SOMEONE-ELSES-KEY-0123456789"
     server.script(openai_error(403, f"key {other} may not use this model"))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, FatalLLMError)
     assert other not in _everything_about(error)
 
@@ -151,7 +137,7 @@ async def test_an_unknown_model_is_fatal(server: LoopbackServer) -> None:
     server.script(
         openai_error(404, "The model `test-model` does not exist", code="model_not_found")
     )
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, FatalLLMError)
     assert "check the model name 'test-model'" in str(error)
 
@@ -160,14 +146,14 @@ async def test_a_refused_connection_is_fatal(server: LoopbackServer) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
-    error = await _fails(server, base_url=f"http://127.0.0.1:{closed_port}/v1")
+    error = await fails(openai_agent(server, base_url=f"http://127.0.0.1:{closed_port}/v1"))
     assert isinstance(error, FatalLLMError)
     assert f"agent 'alice' on 127.0.0.1:{closed_port}: cannot connect" in str(error)
     assert "connection refused" in str(error)
 
 
 async def test_a_host_name_that_does_not_resolve_is_fatal(server: LoopbackServer) -> None:
-    error = await _fails(server, base_url="http://conclave-no-such-host.invalid/v1")
+    error = await fails(openai_agent(server, base_url="http://conclave-no-such-host.invalid/v1"))
     assert isinstance(error, FatalLLMError)
     assert "conclave-no-such-host.invalid" in str(error)
     assert "could not be resolved" in str(error)
@@ -182,7 +168,7 @@ async def test_an_exceeded_context_length_is_a_context_overflow(server: Loopback
             code="context_length_exceeded",
         )
     )
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, ContextOverflow)
 
 
@@ -190,7 +176,7 @@ async def test_an_exhausted_quota_is_fatal_although_it_comes_as_a_429(
     server: LoopbackServer,
 ) -> None:
     server.script(openai_error(429, "You exceeded your current quota", code="insufficient_quota"))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, FatalLLMError)
 
 
@@ -198,7 +184,7 @@ async def test_a_request_the_server_refuses_is_fatal_and_quotes_the_server(
     server: LoopbackServer,
 ) -> None:
     server.script(openai_error(400, "tool_choice 'required' is not supported"))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, FatalLLMError)
     assert "tool_choice 'required' is not supported" in str(error)
 
@@ -207,8 +193,8 @@ async def test_the_total_timeout_bounds_the_whole_call(server: LoopbackServer) -
     server.script(
         SseReply(parts=(openai_chunk({"role": "assistant", "content": "Hi"}), Pause(5.0)))
     )
-    error, seconds = await _timed_failure(
-        server, timeouts=Timeouts(connect=2.0, stall=10.0, total=0.3)
+    error, seconds = await timed_failure(
+        openai_agent(server, timeouts=Timeouts(connect=2.0, stall=10.0, total=0.3))
     )
     assert isinstance(error, TransientLLMError)
     assert "took longer than 0.3s (timeouts.total)" in str(error)
@@ -217,7 +203,7 @@ async def test_the_total_timeout_bounds_the_whole_call(server: LoopbackServer) -
 
 async def test_a_server_error_body_that_is_not_json_is_quoted(server: LoopbackServer) -> None:
     server.script(JsonReply(status=502, body="bad gateway"))
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "502" in str(error)
 
@@ -226,7 +212,7 @@ async def test_a_connection_closed_before_any_reply_is_a_transient_error(
     server: LoopbackServer,
 ) -> None:
     server.script(Hangup())
-    error = await _fails(server)
+    error = await fails(openai_agent(server))
     assert isinstance(error, TransientLLMError)
     assert "connection was lost before the reply began" in str(error)
 
@@ -239,7 +225,9 @@ async def test_a_reply_that_never_begins_is_a_transient_error_after_the_stall_ti
         raise AssertionError("unreachable")
 
     server.handler = never
-    error, seconds = await _timed_failure(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    error, seconds = await timed_failure(
+        openai_agent(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+    )
     assert isinstance(error, TransientLLMError)
     assert "no reply began within 0.3s" in str(error)
     assert 0.3 <= seconds < 2.0
@@ -252,10 +240,12 @@ async def test_a_server_that_does_not_accept_connections_is_a_transient_connect_
         full.bind(("127.0.0.1", 0))
         full.listen(0)
         queued.connect(full.getsockname())  # fills the queue: the next connect hangs
-        error = await _fails(
-            server,
-            base_url=f"http://127.0.0.1:{full.getsockname()[1]}/v1",
-            timeouts=Timeouts(connect=0.3, stall=2.0),
+        error = await fails(
+            openai_agent(
+                server,
+                base_url=f"http://127.0.0.1:{full.getsockname()[1]}/v1",
+                timeouts=Timeouts(connect=0.3, stall=2.0),
+            )
         )
     assert isinstance(error, TransientLLMError)
     assert "could not connect within 0.3s (timeouts.connect)" in str(error)
