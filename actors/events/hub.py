@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import enum
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Self, TypeVar, overload
 
 import attrs
 import trio
@@ -80,6 +81,24 @@ class HubStatistics:
     closed: bool
 
 
+class _ClosedOnExit(ABC):
+    """``with x:`` closes ``x`` on leaving the block, however it ends."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 class _Subscriber:
     """What the hub keeps per subscriber."""
 
@@ -89,7 +108,7 @@ class _Subscriber:
         self,
         name: str,
         kinds: tuple[type[Event], ...],
-        owner: Subscription[Any] | SyncSubscription[Any],
+        owner: _Served[Any],
     ) -> None:
         self.name = name
         self.kinds = kinds
@@ -101,7 +120,7 @@ class _Subscriber:
         return issubclass(cls, self.kinds)
 
 
-class EventHub:
+class EventHub(_ClosedOnExit):
     """Fans recorded events out to subscribers; see the module docstring.
 
     ``bind(record)`` says where the hub records its own events (:class:`SubscriberDropped`):
@@ -191,7 +210,7 @@ class EventHub:
         self,
         kinds: Iterable[type[Event]] | None,
         name: str | None,
-        owner: Subscription[Any] | SyncSubscription[Any],
+        owner: _Served[Any],
     ) -> _Subscriber:
         if self._closed:
             raise trio.ClosedResourceError(
@@ -213,8 +232,7 @@ class EventHub:
         subscriber.active = False
         self._subscribers.remove(subscriber)
         self._routes.clear()
-        if isinstance(subscriber.owner, Subscription):
-            subscriber.owner._end()
+        subscriber.owner._end()
 
     def bind(self, record: Callable[[Event], None]) -> None:
         """Record the hub's own events with ``record`` (the actor system's)."""
@@ -278,33 +296,43 @@ class EventHub:
         for subscriber in list(self._subscribers):
             self._remove(subscriber)
 
-    def __enter__(self) -> EventHub:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
 
 _Outcome = tuple[DropCause, str] | None
 """Why a subscriber cannot take an event, or ``None`` if it took it."""
 
 
-class Subscription(trio.abc.ReceiveChannel[E]):
+class _Served(_ClosedOnExit, Generic[E]):
+    """What every subscription is to the hub: it takes events (:meth:`_offer`), may be let
+    go (:meth:`_end`), and unsubscribes on ``close()`` or on leaving ``with``."""
+
+    def __init__(self, hub: EventHub) -> None:
+        self._hub = hub
+        self.dropped: SubscriberDropped | None = None
+        """Why the hub stopped serving this subscription (its buffer was full, or its
+        callback raised), if it did."""
+        self._subscriber: _Subscriber | None = None
+
+    @abstractmethod
+    def _offer(self, event: Event) -> _Outcome:
+        """Hand ``event`` over without waiting."""
+
+    def _end(self) -> None:
+        """The hub lets go of this subscription (it has nothing of its own to end)."""
+
+    def close(self) -> None:
+        """Unsubscribe. Idempotent."""
+        if self._subscriber is not None:
+            self._hub._remove(self._subscriber)
+
+
+class Subscription(_Served[E], trio.abc.ReceiveChannel[E]):
     """A channel subscriber's receive channel. ``with sub:`` or ``async with sub:``, or
     ``close()``, unsubscribes. Iterating ends when the hub closes or drops it."""
 
     def __init__(self, hub: EventHub, receive: trio.MemoryReceiveChannel[E], buffer: int) -> None:
-        self._hub = hub
+        super().__init__(hub)
         self._receive = receive
         self.buffer = buffer
-        self.dropped: SubscriberDropped | None = None
-        """Why the hub stopped serving this subscription, if it did."""
-        self._subscriber: _Subscriber | None = None
         self._send: trio.MemorySendChannel[E] | None = None
 
     def _attach(self, subscriber: _Subscriber, send: trio.MemorySendChannel[E]) -> None:
@@ -332,35 +360,20 @@ class Subscription(trio.abc.ReceiveChannel[E]):
 
     def close(self) -> None:
         """Unsubscribe and discard whatever is buffered. Idempotent."""
-        if self._subscriber is not None:
-            self._hub._remove(self._subscriber)
+        super().close()
         self._receive.close()
 
     async def aclose(self) -> None:
         self.close()
         await trio.lowlevel.checkpoint()
 
-    def __enter__(self) -> Subscription[E]:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class SyncSubscription(Generic[E]):
+class SyncSubscription(_Served[E]):
     """A synchronous subscriber; ``with sub:`` or ``close()`` unsubscribes."""
 
     def __init__(self, hub: EventHub, callback: Callable[[E], object]) -> None:
-        self._hub = hub
+        super().__init__(hub)
         self._callback = callback
-        self.dropped: SubscriberDropped | None = None
-        """Set if the hub removed it because the callback raised."""
-        self._subscriber: _Subscriber | None = None
 
     def _offer(self, event: Event) -> _Outcome:
         try:
@@ -368,18 +381,3 @@ class SyncSubscription(Generic[E]):
         except Exception as exc:
             return DropCause.RAISED, f"{type(exc).__name__}: {exc}"
         return None
-
-    def close(self) -> None:
-        if self._subscriber is not None:
-            self._hub._remove(self._subscriber)
-
-    def __enter__(self) -> SyncSubscription[E]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
