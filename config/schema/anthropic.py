@@ -7,14 +7,12 @@ from typing import Any, Literal
 import attrs
 
 from config.schema.checks import whole
-from config.schema.endpoint import MAX_OUTPUT_TOKENS, HttpBackendConfig, non_empty
+from config.schema.endpoint import MAX_OUTPUT_TOKENS, HttpBackendConfig, flag, non_empty
 
 __all__ = ["MIN_THINKING_BUDGET", "AnthropicBackendConfig"]
 
 MIN_THINKING_BUDGET = 1_024
 """The smallest ``budget_tokens`` the API accepts."""
-
-_flag = attrs.validators.instance_of(bool)
 
 
 def _thinking(inst: AnthropicBackendConfig, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -43,7 +41,7 @@ class AnthropicBackendConfig(HttpBackendConfig):
     thinking_budget: int | None = attrs.field(default=None, validator=_thinking)
     """Extended thinking: tokens the model may think for before it replies (at least
     1,024; ``null``: no extended thinking)."""
-    prompt_caching: bool = attrs.field(default=True, validator=_flag)
+    prompt_caching: bool = attrs.field(default=True, validator=flag)
     """Mark the stable part of the prompt (tools and system prompt) as cacheable."""
 
     def max_temperature(self) -> float:

@@ -25,6 +25,7 @@ __all__ = [
     "Price",
     "Timeouts",
     "endpoint_host",
+    "flag",
     "non_empty",
 ]
 
@@ -39,6 +40,19 @@ MAX_PRICE_PER_MTOK = 1_000_000.0
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
+flag: Validator = attrs.validators.instance_of(bool)
+"""A switch: ``true`` or ``false``, not a string or a number that looks like one."""
+
+
+def _from_zero_to(value: Any, high: float) -> bool:
+    """Whether ``value`` is a finite number (a ``bool`` is not one) from 0 to ``high``."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= high
+    )
+
 
 def _price(*, optional: bool = False) -> Validator:
     expected = f"a number of dollars from 0 to {MAX_PRICE_PER_MTOK:,.0f}" + (
@@ -48,12 +62,7 @@ def _price(*, optional: bool = False) -> Validator:
     def check(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
         if value is None and optional:
             return
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-            or not 0 <= value <= MAX_PRICE_PER_MTOK
-        ):
+        if not _from_zero_to(value, MAX_PRICE_PER_MTOK):
             raise ValueError(f"{attr.name!r} must be {expected}; got {value!r}")
 
     return check
@@ -159,12 +168,7 @@ class HttpBackendConfig:
         high = self.max_temperature()
         if value is None:
             return
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-            or not 0 <= value <= high
-        ):
+        if not _from_zero_to(value, high):
             raise ValueError(f"'temperature' must be a number from 0 to {high:g}; got {value!r}")
 
     def max_temperature(self) -> float:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from config.schema.checks import whole
-from config.schema.endpoint import MAX_OUTPUT_TOKENS, HttpBackendConfig, non_empty
+from config.schema.endpoint import MAX_OUTPUT_TOKENS, HttpBackendConfig, flag, non_empty
 
 __all__ = ["MaxTokensParam", "OpenAIBackendConfig", "ReasoningEffort"]
 
@@ -36,9 +36,6 @@ class ReasoningEffort(enum.Enum):
     XHIGH = "xhigh"
 
 
-_flag = attrs.validators.instance_of(bool)
-
-
 def _azure(inst: OpenAIBackendConfig, attr: attrs.Attribute[Any], value: Any) -> None:
     non_empty(optional=True)(inst, attr, value)
     if inst.deployment is not None and inst.api_version is None:
@@ -58,10 +55,10 @@ class OpenAIBackendConfig(HttpBackendConfig):
     """Reply tokens per call (``null``: the server's default)."""
     max_tokens_param: MaxTokensParam = MaxTokensParam.MAX_COMPLETION_TOKENS
     reasoning_effort: ReasoningEffort | None = None
-    stream_usage: bool = attrs.field(default=True, validator=_flag)
+    stream_usage: bool = attrs.field(default=True, validator=flag)
     """Ask for token usage at the end of the stream (``stream_options``); turn it off for a
     server that rejects ``stream_options``."""
-    tool_choice_required: bool = attrs.field(default=True, validator=_flag)
+    tool_choice_required: bool = attrs.field(default=True, validator=flag)
     """Send ``tool_choice: required`` where a reply must call a tool (coordination rounds);
     turn it off for a server that lacks it (the prompt still asks for the call)."""
     api_version: str | None = attrs.field(default=None, validator=non_empty(optional=True))
