@@ -1,9 +1,16 @@
-"""Running one coordinated task: ``run(spec)`` or ``async with open_run(spec) as handle``.
+"""Running one coordinated task: ``drive(spec, hub)``, ``run(spec)``, or
+``async with open_run(spec) as handle``.
 
-The run supervisor starts the Coordinator, the InjectionBus and one AgentActor per agent
-(under their own supervisor), wires the mode rules, and waits for the coordinator's result.
-Stop order is the reverse of start order: agents first, so a submission in flight still
-finds its coordinator; then the bus; the coordinator last.
+``open_run`` owns the run's whole lifetime: its backend pool (unless handed one that outlives
+it), its actor system, its log and its clock. The run's timeout counts from the start and
+pauses while a person decides. The run supervisor starts the Coordinator, the InjectionBus
+and one AgentActor per agent (under their own supervisor); stop order is the reverse of
+start order: agents first, so a submission in flight still finds its coordinator; then the
+bus; the coordinator last.
+
+Spawning yields every few hundred agents, so a run of 20,000 agents can be cancelled while it
+is being set up; nothing starts until every actor is spawned, so the coordinator's first
+message finds every agent.
 
 A run never raises what goes wrong inside it. If its supervisor gives up (too many
 restarts, an actor that cannot start) or anything unexpected escapes while waiting for the
@@ -19,9 +26,9 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from pathlib import Path
+from functools import partial
 
 import attrs
 import trio
@@ -29,13 +36,6 @@ import trio
 from actors.agent.actor import AgentActor, AgentMemory, AgentSetup
 from actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
 from actors.coordination.coordinator import Coordinator, CoordinatorSetup
-from actors.coordination.protocol import (
-    AnswerVerdict,
-    AwaitResult,
-    Continue,
-    OverrideDecision,
-    StopWork,
-)
 from actors.coordination.rules import (
     AnswerProgress,
     DeferVoting,
@@ -43,18 +43,24 @@ from actors.coordination.rules import (
     HoldUntilQuiet,
     UpdatesAfterFirstAnswer,
 )
-from actors.coordination.state import CoordinationState, Phase
+from actors.coordination.state import CoordinationState
 from actors.coordination.visibility import Visibility
+from actors.events.hub import EventHub
+from actors.llm.pool import BackendPool, open_backends
 from actors.llm.protocol import LLMBackend
-from actors.llm.scripted import ScriptedBackend
+from actors.run.clock import RunClock
 from actors.run.events import RunEnded
-from actors.run.faults import FaultPlan, with_faults
-from actors.run.result import DecidedBy, RunResult, RunStats, Termination
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from actors.run.faults import with_faults
+from actors.run.handle import COORDINATOR, RunHandle
+from actors.run.result import RunResult, RunStats, Termination
+from actors.run.spec import RunSpec, build_backend
+from actors.run.usage import UsageTap
+from config.schema import AgentConfig
 from runtime import (
     ActorContext,
     ActorSystem,
     Address,
+    ChildSpec,
     Event,
     EventTap,
     JsonlEventLog,
@@ -64,264 +70,146 @@ from runtime import (
     StopSignal,
     Supervisor,
     SupervisorSpec,
-    Undeliverable,
     open_actor_system,
 )
+from runtime.eventlog import EventLogFailure
 
-__all__ = ["BUS", "COORDINATOR", "RunHandle", "RunSpec", "build_backend", "open_run", "run"]
+__all__ = [
+    "BUS",
+    "COORDINATOR",
+    "RunHandle",
+    "RunSpec",
+    "build_backend",
+    "drive",
+    "open_run",
+    "run",
+]
 
-COORDINATOR = Address("coordinator")
 BUS = Address("bus")
 _UNBOUNDED = MailboxSpec(capacity=math.inf)
 """Protocol traffic is bounded by the protocol (O(agents) per answer); an unbounded mailbox
 means a busy coordinator can never deadlock against an agent waiting on it."""
 _RUN_SUPERVISOR = SupervisorSpec(intensity=3, period=5.0)
 """Coordinator, bus and the agents' supervisor: more restarts than this and the run fails."""
+SPAWNS_PER_CHECKPOINT = 500
+"""Agents spawned between two yields to trio: a cancel (Ctrl+C) waits for at most this many
+(about 10 ms), while spawning costs next to nothing more."""
+
+LogFailureCallback = Callable[[EventLogFailure], None]
 
 
-def build_backend(agent: AgentConfig) -> LLMBackend:
-    policy = agent.backend
-    if not isinstance(policy, ScriptedBackendConfig):
-        raise TypeError(f"agent {agent.id!r}: a {policy.type} backend comes from the backend pool")
-    return ScriptedBackend(
-        agent_id=agent.id, persona=agent.persona, policy=policy, seed=policy.seed
-    )
+async def drive(
+    spec: RunSpec,
+    hub: EventHub | None = None,
+    *,
+    on_open: Callable[[RunHandle], object] | None = None,
+    on_log_failure: LogFailureCallback | None = None,
+) -> RunResult:
+    """Run ``spec`` to its end: the headless driver every front end shares (``conclave
+    run`` wraps it with signal handling; the REPL, batch and Ray call it as it is).
+
+    ``hub`` hears every event of the run and records its own events into it (bound before
+    anything is spawned). ``on_open`` is given the :class:`RunHandle` as soon as the run
+    exists, before its actors are spawned, so a caller can cancel it at any moment.
+    ``on_log_failure`` is told, once, if the event log stops (a full disk); the run goes on.
+
+    Raises only what :func:`open_run` raises before the run starts (its log cannot be
+    created). Cancelling the caller ends the run ``cancelled`` and propagates.
+    """
+    async with open_run(spec, hub=hub, on_log_failure=on_log_failure) as handle:
+        if on_open is not None:
+            on_open(handle)
+        return await handle.result()
 
 
-@attrs.frozen(kw_only=True)
-class RunSpec:
-    task: str
-    config: ConclaveConfig
-    """The config after mode overrides (see :func:`config.modes.apply_modes`)."""
-    log_dir: Path | None = None
-    override_window: bool = False
-    backend_factory: Callable[[AgentConfig], LLMBackend] = build_backend
-    faults: FaultPlan | None = None
-    """Crash actors at chosen moments (tests, the chaos harness); see :mod:`actors.run.faults`."""
-
-
-class RunHandle:
-    """A run in progress: wait for its result, cancel it, or decide its override window."""
-
-    def __init__(
-        self,
-        system: ActorSystem,
-        state: CoordinationState,
-        stats: RunStats,
-        spec: RunSpec,
-        memories: dict[str, AgentMemory],
-        event_log: JsonlEventLog | None,
-        taps: list[_TapUntilEnd],
-    ) -> None:
-        self.system = system
-        self._memories = memories
-        self.state = state
-        self.stats = stats
-        self.spec = spec
-        self.event_log = event_log
-        """The run's log, if it has one: its ``failure`` says whether logging stopped early."""
-        self._taps = taps
-        self._started = time.monotonic()
-        self._cancel = trio.CancelScope()
-        self._waiting = trio.CancelScope()
-        self._failure: str | None = None
-        self._result: RunResult | None = None
-
-    def cancel(self) -> None:
-        """End the run now; :meth:`result` returns what exists with ``termination="cancelled"``."""
-        self._cancel.cancel()
-
-    def fail(self, reason: str) -> None:
-        """End the run now as ``failed`` because of ``reason`` (the first reason stands)."""
-        if self._failure is None:
-            self._failure = reason
-        self._waiting.cancel()
-
-    async def override(self, presenter: str) -> AnswerVerdict:
-        verdict = await self.system.ask(COORDINATOR, OverrideDecision(presenter=presenter))
-        assert isinstance(verdict, AnswerVerdict)
-        return verdict
-
-    async def continue_(self) -> AnswerVerdict:
-        verdict = await self.system.ask(COORDINATOR, Continue())
-        assert isinstance(verdict, AnswerVerdict)
-        return verdict
-
-    async def result(self) -> RunResult:
-        """Wait for the run to end (completed, timed out, cancelled or failed); never raises
-        what went wrong inside the run. The second call returns the same result."""
-        if self._result is not None:
-            return self._result
-        timeout = self.spec.config.orchestrator.run_timeout
-        with (
-            trio.move_on_after(math.inf if timeout is None else timeout) as timer,
-            self._cancel,
-            self._waiting,
-        ):
-            try:
-                await self._await_coordinator()
-            except Exception as exc:
-                self.fail(f"waiting for the result failed: {type(exc).__name__}: {exc}")
-        failure = self._failure
-        if failure is not None:
-            termination = Termination.FAILED
-        elif self._cancel.cancelled_caught:
-            termination = Termination.CANCELLED
-        elif timer.cancelled_caught:
-            termination = Termination.TIMEOUT
-        elif self.state.final_answer is None:
-            termination = Termination.FAILED
-            failure = self.state.failure_reason or "coordination ended without an answer"
-        else:
-            termination = Termination.COMPLETED
-        if termination is not Termination.COMPLETED:
-            self._halt()
-        self._result = self.snapshot(termination, failure_reason=failure)
-        self._end(self._result)
-        return self._result
-
-    async def _await_coordinator(self) -> None:
-        while True:
-            try:
-                await self.system.ask(COORDINATOR, AwaitResult())
-                return
-            except Undeliverable:
-                # The coordinator's incarnation ended on the request: ask the next one. If the
-                # coordinator is gone for good, the run supervisor gave up: fail() says why.
-                if not self.system.is_registered(COORDINATOR):
-                    await trio.sleep_forever()
-
-    def _end(self, result: RunResult) -> None:
-        """Record ``run_ended``, the last event any tap hears; then close the log."""
-        for tap in self._taps:
-            tap.until_run_ended()
-        self.system.record(
-            RunEnded(
-                at=trio.current_time(),
-                termination=result.termination.value,
-                winner=result.winner,
-                final_answer=result.final_answer,
-                decided_by=result.decided_by.value if result.decided_by else None,
-                failure_reason=result.failure_reason,
-            )
-        )
-        if self.event_log is not None:
-            self.event_log.close()
-
-    def _abandoned(self) -> None:
-        """The caller left the run (Ctrl+C, an error of its own): it ends ``cancelled``."""
-        if self._result is None:
-            self._result = self.snapshot(Termination.CANCELLED)
-            self._halt()
-            self._end(self._result)
-
-    def _halt(self) -> None:
-        """End coordination now: no more answers or votes are accepted, and every agent is
-        told to cancel its round. Without this, a thousand agents would keep answering (and
-        the bus fanning out) while the shutdown stops them one by one."""
-        self.state.phase = Phase.DONE
-        for memory in self._memories.values():
-            memory.halted = True  # mail already queued must not start rounds either
-        for agent in self.state.live:
-            address = agent_address(agent)
-            if self.system.is_registered(address):
-                self.system.tell_nowait(address, StopWork())
-
-    def snapshot(
-        self, termination: Termination | str, *, failure_reason: str | None = None
-    ) -> RunResult:
-        """The result as of now: on timeout or cancel, the best answer so far."""
-        termination = Termination(termination)
-        state = self.state
-        final = state.final_answer
-        winner = state.winner.agent if state.winner else None
-        decided_by = _decided_by(state)
-        if final is None:
-            best = state.best_so_far()
-            if best is not None:
-                final, winner = best.content, best.agent
-                decided_by = _BEST_SO_FAR[termination]
-        stats = self.stats
-        return RunResult(
-            final_answer=final,
-            winner=winner,
-            presenter=state.presenter if state.final_answer is not None else None,
-            strategy=state.orchestrator.final_answer_strategy.value,
-            answers=list(state.answers),
-            votes={voter: answer.label for voter, answer in state.votes.items()},
-            rounds=stats.rounds,
-            llm_calls=stats.llm_calls,
-            restarts=stats.restarts,
-            termination=termination,
-            failed_agents={a: r for a, r in state.failed.items()},
-            log_dir=str(self.spec.log_dir) if self.spec.log_dir else None,
-            duration_s=round(time.monotonic() - self._started, 3),
-            llm_completed=stats.llm_completed,
-            input_tokens=stats.input_tokens,
-            output_tokens=stats.output_tokens,
-            messages_routed=self.system.statistics().routed,
-            dead_letters=stats.dead_letters,
-            presentation_error=state.presentation_error,
-            decided_by=decided_by,
-            failure_reason=failure_reason if termination is Termination.FAILED else None,
-        )
-
-
-_BEST_SO_FAR = {
-    Termination.TIMEOUT: DecidedBy.TIMEOUT_BEST_SO_FAR,
-    Termination.CANCELLED: DecidedBy.CANCELLED_BEST_SO_FAR,
-    Termination.FAILED: DecidedBy.FAILED_BEST_SO_FAR,
-}
-"""How a final answer taken from the answers so far (coordination never decided) is named."""
-
-
-def _decided_by(state: CoordinationState) -> DecidedBy | None:
-    """How coordination chose its final answer; ``None`` if it never produced one."""
-    if state.final_answer is None:
-        return None
-    if state.overridden:
-        return DecidedBy.OVERRIDE
-    if state.winner is not None and state.winner.tally:
-        return DecidedBy.VOTES
-    return DecidedBy.NO_VOTES
+async def run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> RunResult:
+    """Run to the end. Never raises for what happens in the run: a run that cannot even
+    start (its log cannot be created) is a ``failed`` result that says why."""
+    try:
+        async with open_run(spec, taps=taps) as handle:
+            return await handle.result()
+    except Exception as exc:
+        return _not_started(spec, exc)
 
 
 @asynccontextmanager
-async def open_run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> AsyncIterator[RunHandle]:
-    """Start a run; leaving the block ends it (``cancelled`` if no result was taken).
+async def open_run(
+    spec: RunSpec,
+    *,
+    taps: Iterable[EventTap] = (),
+    hub: EventHub | None = None,
+    on_log_failure: LogFailureCallback | None = None,
+) -> AsyncIterator[RunHandle]:
+    """Start a run; leaving the block ends it (``cancelled`` if it had not ended).
+
+    The handle is yielded once the coordinator and the bus are spawned; the agents are
+    spawned in the background, and then every actor starts. ``taps`` and
+    ``hub`` hear every event up to ``run_ended``; ``hub`` is also bound to the run, so its
+    own events are recorded. ``on_log_failure``: see :func:`drive`.
 
     Raises only before the run starts: if its event log cannot be created (the directory
     already holds a run's log: :class:`~runtime.eventlog.EventLogExists`, or an ``OSError``).
     An exception raised by the block itself propagates unchanged.
     """
     config = spec.config
-    orchestrator = config.orchestrator
-    agent_ids = [a.id for a in config.agents]
-    state = CoordinationState(task=spec.task, agents=agent_ids, orchestrator=orchestrator)
+    state = CoordinationState(
+        task=spec.task, agents=[a.id for a in config.agents], orchestrator=config.orchestrator
+    )
     stats = RunStats()
-    log = JsonlEventLog(spec.log_dir / "events.jsonl") if spec.log_dir is not None else None
-    gated = [_TapUntilEnd(t) for t in (stats, *taps, *([log] if log is not None else []))]
+    usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
+    log = (
+        JsonlEventLog(spec.log_dir / "events.jsonl", on_failure=on_log_failure)
+        if spec.log_dir is not None
+        else None
+    )
+    listeners: list[EventTap] = [stats, usage, *taps]
+    listeners += [hub] if hub is not None else []
+    listeners += [log] if log is not None else []
+    gated = [_TapUntilEnd(t) for t in listeners]
     try:
-        async with open_actor_system(name="run", taps=gated) as system:
+        async with _backend_pool(spec) as pool, open_actor_system(name="run", taps=gated) as system:
+            if hub is not None:
+                hub.bind(system.record)
             if log is not None:
                 system.record(
                     LogOpened(at=trio.current_time(), wall_time=time.time(), pid=os.getpid())
                 )
             memories: dict[str, AgentMemory] = {}
-            handle = RunHandle(system, state, stats, spec, memories, log, gated)
-            run_supervisor = _start_run_supervisor(system, handle)
-            _wire_rules(system, spec, run_supervisor, state, memories)
-            try:
-                yield handle
-            except BaseException:
-                handle._abandoned()
-                raise
-            if handle._result is None:
-                handle.cancel()
+            handle = RunHandle(
+                system=system,
+                spec=spec,
+                state=state,
+                memories=memories,
+                stats=stats,
+                usage=usage,
+                clock=RunClock(config.orchestrator.run_timeout),
+                log=log,
+                taps=gated,
+            )
+            usage.on_budget_reached = handle.budget_reached
+            agents_supervisor, run_child = _prepare(system, spec, handle, state)
+            start = partial(
+                _start, system, spec, state, memories, pool, agents_supervisor, run_child
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(handle._live, start)
+                yield handle  # an exception here cancels the run's task, which concludes it
+                if handle.outcome is None:
+                    handle.cancel()
                 await handle.result()
     finally:
         if log is not None:
             log.close()
+
+
+@asynccontextmanager
+async def _backend_pool(spec: RunSpec) -> AsyncIterator[BackendPool]:
+    """The pool the spec hands the run, or one of the run's own for its lifetime."""
+    if spec.backends is not None:
+        yield spec.backends
+        return
+    async with open_backends() as pool:
+        yield pool
 
 
 class _TapUntilEnd:
@@ -352,20 +240,64 @@ def _ignore(event: Event) -> None:
     return None
 
 
-def _start_run_supervisor(system: ActorSystem, handle: RunHandle) -> Supervisor:
-    """The supervisor of the run's actors, under the root. When it gives up, the run fails
-    (``handle.fail``) instead of the failure escalating out of the actor system."""
+def _prepare(
+    system: ActorSystem, spec: RunSpec, handle: RunHandle, state: CoordinationState
+) -> tuple[Supervisor, ChildSpec]:
+    """The run supervisor with the rules, the coordinator, the bus and the agents'
+    supervisor in it, spawned but not started: the run's actors are addressable from the
+    moment ``open_run`` yields. Returns the agents' supervisor, and the run supervisor's
+    child spec for :func:`_start` to start once every agent is spawned."""
     supervisor, child = system.supervisor_child("run", _RUN_SUPERVISOR, restart=Restart.TEMPORARY)
+    _wire_rules(system, spec, supervisor, state, handle.clock)
+    agents_supervisor, agents_child = system.supervisor_child(
+        "agents", SupervisorSpec(intensity=max(3, len(state.agents)), period=60.0)
+    )
+    supervisor.start_child(agents_child)
 
     async def supervise(stop: StopSignal, incarnation: int) -> None:
+        # When the run supervisor gives up, the run fails instead of the failure
+        # escalating out of the actor system.
         try:
             await child.run(stop, incarnation)
         except Exception as exc:
             cause = _lone(exc)
             handle.fail(f"{type(cause).__name__}: {cause}")
 
-    system.root.start_child(attrs.evolve(child, run=supervise))
-    return supervisor
+    return agents_supervisor, attrs.evolve(child, run=supervise)
+
+
+async def _start(
+    system: ActorSystem,
+    spec: RunSpec,
+    state: CoordinationState,
+    memories: dict[str, AgentMemory],
+    pool: BackendPool,
+    agents_supervisor: Supervisor,
+    run_child: ChildSpec,
+) -> None:
+    """Spawn the agents, then start every actor of the run at once, so the coordinator's
+    first message finds every agent. Cancellation (the run cancelled while 20,000 agents are
+    spawned) takes effect within :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned
+    starts."""
+    backends = _backends(spec, pool)
+    for spawned, agent in enumerate(spec.config.agents, start=1):
+        backend = await backends(agent)
+        memories[agent.id] = _spawn_agent(system, spec, agent, state, backend, agents_supervisor)
+        if spawned % SPAWNS_PER_CHECKPOINT == 0:
+            await trio.lowlevel.checkpoint()
+    system.root.start_child(run_child)
+
+
+def _backends(spec: RunSpec, pool: BackendPool) -> Callable[[AgentConfig], Awaitable[LLMBackend]]:
+    """Where the agents' backends come from: the pool, or the spec's test seam."""
+    factory = spec.backend_factory
+    if factory is None:
+        return pool.backend
+
+    async def made(agent: AgentConfig) -> LLMBackend:
+        return factory(agent)
+
+    return made
 
 
 def _lone(exc: Exception) -> Exception:
@@ -380,9 +312,9 @@ def _wire_rules(
     spec: RunSpec,
     supervisor: Supervisor,
     state: CoordinationState,
-    memories: dict[str, AgentMemory],
+    clock: RunClock,
 ) -> None:
-    """Routing rules for the modes, then the actors (coordinator, bus, agents)."""
+    """Routing rules for the modes, then the coordinator and the bus."""
     orchestrator = spec.config.orchestrator
     system.add_observer(AnswerProgress())
     # Drops first: an update that will be dropped should not be held on the way.
@@ -402,7 +334,7 @@ def _wire_rules(
         system.add_rule(HoldUntilQuiet())
 
     faults = spec.faults
-    setup = CoordinatorSetup(bus=BUS, override_window=spec.override_window)
+    setup = CoordinatorSetup(bus=BUS, human=spec.human, clock=clock)
     system.spawn(
         COORDINATOR,
         with_faults(lambda ctx: Coordinator(ctx, state=state, setup=setup), faults),
@@ -424,12 +356,6 @@ def _wire_rules(
         mailbox=_UNBOUNDED,
         supervisor=supervisor,
     )
-    agents_supervisor, child = system.supervisor_child(
-        "agents", SupervisorSpec(intensity=max(3, len(state.agents)), period=60.0)
-    )
-    supervisor.start_child(child)
-    for agent in spec.config.agents:
-        memories[agent.id] = _spawn_agent(system, spec, agent, state, agents_supervisor)
 
 
 def _spawn_agent(
@@ -437,6 +363,7 @@ def _spawn_agent(
     spec: RunSpec,
     agent: AgentConfig,
     state: CoordinationState,
+    backend: LLMBackend,
     supervisor: Supervisor,
 ) -> AgentMemory:
     setup = AgentSetup(
@@ -447,7 +374,6 @@ def _spawn_agent(
         coordinator=COORDINATOR,
         orchestrator=spec.config.orchestrator,
     )
-    backend = spec.backend_factory(agent)
     memory = AgentMemory()
 
     def factory(ctx: ActorContext) -> AgentActor:
@@ -461,16 +387,6 @@ def _spawn_agent(
         supervisor=supervisor,
     )
     return memory
-
-
-async def run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> RunResult:
-    """Run to the end. Never raises for what happens in the run: a run that cannot even
-    start (its log cannot be created) is a ``failed`` result that says why."""
-    try:
-        async with open_run(spec, taps=taps) as handle:
-            return await handle.result()
-    except Exception as exc:
-        return _not_started(spec, exc)
 
 
 def _not_started(spec: RunSpec, exc: Exception) -> RunResult:

@@ -11,10 +11,11 @@ __all__ = ["RunEnded"]
 @message()
 class RunEnded(DomainEvent):
     termination: str
-    """A :class:`~actors.run.result.Termination` value."""
+    """A :class:`~actors.run.termination.Termination` (a ``StrEnum``, so its members are
+    strings, as the field decodes from a log)."""
     winner: str | None
     final_answer: str | None
     decided_by: str | None = None
-    """A :class:`~actors.run.result.DecidedBy` value; ``None`` without a final answer."""
+    """A :class:`~actors.run.termination.DecidedBy` value; ``None`` without a final answer."""
     failure_reason: str | None = None
     """Why a ``failed`` run failed."""

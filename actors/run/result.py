@@ -15,39 +15,11 @@ from actors.agent.events import (
     RoundStarted,
 )
 from actors.coordination.state import Answer
+from actors.run.termination import DecidedBy, Termination
+from actors.run.usage import RunUsage
 from runtime import DeadLetter, Delivered, Event
 
 __all__ = ["DecidedBy", "RunResult", "RunStats", "Termination"]
-
-
-class Termination(enum.StrEnum):
-    """How a run ended. A ``StrEnum``: its members compare equal to, and serialize as, the
-    strings the JSON result and the event log have always carried."""
-
-    COMPLETED = "completed"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-    """Coordination produced no answer, or something inside the run broke (escalation to
-    the root supervisor, an unexpected exception): ``failure_reason`` says which."""
-
-
-class DecidedBy(enum.StrEnum):
-    """How the final answer was chosen, so a run decided without any vote says so."""
-
-    VOTES = "votes"
-    """The agents voted; the answer with most votes won."""
-    NO_VOTES = "no_votes"
-    """Coordination ended without a standing vote (voting skipped, or every voter excluded):
-    the first answer stands."""
-    OVERRIDE = "override"
-    """A human chose the presenter in the override window."""
-    TIMEOUT_BEST_SO_FAR = "timeout_best_so_far"
-    """The run timed out before coordination decided: the best answer so far."""
-    CANCELLED_BEST_SO_FAR = "cancelled_best_so_far"
-    """The run was cancelled (Ctrl+C) before coordination decided: the best answer so far."""
-    FAILED_BEST_SO_FAR = "failed_best_so_far"
-    """The run failed before coordination decided: the best answer so far."""
 
 
 @attrs.frozen(kw_only=True)
@@ -79,6 +51,10 @@ class RunResult:
     """``None`` exactly when there is no final answer."""
     failure_reason: str | None = None
     """Why a ``failed`` run failed; ``None`` for every other termination."""
+    usage: RunUsage = attrs.field(factory=RunUsage)
+    """Tokens per agent and in total, with dollars where the backends give prices."""
+    cost_usd: float | None = None
+    """The run's cost in dollars; ``None`` unless every call it made had a price."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types: the enums become their strings."""

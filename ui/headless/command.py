@@ -24,7 +24,7 @@ from types import FrameType
 import trio
 
 from actors.events import EventHub
-from actors.run.driver import RunHandle, RunSpec, open_run
+from actors.run.driver import RunHandle, RunSpec, drive
 from actors.run.result import RunResult, Termination
 from runtime.eventlog import EventLogExists, EventLogFailure
 from ui.exit_codes import ExitCode
@@ -47,6 +47,7 @@ _EXIT = {
     Termination.COMPLETED: ExitCode.OK,
     Termination.FAILED: ExitCode.FAILED,
     Termination.TIMEOUT: ExitCode.TIMEOUT,
+    Termination.MAX_COST: ExitCode.TIMEOUT,  # a limit reached, as a timeout is
     Termination.CANCELLED: ExitCode.CANCELLED,
 }
 
@@ -144,20 +145,10 @@ def _fail(message: str, code: ExitCode, fmt: str) -> int:
     return code
 
 
-def _report_log_failure(handle: RunHandle) -> None:
-    """Say once on stderr if the event log stops (a full disk): the run goes on without it
-    and still prints its result. A failure before now (while the run was set up) is said
-    at once; a later one as it happens."""
-    log = handle.event_log
-    if log is None:
-        return
-
-    def report(failure: EventLogFailure) -> None:
-        print(f"conclave: {failure}", file=sys.stderr, flush=True)
-
-    log.on_failure = report
-    if log.failure is not None:
-        report(log.failure)
+def _report_log_failure(failure: EventLogFailure) -> None:
+    """Say once on stderr that the event log stopped (a full disk): the run goes on without
+    it and still prints its result."""
+    print(f"conclave: {failure}", file=sys.stderr, flush=True)
 
 
 async def _run(
@@ -167,11 +158,14 @@ async def _run(
     signal ends the run with what it has; another during the shutdown that follows cancels
     everything at once."""
     handle: RunHandle | None = None
-    result: RunResult | None = None
     hard_stop = trio.CancelScope()
 
+    def opened(run: RunHandle) -> None:
+        nonlocal handle
+        handle = run
+
     def stop() -> None:
-        if handle is not None and result is None and len(signals.received) == 1:
+        if handle is not None and handle.outcome is None and len(signals.received) == 1:
             handle.cancel()
         else:
             hard_stop.cancel()
@@ -195,11 +189,8 @@ async def _run(
 
             nursery.start_soon(on_signals)
             with hard_stop:
-                async with open_run(spec, taps=[hub]) as handle:
-                    _report_log_failure(handle)
-                    hub.bind(handle.system.record)
-                    result = await handle.result()
+                await drive(spec, hub, on_open=opened, on_log_failure=_report_log_failure)
             nursery.cancel_scope.cancel()
-    if result is None and handle is not None:
-        result = handle.snapshot(Termination.CANCELLED)
+    # A hard stop cancelled the driver, but a run that was open has concluded all the same.
+    result = handle.outcome if handle is not None else None
     return None if result is None else (result, progress)

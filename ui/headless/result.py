@@ -46,6 +46,7 @@ _DECIDED = {
     DecidedBy.NO_VOTES: "decided without votes",
     DecidedBy.OVERRIDE: "chosen by override",
     DecidedBy.TIMEOUT_BEST_SO_FAR: "best answer so far at the timeout",
+    DecidedBy.MAX_COST_BEST_SO_FAR: "best answer so far at the cost limit",
     DecidedBy.CANCELLED_BEST_SO_FAR: "best answer so far when cancelled",
     DecidedBy.FAILED_BEST_SO_FAR: "best answer so far when the run failed",
 }
@@ -60,6 +61,8 @@ def summary(result: RunResult) -> str:
         f"{plural(result.llm_calls, 'LLM call')}, {plural(result.restarts, 'restart')}, "
         f"{result.duration_s:.2f}s"
     )
+    if result.cost_usd is not None and result.usage.total.calls:
+        line += f", ${result.cost_usd:.4f}"
     if result.failure_reason:
         line += f"; failed: {_one_line(result.failure_reason)}"
     if result.log_dir is not None:

@@ -1,0 +1,260 @@
+"""RunHandle: a run in progress, as :func:`actors.run.driver.open_run` hands it out.
+
+The run lives in a task of ``open_run`` (:meth:`RunHandle._live`): it spawns the actors,
+waits for the coordinator's result, and races that against the run's clock. Whichever way
+the run ends — its result, the timeout, the cost budget, :meth:`~RunHandle.cancel`,
+:meth:`~RunHandle.fail`, or the caller leaving ``open_run`` — it ends in one place,
+:meth:`RunHandle._conclude`: the result is taken, ``run_ended`` recorded (the last event any
+tap hears) and the log closed. Waiting for the result only waits for that moment, so a wait
+that is cancelled can simply be made again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+import trio
+
+from actors.agent.actor import AgentMemory
+from actors.coordination.bus import agent_address
+from actors.coordination.protocol import (
+    AnswerVerdict,
+    AwaitResult,
+    Continue,
+    OverrideDecision,
+    StopWork,
+)
+from actors.coordination.state import CoordinationState, Phase
+from actors.run.clock import RunClock
+from actors.run.events import RunEnded
+from actors.run.result import RunResult, RunStats
+from actors.run.spec import RunSpec
+from actors.run.termination import BEST_SO_FAR, DecidedBy, Termination
+from actors.run.usage import UsageTap
+from runtime import ActorSystem, Address, JsonlEventLog, Undeliverable
+
+__all__ = ["COORDINATOR", "RunHandle"]
+
+COORDINATOR = Address("coordinator")
+
+
+class _Gated(Protocol):
+    def until_run_ended(self) -> None: ...
+
+
+class RunHandle:
+    """Wait for the run's result, cancel it, fail it, or decide its override window."""
+
+    def __init__(
+        self,
+        *,
+        system: ActorSystem,
+        spec: RunSpec,
+        state: CoordinationState,
+        memories: dict[str, AgentMemory],
+        stats: RunStats,
+        usage: UsageTap,
+        clock: RunClock,
+        log: JsonlEventLog | None,
+        taps: Sequence[_Gated],
+    ) -> None:
+        self.system = system
+        self.spec = spec
+        self.state = state
+        self.stats = stats
+        self.clock = clock
+        """The run's timer: ``run_timeout`` counts on it, paused while a person decides."""
+        self._memories = memories
+        self._usage = usage
+        self._log = log
+        self._taps = taps
+        self._started = time.monotonic()
+        self._scope = trio.CancelScope()
+        """The run's life: cancelled by whatever ends it first."""
+        self._ending: Termination | None = None
+        self._failure: str | None = None
+        self._actors_started = False
+        self._result: RunResult | None = None
+        self._ended = trio.Event()
+
+    # -- steering -------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """End the run now; :meth:`result` returns what exists with ``termination="cancelled"``."""
+        self._end_with(Termination.CANCELLED)
+
+    def fail(self, reason: str) -> None:
+        """End the run now as ``failed`` because of ``reason``, unless it is ending already."""
+        if self._ending is None:
+            self._failure = reason
+        self._end_with(Termination.FAILED)
+
+    def budget_reached(self) -> None:
+        """The priced calls reached the cost budget: halt the run like a timeout."""
+        self._end_with(Termination.MAX_COST)
+
+    def _end_with(self, termination: Termination) -> None:
+        """The first reason to end stands; the run ends at its next checkpoint."""
+        if self._ending is None:
+            self._ending = termination
+        self._scope.cancel()
+
+    async def override(self, presenter: str) -> AnswerVerdict:
+        verdict = await self.system.ask(COORDINATOR, OverrideDecision(presenter=presenter))
+        assert isinstance(verdict, AnswerVerdict)
+        return verdict
+
+    async def continue_(self) -> AnswerVerdict:
+        verdict = await self.system.ask(COORDINATOR, Continue())
+        assert isinstance(verdict, AnswerVerdict)
+        return verdict
+
+    # -- the result -----------------------------------------------------------------------
+
+    async def result(self) -> RunResult:
+        """Wait for the run to end (completed, timed out, over budget, cancelled or failed);
+        never raises what went wrong inside the run. Cancelling the wait changes nothing: the
+        run goes on, and the next call waits again. Every call returns the same result."""
+        await self._ended.wait()
+        assert self._result is not None
+        return self._result
+
+    @property
+    def outcome(self) -> RunResult | None:
+        """The result if the run has ended, without waiting; else ``None``."""
+        return self._result
+
+    def snapshot(
+        self, termination: Termination | str, *, failure_reason: str | None = None
+    ) -> RunResult:
+        """The result as of now: on timeout or cancel, the best answer so far."""
+        termination = Termination(termination)
+        state = self.state
+        final = state.final_answer
+        winner = state.winner.agent if state.winner else None
+        decided_by = _decided_by(state)
+        if final is None:
+            best = state.best_so_far()
+            if best is not None:
+                final, winner = best.content, best.agent
+                decided_by = BEST_SO_FAR[termination]
+        stats = self.stats
+        usage = self._usage.usage()
+        return RunResult(
+            final_answer=final,
+            winner=winner,
+            presenter=state.presenter if state.final_answer is not None else None,
+            strategy=state.orchestrator.final_answer_strategy.value,
+            answers=list(state.answers),
+            votes={voter: answer.label for voter, answer in state.votes.items()},
+            rounds=stats.rounds,
+            llm_calls=stats.llm_calls,
+            restarts=stats.restarts,
+            termination=termination,
+            failed_agents=dict(state.failed),
+            log_dir=str(self.spec.log_dir) if self.spec.log_dir else None,
+            duration_s=round(time.monotonic() - self._started, 3),
+            llm_completed=stats.llm_completed,
+            input_tokens=stats.input_tokens,
+            output_tokens=stats.output_tokens,
+            messages_routed=self.system.statistics().routed,
+            dead_letters=stats.dead_letters,
+            presentation_error=state.presentation_error,
+            decided_by=decided_by,
+            failure_reason=failure_reason if termination is Termination.FAILED else None,
+            usage=usage,
+            cost_usd=usage.total.cost_usd,
+        )
+
+    # -- the run's life (open_run's task) ---------------------------------------------------
+
+    async def _live(self, start: Callable[[], Awaitable[None]]) -> None:
+        """Start the run's actors with ``start``, then wait for the coordinator's result
+        while the clock runs. However this ends (this task cancelled included: the caller
+        left ``open_run``), the run is concluded on the way out."""
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._expire)
+                    try:
+                        await start()
+                        self._actors_started = True
+                        await self._await_coordinator()
+                    except Exception as exc:
+                        when = "waiting for the result" if self._actors_started else "starting"
+                        self.fail(f"{when} failed: {type(exc).__name__}: {exc}")
+                    else:
+                        if self.state.final_answer is None:
+                            reason = self.state.failure_reason
+                            self.fail(reason or "coordination ended without an answer")
+                        self._end_with(Termination.COMPLETED)
+        finally:
+            self._conclude()
+
+    async def _expire(self) -> None:
+        await self.clock.expire()
+        self._end_with(Termination.TIMEOUT)
+
+    async def _await_coordinator(self) -> None:
+        while True:
+            try:
+                await self.system.ask(COORDINATOR, AwaitResult())
+                return
+            except Undeliverable:
+                # The coordinator's incarnation ended on the request: ask the next one. If the
+                # coordinator is gone for good, the run supervisor gave up: fail() says why.
+                if not self.system.is_registered(COORDINATOR):
+                    await trio.sleep_forever()
+
+    def _conclude(self) -> None:
+        """The one place a run ends: take the result, halt what still works, record
+        ``run_ended`` (the last event any tap hears) and close the log. Synchronous, so it
+        completes even while the task that calls it is being cancelled."""
+        if self._result is not None:
+            return
+        termination = self._ending or Termination.CANCELLED  # nothing chose: the caller left
+        if termination is not Termination.COMPLETED:
+            self._halt()
+        result = self._result = self.snapshot(termination, failure_reason=self._failure)
+        for tap in self._taps:
+            tap.until_run_ended()
+        self.system.record(
+            RunEnded(
+                at=trio.current_time(),
+                termination=result.termination,
+                winner=result.winner,
+                final_answer=result.final_answer,
+                decided_by=result.decided_by,
+                failure_reason=result.failure_reason,
+            )
+        )
+        if self._log is not None:
+            self._log.close()
+        self._ended.set()
+
+    def _halt(self) -> None:
+        """End coordination now: no more answers or votes are accepted, and every agent is
+        told to cancel its round. Without this, a thousand agents would keep answering (and
+        the bus fanning out) while the shutdown stops them one by one."""
+        self.state.phase = Phase.DONE
+        for memory in self._memories.values():
+            memory.halted = True  # mail already queued must not start rounds either
+        if not self._actors_started:
+            return  # spawned agents that never started have no round to stop
+        for agent in self.state.live:
+            address = agent_address(agent)
+            if self.system.is_registered(address):
+                self.system.tell_nowait(address, StopWork())
+
+
+def _decided_by(state: CoordinationState) -> DecidedBy | None:
+    """How coordination chose its final answer; ``None`` if it never produced one."""
+    if state.final_answer is None:
+        return None
+    if state.overridden:
+        return DecidedBy.OVERRIDE
+    if state.winner is not None and state.winner.tally:
+        return DecidedBy.VOTES
+    return DecidedBy.NO_VOTES

@@ -1,0 +1,76 @@
+"""RunSpec: everything a run needs to know before it starts, from any front end.
+
+The CLI, the REPL, batch files and the server each build one and hand it to
+:func:`actors.run.driver.drive` (or ``open_run``); the run itself decides nothing about where
+its inputs came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from actors.human.gate import HumanGate
+from actors.llm.pool import BackendPool
+from actors.llm.protocol import LLMBackend
+from actors.llm.scripted import ScriptedBackend
+from actors.run.faults import FaultPlan
+from actors.run.turn import Turn
+from config.modes import CollaborationMode
+from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+
+__all__ = ["RunSpec", "build_backend"]
+
+
+def build_backend(agent: AgentConfig) -> LLMBackend:
+    """A scripted agent's backend, outside any pool: for tests that wrap one."""
+    policy = agent.backend
+    if not isinstance(policy, ScriptedBackendConfig):
+        raise TypeError(
+            f"agent {agent.id!r}: a {policy.type} backend comes from the backend pool; "
+            "leave RunSpec.backend_factory unset to use it"
+        )
+    return ScriptedBackend(
+        agent_id=agent.id, persona=agent.persona, policy=policy, seed=policy.seed
+    )
+
+
+def _positive_budget(_inst: object, _attr: attrs.Attribute[float | None], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise ValueError(f"max_cost_usd must be a number of dollars > 0 or None; got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RunSpec:
+    task: str
+    config: ConclaveConfig
+    """The config after mode overrides (see :func:`config.modes.apply_modes`)."""
+    mode: CollaborationMode = CollaborationMode.DEFAULT
+    """Plan, execute or neither: chooses each agent's tools and system-prompt prefix."""
+    history: tuple[Turn, ...] = ()
+    """Earlier turns of the conversation, oldest first: shown to every agent as real user and
+    assistant messages before the task."""
+    log_dir: Path | None = None
+    """Where ``events.jsonl`` and the agents' transcripts (``agents/<id>.jsonl``) go;
+    ``None``: the run keeps no log."""
+    workdir: Path | None = None
+    """Where the agents' workspaces go, independent of ``log_dir``; ``None``: nowhere yet
+    (no agent has file tools)."""
+    human: HumanGate | None = None
+    """Who decides the override window (later: plans, questions, run approval); the run's
+    timer is paused while it decides. ``None``: nobody is asked and the vote stands.
+    :class:`~actors.human.manual.ManualGate` leaves the decision to
+    :meth:`RunHandle.override` and :meth:`RunHandle.continue_`."""
+    backends: BackendPool | None = None
+    """A pool that outlives the run (the REPL's, a batch's); ``None``: the run opens its own
+    and closes it when it ends."""
+    backend_factory: Callable[[AgentConfig], LLMBackend] | None = None
+    """A seam for tests: each agent's backend from this instead of the pool."""
+    max_cost_usd: float | None = attrs.field(default=None, validator=_positive_budget)
+    """Halt the run, like a timeout, once its priced calls cost this many dollars."""
+    faults: FaultPlan | None = None
+    """Crash actors at chosen moments (tests, the chaos harness); see :mod:`actors.run.faults`."""

@@ -1,0 +1,115 @@
+"""What a run's LLM calls used and cost, per agent and in total, and its cost budget.
+
+:class:`UsageTap` is an event tap: it feeds a :class:`~actors.llm.pricing.UsageLedger` from
+the ``llm_request_finished`` events the agents record (the same events replay reads), with
+each agent's price from its backend section. Prices come from the config, never from the
+network; a cost is known only when every call it sums had a price (``None`` otherwise).
+
+With a budget, the tap says once, as soon as the priced calls reach it, that the run must
+halt: any further call would exceed it. The run then ends like a timeout, with the best
+answer so far (``termination: max_cost``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+import attrs
+
+from actors.agent.events import LlmRequestFinished
+from actors.llm.pricing import UsageLedger, UsageSummary
+from actors.llm.protocol import Usage
+from config.schema import AgentConfig
+from config.schema.endpoint import HttpBackendConfig, Price
+from runtime import Event
+
+__all__ = ["AgentUsage", "RunUsage", "UsageTap", "price_of"]
+
+_COST_DIGITS = 9
+"""Dollars are rounded to a billionth in results: exact enough for one token of the cheapest
+model, and free of float noise such as 0.30000000000000004."""
+
+
+@attrs.frozen(kw_only=True)
+class AgentUsage:
+    """Tokens and dollars of some calls (one agent's, or the whole run's)."""
+
+    input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
+    output_tokens: int = 0
+    """Reply tokens, reasoning included."""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    calls: int = 0
+    """Calls that returned a reply."""
+    cost_usd: float | None = 0.0
+    """``None`` when some call had no price."""
+
+    @classmethod
+    def of(cls, summary: UsageSummary) -> AgentUsage:
+        usage = summary.usage
+        cost = summary.cost_usd
+        return cls(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+            calls=summary.calls,
+            cost_usd=None if cost is None else round(cost, _COST_DIGITS),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RunUsage:
+    total: AgentUsage = AgentUsage()
+    agents: dict[str, AgentUsage] = attrs.field(factory=dict)
+    """Agent id → its calls' usage; an agent without a finished call is absent."""
+
+
+def price_of(agent: AgentConfig) -> Price | None:
+    """The agent's price per million tokens, if its backend section gives one (the
+    scripted backend costs nothing and has no price)."""
+    backend = agent.backend
+    return backend.price if isinstance(backend, HttpBackendConfig) else None
+
+
+class UsageTap:
+    """Counts usage and cost as calls finish; see the module docstring."""
+
+    def __init__(
+        self,
+        agents: Iterable[AgentConfig],
+        *,
+        budget_usd: float | None = None,
+    ) -> None:
+        self.ledger = UsageLedger()
+        self.on_budget_reached: Callable[[], None] | None = None
+        """Called once, when the priced calls first reach the budget."""
+        self._prices: Mapping[str, Price | None] = {a.id: price_of(a) for a in agents}
+        self._budget = budget_usd
+        self._reached = False
+
+    def record(self, event: Event) -> None:
+        if type(event) is not LlmRequestFinished or event.outcome != "ok":
+            return
+        usage = Usage(input_tokens=event.input_tokens, output_tokens=event.output_tokens)
+        self.ledger.record(event.agent, usage, self._prices.get(event.agent))
+        self._check_budget()
+
+    def _check_budget(self) -> None:
+        budget = self._budget
+        if budget is None or self._reached:
+            return
+        spent = self.ledger.known_cost_usd()
+        if spent >= budget:
+            self._reached = True
+            if self.on_budget_reached is not None:
+                self.on_budget_reached()
+
+    def usage(self) -> RunUsage:
+        return RunUsage(
+            total=AgentUsage.of(self.ledger.total()),
+            agents={agent: AgentUsage.of(s) for agent, s in self.ledger.per_agent().items()},
+        )
