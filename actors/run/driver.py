@@ -77,6 +77,8 @@ from runtime.eventlog import EventLogFailure
 __all__ = [
     "BUS",
     "COORDINATOR",
+    "SPAWNS_PER_CHECKPOINT",
+    "LogFailureCallback",
     "RunHandle",
     "RunSpec",
     "build_backend",
@@ -285,6 +287,7 @@ async def _start(
         memories[agent.id] = _spawn_agent(system, spec, agent, state, backend, agents_supervisor)
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
+    await trio.lowlevel.checkpoint_if_cancelled()  # a run cancelled by now never starts
     system.root.start_child(run_child)
 
 
@@ -373,6 +376,10 @@ def _spawn_agent(
         persona=agent.persona,
         coordinator=COORDINATOR,
         orchestrator=spec.config.orchestrator,
+        history=spec.history,
+        transcript_path=(
+            spec.log_dir / "agents" / f"{agent.id}.jsonl" if spec.log_dir is not None else None
+        ),
     )
     memory = AgentMemory()
 
