@@ -33,6 +33,23 @@ def _timeout(text: str) -> float:
     return value
 
 
+def _dollars(text: str) -> float:
+    expected = "a number of dollars > 0, such as 0.50"
+    try:
+        value = float(text.removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def _model(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a model name such as gpt-4o-mini, got ''")
+    return text
+
+
 def _visibility(text: str) -> str:
     import re
 
@@ -67,6 +84,19 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)"
     )
     p.add_argument("--timeout", type=_timeout, metavar="SECONDS", help="whole-run timeout")
+    p.add_argument(
+        "--max-cost",
+        type=_dollars,
+        metavar="USD",
+        help="halt the run like a timeout once its calls cost this much (from the backends' "
+        "price: in the config)",
+    )
+    p.add_argument(
+        "--model",
+        type=_model,
+        metavar="NAME",
+        help="use this model for every openai/anthropic agent, for this run only",
+    )
     p.add_argument(
         "--verbose", action="store_true", help="show every agent status change on stderr"
     )

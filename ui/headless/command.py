@@ -85,7 +85,7 @@ def run_command(args: argparse.Namespace) -> int:
         log_dir = resolve_log_dir(args.log_dir)
     except (UsageError, ConfigError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
-    spec = RunSpec(task=task, config=config, log_dir=log_dir)
+    spec = RunSpec(task=task, config=config, log_dir=log_dir, max_cost_usd=args.max_cost)
     signals = _Signals()
     with signals.installed():
         print(f"conclave: logging to {display_path(log_dir / 'events.jsonl')}", file=sys.stderr)

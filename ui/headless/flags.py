@@ -24,20 +24,24 @@ from typing import Any
 
 import attrs
 
+from actors.run.usage import price_of
 from config.limits import MAX_TASK_BYTES
 from config.loader import ConfigError, load_config
 from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
+from config.schema.endpoint import HttpBackendConfig
 from config.validation import check_runnable
 from ui.headless.result import display_path, plural
 
 __all__ = [
     "ConfigError",
     "UsageError",
+    "check_priced",
     "decode_task",
     "resolve_config",
     "resolve_log_dir",
     "resolve_task",
+    "with_model",
 ]
 
 
@@ -111,6 +115,10 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
     if args.timeout is not None:
         changes["run_timeout"] = args.timeout
     config = attrs.evolve(config, orchestrator=attrs.evolve(config.orchestrator, **changes))
+    if args.model is not None:
+        config = with_model(config, args.model)
+    if args.max_cost is not None:
+        check_priced(config)
     if args.agent is not None and args.agent_mode != "single":
         raise UsageError("--agent picks the agent of single mode; add --agent-mode single")
     state = ModeState(
@@ -137,6 +145,43 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
             file=sys.stderr,
         )
     return config
+
+
+def with_model(config: ConclaveConfig, model: str) -> ConclaveConfig:
+    """``--model``: every agent that talks to a model uses ``model`` (scripted agents have
+    none and are left as they are)."""
+    if not any(isinstance(agent.backend, HttpBackendConfig) for agent in config.agents):
+        raise UsageError(
+            "--model: no agent in this config talks to a model (every backend is scripted); "
+            "drop --model, or pass a --config with openai or anthropic agents"
+        )
+    agents = tuple(
+        attrs.evolve(agent, backend=attrs.evolve(agent.backend, model=model))
+        if isinstance(agent.backend, HttpBackendConfig)
+        else agent
+        for agent in config.agents
+    )
+    return attrs.evolve(config, agents=agents)
+
+
+def check_priced(config: ConclaveConfig) -> None:
+    """``--max-cost`` counts the calls of agents whose backend has a ``price``: refuse a
+    budget nothing counts against, and say which agents it does not cover."""
+    unpriced = [agent.id for agent in config.agents if price_of(agent) is None]
+    if len(unpriced) == len(config.agents):
+        raise UsageError(
+            "--max-cost: no agent's backend has a price, so nothing would count against the "
+            "budget; add price: {input_per_mtok: ..., output_per_mtok: ...} to the openai or "
+            "anthropic backend sections, or drop --max-cost"
+        )
+    if unpriced:
+        more = len(unpriced) - 5
+        shown = ", ".join(unpriced[:5]) + (f" and {more:,} more" if more > 0 else "")
+        print(
+            "conclave: --max-cost counts only priced calls; the calls of "
+            f"{plural(len(unpriced), 'agent')} without a price ({shown}) are not counted",
+            file=sys.stderr,
+        )
 
 
 def resolve_log_dir(given: str | None) -> Path:

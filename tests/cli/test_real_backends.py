@@ -1,0 +1,288 @@
+"""``conclave run --config`` with real backends, end to end: two ``openai`` agents and one
+``anthropic`` agent against a real HTTP server on loopback that speaks both protocols
+(tests/llm/loopback.py), run as the installed command. The answer, the usage and the cost
+come back in the JSON result; ``--model`` and ``--max-cost`` apply to the run; an agent whose
+key is refused is excluded at once with one line naming it, the endpoint and the cause, and
+the key it sent is written nowhere.
+
+No ``autojump_clock`` here: these tests use real sockets and real time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import yaml
+
+from tests.cli.helpers import CONCLAVE, TASK
+from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
+from tests.llm.wire import anthropic_error, anthropic_events, openai_error, openai_reply
+from ui.exit_codes import ExitCode
+
+KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
+"""Every agent's key: a test can grep for it in everything the command wrote."""
+OPENAI_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+ANTHROPIC_INPUT = 50
+ANTHROPIC_OUTPUT = 15
+PRICE = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}
+RUN_LIMIT = 60.0
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[LoopbackServer]:
+    async with open_loopback_server() as running:
+        running.handler = _coordinate
+        yield running
+
+
+@attrs.frozen
+class PanelRun:
+    """One run of the panel as ``--output-format json``, and what the server was asked."""
+
+    result: dict[str, Any]
+    requests: list[Recorded]
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory: pytest.TempPathFactory) -> PanelRun:
+    """The plain panel run, made once for the specs that read its result (each run costs
+    seconds: the command imports both SDKs)."""
+
+    async def once() -> PanelRun:
+        async with open_loopback_server() as running:
+            running.handler = _coordinate
+            result = await _run_json(running, tmp_path_factory.mktemp("panel"))
+            return PanelRun(result=result, requests=list(running.requests))
+
+    return trio.run(once)
+
+
+def _offered(request: Recorded) -> list[str]:
+    tools = request.json.get("tools") or []
+    return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
+
+
+def _coordinate(request: Recorded) -> Reply:
+    """Plays every agent: answer when only ``new_answer`` is offered, vote for agent1 when
+    ``vote`` is, and present when no tool is (the winner's presentation)."""
+    model = request.json["model"]
+    offered = _offered(request)
+    if "vote" in offered:
+        call = ("vote", {"agent_id": "agent1", "reason": "the clearest"})
+    elif "new_answer" in offered:
+        call = ("new_answer", {"content": f"{model}: use it as a bookmark"})
+    else:
+        call = None
+    if request.path.endswith("/chat/completions"):
+        calls = () if call is None else ((call[0], "call_1", [json.dumps(call[1])]),)
+        text = f"FINAL from {model}" if call is None else ""
+        return SseReply(parts=tuple(openai_reply(text, tool_calls=calls, usage=OPENAI_USAGE)))
+    if call is None:
+        block: dict[str, Any] = {"type": "text", "text": [f"FINAL from {model}"]}
+    else:
+        arguments = [json.dumps(call[1])]
+        block = {"type": "tool_use", "id": "toolu_1", "name": call[0], "json": arguments}
+    events = anthropic_events(
+        [block],
+        stop_reason="end_turn" if call is None else "tool_use",
+        usage={"input_tokens": ANTHROPIC_INPUT},
+        output_tokens=ANTHROPIC_OUTPUT,
+    )
+    return SseReply(parts=tuple(events))
+
+
+def _refuse_the_key(request: Recorded) -> Reply:
+    """A 401 whose body echoes the key it was sent, as real providers do."""
+    sent = request.headers.get("authorization", "").removeprefix("Bearer ")
+    sent = sent or request.headers.get("x-api-key", "")
+    message = f"Incorrect API key provided: {sent}. You can find your key at ..."
+    if request.path.endswith("/chat/completions"):
+        return openai_error(401, message, code="invalid_api_key")
+    return anthropic_error(401, "authentication_error", message)
+
+
+def _config(path: Path, server: LoopbackServer, **orchestrator: Any) -> Path:
+    """Two openai agents and one anthropic agent, each answering once, then voting."""
+    common = {
+        "api_key": KEY,
+        "max_retries": 0,
+        "timeouts": {"connect": 5, "stall": 10},
+        "price": PRICE,
+    }
+    data = {
+        "agents": [
+            {
+                "id": "alice",
+                "backend": {"type": "openai", "model": "gpt-alice", "base_url": f"{server.url}/v1"}
+                | common,
+            },
+            {
+                "id": "bob",
+                "backend": {"type": "openai", "model": "gpt-bob", "base_url": f"{server.url}/v1"}
+                | common,
+            },
+            {
+                "id": "carol",
+                "backend": {"type": "anthropic", "model": "claude-carol", "base_url": server.url}
+                | common,
+            },
+        ],
+        "orchestrator": {
+            "quiet_period": None,
+            "max_new_answers_per_agent": 1,
+            "defer_voting_until_all_answered": True,
+            **orchestrator,
+        },
+    }
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+async def _conclave(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(RUN_LIMIT):
+        return await trio.run_process(
+            [str(CONCLAVE), *args],
+            cwd=cwd,
+            stdin=b"",
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+async def _run_json(server: LoopbackServer, tmp_path: Path, *flags: str) -> dict[str, Any]:
+    config = _config(tmp_path / "panel.yaml", server)
+    done = await _conclave(
+        "run", "--config", str(config), "--output-format", "json", *flags, TASK, cwd=tmp_path
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    result["exit_code"] = done.returncode
+    result["stderr"] = done.stderr.decode()
+    return result
+
+
+def _calls(requests: list[Recorded], model: str) -> int:
+    return sum(1 for r in requests if r.json["model"] == model)
+
+
+def test_a_mixed_panel_of_openai_and_anthropic_agents_answers_votes_and_presents(
+    panel: PanelRun,
+) -> None:
+    result = panel.result
+
+    assert result["exit_code"] == ExitCode.OK, result["stderr"]
+    assert result["termination"] == "completed"
+    assert result["final_answer"] == "FINAL from gpt-alice"
+    assert result["winner"] == "alice"
+    assert result["presenter"] == "alice"
+    assert result["decided_by"] == "votes"
+    assert {a["agent"]: a["content"] for a in result["answers"]} == {
+        "alice": "gpt-alice: use it as a bookmark",
+        "bob": "gpt-bob: use it as a bookmark",
+        "carol": "claude-carol: use it as a bookmark",
+    }
+    assert result["failed_agents"] == {}
+
+
+def test_the_json_result_carries_each_agents_usage_and_the_total(panel: PanelRun) -> None:
+    result = panel.result
+
+    agents = result["usage"]["agents"]
+    for agent, model, inp, out in (
+        ("alice", "gpt-alice", OPENAI_USAGE["prompt_tokens"], OPENAI_USAGE["completion_tokens"]),
+        ("bob", "gpt-bob", OPENAI_USAGE["prompt_tokens"], OPENAI_USAGE["completion_tokens"]),
+        ("carol", "claude-carol", ANTHROPIC_INPUT, ANTHROPIC_OUTPUT),
+    ):
+        calls = _calls(panel.requests, model)
+        assert agents[agent]["calls"] == calls
+        assert agents[agent]["input_tokens"] == calls * inp
+        assert agents[agent]["output_tokens"] == calls * out
+    total = result["usage"]["total"]
+    assert total["calls"] == len(panel.requests) == result["llm_completed"]
+    assert total["input_tokens"] == sum(a["input_tokens"] for a in agents.values())
+
+
+def test_the_json_result_carries_the_runs_cost_at_the_configured_prices(panel: PanelRun) -> None:
+    result = panel.result
+
+    total = result["usage"]["total"]
+    expected = (total["input_tokens"] * 3.0 + total["output_tokens"] * 15.0) / 1_000_000
+    assert result["cost_usd"] == pytest.approx(expected)
+    assert total["cost_usd"] == result["cost_usd"]
+    for usage in result["usage"]["agents"].values():
+        dollars = (usage["input_tokens"] * 3.0 + usage["output_tokens"] * 15.0) / 1_000_000
+        assert usage["cost_usd"] == pytest.approx(dollars)
+
+
+async def test_model_overrides_the_model_of_every_agent_for_the_run(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    result = await _run_json(server, tmp_path, "--model", "gpt-override")
+
+    assert result["exit_code"] == ExitCode.OK, result["stderr"]
+    assert {r.json["model"] for r in server.requests} == {"gpt-override"}
+
+
+async def test_max_cost_halts_the_run_like_a_timeout_with_the_best_answer_so_far(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    # One openai call costs $0.0006 here: the budget is reached by the second call.
+    result = await _run_json(server, tmp_path, "--max-cost", "0.001")
+
+    assert result["exit_code"] == ExitCode.TIMEOUT
+    assert result["termination"] == "max_cost"
+    assert result["cost_usd"] >= 0.001
+    assert len(server.requests) < 7  # the complete run makes seven calls
+
+
+async def test_an_agent_whose_key_is_refused_is_excluded_at_once_with_one_line_that_says_why(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.handler = _refuse_the_key
+    config = _config(tmp_path / "panel.yaml", server)
+
+    done = await _conclave("run", "--config", str(config), TASK, cwd=tmp_path)
+
+    assert done.returncode == ExitCode.FAILED
+    stderr = done.stderr.decode()
+    host = f"127.0.0.1:{server.port}"
+    for agent in ("alice", "bob", "carol"):
+        [line] = [x for x in stderr.splitlines() if f"{agent} excluded:" in x]
+        assert host in line
+        assert "API key was refused" in line
+    assert len(server.requests) == 3  # one call each: a refused key is not tried again
+
+
+async def test_a_key_echoed_by_the_server_is_written_nowhere(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.handler = _refuse_the_key
+    config = _config(tmp_path / "panel.yaml", server)
+    log_dir = tmp_path / "run-log"
+
+    outputs: list[bytes] = []
+
+    async def run_as(output: str) -> None:
+        done = await _conclave(
+            "run", "--config", str(config), "--output-format", output, "--verbose",
+            "--log-dir", str(log_dir / output), TASK, cwd=tmp_path,
+        )  # fmt: skip
+        outputs.extend((done.stdout, done.stderr))
+
+    async with trio.open_nursery() as nursery:
+        for output in ("text", "json", "stream-json"):
+            nursery.start_soon(run_as, output)
+
+    written = [path.read_bytes() for path in log_dir.rglob("*") if path.is_file()]
+    assert len(written) >= 3  # an event log per run, at least
+    for data in (*outputs, *written):
+        assert KEY.encode() not in data
+        assert b"RECOGNISABLE" not in data
+    assert any(KEY in r.headers.get("authorization", "") for r in server.requests)

@@ -1,0 +1,101 @@
+"""``--model`` and ``--max-cost``: what they change, and what they refuse before a run starts.
+Their effect on real runs is specified in test_real_backends.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.coordination.state import Answer
+from actors.run.result import RunResult, Termination
+from actors.run.usage import AgentUsage, RunUsage
+from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from config.schema.endpoint import Price
+from config.schema.openai import OpenAIBackendConfig
+from config.secret import Secret
+from tests.cli.helpers import TASK
+from ui.cli import main
+from ui.exit_codes import ExitCode
+from ui.headless.flags import check_priced, with_model
+from ui.headless.result import summary
+
+
+def _openai(agent_id: str, *, price: Price | None = None) -> AgentConfig:
+    backend = OpenAIBackendConfig(model="gpt-configured", api_key=Secret("sk-x"), price=price)
+    return AgentConfig(id=agent_id, backend=backend)
+
+
+def _scripted(agent_id: str) -> AgentConfig:
+    return AgentConfig(id=agent_id, backend=ScriptedBackendConfig())
+
+
+PRICE = Price(input_per_mtok=1.0, output_per_mtok=2.0)
+
+
+def test_model_replaces_the_model_of_every_agent_that_has_one() -> None:
+    config = ConclaveConfig(agents=(_openai("a"), _scripted("s"), _openai("b")))
+
+    changed = with_model(config, "gpt-other")
+
+    models = [getattr(a.backend, "model", None) for a in changed.agents]
+    assert models == ["gpt-other", None, "gpt-other"]
+    assert changed.agents[1] == config.agents[1]
+
+
+def test_model_with_only_scripted_agents_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["run", "--model", "gpt-4o", TASK])
+
+    assert code == ExitCode.USAGE
+    assert "--model: no agent in this config talks to a model" in capsys.readouterr().err
+
+
+def test_max_cost_without_any_priced_agent_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["run", "--max-cost", "1.50", TASK])
+
+    assert code == ExitCode.USAGE
+    assert "--max-cost: no agent's backend has a price" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "a dollar"])
+def test_max_cost_must_be_a_positive_number_of_dollars(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--max-cost", value, TASK])
+
+    assert code == ExitCode.USAGE
+    assert "expected a number of dollars > 0" in capsys.readouterr().err
+
+
+def test_max_cost_says_which_agents_it_does_not_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    check_priced(ConclaveConfig(agents=(_openai("paid", price=PRICE), _scripted("free"))))
+
+    err = capsys.readouterr().err
+    assert "the calls of 1 agent without a price (free) are not counted" in err
+
+
+def test_the_text_summary_shows_what_the_run_cost() -> None:
+    usage = RunUsage(total=AgentUsage(input_tokens=1000, calls=3, cost_usd=0.0123))
+    result = RunResult(
+        final_answer="x",
+        winner="a",
+        presenter="a",
+        strategy="winner_present",
+        answers=[Answer(label="agent1.1", agent="a", content="x")],
+        votes={},
+        rounds=2,
+        llm_calls=3,
+        restarts=0,
+        termination=Termination.COMPLETED,
+        failed_agents={},
+        log_dir=None,
+        duration_s=1.0,
+        usage=usage,
+        cost_usd=0.0123,
+    )
+
+    assert summary(result).endswith("1.00s, $0.0123")
