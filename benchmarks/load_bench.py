@@ -8,7 +8,8 @@ Scenarios (each prints a table and writes JSON with machine info, parameters and
   Each case runs in its own process so peak RSS belongs to that case alone.
 * ``batch``: M independent 3-agent runs at concurrency C; runs/s against C / run latency.
 * ``storm``: all-to-all with refinement on: LLM requests and restarts per run for each
-  in-flight policy, against the 2N+1 floor (N answers, N votes, one presentation).
+  in-flight policy, against the 2N+1 floor (N answers, N votes, one presentation). Its
+  rounds have no tools, so ``inject`` runs there as ``finish`` (see STORM_POLICIES).
 """
 
 from __future__ import annotations
@@ -351,8 +352,12 @@ def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> 
 STORM_POLICIES = (
     ("cancel", "cancel", None),
     ("finish", "finish", None),
+    ("inject (as finish: no tools)", "inject", None),
     ("finish + quiet 100ms", "finish", 0.1),
 )
+"""Label, in-flight policy, quiet period. The storm's rounds offer no tools besides the
+workflow tools, and ``inject`` needs a step boundary, which only a round with tools has:
+there its rounds run as ``finish`` (actors/agent/policy.py), and the row says so."""
 
 
 def measure_storm(
@@ -499,7 +504,8 @@ def _run_scenarios(
         ]
         rows = _run_all(items)
         report["scenarios"]["storm"] = rows
-        print(_table("restart storm (all-to-all, L = 200 ms ±50 %)", rows, STORM_COLUMNS))
+        title = "restart storm (all-to-all, L = 200 ms ±50 %; rounds without tools)"
+        print(_table(title, rows, STORM_COLUMNS))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_report(out, json.dumps(report, indent=2))
     print(f"wrote {out}")

@@ -85,3 +85,13 @@ def test_log_scratch_lives_under_the_chosen_root_and_is_removed(
         assert scratch.parent == root
         assert scratch.is_dir()
     assert list(root.iterdir()) == []
+
+
+def test_the_storm_measures_the_inject_policy_and_says_it_runs_as_finish_without_tools() -> None:
+    [label] = [label for label, policy, _ in load_bench.STORM_POLICIES if policy == "inject"]
+
+    row = load_bench.measure_storm(3, label, "inject", None, True, seeds=1)
+
+    assert "as finish" in row["policy"]
+    assert row["llm_requests_median"] >= 2 * 3 + 1
+    assert row["met"]

@@ -3,6 +3,8 @@ Their effect on real runs is specified in test_real_backends.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from actors.coordination.state import Answer
@@ -99,3 +101,11 @@ def test_the_text_summary_shows_what_the_run_cost() -> None:
     )
 
     assert summary(result).endswith("1.00s, $0.0123")
+
+
+def test_the_inject_in_flight_policy_can_be_chosen(
+    fast_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--config", str(fast_config), "--in-flight-policy", "inject", TASK])
+
+    assert code == ExitCode.OK, capsys.readouterr().err

@@ -73,7 +73,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--final-answer-strategy", choices=("winner_reuse", "winner_present", "synthesize")
     )
     p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
-    p.add_argument("--in-flight-policy", choices=("cancel", "finish"))
+    p.add_argument(
+        "--in-flight-policy",
+        choices=("cancel", "finish", "inject"),
+        help="what new answers do to a round in flight (inject: rounds with tools only; "
+        "a round without tools finishes)",
+    )
     p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     p.add_argument(
         "--include-partial-messages",
