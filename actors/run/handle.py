@@ -102,11 +102,15 @@ class RunHandle:
         self._scope.cancel()
 
     async def override(self, presenter: str) -> AnswerVerdict:
+        """Let ``presenter`` present instead of the vote's winner, while the override window
+        is open (``RunSpec.human`` is a :class:`~actors.human.manual.ManualGate`). The
+        verdict says whether it was taken, and why not."""
         verdict = await self.system.ask(COORDINATOR, OverrideDecision(presenter=presenter))
         assert isinstance(verdict, AnswerVerdict)
         return verdict
 
     async def continue_(self) -> AnswerVerdict:
+        """Keep the vote's winner and close the override window."""
         verdict = await self.system.ask(COORDINATOR, Continue())
         assert isinstance(verdict, AnswerVerdict)
         return verdict
@@ -212,27 +216,29 @@ class RunHandle:
         """The one place a run ends: take the result, halt what still works, record
         ``run_ended`` (the last event any tap hears) and close the log. Synchronous, so it
         completes even while the task that calls it is being cancelled."""
-        if self._result is not None:
+        if self._ended.is_set():
             return
-        termination = self._ending or Termination.CANCELLED  # nothing chose: the caller left
-        if termination is not Termination.COMPLETED:
-            self._halt()
-        result = self._result = self.snapshot(termination, failure_reason=self._failure)
-        for tap in self._taps:
-            tap.until_run_ended()
-        self.system.record(
-            RunEnded(
-                at=trio.current_time(),
-                termination=result.termination,
-                winner=result.winner,
-                final_answer=result.final_answer,
-                decided_by=result.decided_by,
-                failure_reason=result.failure_reason,
+        try:
+            termination = self._ending or Termination.CANCELLED  # nothing chose: the caller left
+            if termination is not Termination.COMPLETED:
+                self._halt()
+            result = self._result = self.snapshot(termination, failure_reason=self._failure)
+            for tap in self._taps:
+                tap.until_run_ended()
+            self.system.record(
+                RunEnded(
+                    at=trio.current_time(),
+                    termination=result.termination,
+                    winner=result.winner,
+                    final_answer=result.final_answer,
+                    decided_by=result.decided_by,
+                    failure_reason=result.failure_reason,
+                )
             )
-        )
-        if self._log is not None:
-            self._log.close()
-        self._ended.set()
+            if self._log is not None:
+                self._log.close()
+        finally:
+            self._ended.set()  # even after a bug above: a waiter must not hang
 
     def _halt(self) -> None:
         """End coordination now: no more answers or votes are accepted, and every agent is
