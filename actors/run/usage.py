@@ -19,12 +19,14 @@ import attrs
 from actors.agent.events import LlmRequestFinished
 from actors.llm.pricing import UsageLedger, UsageSummary
 from actors.llm.protocol import Usage
+from actors.loop import CallOutcome
 from config.schema import AgentConfig
 from config.schema.endpoint import HttpBackendConfig, Price
 from runtime import Event
 
 __all__ = ["AgentUsage", "RunUsage", "UsageTap", "price_of"]
 
+_OK = CallOutcome.OK.value
 _COST_DIGITS = 9
 """Dollars are rounded to a billionth in results: exact enough for one token of the cheapest
 model, and free of float noise such as 0.30000000000000004."""
@@ -92,7 +94,7 @@ class UsageTap:
         self._reached = False
 
     def record(self, event: Event) -> None:
-        if type(event) is not LlmRequestFinished or event.outcome != "ok":
+        if type(event) is not LlmRequestFinished or event.outcome != _OK:
             return
         usage = Usage(input_tokens=event.input_tokens, output_tokens=event.output_tokens)
         self.ledger.record(event.agent, usage, self._prices.get(event.agent))
