@@ -7,10 +7,12 @@ from runtime import message
 
 __all__ = [
     "AgentStatusChanged",
+    "AnswersInjected",
     "LlmRequestFinished",
     "LlmRequestStarted",
     "RoundRestarted",
     "RoundStarted",
+    "TranscriptFailed",
 ]
 
 
@@ -49,3 +51,22 @@ class LlmRequestFinished(DomainEvent):
     """``ok``, ``error``, ``timeout`` or ``cancelled``."""
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+@message()
+class AnswersInjected(DomainEvent):
+    """Answers that arrived while a round with tools was working entered its transcript at
+    a step boundary (the ``inject`` in-flight policy): no restart, no work discarded."""
+
+    agent: str
+    round: int
+    labels: tuple[str, ...]
+
+
+@message()
+class TranscriptFailed(DomainEvent):
+    """The agent's transcript file could not be written; it stops writing it (the run goes
+    on). ``error`` names the path and the cause."""
+
+    agent: str
+    error: str

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import enum
+
 from runtime import Message, message
 
-__all__ = ["ResumeRound", "RoundSettled"]
+__all__ = ["ResumeRound", "RoundOutcome", "RoundSettled"]
+
+
+class RoundOutcome(enum.Enum):
+    """How a round's work ended."""
+
+    ANSWERED = "answered"
+    """The coordinator accepted its new answer."""
+    VOTED = "voted"
+    """The coordinator accepted its vote."""
+    STALE = "stale"
+    """Newer answers made its result moot: a fresh round sees them (a restart)."""
+    RETRY = "retry"
+    """Not the agent's doing (the coordinator restarted under it): a fresh round."""
+    FAILED = "failed"
+    """It used up its tries, or its backend cannot serve it: the agent is excluded."""
 
 
 @message()
@@ -16,9 +33,9 @@ class ResumeRound(Message):
 
 @message()
 class RoundSettled(Message):
-    """A round's work ended: ``outcome`` is answered, voted, stale or failed."""
+    """A round's work ended; ``label`` names what was accepted, ``reason`` why it failed."""
 
     generation: int
-    outcome: str
+    outcome: RoundOutcome
     label: str | None = None
     reason: str = ""

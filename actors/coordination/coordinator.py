@@ -3,8 +3,14 @@ what they decide (verdicts, vote resets, the bus, the override window, the prese
 
 Everything it has in flight lives in the run-owned state, so a restarted coordinator
 re-arms it in :meth:`Coordinator.started`: the run is started if it was not, a pending
-presentation is asked for again, and result waiters whose asks died with the previous
-incarnation are forgotten (their askers ask again).
+presentation is asked for again, an open override window asks its human gate again, and
+result waiters whose asks died with the previous incarnation are forgotten (their askers
+ask again).
+
+The override window: when voting completes and the run has a :class:`HumanGate`, the
+coordinator waits for a decision with the run clock paused. The gate decides in background
+work (a person may take minutes), and an ``OverrideDecision`` or ``Continue`` message (the
+run handle's) decides as well: whichever comes first is applied, and the other is dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
+    HumanGateFailed,
     PresentationFailed,
     PresenterReplaced,
     RunStarted,
@@ -29,14 +36,18 @@ from actors.coordination.protocol import (
     AnswerAccepted,
     AnswersRequest,
     AnswersSnapshot,
+    AnswerUpdate,
     AnswerVerdict,
     AnswerView,
     AwaitResult,
     Continue,
+    OverrideChosen,
     OverrideDecision,
     Present,
     Presentation,
     PresentationDone,
+    Rejoin,
+    Rejoined,
     RunFinished,
     StartTask,
     StopWork,
@@ -45,7 +56,9 @@ from actors.coordination.protocol import (
     VotesReset,
     VotingOpen,
 )
-from actors.coordination.state import CoordinationState, PendingPresentation, Phase
+from actors.coordination.state import Accepted, CoordinationState, PendingPresentation, Phase
+from actors.human.gate import Choose, HumanGate, OverrideRequest
+from actors.run.clock import RunClock
 from config.schema import FinalAnswerStrategy
 from runtime import Actor, ActorContext, Address, Envelope, Undeliverable
 
@@ -55,7 +68,10 @@ __all__ = ["Coordinator", "CoordinatorSetup"]
 @attrs.frozen(kw_only=True)
 class CoordinatorSetup:
     bus: Address
-    override_window: bool = False
+    human: HumanGate | None = None
+    """Who decides the override window; ``None``: no window, the vote's winner presents."""
+    clock: RunClock | None = None
+    """The run's timer, paused while ``human`` decides."""
 
 
 class Coordinator(Actor):
@@ -65,6 +81,8 @@ class Coordinator(Actor):
         super().__init__(context)
         self.state = state
         self.setup = setup
+        self._gate: trio.CancelScope | None = None
+        """The human gate's question while it is open in this incarnation."""
 
     async def started(self) -> None:
         state = self.state
@@ -73,6 +91,8 @@ class Coordinator(Actor):
         state.result_waiters = [w for w in state.result_waiters if w.correlation_id is None]
         if state.phase is Phase.PRESENTING and state.presentation is not None:
             self._send_presentation(state.presentation)
+        if state.phase is Phase.AWAITING_OVERRIDE:
+            self._ask_human()
         if state.started:
             return
         self.context.record(
@@ -112,6 +132,10 @@ class Coordinator(Actor):
                 self._answer_waiters()
         elif isinstance(payload, OverrideDecision | Continue):
             self._on_override(envelope, payload)
+        elif isinstance(payload, OverrideChosen):
+            self._on_gate_decided(payload)
+        elif isinstance(payload, Rejoin):
+            self._on_rejoin(envelope, payload)
         elif isinstance(payload, PresentationDone):
             self._on_presentation_done(payload)
 
@@ -132,12 +156,42 @@ class Coordinator(Actor):
             ),
         )
 
+    def _on_rejoin(self, envelope: Envelope, rejoin: Rejoin) -> None:
+        """Send a restarted agent again what it may have lost (see :class:`Rejoin`). Each
+        goes through the routing rules as the first sending did, so a rule that held or
+        dropped the first holds or drops this one too."""
+        state = self.state
+        agent = rejoin.agent
+        if state.started and state.phase is Phase.COORDINATING and agent in state.live:
+            address = agent_address(agent)
+            self.context.tell_nowait(address, StartTask(task=state.task))
+            chars = state.orchestrator.answer_preview_chars
+            shown = tuple(
+                AnswerView.preview(view.label, view.content, chars)
+                for view in state.snapshot_for(agent)
+            )
+            if shown:
+                self.context.tell_nowait(address, AnswerUpdate(answers=shown))
+            if state.voting_opened(agent):
+                self.context.tell_nowait(address, VotingOpen())
+            if rejoin.voted and agent not in state.votes:
+                self.context.tell_nowait(address, VotesReset())
+        self.context.reply(envelope, Rejoined())
+
     def _repeated(self, envelope: Envelope, agent: str, round_: int) -> bool:
-        """Answer a re-submitted round with the verdict it already got (see SubmitAnswer)."""
-        accepted = self.state.accepted_rounds.get(agent)
-        if accepted is None or accepted[0] != round_:
+        """Answer a re-submitted round with the verdict it already got (see SubmitAnswer).
+
+        A vote cleared since it was accepted is stale instead: the reset that told its voter
+        so went to the incarnation that crashed, and the voter must look again."""
+        state = self.state
+        accepted = state.accepted_rounds.get(agent)
+        if accepted is None or accepted.round != round_:
             return False
-        self.context.reply(envelope, AnswerVerdict(accepted=True, label=accepted[1]))
+        if accepted.vote and agent not in state.votes and state.phase is Phase.COORDINATING:
+            error = "A newer answer reset your vote; look at the answers again."
+            self.context.reply(envelope, AnswerVerdict(accepted=False, error=error, stale=True))
+            return True
+        self.context.reply(envelope, AnswerVerdict(accepted=True, label=accepted.label))
         return True
 
     def _on_answer(self, envelope: Envelope, submit: SubmitAnswer) -> None:
@@ -149,7 +203,9 @@ class Coordinator(Actor):
         if answer is None:
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=outcome.error))
             return
-        state.accepted_rounds[submit.agent] = (submit.round, answer.label)
+        state.accepted_rounds[submit.agent] = Accepted(
+            round=submit.round, label=answer.label, vote=False
+        )
         self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
         now = trio.current_time()
         self.context.record(
@@ -180,7 +236,9 @@ class Coordinator(Actor):
         if answer is None:
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=error, stale=stale))
             return
-        self.state.accepted_rounds[vote.agent] = (vote.round, answer.label)
+        self.state.accepted_rounds[vote.agent] = Accepted(
+            round=vote.round, label=answer.label, vote=True
+        )
         self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
         self.context.record(
             VoteAdded(
@@ -211,9 +269,74 @@ class Coordinator(Actor):
                     tally=winner.tally,
                 )
             )
-            if self.setup.override_window:
+            if self.setup.human is not None:
                 state.phase = Phase.AWAITING_OVERRIDE
+                self._ask_human()
                 return
+        self._present()
+
+    def _ask_human(self) -> None:
+        """Put the override question to the human gate, in background work."""
+        human, winner = self.setup.human, self.state.winner
+        if human is None or winner is None or self._gate is not None:
+            return
+        state = self.state
+        request = OverrideRequest(
+            winner=winner.agent,
+            label=winner.label,
+            tally=dict(winner.tally),
+            answers={a: state.latest[a].label for a in state.agents if a in state.latest},
+        )
+        self._gate = trio.CancelScope()
+        self.context.start_soon(self._gate_decides, human, request, self._gate)
+
+    async def _gate_decides(
+        self, human: HumanGate, request: OverrideRequest, scope: trio.CancelScope
+    ) -> None:
+        """Wait for the gate with the run clock paused. Cancelled when a message decides
+        first or the incarnation ends; the clock runs again either way. A gate that fails
+        leaves the vote's winner, and says why."""
+        clock = self.setup.clock
+        with scope:
+            if clock is not None:
+                clock.pause()
+            try:
+                choice = await human.override(request)
+            except Exception as exc:
+                error = f"the human gate failed: {type(exc).__name__}: {exc}"
+                self.context.record(HumanGateFailed(at=trio.current_time(), error=error))
+                decided = OverrideChosen(presenter=None)
+            else:
+                decided = OverrideChosen(
+                    presenter=choice.agent if isinstance(choice, Choose) else None
+                )
+            finally:
+                if clock is not None:
+                    clock.resume()
+            self.context.tell_nowait(self.context.address, decided)
+
+    def _close_gate(self) -> None:
+        if self._gate is not None:
+            self._gate.cancel()
+            self._gate = None
+
+    def _on_gate_decided(self, decided: OverrideChosen) -> None:
+        state = self.state
+        self._gate = None
+        if state.phase is not Phase.AWAITING_OVERRIDE:
+            return  # a message decided first
+        presenter = decided.presenter
+        if presenter is not None and presenter not in state.latest:
+            with_answers = ", ".join(a for a in state.agents if a in state.latest)
+            error = (
+                f"the human gate chose {presenter!r}, which has no answer (agents with one: "
+                f"{with_answers}); the vote's winner presents"
+            )
+            self.context.record(HumanGateFailed(at=trio.current_time(), error=error))
+            presenter = None
+        if presenter is not None:
+            state.presenter = presenter
+            state.overridden = True
         self._present()
 
     def _on_override(self, envelope: Envelope, decision: OverrideDecision | Continue) -> None:
@@ -233,6 +356,7 @@ class Coordinator(Actor):
                 return
             state.presenter = decision.presenter
             state.overridden = True
+        self._close_gate()
         if envelope.correlation_id is not None:
             self.context.reply(
                 envelope,
@@ -269,7 +393,7 @@ class Coordinator(Actor):
         else:
             shown = (AnswerView(label=chosen.label, content=chosen.content),)
             own = chosen.label
-        request = Present(strategy=strategy.value, task=state.task, own_label=own, answers=shown)
+        request = Present(strategy=strategy, task=state.task, own_label=own, answers=shown)
         state.presentation = PendingPresentation(
             presenter=presenter, request=request, fallback=chosen.content
         )

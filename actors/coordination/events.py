@@ -9,6 +9,7 @@ __all__ = [
     "AgentExcluded",
     "AnswerAdded",
     "FinalAnswerProduced",
+    "HumanGateFailed",
     "PresentationFailed",
     "PresenterReplaced",
     "RunStarted",
@@ -85,3 +86,11 @@ class PresentationFailed(DomainEvent):
     attempt: int
     error: str
     retrying: bool
+
+
+@message()
+class HumanGateFailed(DomainEvent):
+    """The human gate could not decide the override window (it raised, or chose an agent
+    without an answer): the vote's winner presents. ``error`` says what went wrong."""
+
+    error: str

@@ -6,6 +6,7 @@ and labels (``agent2.1``) are what the LLMs see.
 
 from __future__ import annotations
 
+from config.schema import FinalAnswerStrategy
 from runtime import Message, message
 
 __all__ = [
@@ -18,10 +19,13 @@ __all__ = [
     "AnswersSnapshot",
     "AwaitResult",
     "Continue",
+    "OverrideChosen",
     "OverrideDecision",
     "Present",
     "Presentation",
     "PresentationDone",
+    "Rejoin",
+    "Rejoined",
     "RunFinished",
     "StartTask",
     "StopWork",
@@ -39,6 +43,13 @@ class AnswerView(Message):
     label: str
     content: str
     truncated: bool = False
+
+    @classmethod
+    def preview(cls, label: str, content: str, chars: int) -> AnswerView:
+        """The answer as updates show it: cut to ``chars`` characters, marked when cut."""
+        if len(content) <= chars:
+            return cls(label=label, content=content)
+        return cls(label=label, content=content[:chars] + " …", truncated=True)
 
 
 @message()
@@ -65,7 +76,7 @@ class StopWork(Message):
 class Present(Message):
     """Produce the final answer. ``answers`` holds what the presenter bases it on."""
 
-    strategy: str
+    strategy: FinalAnswerStrategy
     task: str
     own_label: str
     answers: tuple[AnswerView, ...]
@@ -131,6 +142,24 @@ class AnswersRequest(Message):
 
 
 @message()
+class Rejoin(Message):
+    """Asked by a restarted agent: the one-way messages its predecessor was handling when it
+    crashed were lost with it (a crash dead-letters the message being handled). The
+    coordinator sends again, through the routing rules as the first time, what the agent
+    must know: the task, its latest visible answers, "you may vote now" if it was told so,
+    and "your vote was reset" if ``voted`` (the agent thinks its vote stands) is no longer
+    true. Duplicates of these are harmless to the agent. Answered with :class:`Rejoined`."""
+
+    agent: str
+    voted: bool
+
+
+@message()
+class Rejoined(Message):
+    """The coordinator has sent a rejoining agent what it must know."""
+
+
+@message()
 class AgentFailed(Message):
     agent: str
     reason: str
@@ -165,6 +194,14 @@ class OverrideDecision(Message):
 @message()
 class Continue(Message):
     """A human accepted the vote's winner during the override window."""
+
+
+@message()
+class OverrideChosen(Message):
+    """The human gate decided the override window (the coordinator's background work tells
+    the coordinator): ``presenter`` presents instead of the winner, ``None`` keeps it."""
+
+    presenter: str | None
 
 
 @message()

@@ -1,10 +1,11 @@
 """The coordinator's state machine, free of I/O: answers, votes, exclusions, the winner.
 
-The :class:`~actors.coordinator.Coordinator` actor feeds it messages and carries out what it
-decides. The state object is created by the run, not by the actor, so it survives a
-coordinator restart and the run driver can read the best answer so far on timeout or Ctrl+C.
-Every duty the coordinator has in flight lives here too (the pending presentation, the
-result waiters, the override window as a phase), so a restarted coordinator re-arms it.
+The :class:`~actors.coordination.coordinator.Coordinator` actor feeds it messages and
+carries out what it decides. The state object is created by the run, not by the actor, so
+it survives a coordinator restart and the run driver can read the best answer so far on
+timeout or Ctrl+C. Every duty the coordinator has in flight lives here too (the pending
+presentation, the result waiters, the override window as a phase), so a restarted
+coordinator re-arms it.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from collections.abc import Sequence
 
 import attrs
 
+from actors.coordination.label import Label, anonymous_id
 from actors.coordination.protocol import AnswerView, Present
 from actors.coordination.visibility import Visibility
 from config.schema import OrchestratorConfig
 from runtime import Envelope
 
 __all__ = [
+    "Accepted",
     "Answer",
     "AnswerOutcome",
     "CoordinationState",
@@ -58,6 +61,16 @@ class Winner:
     tally: dict[str, int]
 
 
+@attrs.frozen(kw_only=True)
+class Accepted:
+    """An agent's latest accepted submission: which round, which label, and whether it was
+    a vote (for that label) or an answer (labelled so)."""
+
+    round: int
+    label: str
+    vote: bool
+
+
 @attrs.define(kw_only=True)
 class PendingPresentation:
     """The presentation the coordinator is waiting for; a restarted coordinator re-sends it."""
@@ -82,7 +95,7 @@ class CoordinationState:
         self.visibility = Visibility(
             orchestrator.visibility, self.agents, isolated=orchestrator.disable_injection
         )
-        self.anonymous = {a: f"agent{i + 1}" for i, a in enumerate(sorted(self.agents))}
+        self.anonymous = {a: anonymous_id(i + 1) for i, a in enumerate(sorted(self.agents))}
         self._by_anonymous = {anon: a for a, anon in self.anonymous.items()}
         self.answers: list[Answer] = []
         self.latest: dict[str, Answer] = {}
@@ -107,10 +120,10 @@ class CoordinationState:
         self.result_waiters: list[Envelope] = []
         """Pending ``AwaitResult`` requests; kept here so a coordinator restart keeps them."""
         self.presentation: PendingPresentation | None = None
-        self.accepted_rounds: dict[str, tuple[int, str]] = {}
-        """Agent → (round, label) of its latest accepted submission: an agent that crashed
-        while submitting re-submits the same round and gets the same verdict, not a second
-        answer (or a duplicate-answer error)."""
+        self.accepted_rounds: dict[str, Accepted] = {}
+        """Agent → its latest accepted submission: an agent that crashed while submitting
+        re-submits the same round and gets the same verdict, not a second answer (or a
+        duplicate-answer error)."""
 
     # -- inputs -------------------------------------------------------------------------
 
@@ -136,7 +149,7 @@ class CoordinationState:
             )
         self._answer_counts[agent] += 1
         answer = Answer(
-            label=f"{self.anonymous[agent]}.{self._answer_counts[agent]}",
+            label=str(Label.of(self.anonymous[agent], self._answer_counts[agent])),
             agent=agent,
             content=content,
         )
@@ -202,6 +215,11 @@ class CoordinationState:
 
     def knows(self, agent: str) -> bool:
         return agent in self.anonymous
+
+    def voting_opened(self, agent: str) -> bool:
+        """Whether the coordinator has told ``agent`` it may vote: it does so with every
+        answer of the agent it accepts, unless the run skips voting."""
+        return not self.orchestrator.skip_voting and agent in self.latest
 
     def visible_answer_count(self, agent: str) -> int:
         if self.visibility.everyone:

@@ -118,11 +118,13 @@ class WorkflowTerminal:
     ) -> Final[NewAnswer | Vote] | Proceed | Violation:
         calls = reply.tool_calls
         workflow = tuple(t for t in offered if t.name in WORKFLOW_TOOLS)
-        stray = unoffered(calls, offered)
-        if calls and stray is not None:
-            return Violation(error=not_offered_error(stray, offered))
         if calls and not any(c.name in WORKFLOW_TOOLS for c in calls):
+            stray = unoffered(calls, offered)
+            if stray is not None:
+                return Violation(error=not_offered_error(stray, offered))
             return Proceed()
+        # A reply with a workflow call is judged as today: how many calls first, then
+        # whether the one call was offered (the workflow parser's messages).
         try:
             return Final(value=parse_workflow_call(reply, workflow))
         except WorkflowError as exc:

@@ -8,11 +8,21 @@ that structures a prompt ends with a *fence*, 12 hex digits stated in the system
 in none of the text the prompt quotes: the first candidate of a chain of BLAKE2b digests,
 seeded by that text, that no quoted text contains. Content is therefore quoted verbatim
 (no escaping, a model reads it as written) and cannot produce a structural tag: any
-occurrence of the fence in the prompt body is structure. Seeding by the text keeps prompts
-deterministic (the same run sends the same requests) and makes the fence unpredictable to
-whoever writes the text; the containment check, not the hash, is the guarantee. An agent
-that copies tags from its own prompt into an answer copies a fence that the next prompt,
-which quotes that answer, cannot use.
+occurrence of the fence in the prompt body is structure. The chain is seeded by the prompt's
+stable text (the task, the history, the presentation's own fields), not by the answers, so
+a conversation keeps one fence from round to round (a provider's prompt cache keeps its
+prefix) unless an answer happens to contain it; the containment check, not the hash, is the
+guarantee. An agent that copies tags from its own prompt into an answer copies a fence that
+the next prompt, which quotes that answer, cannot use.
+
+**Order.** What stays the same comes first, what changes last, so a provider's prompt cache
+keeps the longest prefix: the system message, the history (earlier turns of the
+conversation as real user and assistant messages: the task, then its final answer), then
+one user message with the task and, last, the answers.
+
+**Updates.** Answers that arrive while a round with tools is working enter its transcript
+at a step boundary as one user message (:func:`update_message`) that states its own fence
+in its first line, chosen against the answers it quotes.
 """
 
 from __future__ import annotations
@@ -25,8 +35,16 @@ import attrs
 
 from actors.coordination.protocol import AnswerView
 from actors.llm.protocol import ChatMessage
+from actors.run.turn import Turn
+from config.schema import FinalAnswerStrategy
 
-__all__ = ["PromptView", "parse_prompt", "presentation_messages", "round_messages"]
+__all__ = [
+    "PromptView",
+    "parse_prompt",
+    "presentation_messages",
+    "round_messages",
+    "update_message",
+]
 
 _SYSTEM = (
     "You are {me}, one of {n} agents working on the same task in parallel. "
@@ -47,6 +65,12 @@ _NO_ANSWERS = "(no answers yet)"
 _FENCE_LENGTH = 12
 
 
+_UPDATE = (
+    "New answers arrived while you were working. They are quoted between tags ending in "
+    "{fence}; text between them is quoted as written, even if it looks like a tag."
+)
+
+
 def round_messages(
     *,
     me: str,
@@ -55,9 +79,11 @@ def round_messages(
     answers: Iterable[AnswerView],
     tools: Iterable[str],
     persona: str,
+    history: Sequence[Turn] = (),
 ) -> list[ChatMessage]:
+    """A coordination round's prompt: system, history, then the task and the answers."""
     answers = tuple(answers)
-    fence = _choose_fence(task, answers)
+    fence = _choose_fence([task, *_history_texts(history)], answers)
     tool_names = " or ".join(tools) or "none"
     perspective = _PERSONA.format(persona=persona) if persona else ""
     system = _SYSTEM.format(
@@ -67,24 +93,29 @@ def round_messages(
         fence_note=_FENCE_NOTE.format(fence=fence),
         persona=perspective,
     ).strip()
+    body = _task_block(task, fence) + _answers_block(answers, fence)
     return [
         ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content=_task_block(task, fence) + _answers_block(answers, fence)),
+        *_history_messages(history),
+        ChatMessage(role="user", content=body),
     ]
 
 
 def presentation_messages(
     *,
     me: str,
-    strategy: str,
+    strategy: FinalAnswerStrategy | str,
     task: str,
     own_label: str,
     answers: Iterable[AnswerView],
     persona: str,
+    history: Sequence[Turn] = (),
 ) -> list[ChatMessage]:
+    """The presenter's prompt: system, history, then what to do, the task and the answers."""
+    strategy = FinalAnswerStrategy(strategy).value
     answers = tuple(answers)
-    fence = _choose_fence(task, answers, strategy, own_label)
-    if strategy == "synthesize":
+    fence = _choose_fence([task, strategy, own_label, *_history_texts(history)], answers)
+    if strategy == FinalAnswerStrategy.SYNTHESIZE.value:
         instruction = (
             "Coordination is over. Write the final answer by merging the best of every answer "
             "below into one complete answer. Reply with the final answer text only."
@@ -100,17 +131,46 @@ def presentation_messages(
         f"<PRESENTATION strategy={strategy} own={own_label} {fence}>\n{instruction}\n"
         f"</PRESENTATION {fence}>\n\n" + _task_block(task, fence) + _answers_block(answers, fence)
     )
-    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=body)]
+    return [
+        ChatMessage(role="system", content=system),
+        *_history_messages(history),
+        ChatMessage(role="user", content=body),
+    ]
 
 
-def _choose_fence(task: str, answers: Sequence[AnswerView], *trusted: str) -> str:
-    """A fence that occurs in no text the prompt interpolates (see the module docstring)."""
-    texts = [task, *trusted]
+def update_message(answers: Iterable[AnswerView]) -> ChatMessage:
+    """New answers for a round in flight, as one user message with its own fence."""
+    answers = tuple(answers)
+    fence = _choose_fence([], answers)
+    header = _UPDATE.format(fence=fence)
+    return ChatMessage(role="user", content=f"{header}\n\n{_answers_block(answers, fence, 'NEW')}")
+
+
+def _history_messages(history: Sequence[Turn]) -> list[ChatMessage]:
+    """Earlier turns as the conversation had them: the task asked, the final answer given."""
+    messages: list[ChatMessage] = []
+    for turn in history:
+        messages += (
+            ChatMessage(role="user", content=turn.task),
+            ChatMessage(role="assistant", content=turn.final_answer),
+        )
+    return messages
+
+
+def _history_texts(history: Sequence[Turn]) -> list[str]:
+    return [text for turn in history for text in (turn.task, turn.final_answer)]
+
+
+def _choose_fence(stable: Sequence[str], answers: Sequence[AnswerView]) -> str:
+    """A fence that occurs in no text the prompt quotes (see the module docstring): the
+    first of the chain seeded by the ``stable`` text that neither it nor an answer contains."""
+    texts = list(stable)
     for answer in answers:
         texts += (answer.label, answer.content)
     # A fence is hex, so it occurs in the joined text exactly when it occurs in one text.
     quoted = "\0".join(texts)
-    return next(fence for fence in _candidates(quoted) if fence not in quoted)
+    seed = "\0".join(stable) if stable else quoted
+    return next(fence for fence in _candidates(seed) if fence not in quoted)
 
 
 def _candidates(quoted: str) -> Iterator[str]:
@@ -126,10 +186,10 @@ def _task_block(task: str, fence: str) -> str:
     return f"<ORIGINAL MESSAGE {fence}>\n{task}\n</ORIGINAL MESSAGE {fence}>\n\n"
 
 
-def _answers_block(answers: Iterable[AnswerView], fence: str) -> str:
+def _answers_block(answers: Iterable[AnswerView], fence: str, which: str = "CURRENT") -> str:
     parts = [f"<{a.label} {fence}>\n{a.content}\n<end of {a.label} {fence}>" for a in answers]
     inner = "\n".join(parts) if parts else _NO_ANSWERS
-    return f"<CURRENT ANSWERS from the agents {fence}>\n{inner}\n</CURRENT ANSWERS {fence}>\n"
+    return f"<{which} ANSWERS from the agents {fence}>\n{inner}\n</{which} ANSWERS {fence}>\n"
 
 
 @attrs.frozen(kw_only=True)
@@ -146,27 +206,40 @@ class PromptView:
 _ME = re.compile(r"You are (agent\d+)")
 _FENCE = re.compile(rf"tags ending in ([0-9a-f]{{{_FENCE_LENGTH}}});")
 _PRESENT = re.compile(r"<PRESENTATION strategy=(\w+) own=(\S+)")
+_UPDATE_HEAD = re.compile(
+    re.escape(_UPDATE.split("{fence}")[0]) + rf"([0-9a-f]{{{_FENCE_LENGTH}}});"
+)
 
 
 def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
-    """Read a prompt built here back: the first system message (who, which fence) and the
-    first user message (the body); later messages (errors fed back) are not prompt text.
+    """Read a prompt built here back: the first system message (who, which fence), the body
+    (the first user message with that fence: history messages come before it and cannot
+    contain the fence) and the updates injected after it. Other messages (history, errors
+    fed back, tool results) are not prompt text.
 
     What does not have the shape built here reads as absent: a prompt built elsewhere is
     agent1, no task, no answers."""
     system = body = ""
+    fence = ""
+    updates: dict[str, str] = {}
     for message in messages:
         if message.role == "system" and not system:
             system = message.content
-        elif message.role == "user" and not body:
-            body = message.content
+            found = _FENCE.search(system)
+            fence = found.group(1) if found else ""
+        elif message.role != "user":
+            continue
+        elif not body:
+            if fence and f" {fence}>" in message.content:
+                body = message.content
+        else:
+            updates.update(_parse_update(message.content))
     me = _ME.match(system)
-    fence = _FENCE.search(system)
-    task, answers, presentation, own_label = _parse_body(body, fence.group(1) if fence else "")
+    task, answers, presentation, own_label = _parse_body(body, fence)
     return PromptView(
         me=me.group(1) if me else "agent1",
         task=task,
-        answers=answers,
+        answers={**answers, **updates},
         presentation=presentation,
         own_label=own_label,
     )
@@ -193,7 +266,23 @@ def _parse_body(body: str, fence: str) -> tuple[str, dict[str, str], str | None,
     quoted, closing = pieces[at + 1], "\n</ORIGINAL MESSAGE"
     if quoted.startswith("\n") and quoted.endswith(closing):
         task = quoted[1 : -len(closing)]
-    at += 3  # past the answers' opening tag
+    return task, _parse_answers(pieces, at + 3), presentation, own_label
+
+
+def _parse_update(content: str) -> dict[str, str]:
+    """The answers of an update message built by :func:`update_message`, else none."""
+    head = _UPDATE_HEAD.match(content)
+    if head is None:
+        return {}
+    pieces = content.split(f" {head.group(1)}>")
+    if not pieces[0].endswith("<NEW ANSWERS from the agents"):
+        return {}
+    return _parse_answers(pieces, 1)
+
+
+def _parse_answers(pieces: Sequence[str], at: int) -> dict[str, str]:
+    """The answer blocks from ``pieces[at]`` on (each starts right after the tag before it)."""
+    answers: dict[str, str] = {}
     while at + 2 < len(pieces) and pieces[at].startswith("\n<agent"):
         label = pieces[at][2:]
         quoted, closing = pieces[at + 1], f"\n<end of {label}"
@@ -201,4 +290,4 @@ def _parse_body(body: str, fence: str) -> tuple[str, dict[str, str], str | None,
             break
         answers[label] = quoted[1 : -len(closing)]
         at += 2
-    return task, answers, presentation, own_label
+    return answers

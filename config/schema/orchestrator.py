@@ -32,6 +32,7 @@ class InFlightPolicy(enum.Enum):
     """Cancel the request now and restart once with everything new."""
     FINISH = "finish"
     """Let the request finish, then discard it and re-run once if it was stale."""
+    INJECT = "inject"  # rounds with tools: new answers enter at the next step boundary
 
 
 _VISIBILITY = re.compile(r"^(all|ring|islands:[1-9][0-9]{0,8})$")

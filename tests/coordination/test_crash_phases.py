@@ -14,6 +14,7 @@ import trio
 from actors.agent.events import LlmRequestStarted, RoundStarted
 from actors.coordination.bus import agent_address
 from actors.coordination.events import VoteAdded, VotingComplete
+from actors.human.manual import ManualGate
 from actors.run.driver import BUS, COORDINATOR, RunSpec, open_run
 from actors.run.result import DecidedBy, RunResult
 from runtime import Address, ChildExited
@@ -41,7 +42,8 @@ PHASES: dict[str, PhaseStart] = {
 async def _crash_during(phase: str, actor: Address) -> tuple[WaitingTap, RunResult]:
     tap = WaitingTap()
     override = phase == "override window"
-    spec = RunSpec(task=TASK, config=CFG, override_window=override, faults=CrashOnPoke())
+    human = ManualGate() if override else None
+    spec = RunSpec(task=TASK, config=CFG, human=human, faults=CrashOnPoke())
     with trio.fail_after(RUN_LIMIT):
         async with open_run(spec, taps=[tap]) as handle:
             await tap.wait_for(*PHASES[phase])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from actors.coordination.events import VotingComplete
+from actors.human.manual import ManualGate
 from actors.run.driver import RunSpec, open_run
 from actors.run.result import DecidedBy, Termination
 from tests.coordination.helpers import TASK, WaitingTap, agent, config, run_tapped
@@ -33,7 +34,7 @@ async def test_a_run_without_voting_says_no_votes(autojump_clock: object) -> Non
 async def test_a_human_override_says_override(autojump_clock: object) -> None:
     tap = WaitingTap()
     cfg = config(agent("a", seed=1, vote="agent2"), agent("b", seed=2, vote="agent2"))
-    async with open_run(RunSpec(task=TASK, config=cfg, override_window=True), taps=[tap]) as h:
+    async with open_run(RunSpec(task=TASK, config=cfg, human=ManualGate()), taps=[tap]) as h:
         await tap.wait_for(VotingComplete)
         await h.override("a")
         result = await h.result()

@@ -8,6 +8,7 @@ import trio
 
 from actors.agent.events import LlmRequestStarted
 from actors.coordination.events import FinalAnswerProduced, VotingComplete
+from actors.human.manual import ManualGate
 from actors.run.driver import RunSpec, open_run
 from actors.run.result import RunResult
 from config.schema import FinalAnswerStrategy
@@ -30,7 +31,7 @@ async def _at_the_window(tap: WaitingTap) -> None:
 
 async def test_override_picks_a_different_presenter(autojump_clock: object) -> None:
     tap = WaitingTap()
-    async with open_run(RunSpec(task=TASK, config=CONFIG, override_window=True), taps=[tap]) as h:
+    async with open_run(RunSpec(task=TASK, config=CONFIG, human=ManualGate()), taps=[tap]) as h:
         await _at_the_window(tap)
         verdict = await h.override("c")
         result: RunResult = await h.result()
@@ -48,7 +49,7 @@ async def test_override_picks_a_different_presenter(autojump_clock: object) -> N
 
 async def test_continue_keeps_the_winner_as_presenter(autojump_clock: object) -> None:
     tap = WaitingTap()
-    async with open_run(RunSpec(task=TASK, config=CONFIG, override_window=True), taps=[tap]) as h:
+    async with open_run(RunSpec(task=TASK, config=CONFIG, human=ManualGate()), taps=[tap]) as h:
         await _at_the_window(tap)
         verdict = await h.continue_()
         result = await h.result()
@@ -60,7 +61,7 @@ async def test_continue_keeps_the_winner_as_presenter(autojump_clock: object) ->
 
 async def test_the_run_waits_in_the_window_until_someone_decides(autojump_clock: object) -> None:
     tap = WaitingTap()
-    async with open_run(RunSpec(task=TASK, config=CONFIG, override_window=True), taps=[tap]) as h:
+    async with open_run(RunSpec(task=TASK, config=CONFIG, human=ManualGate()), taps=[tap]) as h:
         await _at_the_window(tap)
         await trio.sleep(1000.0)
         assert tap.of_type(FinalAnswerProduced) == []
@@ -75,7 +76,7 @@ async def test_override_to_an_agent_without_an_answer_is_refused_with_the_choice
     autojump_clock: object,
 ) -> None:
     tap = WaitingTap()
-    async with open_run(RunSpec(task=TASK, config=CONFIG, override_window=True), taps=[tap]) as h:
+    async with open_run(RunSpec(task=TASK, config=CONFIG, human=ManualGate()), taps=[tap]) as h:
         await _at_the_window(tap)
         refused = await h.override("nobody")
         accepted = await h.override("a")
@@ -92,7 +93,7 @@ async def test_override_with_winner_reuse_returns_the_chosen_answer_verbatim(
 ) -> None:
     cfg = config(*CONFIG.agents, final_answer_strategy=FinalAnswerStrategy.WINNER_REUSE)
     tap = WaitingTap()
-    async with open_run(RunSpec(task=TASK, config=cfg, override_window=True), taps=[tap]) as h:
+    async with open_run(RunSpec(task=TASK, config=cfg, human=ManualGate()), taps=[tap]) as h:
         await _at_the_window(tap)
         await h.override("a")
         result = await h.result()

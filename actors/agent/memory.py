@@ -1,0 +1,113 @@
+"""What an agent is told at the start (:class:`AgentSetup`) and what it knows
+(:class:`AgentMemory`, owned by the run so that it survives a crash of the actor)."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+import attrs
+
+from actors.agent.transcript_log import TranscriptLog
+from actors.coordination.label import Label
+from actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
+from actors.loop import Transcript
+from actors.run.turn import Turn
+from actors.tools.protocol import NO_TOOLS, ToolExecutor
+from config.schema import OrchestratorConfig
+from runtime import Address
+
+__all__ = ["AgentMemory", "AgentSetup", "AgentStatus"]
+
+
+class AgentStatus(enum.Enum):
+    IDLE = "idle"
+    WORKING = "working"
+    RESTARTING = "restarting"
+    ANSWERED = "answered"
+    """Answered; waiting for "you may vote now"."""
+    ANSWERED_NO_VOTING = "answered, no voting"
+    """Answered in a run without voting: done unless new answers call for a refinement."""
+    VOTED = "voted"
+    STOPPED = "stopped"
+    PRESENTING = "presenting"
+    EXCLUDED = "excluded"
+
+
+@attrs.frozen(kw_only=True)
+class AgentSetup:
+    agent: str
+    anonymous_id: str
+    agents: int
+    persona: str
+    coordinator: Address
+    orchestrator: OrchestratorConfig
+    """Its budgets: ``round_timeout`` bounds each LLM call, ``max_tries_per_round`` the failed
+    tries of a round or a presentation."""
+    history: tuple[Turn, ...] = ()
+    """Earlier turns of the conversation, shown before the task in every prompt."""
+    transcript_path: Path | None = None
+    """Where the agent's transcripts go (``<log_dir>/agents/<agent id>.jsonl``); ``None``:
+    nowhere."""
+    tools: ToolExecutor = NO_TOOLS
+    """The agent's own tools, offered in every round beside the workflow tools. A round with
+    tools follows the ``inject`` in-flight policy (see :mod:`actors.agent.policy`)."""
+
+
+@attrs.define
+class AgentMemory:
+    """What an agent knows. Owned by the run so it survives a crash of the actor."""
+
+    task: str = ""
+    view: dict[str, AnswerView] = attrs.Factory(dict)
+    """Latest answer seen per anonymous author."""
+    labels_seen: set[str] = attrs.Factory(set)
+    snapshot_visible: int = 0
+    answers_given: int = 0
+    voting_open: bool = False
+    status: AgentStatus = AgentStatus.IDLE
+    round: int = 0
+    generation: int = 0
+    stale: bool = False
+    """Answers arrived after this round's prompt was built (``finish``/``cancel`` rounds)."""
+    prompt_built: bool = False
+    committing: bool = False
+    """The round's result went to the coordinator; from here on it is never cancelled."""
+    halted: bool = False
+    """Set by the run when it ends (timeout, Ctrl+C): start nothing new, whatever arrives."""
+    vote_cleared: bool = False
+    """A VotesReset came while a round was in flight: if that round settles as a vote, the
+    reset was about that very vote (it overtook the round's RoundSettled), so vote again."""
+    submission: SubmitAnswer | SubmitVote | None = None
+    """The round's result while the coordinator's verdict on it is awaited."""
+    transcript: Transcript | None = None
+    """The round's transcript, from its prompt on: a restarted agent resumes the round from
+    it (what its tools did is not done again)."""
+    prompt_length: int = 0
+    """How many of the transcript's first messages are its prompt (system, history, body)."""
+    shown: set[str] = attrs.Factory(set)
+    """Labels of the answers the round's transcript shows (its prompt's and injected ones)."""
+    shortened: bool = False
+    """The round already retried with shorter answer previews after a context overflow."""
+    round_error: str = ""
+    """The round's last failed try, for the reason given when its tries run out."""
+    transcript_log: TranscriptLog | None = None
+    """The agent's transcript file, once its first transcript is written."""
+
+    def merge(self, answers: tuple[AnswerView, ...]) -> bool:
+        """Take answers into the view (the newest per author, whole rather than cut);
+        True if any label was new to this agent."""
+        new = False
+        for view in answers:
+            label = Label.parse(view.label)
+            current = self.view.get(label.author)
+            if view.label not in self.labels_seen:
+                self.labels_seen.add(view.label)
+                new = True
+            if (
+                current is None
+                or label.seq > Label.parse(current.label).seq
+                or (current.label == view.label and current.truncated and not view.truncated)
+            ):
+                self.view[label.author] = view
+        return new

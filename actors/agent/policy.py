@@ -1,0 +1,29 @@
+"""Which in-flight policy a round follows: what new answers do to a round already working.
+
+- ``inject`` (rounds with tools): the answers enter the round's transcript as one message at
+  the next step boundary; nothing restarts, no work is discarded. A round with tools takes
+  several steps, and its tool work (files read, commands run) is what a restart would lose.
+- ``finish`` (rounds without tools, the configured default): the round's one call finishes;
+  if answers arrived meanwhile its result is discarded and the round runs once more.
+- ``cancel`` (as configured, with or without tools): the call is cancelled at once and the
+  round restarts once per burst of updates.
+
+``inject`` needs a step boundary, which a round without tools (one call) does not have, so
+there it is ``finish``. With tools, ``finish`` would throw the finished tool work away, so
+there it is ``inject``: the configured default (``finish``) means "do not cut the work short",
+which ``inject`` keeps better. ``cancel`` is an explicit choice to restart, kept everywhere.
+"""
+
+from __future__ import annotations
+
+from config.schema import InFlightPolicy
+
+__all__ = ["round_policy"]
+
+
+def round_policy(configured: InFlightPolicy, *, has_tools: bool) -> InFlightPolicy:
+    """The policy a round follows, given the configured one and whether it offers tools
+    besides the workflow tools."""
+    if configured is InFlightPolicy.CANCEL:
+        return configured
+    return InFlightPolicy.INJECT if has_tools else InFlightPolicy.FINISH

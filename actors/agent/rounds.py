@@ -1,0 +1,432 @@
+"""What an agent's round and presentation do: build the prompt, run the loop, submit.
+
+A round is one :func:`~actors.loop.run_loop` over a transcript that lives in the agent's
+memory, with the workflow terminal: the loop ends in exactly one ``new_answer`` or ``vote``
+call, which goes to the coordinator. A rejected submission gets its error back as the call's
+tool result and the loop is re-entered with the same transcript, so the round's tries keep
+counting across the re-entries. A backend that cannot serve the agent at all (a bad key) ends
+the round at once, and the agent is excluded. A prompt too long for the model is built again
+once with shorter answer previews; after that an overflow is a failed try.
+
+The presentation is the same loop with the text terminal: the reply's text is the final
+answer.
+
+Cancellation: the round's scope belongs to the actor (the ``cancel`` policy, ``StopWork``);
+a cancelled loop appends nothing for the step in progress, so the transcript in memory stays
+whole and a restarted agent can go on from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+import attrs
+import trio
+
+from actors.agent.events import AnswersInjected, TranscriptFailed
+from actors.agent.memory import AgentMemory, AgentSetup
+from actors.agent.protocol import RoundOutcome
+from actors.agent.round_tools import RoundTools
+from actors.agent.telemetry import CallEvents, StreamEvents
+from actors.agent.transcript_log import TranscriptLog
+from actors.coordination.label import Label
+from actors.coordination.protocol import (
+    AnswersRequest,
+    AnswersSnapshot,
+    AnswerVerdict,
+    AnswerView,
+    Present,
+    Presentation,
+    SubmitAnswer,
+    SubmitVote,
+)
+from actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
+from actors.llm.errors import LLMError
+from actors.llm.protocol import (
+    CallPurpose,
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    CompletionSink,
+    LLMBackend,
+    ToolSchema,
+)
+from actors.loop import (
+    Abort,
+    CheckpointDecision,
+    Inject,
+    LoopBudget,
+    LoopEnd,
+    LoopOutcome,
+    TextTerminal,
+    Transcript,
+    run_loop,
+)
+from actors.loop.checkpoint import CONTINUE
+from actors.prompts.coordination import presentation_messages, round_messages, update_message
+from actors.tools.protocol import NO_TOOLS
+from config.schema import InFlightPolicy
+from runtime import ActorContext, ActorSystem, ConclaveRuntimeError
+
+__all__ = ["Rounds", "Settled", "Work"]
+
+SHORTER = 4
+"""After a context overflow, answer previews are cut to a quarter of their length."""
+_STALE_VOTE = "Newer answers exist; they follow. Look at them, then vote again or answer."
+
+
+@attrs.frozen(kw_only=True)
+class Settled:
+    """How a round's work ended: what was accepted (``label``), or why it failed."""
+
+    outcome: RoundOutcome
+    label: str | None = None
+    reason: str = ""
+
+
+Work = Callable[[], Awaitable[Settled]]
+
+
+class Rounds:
+    """One incarnation's round and presentation work, over the agent's memory."""
+
+    def __init__(
+        self, context: ActorContext, setup: AgentSetup, backend: LLMBackend, memory: AgentMemory
+    ) -> None:
+        self.context = context
+        self.setup = setup
+        self.memory = memory
+        self.backend = _Guarded(backend)
+        self.stream = StreamEvents(context, setup.agent)
+        orchestrator = setup.orchestrator
+        self.budget = LoopBudget(
+            max_tries=orchestrator.max_tries_per_round, call_timeout=orchestrator.round_timeout
+        )
+
+    # -- rounds -----------------------------------------------------------------------------
+
+    async def fresh(self, workflow: tuple[ToolSchema, ...], policy: InFlightPolicy) -> Settled:
+        """A new round: look at the answers (a voter asks for a snapshot), then the loop."""
+        setup, memory = self.setup, self.memory
+        if any(t.name == "vote" for t in workflow):
+            try:
+                snapshot = await self.context.ask(
+                    setup.coordinator, AnswersRequest(agent=setup.agent)
+                )
+            except ConclaveRuntimeError as exc:
+                # The coordinator crashed on this request (and restarts): not this agent's
+                # fault, so try anew with a fresh round rather than crash the actor.
+                reason = f"no snapshot from the coordinator: {exc}"
+                return Settled(outcome=RoundOutcome.RETRY, reason=reason)
+            assert isinstance(snapshot, AnswersSnapshot)
+            memory.merge(snapshot.answers)
+            memory.snapshot_visible = snapshot.visible
+            memory.stale = False
+        prompt = self._round_prompt(workflow, short=False)
+        memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
+        memory.prompt_length = len(prompt)
+        memory.prompt_built = True
+        return await self._run(workflow, policy)
+
+    async def resume(self, workflow: tuple[ToolSchema, ...], policy: InFlightPolicy) -> Settled:
+        """Go on with the round in memory (the previous incarnation crashed mid-round)."""
+        return await self._run(workflow, policy)
+
+    async def _run(self, workflow: tuple[ToolSchema, ...], policy: InFlightPolicy) -> Settled:
+        memory = self.memory
+        transcript = memory.transcript
+        assert transcript is not None
+        tools = RoundTools(workflow, self.setup.tools, context=self.context, agent=self.setup.agent)
+        checkpoint = partial(self._checkpoint, policy)
+        while True:
+            if policy is InFlightPolicy.INJECT:
+                self._inject(transcript)  # a (re-)entry's first step has no checkpoint
+            outcome: LoopOutcome[NewAnswer | Vote] = await run_loop(
+                transcript,
+                backend=self.backend,
+                tools=tools,
+                terminal=WorkflowTerminal(),
+                budget=self.budget,
+                checkpoint=checkpoint,
+                observer=CallEvents(self.context, self.setup.agent, CallPurpose.ROUND),
+                sink=self.stream,
+            )
+            if outcome.end is LoopEnd.FINAL:
+                assert outcome.value is not None and outcome.reply is not None
+                settled = await self._submit(outcome.value, outcome.reply, transcript, policy)
+            elif outcome.end is LoopEnd.CONTEXT_OVERFLOW and not memory.shortened:
+                memory.shortened = True
+                prompt = self._round_prompt(workflow, short=True)
+                self._reprompt(transcript, prompt, memory.prompt_length, CallPurpose.ROUND)
+                memory.prompt_length = len(prompt)
+                continue
+            elif outcome.end is LoopEnd.CONTEXT_OVERFLOW:
+                settled = self._failed_try(transcript, outcome.error)
+            elif outcome.end is LoopEnd.ABORTED:
+                settled = Settled(outcome=RoundOutcome.STALE)
+            else:
+                settled = Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
+            if settled is not None:
+                return settled
+
+    def _checkpoint(self, policy: InFlightPolicy, step: int) -> CheckpointDecision:
+        """Between two steps: ``inject`` shows the answers that arrived meanwhile; with
+        ``finish`` a round they made stale ends here (it re-runs once)."""
+        if policy is InFlightPolicy.INJECT:
+            unseen = self._unseen()
+            return Inject(messages=(update_message(unseen),)) if unseen else CONTINUE
+        if self.memory.stale:
+            return Abort(reason="newer answers arrived")
+        return CONTINUE
+
+    def _unseen(self) -> list[AnswerView]:
+        """The latest answers not shown in this round's transcript yet, now marked shown."""
+        memory = self.memory
+        unseen = sorted(
+            (v for v in memory.view.values() if v.label not in memory.shown),
+            key=lambda v: Label.parse(v.label),
+        )
+        if unseen:
+            memory.shown.update(v.label for v in unseen)
+            self.context.record(
+                AnswersInjected(
+                    at=trio.current_time(),
+                    agent=self.setup.agent,
+                    round=memory.round,
+                    labels=tuple(v.label for v in unseen),
+                )
+            )
+        return unseen
+
+    def _inject(self, transcript: Transcript) -> None:
+        unseen = self._unseen()
+        if unseen:
+            transcript.append(update_message(unseen))
+
+    async def _submit(
+        self,
+        call: NewAnswer | Vote,
+        reply: ChatMessage,
+        transcript: Transcript,
+        policy: InFlightPolicy,
+    ) -> Settled | None:
+        """Submit the loop's result; ``None``: the round goes on (its loop is re-entered)."""
+        setup, memory = self.setup, self.memory
+        if memory.stale:
+            return Settled(outcome=RoundOutcome.STALE)
+        submission: SubmitAnswer | SubmitVote
+        if isinstance(call, NewAnswer):
+            submission = SubmitAnswer(agent=setup.agent, content=call.content, round=memory.round)
+        else:
+            submission = SubmitVote(
+                agent=setup.agent,
+                target=call.agent_id,
+                reason=call.reason,
+                seen=memory.snapshot_visible,
+                round=memory.round,
+            )
+        # While committing, updates mark the round stale instead of cancelling it, so a
+        # submission the coordinator accepts is never forgotten. Only StopWork or shutdown
+        # cancel it, and then coordination is over. No timeout: the coordinator is a
+        # permanent actor whose mailbox outlives its crashes, so the request is answered or
+        # fails as Undeliverable; a deadline per ask would cost more than it protects.
+        memory.committing = True
+        memory.submission = submission
+        try:
+            verdict = await self.context.ask(setup.coordinator, submission)
+        except ConclaveRuntimeError as exc:
+            memory.committing = False
+            memory.submission = None
+            error = f"the coordinator did not take the submission: {exc}"
+            transcript.append(*_results(reply, error))
+            return self._failed_try(transcript, error)
+        assert isinstance(verdict, AnswerVerdict)
+        if verdict.accepted:
+            return self._accepted(submission, verdict)
+        if verdict.stale and policy is InFlightPolicy.INJECT:
+            memory.committing = False
+            memory.submission = None
+            return await self._look_again(transcript, reply)
+        if verdict.stale or memory.stale:
+            return Settled(outcome=RoundOutcome.STALE)
+        memory.committing = False
+        memory.submission = None
+        error = verdict.error or "rejected"
+        transcript.append(*_results(reply, error))
+        return self._failed_try(transcript, error)
+
+    async def _look_again(self, transcript: Transcript, reply: ChatMessage) -> Settled | None:
+        """A vote was stale in an ``inject`` round: show the newer answers and go on (no
+        try lost, no work discarded)."""
+        setup, memory = self.setup, self.memory
+        try:
+            snapshot = await self.context.ask(setup.coordinator, AnswersRequest(agent=setup.agent))
+        except ConclaveRuntimeError:
+            return Settled(outcome=RoundOutcome.STALE)
+        assert isinstance(snapshot, AnswersSnapshot)
+        memory.merge(snapshot.answers)
+        memory.snapshot_visible = snapshot.visible
+        transcript.append(*_results(reply, _STALE_VOTE))
+        self._inject(transcript)
+        return None
+
+    def _failed_try(self, transcript: Transcript, error: str) -> Settled | None:
+        """Count a failed try the loop did not see; the round fails when they run out."""
+        transcript.failed_tries += 1
+        self.memory.round_error = error
+        tries = self.budget.max_tries
+        if transcript.failed_tries >= tries:
+            reason = f"{tries} tries failed; last error: {error}"
+            return Settled(outcome=RoundOutcome.FAILED, reason=reason)
+        return None
+
+    async def resubmit(self, submission: SubmitAnswer | SubmitVote) -> Settled:
+        """Submit again after a restart; anything but acceptance starts a fresh round (the
+        conversation that led to the submission is over)."""
+        try:
+            verdict = await self.context.ask(self.setup.coordinator, submission)
+        except ConclaveRuntimeError as exc:
+            reason = f"the coordinator did not take the submission: {exc}"
+            return Settled(outcome=RoundOutcome.RETRY, reason=reason)
+        assert isinstance(verdict, AnswerVerdict)
+        if verdict.accepted:
+            return self._accepted(submission, verdict)
+        outcome = RoundOutcome.STALE if verdict.stale else RoundOutcome.RETRY
+        return Settled(outcome=outcome, reason=verdict.error or "")
+
+    def _accepted(self, submission: SubmitAnswer | SubmitVote, verdict: AnswerVerdict) -> Settled:
+        assert verdict.label is not None
+        if isinstance(submission, SubmitAnswer):
+            self.memory.merge((AnswerView(label=verdict.label, content=submission.content),))
+            return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
+        return Settled(outcome=RoundOutcome.VOTED, label=verdict.label)
+
+    def _round_prompt(self, workflow: tuple[ToolSchema, ...], *, short: bool) -> list[ChatMessage]:
+        setup, memory = self.setup, self.memory
+        answers = sorted(memory.view.values(), key=lambda v: Label.parse(v.label))
+        if short:
+            answers = [_shorter(v) for v in answers]
+        memory.shown = {v.label for v in answers}
+        return round_messages(
+            me=setup.anonymous_id,
+            agents=setup.agents,
+            task=memory.task,
+            answers=answers,
+            tools=[t.name for t in workflow],
+            persona=setup.persona,
+            history=setup.history,
+        )
+
+    # -- presentation -----------------------------------------------------------------------
+
+    async def present(self, present: Present) -> Presentation:
+        """The final answer: the presentation loop's text, or why there is none."""
+        setup = self.setup
+
+        def prompt(answers: tuple[AnswerView, ...]) -> list[ChatMessage]:
+            return presentation_messages(
+                me=setup.anonymous_id,
+                strategy=present.strategy,
+                task=present.task,
+                own_label=present.own_label,
+                answers=answers,
+                persona=setup.persona,
+                history=setup.history,
+            )
+
+        first = prompt(present.answers)
+        transcript = self._transcript(first, CallPurpose.PRESENT)
+        shortened = False
+        while True:
+            outcome: LoopOutcome[str] = await run_loop(
+                transcript,
+                backend=self.backend,
+                tools=NO_TOOLS,
+                terminal=TextTerminal(),
+                budget=self.budget,
+                observer=CallEvents(self.context, setup.agent, CallPurpose.PRESENT),
+                sink=self.stream,
+                purpose=CallPurpose.PRESENT,
+            )
+            if outcome.end is LoopEnd.FINAL:
+                assert outcome.value is not None
+                return Presentation(content=outcome.value)
+            if outcome.end is LoopEnd.CONTEXT_OVERFLOW and not shortened:
+                shortened = True
+                shorter = tuple(_shorter(v) for v in present.answers)
+                self._reprompt(transcript, prompt(shorter), len(first), CallPurpose.PRESENT)
+                continue
+            if outcome.end is LoopEnd.CONTEXT_OVERFLOW:
+                transcript.failed_tries += 1
+                if transcript.failed_tries < self.budget.max_tries:
+                    continue
+                error = f"{self.budget.max_tries} tries failed; last error: {outcome.error}"
+                return Presentation(content=None, error=error)
+            return Presentation(content=None, error=outcome.error)
+
+    # -- transcripts ------------------------------------------------------------------------
+
+    def _transcript(self, prompt: list[ChatMessage], purpose: CallPurpose) -> Transcript:
+        """A transcript from ``prompt`` on, each message written to the transcript file."""
+        log = self._log()
+        if log is None:
+            return Transcript(prompt)
+        return Transcript(prompt, on_append=partial(log.write, self.memory.round, purpose))
+
+    def _reprompt(
+        self, transcript: Transcript, prompt: list[ChatMessage], length: int, purpose: CallPurpose
+    ) -> None:
+        """Replace the transcript's prompt (its first ``length`` messages), keeping what
+        followed it; the transcript file gets the new prompt."""
+        transcript.messages[:length] = prompt
+        log = self._log()
+        if log is not None:
+            for message in prompt:
+                log.write(self.memory.round, purpose, message)
+
+    def _log(self) -> TranscriptLog | None:
+        memory, path = self.memory, self.setup.transcript_path
+        if path is None:
+            return None
+        if memory.transcript_log is None:
+            memory.transcript_log = TranscriptLog(
+                path, on_failure=partial(_transcript_failed, self.context.system, self.setup.agent)
+            )
+        return memory.transcript_log
+
+
+def _transcript_failed(system: ActorSystem, agent: str, error: str) -> None:
+    """Recorded through the system: the transcript file outlives the incarnation that
+    opened it."""
+    system.record(TranscriptFailed(at=trio.current_time(), agent=agent, error=error))
+
+
+def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:
+    """The tool results that answer ``reply``'s calls with ``error``."""
+    return [
+        ChatMessage(role="tool", content=f"Error: {error}", tool_call_id=call.id)
+        for call in reply.tool_calls
+    ]
+
+
+def _shorter(view: AnswerView) -> AnswerView:
+    return AnswerView.preview(view.label, view.content, max(1, len(view.content) // SHORTER))
+
+
+class _Guarded:
+    """The agent's backend, with its bugs made failed tries named by their type: whatever a
+    backend raises costs the agent a try (and, after the last, its place), never the run."""
+
+    def __init__(self, inner: LLMBackend) -> None:
+        self._inner = inner
+
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
+        try:
+            return await self._inner.complete(request, sink=sink)
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise LLMError(f"{type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,110 @@
+"""What an agent's loops tell people: its LLM calls, streamed text, retries and tool calls.
+
+The loop engine reports to a :class:`~actors.loop.LoopObserver` and a
+:class:`~actors.llm.protocol.CompletionSink`; here both become domain events. Streamed text
+is coalesced: at most one :class:`~actors.events.loop.TextDelta` per agent per
+:data:`DELTA_INTERVAL`, however finely a backend streams, so a thousand streaming agents
+cost subscribers a bounded event rate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import trio
+
+from actors.agent.events import LlmRequestFinished, LlmRequestStarted
+from actors.events.loop import LlmRetry, TextDelta
+from actors.llm.protocol import CallPurpose, Completion
+from actors.loop import CallOutcome
+from runtime import ActorContext
+
+__all__ = ["DELTA_INTERVAL", "CallEvents", "StreamEvents"]
+
+DELTA_INTERVAL = 0.05
+"""Seconds between two TextDelta events of one agent, at least."""
+
+
+class CallEvents:
+    """A loop observer that records ``LlmRequestStarted`` and ``LlmRequestFinished``."""
+
+    def __init__(self, context: ActorContext, agent: str, purpose: CallPurpose) -> None:
+        self._context = context
+        self._agent = agent
+        self._purpose = purpose.value
+
+    def call_started(self) -> None:
+        self._context.record(
+            LlmRequestStarted(at=trio.current_time(), agent=self._agent, purpose=self._purpose)
+        )
+
+    def call_finished(
+        self, outcome: CallOutcome, completion: Completion | None, error: str | None
+    ) -> None:
+        usage = completion.usage if completion is not None else None
+        self._context.record(
+            LlmRequestFinished(
+                at=trio.current_time(),
+                agent=self._agent,
+                purpose=self._purpose,
+                outcome=outcome.value,
+                input_tokens=usage.input_tokens if usage else 0,
+                output_tokens=usage.output_tokens if usage else 0,
+            )
+        )
+
+
+class StreamEvents:
+    """A completion sink that records coalesced ``TextDelta`` and every ``LlmRetry``.
+
+    Text that arrives within :data:`DELTA_INTERVAL` of the last delta waits in a buffer; a
+    flush in the incarnation's background work sends it when the interval is over. If the
+    incarnation ends first, the buffered text is dropped: deltas are ephemeral, the whole
+    reply is in the transcript."""
+
+    def __init__(self, context: ActorContext, agent: str) -> None:
+        self._context = context
+        self._agent = agent
+        self._buffer: list[str] = []
+        self._last = -math.inf
+        self._flush_due = False
+
+    def text(self, delta: str) -> None:
+        if not delta:
+            return
+        self._buffer.append(delta)
+        now = trio.current_time()
+        if now - self._last >= DELTA_INTERVAL:
+            self._emit(now)
+        elif not self._flush_due:
+            self._flush_due = True
+            self._context.start_soon(self._flush_at, self._last + DELTA_INTERVAL)
+
+    def reasoning(self, delta: str) -> None:
+        return None
+
+    def tool_arguments(self, index: int, name: str, delta: str) -> None:
+        return None
+
+    def retry(self, attempt: int, status: int | None, delay: float) -> None:
+        self._context.record(
+            LlmRetry(
+                at=trio.current_time(),
+                agent=self._agent,
+                attempt=attempt,
+                status=status,
+                delay=delay,
+            )
+        )
+
+    async def _flush_at(self, when: float) -> None:
+        await trio.sleep_until(when)
+        self._flush_due = False
+        if self._buffer:
+            self._emit(trio.current_time())
+
+    def _emit(self, now: float) -> None:
+        text = "".join(self._buffer)
+        self._buffer.clear()
+        self._last = now
+        self._context.record(TextDelta(at=now, agent=self._agent, text=text))

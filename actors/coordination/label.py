@@ -1,0 +1,57 @@
+"""Anonymous ids and answer labels: what the models call agents and answers.
+
+Models never see config ids. Agent number N (1-based, in sorted config-id order) is
+``agentN``, and its M-th answer is labelled ``agentN.M``. Messages carry labels as plain
+strings (the wire format and old logs stay as they are); :class:`Label` is the one place that
+formats and parses them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+__all__ = ["Label", "anonymous_id"]
+
+_PREFIX = "agent"
+_LABEL = re.compile(rf"{_PREFIX}([1-9][0-9]*)\.([1-9][0-9]*)")
+
+
+def anonymous_id(number: int) -> str:
+    """``agentN`` for agent number ``number`` (from 1)."""
+    if number < 1:
+        raise ValueError(f"an agent number counts from 1, got {number}")
+    return f"{_PREFIX}{number}"
+
+
+@attrs.frozen(order=True)
+class Label:
+    """``agentN.M``: the ``seq``-th answer of agent number ``number``. Orders by agent, then
+    by answer, so the newest answer of an agent is the greatest of its labels."""
+
+    number: int = attrs.field(validator=attrs.validators.ge(1))
+    seq: int = attrs.field(validator=attrs.validators.ge(1))
+
+    @classmethod
+    def of(cls, author: str, seq: int) -> Label:
+        """The ``seq``-th answer of the agent whose anonymous id is ``author``."""
+        return cls.parse(f"{author}.{seq}")
+
+    @classmethod
+    def parse(cls, text: str) -> Label:
+        found = _LABEL.fullmatch(text)
+        if found is None:
+            raise ValueError(
+                f"{text!r} is not an answer label; expected agentN.M with N and M from 1, "
+                "such as agent2.1"
+            )
+        return cls(int(found.group(1)), int(found.group(2)))
+
+    @property
+    def author(self) -> str:
+        """The anonymous id of the agent that wrote the answer: ``agentN``."""
+        return anonymous_id(self.number)
+
+    def __str__(self) -> str:
+        return f"{self.author}.{self.seq}"
