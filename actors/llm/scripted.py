@@ -14,6 +14,7 @@ import random
 import orjson
 import trio
 
+from actors.coordination.label import Label
 from actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -96,7 +97,7 @@ class ScriptedBackend:
         # Prompts show each agent's latest answer only, so how many answers this agent has
         # given is the M of its own label agentN.M, not how many of its labels are shown.
         given = max(
-            (_label_key(label)[1] for label in view.answers if label.split(".")[0] == view.me),
+            (label.seq for label in map(Label.parse, view.answers) if label.author == view.me),
             default=0,
         )
         answer = self.compose(view, revision=given + 1, retries=retries)
@@ -137,15 +138,15 @@ class ScriptedBackend:
     def _choose_vote(self, view: PromptView) -> str | None:
         if not view.answers:
             return None
-        authors = {label.split(".")[0] for label in view.answers}
+        authors = {Label.parse(label).author for label in view.answers}
         wanted = self.policy.vote
         if wanted == "self":
             return view.me
         if wanted != "best":
             return wanted
         latest: dict[str, str] = {}
-        for label, content in sorted(view.answers.items(), key=lambda kv: _label_key(kv[0])):
-            latest[label.split(".")[0]] = content
+        for label, content in sorted(view.answers.items(), key=lambda kv: Label.parse(kv[0])):
+            latest[Label.parse(label).author] = content
         best = max(sorted(authors), key=lambda a: answer_score(latest[a]))
         return best
 
@@ -175,7 +176,7 @@ class ScriptedBackend:
         if view.presentation != "synthesize":
             return own or self.compose(view, revision=1)
         others = [
-            label for label in sorted(view.answers, key=_label_key) if label != view.own_label
+            label for label in sorted(view.answers, key=Label.parse) if label != view.own_label
         ]
         base = own or next(iter(view.answers.values()), "")
         if not others:
@@ -188,11 +189,6 @@ class ScriptedBackend:
 
     def _call_id(self) -> str:
         return f"call_{self.agent_id}_{self.calls}"
-
-
-def _label_key(label: str) -> tuple[int, int]:
-    agent, _, seq = label.partition(".")
-    return int(agent.removeprefix("agent") or 0), int(seq or 0)
 
 
 def _calls(*calls: tuple[str, dict[str, str]], call_id: str = "call") -> ChatMessage:

@@ -8,18 +8,22 @@ is dead-lettered, the incarnation ends with its background work, the supervisor 
 it), so a test sees exactly what a real crash at that moment would do. Crashing *after*
 the message is handled models a crash while the actor's work is in flight (an LLM call, a
 presentation, a quiet-period timer) without losing the message itself: it is what restarts
-must survive.
+must survive. A plan may also crash an actor *inside* ``handle``, before it acts on the
+message (:class:`CrashesDuring`): the message is then lost with the incarnation, as it would
+be to a bug at the top of the handler. A crash in ``started`` goes to an actor that handles
+its own start failures (:class:`HandlesStartFailure`: an agent excludes itself), as a bug
+raised there would.
 
 Without a plan the run spawns its actors as they are: the seam costs nothing when unused.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from runtime import Actor, ActorContext, ActorFactory, Address, Envelope
 
-__all__ = ["FaultPlan", "InjectedCrash", "with_faults"]
+__all__ = ["CrashesDuring", "FaultPlan", "HandlesStartFailure", "InjectedCrash", "with_faults"]
 
 
 class FaultPlan(Protocol):
@@ -32,6 +36,22 @@ class FaultPlan(Protocol):
     def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
         """A reason to crash ``actor``'s incarnation in ``started``, or ``None``."""
         ...
+
+
+@runtime_checkable
+class CrashesDuring(Protocol):
+    """A plan that may also crash an actor while it handles a message."""
+
+    def crash_during(self, actor: Address, envelope: Envelope) -> str | None:
+        """A reason to crash ``actor`` inside ``handle``, before it acts on ``envelope``."""
+        ...
+
+
+@runtime_checkable
+class HandlesStartFailure(Protocol):
+    """An actor whose ``started`` catches its own failures (a bug there) and deals with them."""
+
+    def start_failed(self, error: Exception) -> None: ...
 
 
 class InjectedCrash(Exception):
@@ -59,11 +79,19 @@ class _Faulty(Actor):
 
     async def started(self) -> None:
         reason = self._plan.crash_on_start(self.context.address, self.context.incarnation)
-        if reason is not None:
+        if reason is None:
+            await self._inner.started()
+        elif isinstance(self._inner, HandlesStartFailure):
+            self._inner.start_failed(InjectedCrash(reason))
+        else:
             raise InjectedCrash(reason)
-        await self._inner.started()
 
     async def handle(self, envelope: Envelope) -> None:
+        plan = self._plan
+        if isinstance(plan, CrashesDuring):
+            reason = plan.crash_during(self.context.address, envelope)
+            if reason is not None:
+                raise InjectedCrash(reason)
         await self._inner.handle(envelope)
         reason = self._plan.crash_after(self.context.address, envelope)
         if reason is not None:
