@@ -16,7 +16,7 @@ from actors.coordination.bus import agent_address
 from actors.run.driver import BUS, COORDINATOR
 from runtime import Address, ChildExited, Envelope, Event, Message, message
 
-__all__ = ["ACTORS", "CrashAfter", "CrashOnPoke", "Poke", "crashes"]
+__all__ = ["ACTORS", "CrashAfter", "CrashDuring", "CrashOnPoke", "CrashOnStart", "Poke", "crashes"]
 
 
 @message(kind="test_poke")
@@ -61,6 +61,44 @@ class CrashAfter:
 
     def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
         return None
+
+
+@attrs.define
+class CrashDuring:
+    """Crashes ``actor`` inside ``handle``, before it acts on the first message ``when``
+    picks: that message is lost with the incarnation (dead-lettered)."""
+
+    actor: Address
+    when: Callable[[Envelope], bool]
+    crashed: int = 0
+
+    def crash_after(self, actor: Address, envelope: Envelope) -> str | None:
+        return None
+
+    def crash_during(self, actor: Address, envelope: Envelope) -> str | None:
+        if actor != self.actor or self.crashed or not self.when(envelope):
+            return None
+        self.crashed += 1
+        return f"injected crash of {actor} while handling {type(envelope.payload).__name__}"
+
+    def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
+        return None
+
+
+@attrs.frozen
+class CrashOnStart:
+    """Crashes ``actor``'s incarnation ``incarnation`` in ``started``."""
+
+    actor: Address
+    incarnation: int = 1
+
+    def crash_after(self, actor: Address, envelope: Envelope) -> str | None:
+        return None
+
+    def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
+        if (actor, incarnation) != (self.actor, self.incarnation):
+            return None
+        return f"injected crash of {actor} in started()"
 
 
 def crashes(events: list[Event], actor: Address) -> list[ChildExited]:
