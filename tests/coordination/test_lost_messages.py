@@ -30,7 +30,15 @@ from actors.run.driver import COORDINATOR, RunSpec, open_run
 from actors.run.result import DecidedBy
 from runtime import ChildExited, DeadLetter, DeadLetterCause, StartFailed, SupervisorEscalated
 from tests.coordination.faults import CrashDuring, CrashOnStart, crashes
-from tests.coordination.helpers import RUN_LIMIT, TASK, WaitingTap, agent, config, run_tapped
+from tests.coordination.helpers import (
+    RUN_LIMIT,
+    TASK,
+    Run,
+    WaitingTap,
+    agent,
+    config,
+    run_tapped,
+)
 
 CFG = config(
     agent("a", seed=1, latency=1.0, vote="agent2"),
@@ -83,11 +91,11 @@ async def test_an_update_lost_in_a_crash_is_sent_again_and_the_agent_refines_on_
 
     assert plan.crashed == 1
 
-    def refinement_at(run: Any) -> float:
+    def refinement_at(run: Run) -> float:
         """When a's second round (its refinement) started, from the run's start."""
         [started] = run.events(RunStarted)
-        second: RoundStarted = run.rounds("a")[1]
-        return second.at - started.at
+        second = run.rounds("a")[1]
+        return second.at - float(started.at)
 
     assert refinement_at(crashed) == pytest.approx(refinement_at(undisturbed))
     assert len(crashed.answers_added("a")) == len(undisturbed.answers_added("a")) == 2
