@@ -1,0 +1,82 @@
+"""What a round shows people while it runs: streamed text as TextDelta events (at most one
+per agent per 50 ms, however finely the backend streams), retries as LlmRetry events, and
+the agent's tool calls as ToolCallStarted/ToolCallFinished."""
+
+from __future__ import annotations
+
+import itertools
+
+import trio
+
+from actors.agent.events import AgentStatusChanged
+from actors.agent.telemetry import DELTA_INTERVAL
+from actors.events.loop import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
+from actors.llm.protocol import (
+    Completion,
+    CompletionRequest,
+    CompletionSink,
+    LLMBackend,
+    Usage,
+)
+from actors.tools.protocol import NO_TOOLS, ToolExecutor
+from runtime import Event
+from tests.agent.harness import AGENT, FakeBackend, SlowTools, answer, call, open_agent
+
+CHUNKS = [f"word{i} " for i in range(40)]
+
+
+class Streaming:
+    """Streams ``CHUNKS`` 10 ms apart (a retry notice first), then answers."""
+
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
+        assert sink is not None
+        sink.retry(1, 429, 2.0)
+        for chunk in CHUNKS:
+            await trio.sleep(0.01)
+            sink.text(chunk)
+        await trio.sleep(1.0)
+        return Completion(message=answer(), usage=Usage())
+
+
+async def _answered(backend: LLMBackend, tools: ToolExecutor = NO_TOOLS) -> list[Event]:
+    """Every event of a first round, up to the agent's answer."""
+    async with open_agent(backend, tools=tools) as run:
+        run.start()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+    return list(run.tap.events)
+
+
+async def test_streamed_text_arrives_as_deltas_at_most_one_per_interval(
+    autojump_clock: object,
+) -> None:
+    events = await _answered(Streaming())
+
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    assert "".join(d.text for d in deltas) == "".join(CHUNKS)
+    assert all(d.agent == AGENT for d in deltas)
+    gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(deltas)]
+    assert all(gap >= DELTA_INTERVAL - 1e-9 for gap in gaps)
+    assert len(deltas) < len(CHUNKS) / 4
+
+
+async def test_a_retry_the_backend_reports_is_an_llm_retry_event(autojump_clock: object) -> None:
+    events = await _answered(Streaming())
+
+    [retry] = [e for e in events if isinstance(e, LlmRetry)]
+    assert (retry.agent, retry.attempt, retry.status, retry.delay) == (AGENT, 1, 429, 2.0)
+
+
+async def test_each_tool_call_of_a_round_is_recorded_as_it_starts_and_finishes(
+    autojump_clock: object,
+) -> None:
+    tools = SlowTools(seconds=2.0)
+    events = await _answered(FakeBackend([call("read", "r1", path="a.txt"), answer()]), tools=tools)
+
+    [started] = [e for e in events if isinstance(e, ToolCallStarted)]
+    [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert (started.tool, started.call_id, started.arguments) == ("read", "r1", '{"path": "a.txt"}')
+    assert (finished.call_id, finished.ok, finished.duration) == ("r1", True, 2.0)
+    assert finished.output == 'contents of {"path": "a.txt"}'
+    assert finished.at == started.at + 2.0

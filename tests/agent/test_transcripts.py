@@ -1,0 +1,103 @@
+"""A round's transcript lives in the agent's memory, so a restarted agent goes on from it, and
+every message of it is appended to the agent's transcript file: the full messages the model
+saw and said, one JSON object per line, across rounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.agent.events import AgentStatusChanged, RoundStarted, TranscriptFailed
+from actors.coordination.bus import agent_address
+from actors.llm.protocol import ChatMessage
+from tests.agent.harness import AGENT, FakeBackend, SlowTools, answer, call, open_agent, vote
+from tests.coordination.faults import CrashOnPoke, Poke
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _as_line(message: ChatMessage, round_: int) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "round": round_,
+        "purpose": "round",
+        "role": message.role,
+        "content": message.content,
+    }
+    if message.tool_calls:
+        line["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        line["tool_call_id"] = message.tool_call_id
+    return line
+
+
+async def test_every_message_the_model_saw_and_said_is_a_line_of_the_transcript_file(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    backend = FakeBackend([call("read", "r1", path="a.txt"), answer(call_id="c2")])
+    async with open_agent(backend, tools=SlowTools(), transcript_path=path) as run:
+        run.start()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+
+    last = backend.requests[-1]
+    said = answer(call_id="c2")
+    assert _lines(path) == [_as_line(m, 1) for m in (*last.messages, said)]
+
+
+async def test_the_transcript_file_is_appended_round_after_round(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    backend = FakeBackend([answer(), vote()])
+    async with open_agent(backend, transcript_path=path) as run:
+        run.start()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+        run.voting_open()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "voted")
+
+    rounds = [line["round"] for line in _lines(path)]
+    assert rounds == [1] * 3 + [2] * 3  # system, task, reply; twice
+    assert [line["role"] for line in _lines(path)][3:] == ["system", "user", "assistant"]
+
+
+async def test_a_transcript_file_that_cannot_be_written_is_reported_once_and_the_round_goes_on(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    (tmp_path / "agents").write_text("a file where the directory should be")
+    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    async with open_agent(FakeBackend([answer()]), transcript_path=path) as run:
+        run.start()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+
+    [failed] = run.tap.of_type(TranscriptFailed)
+    assert failed.agent == AGENT
+    assert str(path) in failed.error
+    assert len(run.desk.submissions) == 1
+
+
+async def test_a_restarted_agent_goes_on_from_the_rounds_transcript_without_redoing_its_tools(
+    autojump_clock: object,
+) -> None:
+    # The reply at 1.0 calls a tool that reads until 3.0; the agent crashes at 3.5, while
+    # its second call is in flight. Its successor asks again from the same transcript.
+    tools = SlowTools(seconds=2.0)
+    backend = FakeBackend([call("read", "r1", path="a.txt"), answer()])
+    async with open_agent(backend, tools=tools, faults=CrashOnPoke()) as run:
+        run.start()
+        await trio.sleep(3.5)
+        run.system.tell_nowait(agent_address(AGENT), Poke())
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+
+    first, interrupted, resumed = backend.requests
+    assert resumed.messages == interrupted.messages
+    assert [m.role for m in resumed.messages[len(first.messages) :]] == ["assistant", "tool"]
+    assert len(tools.calls) == 1
+    assert len(run.tap.of_type(RoundStarted)) == 1
+    assert len(run.desk.submissions) == 1
