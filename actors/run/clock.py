@@ -55,10 +55,13 @@ class RunClock:
             if self.paused:
                 await changed.wait()
                 continue
-            remaining = self.timeout - self.elapsed()
-            if remaining <= 0:
+            # An absolute deadline, compared with the clock as trio compares it: a remaining
+            # time added back to "now" can round to "now" itself late in a long run, and the
+            # wait would then wake at once, forever, without the clock ever moving.
+            deadline = self.started + self._paused_total + self.timeout
+            if trio.current_time() >= deadline:
                 return
-            with trio.move_on_after(remaining):
+            with trio.move_on_at(deadline):
                 await changed.wait()
 
     def _wake(self) -> None:

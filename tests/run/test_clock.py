@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import trio
+import trio.testing
 
 from actors.run.clock import RunClock
 
@@ -50,3 +53,24 @@ async def test_without_a_timeout_it_never_expires(autojump_clock: trio.abc.Clock
 async def test_resume_without_pause_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="without a matching pause"):
         RunClock(1.0).resume()
+
+
+async def test_the_timeout_expires_late_in_a_long_run_where_seconds_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Found by search: at these times "now + remaining" rounds to "now", so a wait for the
+    # remaining seconds woke at once, forever, and the virtual clock never moved again.
+    autojump_clock.jump(1189.823135)
+    clock = RunClock(54.4685)
+    autojump_clock.jump(20.150903)
+    token = trio.lowlevel.current_trio_token()
+    with trio.CancelScope() as hung:
+        watchdog = threading.Timer(5.0, lambda: token.run_sync_soon(hung.cancel))
+        watchdog.start()
+        try:
+            await clock.expire()
+        finally:
+            watchdog.cancel()
+
+    assert not hung.cancelled_caught
+    assert trio.current_time() >= 1189.823135 + 54.4685
