@@ -259,6 +259,7 @@ class AgentActor(Actor):
         self._round_scope = None
         memory.committing = False
         memory.submission = None
+        memory.transcript = None  # the round is over: nothing resumes it (and it may be big)
         outcome = settled.outcome
         if outcome is RoundOutcome.ANSWERED:
             memory.answers_given += 1

@@ -34,10 +34,13 @@ class TranscriptLog:
     def write(self, round_: int, purpose: CallPurpose, message: ChatMessage) -> None:
         if self.failure is not None:
             return
+        data = memoryview(json_line(_line(round_, purpose, message)))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("ab") as file:
-                file.write(json_line(_line(round_, purpose, message)))
+            # Unbuffered: a line goes to the OS as it is, without a copy in a buffer.
+            with self.path.open("ab", buffering=0) as file:
+                while data:
+                    data = data[file.write(data) :]
         except OSError as exc:
             self.failure = f"cannot write the transcript {self.path}: {exc.strerror or exc}"
             self._on_failure(self.failure)
