@@ -55,9 +55,8 @@ class RunClock:
             if self.paused:
                 await changed.wait()
                 continue
-            # An absolute deadline, compared with the clock as trio compares it: a remaining
-            # time added back to "now" can round to "now" itself late in a long run, and the
-            # wait would then wake at once, forever, without the clock ever moving.
+            # An absolute deadline, compared as computed: a remaining time added to a large
+            # clock reading can round to nothing and spin at one instant.
             deadline = self.started + self._paused_total + self.timeout
             if trio.current_time() >= deadline:
                 return

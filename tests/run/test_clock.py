@@ -74,3 +74,12 @@ async def test_the_timeout_expires_late_in_a_long_run_where_seconds_round(
 
     assert not hung.cancelled_caught
     assert trio.current_time() >= 1189.823135 + 54.4685
+
+
+async def test_a_timeout_too_small_for_the_clock_reading_still_expires(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    await trio.sleep(1e9)  # noqa: ASYNC116 (a large clock reading is the point)
+    with trio.move_on_after(10.0) as scope:
+        await RunClock(1e-7).expire()
+    assert not scope.cancelled_caught
