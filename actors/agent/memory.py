@@ -14,6 +14,7 @@ from actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
 from actors.loop import Transcript
 from actors.run.turn import Turn
 from actors.tools.protocol import NO_TOOLS, ToolExecutor
+from config.modes import CollaborationMode
 from config.schema import OrchestratorConfig
 from runtime import Address
 
@@ -52,6 +53,9 @@ class AgentSetup:
     tools: ToolExecutor = NO_TOOLS
     """The agent's own tools, offered in every round beside the workflow tools. A round with
     tools follows the ``inject`` in-flight policy (see :mod:`actors.agent.policy`)."""
+    mode: CollaborationMode = CollaborationMode.DEFAULT
+    """The run's collaboration mode (plan, execute or neither), which will choose the agent's
+    tools and system-prompt prefix; every mode behaves as ``default`` until plan mode exists."""
 
 
 @attrs.define

@@ -377,6 +377,7 @@ def _spawn_agent(
         coordinator=COORDINATOR,
         orchestrator=spec.config.orchestrator,
         history=spec.history,
+        mode=spec.mode,
         transcript_path=(
             spec.log_dir / "agents" / f"{agent.id}.jsonl" if spec.log_dir is not None else None
         ),

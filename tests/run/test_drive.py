@@ -8,10 +8,12 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
+from actors.agent.actor import AgentActor, AgentSetup
 from actors.coordination.events import RunStarted
 from actors.events import EventHub, SubscriberDropped
 from actors.llm.protocol import ChatMessage
@@ -19,7 +21,8 @@ from actors.run.driver import LogFailureCallback, RunHandle, RunSpec, drive
 from actors.run.events import RunEnded
 from actors.run.result import Termination
 from actors.run.turn import Turn
-from runtime import Event, JsonlEventLog, LogOpened, read_event_log
+from config.modes import CollaborationMode
+from runtime import ActorContext, Event, JsonlEventLog, LogOpened, read_event_log
 from runtime.eventlog import EventLogFailure
 from tests.coordination.helpers import TASK, Recorder, agent, agents, config
 
@@ -133,3 +136,20 @@ async def test_each_agent_writes_its_transcript_to_the_log_dir(
     for agent_id in ("a1", "a2"):
         lines = (tmp_path / "agents" / f"{agent_id}.jsonl").read_text().splitlines()
         assert json.loads(lines[0])["role"] == "system"
+
+
+async def test_the_collaboration_mode_reaches_every_agent(
+    autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modes: dict[str, CollaborationMode] = {}
+
+    class Noting(AgentActor):
+        def __init__(self, context: ActorContext, *, setup: AgentSetup, **rest: Any) -> None:
+            modes[setup.agent] = setup.mode
+            super().__init__(context, setup=setup, **rest)
+
+    monkeypatch.setattr("actors.run.driver.AgentActor", Noting)
+
+    await drive(RunSpec(task=TASK, config=CFG, mode=CollaborationMode.PLAN))
+
+    assert modes == {"a": CollaborationMode.PLAN, "b": CollaborationMode.PLAN}
