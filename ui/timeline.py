@@ -26,7 +26,16 @@ from actors.coordination.events import (
     VotingComplete,
 )
 from actors.run.events import RunEnded
-from runtime import ChildExited, DeadLetter, DeadLetterCause, Event, Held, Released
+from runtime import (
+    ChildExited,
+    ChildStopped,
+    DeadLetter,
+    DeadLetterCause,
+    Event,
+    Held,
+    Released,
+    TapFailed,
+)
 
 __all__ = ["describe", "neutralise"]
 
@@ -45,6 +54,11 @@ def neutralise(text: str) -> str:
 def _first_line(text: str, width: int = 90) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines in an error's message) one space."""
+    return " ".join(text.split())
 
 
 _NAMED_AGENTS = 5
@@ -92,6 +106,13 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"dead letter ({event.cause.value}) {payload} to {to}: {event.reason}"
     if isinstance(event, ChildExited) and event.error is not None:
         return f"{event.child} crashed ({event.error}); supervisor {event.action}s it"
+    if isinstance(event, ChildStopped) and event.how == "crashed":
+        return _one_line(
+            f"{event.child} crashed while {event.supervisor} stopped it ({event.error})"
+        )
+    if isinstance(event, TapFailed):
+        # The run went on, but the tap hears nothing more: its log or view stops here.
+        return _one_line(f"event tap {event.tap} removed: it raised {event.error}")
     if not verbose:
         return None
     if isinstance(event, AgentStatusChanged):
