@@ -10,6 +10,7 @@ message a run has (the task, updates, "you may vote now", "your vote was reset")
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -28,7 +29,17 @@ from actors.coordination.protocol import (
 )
 from actors.run.driver import COORDINATOR, RunSpec, open_run
 from actors.run.result import DecidedBy
-from runtime import ChildExited, DeadLetter, DeadLetterCause, StartFailed, SupervisorEscalated
+from runtime import (
+    Address,
+    ChildExited,
+    DeadLetter,
+    DeadLetterCause,
+    Envelope,
+    StartFailed,
+    SupervisorEscalated,
+)
+from tests.chaos import harness
+from tests.chaos.harness import ChaosPlan, Scenario, Tally, run_scenario, scenario
 from tests.coordination.faults import CrashDuring, CrashOnStart, crashes
 from tests.coordination.helpers import (
     RUN_LIMIT,
@@ -139,3 +150,32 @@ async def test_an_agent_whose_start_crashes_is_excluded_and_the_run_goes_on(
     assert run.result.termination == "completed"
     assert run.result.winner == "b"
     assert run.result.failed_agents == {"a": excluded.reason}
+
+
+class _CrashingInHandlers(ChaosPlan):
+    """The chaos plan, and besides: agents crash inside handlers, losing the message."""
+
+    def __init__(self, s: Scenario) -> None:
+        super().__init__(s)
+        self._during = random.Random(f"during:{s.seed}")
+        self._left = 3
+
+    def crash_during(self, actor: Address, envelope: Envelope) -> str | None:
+        if actor.kind != "agent" or self._left <= 0 or self._during.random() >= 0.08:
+            return None
+        self._left -= 1
+        self.crashed["during"] += 1
+        return f"chaos crash of {actor} while handling {type(envelope.payload).__name__}"
+
+
+async def test_random_runs_whose_agents_crash_inside_handlers_keep_every_promise(
+    autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without rejoining, about a third of these runs hang.
+    monkeypatch.setattr(harness, "ChaosPlan", _CrashingInHandlers)
+    tally = Tally()
+    for seed in range(100):
+        tally.add(await run_scenario(scenario(seed)))
+
+    assert not tally.failures, tally.report()
+    assert tally.crashes["during"] > 100
