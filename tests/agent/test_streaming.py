@@ -16,9 +16,10 @@ from actors.llm.protocol import (
     CompletionRequest,
     CompletionSink,
     LLMBackend,
+    ToolCall,
     Usage,
 )
-from actors.tools.protocol import NO_TOOLS, ToolExecutor
+from actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolResult
 from runtime import Event
 from tests.agent.harness import AGENT, FakeBackend, SlowTools, answer, call, open_agent
 
@@ -80,3 +81,21 @@ async def test_each_tool_call_of_a_round_is_recorded_as_it_starts_and_finishes(
     assert (finished.call_id, finished.ok, finished.duration) == ("r1", True, 2.0)
     assert finished.output == 'contents of {"path": "a.txt"}'
     assert finished.at == started.at + 2.0
+
+
+class _Broken(SlowTools):
+    async def execute(self, call: ToolCall) -> ToolResult:
+        raise OSError("disk on fire")
+
+
+async def test_a_tool_that_raises_is_an_error_for_the_model_and_a_failed_call_for_people(
+    autojump_clock: object,
+) -> None:
+    backend = FakeBackend([call("read", "r1", path="a.txt"), answer()])
+    events = await _answered(backend, tools=_Broken())
+
+    [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
+    error = "the tool read failed: OSError: disk on fire"
+    assert (finished.ok, finished.error, finished.output) == (False, error, f"Error: {error}")
+    [result] = [m for m in backend.requests[1].messages if m.role == "tool"]
+    assert result.content == f"Error: {error}"

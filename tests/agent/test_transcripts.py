@@ -12,8 +12,19 @@ import trio
 
 from actors.agent.events import AgentStatusChanged, RoundStarted, TranscriptFailed
 from actors.coordination.bus import agent_address
+from actors.coordination.protocol import AnswerView, Present
 from actors.llm.protocol import ChatMessage
-from tests.agent.harness import AGENT, FakeBackend, SlowTools, answer, call, open_agent, vote
+from config.schema import FinalAnswerStrategy
+from tests.agent.harness import (
+    AGENT,
+    TASK,
+    FakeBackend,
+    SlowTools,
+    answer,
+    call,
+    open_agent,
+    vote,
+)
 from tests.coordination.faults import CrashOnPoke, Poke
 
 
@@ -65,6 +76,25 @@ async def test_the_transcript_file_is_appended_round_after_round(
     rounds = [line["round"] for line in _lines(path)]
     assert rounds == [1] * 3 + [2] * 3  # system, task, reply; twice
     assert [line["role"] for line in _lines(path)][3:] == ["system", "user", "assistant"]
+
+
+async def test_the_presentation_is_written_to_the_transcript_file_as_such(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    final = ChatMessage(role="assistant", content="The final answer.")
+    present = Present(
+        strategy=FinalAnswerStrategy.WINNER_PRESENT,
+        task=TASK,
+        own_label="agent1.1",
+        answers=(AnswerView(label="agent1.1", content="A."),),
+    )
+    async with open_agent(FakeBackend([final]), transcript_path=path) as run:
+        await run.system.ask(agent_address(AGENT), present)
+
+    lines = _lines(path)
+    assert [line["purpose"] for line in lines] == ["present"] * 3
+    assert lines[-1]["content"] == "The final answer."
 
 
 async def test_a_transcript_file_that_cannot_be_written_is_reported_once_and_the_round_goes_on(
