@@ -69,13 +69,13 @@ def _offered(request: Recorded) -> list[str]:
     return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
 
-def _coordinate(request: Recorded) -> Reply:
-    """Plays every agent: answer when only ``new_answer`` is offered, vote for agent1 when
-    ``vote`` is, and present when no tool is (the winner's presentation)."""
+def _coordinate(request: Recorded, *, vote_for: str = "agent1") -> Reply:
+    """Plays every agent: answer when only ``new_answer`` is offered, vote for ``vote_for``
+    when ``vote`` is, and present when no tool is (the winner's presentation)."""
     model = request.json["model"]
     offered = _offered(request)
     if "vote" in offered:
-        call = ("vote", {"agent_id": "agent1", "reason": "the clearest"})
+        call = ("vote", {"agent_id": vote_for, "reason": "the clearest"})
     elif "new_answer" in offered:
         call = ("new_answer", {"content": f"{model}: use it as a bookmark"})
     else:
@@ -286,3 +286,20 @@ async def test_a_key_echoed_by_the_server_is_written_nowhere(
         assert KEY.encode() not in data
         assert b"RECOGNISABLE" not in data
     assert any(KEY in r.headers.get("authorization", "") for r in server.requests)
+
+
+async def test_the_run_goes_on_without_an_agent_whose_key_is_refused(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    def refuse_alice(request: Recorded) -> Reply:
+        refused = request.json["model"] == "gpt-alice"  # agent1, who will have no answer
+        return _refuse_the_key(request) if refused else _coordinate(request, vote_for="agent2")
+
+    server.handler = refuse_alice
+    result = await _run_json(server, tmp_path)
+
+    assert result["exit_code"] == ExitCode.OK, result["stderr"]
+    assert list(result["failed_agents"]) == ["alice"]
+    assert "API key was refused" in result["failed_agents"]["alice"]
+    assert result["winner"] == "bob"
+    assert result["final_answer"] == "FINAL from gpt-bob"
