@@ -193,7 +193,6 @@ class AgentActor(Actor):
         memory.prompt_length = 0
         memory.shown = set()
         memory.shortened = False
-        memory.round_error = ""
         memory.status = AgentStatus.WORKING  # RoundStarted says so; no separate status event
         self.context.record(
             RoundStarted(

@@ -93,8 +93,6 @@ class AgentMemory:
     """Labels of the answers the round's transcript shows (its prompt's and injected ones)."""
     shortened: bool = False
     """The round already retried with shorter answer previews after a context overflow."""
-    round_error: str = ""
-    """The round's last failed try, for the reason given when its tries run out."""
     transcript_log: TranscriptLog | None = None
     """The agent's transcript file, once its first transcript is written."""
 

@@ -274,7 +274,6 @@ class Rounds:
     def _failed_try(self, transcript: Transcript, error: str) -> Settled | None:
         """Count a failed try the loop did not see; the round fails when they run out."""
         transcript.failed_tries += 1
-        self.memory.round_error = error
         tries = self.budget.max_tries
         if transcript.failed_tries >= tries:
             reason = f"{tries} tries failed; last error: {error}"
