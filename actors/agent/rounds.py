@@ -124,6 +124,7 @@ class Rounds:
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
         prompt = self._round_prompt(workflow, short=False)
+        memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
         memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
         memory.prompt_length = len(prompt)
         memory.prompt_built = True
@@ -306,7 +307,6 @@ class Rounds:
         answers = sorted(memory.view.values(), key=lambda v: Label.parse(v.label))
         if short:
             answers = [_shorter(v) for v in answers]
-        memory.shown = {v.label for v in answers}
         return round_messages(
             me=setup.anonymous_id,
             agents=setup.agents,
