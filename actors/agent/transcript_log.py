@@ -30,13 +30,17 @@ class TranscriptLog:
         self.path = path
         self.failure: str | None = None
         self._on_failure = on_failure
+        self._directory_made = False
 
     def write(self, round_: int, purpose: CallPurpose, message: ChatMessage) -> None:
         if self.failure is not None:
             return
         data = memoryview(json_line(_line(round_, purpose, message)))
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._directory_made:
+                # Once per agent, not once per message: the directory does not go away.
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._directory_made = True
             # Unbuffered: a line goes to the OS as it is, without a copy in a buffer.
             with self.path.open("ab", buffering=0) as file:
                 while data:
