@@ -15,6 +15,7 @@ from config.limits import (
     MAX_TRIES,
 )
 from config.schema.checks import seconds, whole
+from config.schema.sandbox import SandboxConfig
 
 __all__ = ["FinalAnswerStrategy", "InFlightPolicy", "OrchestratorConfig", "parse_visibility"]
 
@@ -78,3 +79,5 @@ class OrchestratorConfig:
         default=600.0, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
     )
     max_tries_per_round: int = attrs.field(default=3, validator=whole(1, MAX_TRIES))
+    sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
+    """Where agents' ``run_shell`` commands run: ``local`` (default) or ``docker``."""
