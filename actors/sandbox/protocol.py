@@ -1,0 +1,63 @@
+"""The seam between the tools and where their shell commands run.
+
+A sandbox is an object owned by the run (not an actor): ``open_sandbox`` opens one per agent
+and closes it however the run ends. The tools executor calls ``run_shell``; the presentation
+phase calls ``remount`` to make writable context paths writable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from config.schema.sandbox import SandboxKind
+
+__all__ = ["Mount", "Sandbox", "SandboxKind", "SandboxUnavailable", "ShellOutcome"]
+
+
+@attrs.frozen(kw_only=True)
+class Mount:
+    """A host path the sandbox exposes at the same path inside."""
+
+    path: Path
+    writable: bool
+
+
+@attrs.frozen(kw_only=True)
+class ShellOutcome:
+    exit_code: int | None
+    """``None`` when the command was killed (timeout or cancellation)."""
+    output: str
+    """stdout and stderr interleaved as the shell produced them, capped."""
+    timed_out: bool
+    duration: float
+    truncated_bytes: int = 0
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox cannot be opened here (no docker engine, no image); the message says
+    what to do."""
+
+
+class Sandbox(Protocol):
+    async def run_shell(self, command: str, *, cwd: Path, timeout: float) -> ShellOutcome:
+        """Run ``command`` with ``sh -c`` in ``cwd``; kill it whole after ``timeout`` seconds.
+
+        Cancellation kills the command (and everything it started) before it propagates.
+        """
+        ...
+
+    async def remount(self, mounts: tuple[Mount, ...]) -> None:
+        """Change which extra paths are visible/writable (docker: recreate the container)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release everything the sandbox holds; idempotent, bounded, safe under cancellation."""
+        ...
+
+    def refusal(self) -> str | None:
+        """Why run_shell cannot run at all here (e.g. local without bubblewrap while
+        read-only context paths exist), or None."""
+        ...
