@@ -223,6 +223,12 @@ def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
                 f"{source}: agents must be a list of agents, got {type(agents).__name__}"
             )
         data = {**data, "agents": [_with_backend_default(a, source) for a in agents]}
+    orchestrator = data.get("orchestrator")
+    if isinstance(orchestrator, dict) and "round_timeout" in orchestrator:
+        # The old name of call_timeout, still accepted.
+        renamed = {k: v for k, v in orchestrator.items() if k != "round_timeout"}
+        renamed.setdefault("call_timeout", orchestrator["round_timeout"])
+        data = {**data, "orchestrator": renamed}
     try:
         return _converter.structure(data, ConclaveConfig)
     except cattrs.BaseValidationError as exc:

@@ -43,7 +43,7 @@ class AgentSetup:
     persona: str
     coordinator: Address
     orchestrator: OrchestratorConfig
-    """Its budgets: ``round_timeout`` bounds each LLM call, ``max_tries_per_round`` the failed
+    """Its budgets: ``call_timeout`` bounds each LLM call, ``max_tries_per_round`` the failed
     tries of a round or a presentation."""
     history: tuple[Turn, ...] = ()
     """Earlier turns of the conversation, shown before the task in every prompt."""

@@ -101,7 +101,7 @@ class Rounds:
         self.stream = StreamEvents(context, setup.agent)
         orchestrator = setup.orchestrator
         self.budget = LoopBudget(
-            max_tries=orchestrator.max_tries_per_round, call_timeout=orchestrator.round_timeout
+            max_tries=orchestrator.max_tries_per_round, call_timeout=orchestrator.call_timeout
         )
 
     # -- rounds -----------------------------------------------------------------------------

@@ -75,9 +75,11 @@ class OrchestratorConfig:
     run_timeout: float | None = attrs.field(
         default=None, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
     )
-    round_timeout: float | None = attrs.field(
+    call_timeout: float | None = attrs.field(
         default=600.0, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
     )
+    """Seconds one LLM call may take before it is a failed try (``null``: no limit). A config
+    may still say ``round_timeout``, its old name (the loader warns)."""
     max_tries_per_round: int = attrs.field(default=3, validator=whole(1, MAX_TRIES))
     sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
     """Where agents' ``run_shell`` commands run: ``local`` (default) or ``docker``."""
