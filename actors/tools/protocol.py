@@ -7,13 +7,30 @@ goes back to the model. Whether a call may run concurrently with others is the s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 import attrs
 
 from actors.llm.protocol import ToolCall, ToolSchema
 
-__all__ = ["NO_TOOLS", "NoTools", "ToolExecutor", "ToolResult"]
+__all__ = ["NO_TOOLS", "NoTools", "ToolExecutor", "ToolMetadata", "ToolResult"]
+
+
+@attrs.frozen(kw_only=True)
+class ToolMetadata:
+    """What a call did, beside the text the model sees (for events, trackers and tests)."""
+
+    bytes: int = 0
+    """Bytes the tool read or wrote."""
+    truncated_bytes: int = 0
+    """Bytes of output the model was not shown."""
+    paths_written: tuple[Path, ...] = ()
+    """Resolved paths the call created, changed or deleted."""
+    duration: float = 0.0
+    """Seconds the call took, checks included."""
+    exit_code: int | None = None
+    """A shell command's exit code (``None`` for other tools, and for a killed command)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -21,6 +38,7 @@ class ToolResult:
     ok: bool
     output: str = ""
     error: str | None = None
+    metadata: ToolMetadata = ToolMetadata()
 
     def for_model(self) -> str:
         """The text the model sees in the ``tool`` message."""

@@ -1,0 +1,125 @@
+"""The tool executor of one agent: what it offers, and how each call is run.
+
+Per call: the tool must be offered in the collaboration mode (plan mode offers only
+read-only tools, and the context refuses writes a second time), its arguments must fit the
+schema, the ``before_call`` hook may refuse it, then the tool runs, timed, and what the model
+sees is capped. Every failure, path refusals and tool bugs included, becomes a result with
+``ok=False``: the executor never raises into the loop. Cancellation propagates, and a tool
+that is cancelled leaves no partial write behind (writes go through a temporary file and a
+rename, see :mod:`actors.tools.fs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+
+import attrs
+import trio
+
+from actors.llm.protocol import ToolCall, ToolSchema
+from actors.sandbox.protocol import Sandbox
+from actors.tools.arguments import ArgumentError, parse_arguments
+from actors.tools.catalogue import ALL_TOOLS
+from actors.tools.paths import PathPolicy, PathRefused
+from actors.tools.protocol import ToolResult
+from actors.tools.spec import ToolContext, ToolLimits, ToolSpec
+from actors.tools.text import cap
+from config.modes import CollaborationMode
+
+__all__ = ["DEFAULT_LIMITS", "AgentTools", "BeforeCall", "ToolLimits", "agent_tools"]
+
+DEFAULT_LIMITS = ToolLimits()
+
+BeforeCall = Callable[[ToolCall], Awaitable[str | None]]
+"""Asked before a call runs (approval gates): a refusal reason for the model, or ``None``."""
+
+
+def agent_tools(
+    *,
+    agent: str,
+    mode: CollaborationMode,
+    policy: PathPolicy,
+    sandbox: Sandbox | None,
+    workspace: Path,
+    limits: ToolLimits = DEFAULT_LIMITS,
+    before_call: BeforeCall | None = None,
+) -> AgentTools:
+    """The executor for one agent's loop in ``mode``; ``sandbox`` ``None`` offers no shell."""
+    specs = [s for s in ALL_TOOLS if sandbox is not None or s.name != "run_shell"]
+    context = ToolContext(
+        agent=agent,
+        policy=policy,
+        sandbox=sandbox,
+        workspace=workspace,
+        limits=limits,
+        may_write=mode is not CollaborationMode.PLAN,
+    )
+    return AgentTools(specs, context=context, mode=mode, before_call=before_call)
+
+
+class AgentTools:
+    """A :class:`~actors.tools.protocol.ToolExecutor` over a fixed set of specs."""
+
+    def __init__(
+        self,
+        specs: Iterable[ToolSpec],
+        *,
+        context: ToolContext,
+        mode: CollaborationMode,
+        before_call: BeforeCall | None = None,
+    ) -> None:
+        self.context = context
+        self.mode = mode
+        self.before_call = before_call
+        self._known = {s.name: s for s in specs}
+        planning = mode is CollaborationMode.PLAN
+        self._offered = {n: s for n, s in self._known.items() if s.read_only or not planning}
+        self._schemas = tuple(s.schema() for s in self._offered.values())
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return self._schemas
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        """Run ``call``; every failure is an error result. Cancellation propagates."""
+        started = trio.current_time()
+        result = await self._run(call)
+        limit = self.context.limits.max_output_bytes
+        output, cut_output = cap(result.output, limit)
+        error, cut_error = cap(result.error, limit) if result.error is not None else (None, 0)
+        metadata = attrs.evolve(
+            result.metadata,
+            truncated_bytes=result.metadata.truncated_bytes + cut_output + cut_error,
+            duration=trio.current_time() - started,
+        )
+        return attrs.evolve(result, output=output, error=error, metadata=metadata)
+
+    async def _run(self, call: ToolCall) -> ToolResult:
+        spec = self._offered.get(call.name)
+        if spec is None:
+            return ToolResult(ok=False, error=self._not_offered(call.name))
+        try:
+            arguments = parse_arguments(call.arguments, spec.parameters, tool=spec.name)
+        except ArgumentError as exc:
+            return ToolResult(ok=False, error=str(exc))
+        if self.before_call is not None:
+            refusal = await self.before_call(call)
+            if refusal is not None:
+                return ToolResult(ok=False, error=f"the call to {call.name} was refused: {refusal}")
+        try:
+            return await spec.run(self.context, arguments)
+        except PathRefused as exc:
+            return ToolResult(ok=False, error=str(exc))
+        except Exception as exc:
+            return ToolResult(
+                ok=False, error=f"the tool {call.name} failed: {type(exc).__name__}: {exc}"
+            )
+
+    def _not_offered(self, name: str) -> str:
+        if name in self._known:
+            return (
+                f"{name} changes files and is not available in {self.mode.value} mode; "
+                "only read-only tools may be used now"
+            )
+        offered = ", ".join(self._offered) or "none"
+        return f"there is no tool named {name!r}; the tools available are: {offered}"

@@ -1,0 +1,41 @@
+"""Text helpers the tools share: capping what the model sees, and short diffs."""
+
+from __future__ import annotations
+
+import difflib
+
+__all__ = ["cap", "short_diff"]
+
+
+def cap(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to ``limit`` UTF-8 bytes, ending in ``[truncated: N bytes]``, and N."""
+    if len(text) <= limit // 4:  # a str of n chars is at most 4n bytes: no need to encode
+        return text, 0
+    data = text.encode()
+    if len(data) <= limit:
+        return text, 0
+    kept = data[:limit].decode(errors="ignore")
+    cut = len(data) - len(kept.encode())
+    return f"{kept}\n[truncated: {cut} bytes]", cut
+
+
+def short_diff(before: str, after: str, *, path: str, max_lines: int) -> str:
+    """A unified diff of ``before`` → ``after`` with 2 lines of context, at most
+    ``max_lines`` lines (the rest is counted, not shown)."""
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+            n=2,
+        )
+    )
+    text = "".join(_ended(line) for line in lines[:max_lines])
+    if len(lines) > max_lines:
+        text += f"[diff truncated: {len(lines) - max_lines} more lines]\n"
+    return text
+
+
+def _ended(line: str) -> str:
+    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
