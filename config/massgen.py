@@ -1,0 +1,476 @@
+"""MassGen configs, converted to Conclave's: the pure half of ``conclave import massgen``.
+
+:func:`convert_massgen` takes a MassGen config as loaded from YAML and returns Conclave's
+config as plain data (ready to dump as YAML and to load with :mod:`config.loader`), with one
+:class:`Note` for every key that changed meaning on the way and every key that was dropped.
+No I/O here: reading, validating and writing the result is :mod:`ui.import_command`'s job.
+
+What maps where (MassGen's documented YAML schema, ``docs/source/reference/yaml_schema.rst``):
+
+- ``agent`` (one) or ``agents`` (a list): ``id``, ``system_message`` → ``system_prompt``.
+- Backends that speak OpenAI's Chat Completions protocol (``chatcompletion``, ``vllm``,
+  ``sglang``, ``lmstudio``, ``grok``, ``zai``, ``gemini``, ``azure_openai``, ...) → ``openai``
+  with the provider's ``base_url`` and key variable; MassGen's ``openai`` type (the Responses
+  API there) → ``openai`` (Chat Completions here); ``claude`` → ``anthropic``.
+  ``claude_code`` and ``ag2`` agents are frameworks of their own and are dropped.
+- ``orchestrator`` and ``timeout_settings``: the keys Conclave shares.
+
+Everything else (MCP servers, built-in provider tools, workspaces, UI and memory settings)
+has no Conclave equivalent and is dropped, each with a note saying why.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from config.schema.orchestrator import OrchestratorConfig
+
+__all__ = [
+    "AZURE_API_VERSION",
+    "OPENAI_COMPATIBLE",
+    "Conversion",
+    "MassGenError",
+    "Note",
+    "NoteKind",
+    "convert_massgen",
+]
+
+
+class MassGenError(ValueError):
+    """The input is not a MassGen config at all (nothing could be converted)."""
+
+
+class NoteKind(enum.Enum):
+    CHANGED = "changed"
+    """Carried over, with a different name or meaning."""
+    DROPPED = "dropped"
+    """Not carried over: Conclave has no equivalent."""
+
+
+@attrs.frozen(kw_only=True)
+class Note:
+    kind: NoteKind
+    path: str
+    """Where the key was in the MassGen config, e.g. ``agents[1].backend.mcp_servers``."""
+    message: str
+
+    def line(self) -> str:
+        return f"{self.kind.value}: {self.path}: {self.message}"
+
+
+@attrs.frozen(kw_only=True)
+class Conversion:
+    config: dict[str, Any]
+    """Conclave's config as plain data, in the order a person would write it."""
+    notes: tuple[Note, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Provider:
+    """A MassGen backend type that Conclave reaches through its ``openai`` backend."""
+
+    base_url: str | None
+    """``None``: MassGen requires ``base_url`` in the config (``chatcompletion``)."""
+    key_env: str
+    """The provider's standard environment variable for its key."""
+    max_tokens: bool = False
+    """Send the limit as ``max_tokens``: servers other than OpenAI's own know that name."""
+
+
+OPENAI_COMPATIBLE: Mapping[str, Provider] = {
+    "chatcompletion": Provider(base_url=None, key_env="OPENAI_API_KEY", max_tokens=True),
+    "grok": Provider(base_url="https://api.x.ai/v1", key_env="XAI_API_KEY"),
+    "zai": Provider(
+        base_url="https://api.z.ai/api/paas/v4", key_env="ZAI_API_KEY", max_tokens=True
+    ),
+    "gemini": Provider(
+        base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
+        key_env="GEMINI_API_KEY",
+        max_tokens=True,
+    ),
+    "lmstudio": Provider(
+        base_url="http://localhost:1234/v1", key_env="LMSTUDIO_API_KEY", max_tokens=True
+    ),
+    "vllm": Provider(base_url="http://localhost:8000/v1", key_env="VLLM_API_KEY", max_tokens=True),
+    "sglang": Provider(
+        base_url="http://localhost:30000/v1", key_env="SGLANG_API_KEY", max_tokens=True
+    ),
+    "ollama": Provider(
+        base_url="http://localhost:11434/v1", key_env="OLLAMA_API_KEY", max_tokens=True
+    ),
+    "cerebras": Provider(
+        base_url="https://api.cerebras.ai/v1", key_env="CEREBRAS_API_KEY", max_tokens=True
+    ),
+    "azure_openai": Provider(base_url=None, key_env="AZURE_OPENAI_API_KEY"),
+}
+"""MassGen's backend types that speak the Chat Completions protocol, and where they live."""
+
+_KEY_BY_HOST = {
+    "api.openai.com": "OPENAI_API_KEY",
+    "api.x.ai": "XAI_API_KEY",
+    "api.z.ai": "ZAI_API_KEY",
+    "generativelanguage.googleapis.com": "GEMINI_API_KEY",
+    "api.cerebras.ai": "CEREBRAS_API_KEY",
+    "api.groq.com": "GROQ_API_KEY",
+    "api.together.xyz": "TOGETHER_API_KEY",
+    "api.fireworks.ai": "FIREWORKS_API_KEY",
+    "openrouter.ai": "OPENROUTER_API_KEY",
+    "api.deepseek.com": "DEEPSEEK_API_KEY",
+    "api.moonshot.ai": "MOONSHOT_API_KEY",
+    "dashscope-intl.aliyuncs.com": "DASHSCOPE_API_KEY",
+    "dashscope.aliyuncs.com": "DASHSCOPE_API_KEY",
+    "api.studio.nebius.ai": "NEBIUS_API_KEY",
+}
+"""A ``chatcompletion`` backend's provider, known by its host: its standard key variable."""
+
+_FRAMEWORKS = {
+    "claude_code": "a Claude Code agent runs its own tool loop and tools; Conclave drives "
+    "every agent's loop itself. Re-create it as a 'claude' (anthropic) agent if you want it",
+    "ag2": "an AG2 agent is a framework of its own; Conclave drives every agent's loop itself",
+}
+
+_BUILT_IN_TOOLS = (
+    "provider built-in tools are not offered by Conclave's backends; Conclave's agents use "
+    "their own tools"
+)
+_MCP = "MCP servers are not supported by Conclave yet"
+_BACKEND_DROPS = {
+    "mcp_servers": _MCP,
+    "exclude_tools": "it filters MCP and built-in tools, which Conclave does not offer",
+    "allowed_tools": "it filters MCP and built-in tools, which Conclave does not offer",
+    "disallowed_tools": "it filters MCP and built-in tools, which Conclave does not offer",
+    "enable_web_search": _BUILT_IN_TOOLS,
+    "enable_code_execution": _BUILT_IN_TOOLS,
+    "enable_code_interpreter": _BUILT_IN_TOOLS,
+    "enable_mcp_command_line": _BUILT_IN_TOOLS,
+    "cwd": "Conclave gives each agent its own workspace in every run",
+    "text": "'text' (verbosity) belongs to OpenAI's Responses API; Conclave uses Chat Completions",
+}
+_SAMPLING = ("top_p", "top_k", "frequency_penalty", "presence_penalty", "seed", "stop")
+"""Request fields MassGen passes through to the API: carried over in ``extra_body``."""
+
+_ORCHESTRATOR_DROPS = {
+    "snapshot_storage": "Conclave keeps workspaces and answer snapshots under each run's directory",
+    "agent_temporary_workspace": "Conclave keeps workspaces and answer snapshots under each "
+    "run's directory",
+    "session_storage": "Conclave keeps each run under its own log directory",
+    "context_paths": "context paths are not in Conclave's config yet",
+    "voting_sensitivity": "Conclave's agents vote without a sensitivity setting",
+    "answer_novelty_requirement": "Conclave refuses exact duplicate answers only",
+    "debug_final_answer": "a MassGen debugging switch",
+}
+_COORDINATION_DROPS = {
+    "enable_planning_mode": "plan mode is chosen per run in Conclave (Shift+Tab or /mode in "
+    "the REPL), not in the config",
+    "planning_mode_instruction": "Conclave's plan mode has its own instructions",
+    "max_orchestration_restarts": "Conclave has no post-evaluation restarts",
+}
+_TOP_LEVEL_DROPS = {
+    "ui": "Conclave picks its display itself (text, json or stream-json: --output-format)",
+    "memory": "Conclave has no conversation or persistent memory settings",
+}
+
+AZURE_API_VERSION = "2024-02-15-preview"
+"""The API version MassGen's ``azure_openai`` uses when its config names none."""
+_FIELD_ORDER = {
+    name: i
+    for i, name in enumerate(
+        (
+            "type", "model", "base_url", "api_key", "api_key_env", "api_version", "deployment",
+            "temperature", "max_output_tokens", "max_tokens_param", "reasoning_effort",
+            "extra_body",
+        )
+    )
+}  # fmt: skip
+"""The order of a converted backend's keys: what a person reads first, first."""
+
+_ROUND_TIMEOUTS = ("initial_round_timeout_seconds", "subsequent_round_timeout_seconds")
+
+_AGENT_ID = re.compile(r"[^A-Za-z0-9_.-]")
+_ENV_ONLY = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def _carry(orchestrator: str) -> str | None:
+    """Conclave's name for an orchestrator key, if this version of the schema has it: the
+    importer follows the schema rather than naming keys it may have dropped or renamed."""
+    return orchestrator if orchestrator in attrs.fields_dict(OrchestratorConfig) else None
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.notes: list[Note] = []
+
+    def changed(self, path: str, message: str) -> None:
+        self.notes.append(Note(kind=NoteKind.CHANGED, path=path, message=message))
+
+    def dropped(self, path: str, message: str) -> None:
+        self.notes.append(Note(kind=NoteKind.DROPPED, path=path, message=message))
+
+    def convert(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise MassGenError(
+                f"expected a MassGen config (a mapping with 'agents' or 'agent'), got {_kind(data)}"
+            )
+        if "agents" in data and "agent" in data:
+            raise MassGenError(
+                "the config has both 'agent' and 'agents'; MassGen takes one of them: keep one"
+            )
+        if "agents" in data:
+            agents_path = "agents"
+            given = data["agents"]
+            if not isinstance(given, list):
+                raise MassGenError(f"'agents' must be a list of agents, got {_kind(given)}")
+            listed = [(f"agents[{i}]", a) for i, a in enumerate(given)]
+        elif "agent" in data:
+            agents_path = "agent"
+            listed = [("agent", data["agent"])]
+        else:
+            raise MassGenError(
+                "the config has neither 'agents' nor 'agent': is it a MassGen config?"
+            )
+        agents = [a for path, agent in listed if (a := self.agent(path, agent)) is not None]
+        orchestrator: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in ("agents", "agent"):
+                continue
+            if key == "orchestrator":
+                orchestrator.update(self.orchestrator(value))
+            elif key == "timeout_settings":
+                orchestrator.update(self.timeouts("timeout_settings", value))
+            elif key in _TOP_LEVEL_DROPS:
+                self.dropped(key, _TOP_LEVEL_DROPS[key])
+            else:
+                self.dropped(key, "not a MassGen key Conclave knows")
+        if not agents:
+            self.dropped(agents_path, "no agent could be converted, so the result has none")
+        config: dict[str, Any] = {"agents": agents}
+        if orchestrator:
+            config["orchestrator"] = orchestrator
+        return config
+
+    def agent(self, path: str, data: Any) -> dict[str, Any] | None:
+        if not isinstance(data, dict):
+            self.dropped(path, f"expected an agent (a mapping), got {_kind(data)}")
+            return None
+        backend = data.get("backend")
+        kind = backend.get("type") if isinstance(backend, dict) else None
+        if isinstance(kind, str) and kind in _FRAMEWORKS:
+            self.dropped(path, f"backend type {kind!r}: {_FRAMEWORKS[kind]}")
+            return None
+        agent: dict[str, Any] = {}
+        for key, value in data.items():
+            where = f"{path}.{key}"
+            if key == "id":
+                agent["id"] = self.agent_id(where, value)
+            elif key == "system_message":
+                agent["system_prompt"] = value
+                self.changed(where, "now 'system_prompt' (added to Conclave's own instructions)")
+            elif key != "backend":
+                self.dropped(where, "not an agent setting Conclave has")
+        if not isinstance(backend, dict):
+            self.dropped(path, f"its backend must be a mapping with a 'type', got {_kind(backend)}")
+            return None
+        converted = self.backend(f"{path}.backend", backend)
+        if converted is None:
+            return None
+        agent["backend"] = converted
+        return agent
+
+    def agent_id(self, path: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # the loader names what an id must be
+        fixed = _AGENT_ID.sub("_", value)[:64]
+        if fixed != value:
+            self.changed(path, f"{value!r} is now {fixed!r} (letters, digits, '_', '.', '-')")
+        return fixed
+
+    def backend(self, path: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        kind = data.get("type")
+        if kind == "claude":
+            self.changed(f"{path}.type", "'claude' is now 'anthropic' (the Messages API)")
+            return self.fields(path, data, {"type": "anthropic"}, provider=None)
+        if kind == "openai":
+            self.changed(
+                f"{path}.type",
+                "MassGen's 'openai' uses the Responses API; Conclave's 'openai' uses Chat "
+                "Completions (same models, built-in tools not available)",
+            )
+            return self.fields(path, data, {"type": "openai"}, provider=None)
+        provider = OPENAI_COMPATIBLE.get(kind) if isinstance(kind, str) else None
+        if provider is None:
+            known = ", ".join(["openai", "claude", *OPENAI_COMPATIBLE])
+            self.dropped(
+                path, f"backend type {kind!r} is not one Conclave can convert (known: {known})"
+            )
+            return None
+        out: dict[str, Any] = {"type": "openai"}
+        given_url = data.get("base_url")
+        url = given_url if isinstance(given_url, str) else provider.base_url
+        if url is not None:
+            out["base_url"] = url
+        out["api_key_env"] = _key_env(url, provider)
+        if provider.max_tokens and "max_tokens" in data:
+            out["max_tokens_param"] = "max_tokens"
+        where = f"at {url}" if url else "(no base_url given: OpenAI's own API)"
+        self.changed(f"{path}.type", f"{kind!r} is now 'openai' (Chat Completions {where})")
+        converted = self.fields(path, data, out, provider=kind)
+        if kind == "azure_openai" and "api_version" not in converted:
+            converted["api_version"] = AZURE_API_VERSION
+            self.changed(f"{path}.api_version", f"not given: MassGen's default {AZURE_API_VERSION}")
+        if kind == "azure_openai" and "model" in converted:
+            converted["deployment"] = converted["model"]
+            self.changed(f"{path}.model", "on Azure it names the deployment too")
+        return converted
+
+    def fields(
+        self, path: str, data: dict[str, Any], out: dict[str, Any], *, provider: str | None
+    ) -> dict[str, Any]:
+        extra_body: dict[str, Any] = {}
+        for key, value in data.items():
+            where = f"{path}.{key}"
+            if key in ("type", "base_url"):
+                if key == "base_url":
+                    out["base_url"] = value
+            elif key in ("model", "temperature"):
+                out[key] = value
+            elif key == "max_tokens":
+                out["max_output_tokens"] = value
+                self.changed(where, "now 'max_output_tokens'")
+            elif key == "api_key":
+                self.api_key(where, value, out)
+            elif key == "api_version" and provider == "azure_openai":
+                out["api_version"] = value
+            elif key == "reasoning" and isinstance(value, dict) and "effort" in value:
+                out["reasoning_effort"] = value["effort"]
+                self.changed(where, "now 'reasoning_effort'")
+                for other in value:
+                    if other != "effort":
+                        self.dropped(f"{where}.{other}", "Chat Completions has no such setting")
+            elif key in _SAMPLING:
+                extra_body[key] = value
+                self.changed(where, "sent as is, in 'extra_body'")
+            elif key in _BACKEND_DROPS:
+                self.dropped(where, _BACKEND_DROPS[key])
+            else:
+                self.dropped(where, "not a backend setting Conclave knows")
+        if extra_body:
+            out["extra_body"] = extra_body
+        return {
+            k: out[k] for k in sorted(out, key=lambda k: _FIELD_ORDER.get(k, len(_FIELD_ORDER)))
+        }
+
+    def api_key(self, path: str, value: Any, out: dict[str, Any]) -> None:
+        """``${VAR}`` becomes ``api_key_env: VAR``, so no key is ever written out; anything
+        else is carried as written (the loader expands ``${VAR:-default}``)."""
+        match = _ENV_ONLY.match(value) if isinstance(value, str) else None
+        if match:
+            out["api_key_env"] = match.group(1)
+            self.changed(path, f"now 'api_key_env: {match.group(1)}' (read when a run starts)")
+            return
+        out["api_key"] = value
+        self.changed(
+            path,
+            "a key written in the file is carried over as is; prefer '${VAR}' or api_key_env, "
+            "so the file holds no secret",
+        )
+
+    def orchestrator(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            self.dropped("orchestrator", f"expected a mapping, got {_kind(data)}")
+            return {}
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            where = f"orchestrator.{key}"
+            if key == "max_new_answers_per_agent" and _carry(key):
+                out[key] = value
+            elif key == "skip_coordination_rounds" and _carry("skip_voting"):
+                if value is True:
+                    out["skip_voting"] = True
+                    self.changed(where, "now 'skip_voting: true'")
+                else:
+                    self.dropped(where, "false is Conclave's default")
+            elif key == "timeout":
+                out.update(self.timeouts(where, value))
+            elif key == "coordination" and isinstance(value, dict):
+                for sub, _ in value.items():
+                    reason = _COORDINATION_DROPS.get(sub, "not a coordination setting Conclave has")
+                    self.dropped(f"{where}.{sub}", reason)
+            elif key in _ORCHESTRATOR_DROPS:
+                self.dropped(where, _ORCHESTRATOR_DROPS[key])
+            else:
+                self.dropped(where, "not an orchestrator setting Conclave has")
+        return out
+
+    def timeouts(self, path: str, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            self.dropped(path, f"expected a mapping, got {_kind(data)}")
+            return {}
+        out: dict[str, Any] = {}
+        rounds = [k for k in _ROUND_TIMEOUTS if data.get(k) is not None]
+        if rounds and _carry("round_time_limit"):
+            # MassGen warns at a soft limit (one for the first round, one for the rest) and
+            # blocks tools after a grace period; Conclave has one hard limit for every round,
+            # so it takes the longer one, grace included: no round is cut short that MassGen
+            # would have let finish.
+            limits = [data[k] for k in rounds]
+            grace = data.get("round_timeout_grace_seconds") or 0
+            numbers = all(_number(v) for v in [*limits, grace])
+            out["round_time_limit"] = max(limits) + grace if numbers else limits[0]
+            for key in rounds:
+                self.changed(
+                    f"{path}.{key}",
+                    "folded into 'orchestrator.round_time_limit' (one limit for every round: "
+                    "the longer of MassGen's two, grace included; no soft warning)",
+                )
+        for key, value in data.items():
+            where = f"{path}.{key}"
+            if key == "orchestrator_timeout_seconds" and _carry("run_timeout"):
+                out["run_timeout"] = value
+                self.changed(where, "now 'orchestrator.run_timeout' (seconds for the whole run)")
+            elif "round_time_limit" in out and (
+                key in rounds or key == "round_timeout_grace_seconds"
+            ):
+                continue  # noted above
+            elif key in _ROUND_TIMEOUTS and value is None:
+                self.dropped(where, "null (no limit) is Conclave's default")
+            else:
+                self.dropped(where, "not a timeout Conclave has")
+        return out
+
+
+def _field_rank(key: str) -> int:
+    return _FIELD_ORDER.get(key, len(_FIELD_ORDER))
+
+
+def _key_env(url: str | None, provider: Provider) -> str:
+    host = (urlsplit(url).hostname or "") if url else ""
+    return _KEY_BY_HOST.get(host, provider.key_env)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    return f"{type(value).__name__} {value!r}"
+
+
+def convert_massgen(data: Any) -> Conversion:
+    """Conclave's config for the MassGen config ``data`` (as loaded from YAML), and a note
+    for every key changed or dropped. Raises :class:`MassGenError` when ``data`` is not a
+    MassGen config at all. The result is not validated here: load it to check it."""
+    converter = _Converter()
+    config = converter.convert(data)
+    return Conversion(config=config, notes=tuple(converter.notes))
