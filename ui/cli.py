@@ -125,7 +125,29 @@ def _register_bench(sub: _Subcommands) -> None:
     bench.set_defaults(handler=handle)
 
 
-_COMMANDS = (_register_run, _register_replay, _register_validate, _register_bench)
+def _register_import(sub: _Subcommands) -> None:
+    imports = sub.add_parser("import", help="convert another tool's config to Conclave's")
+    sources = imports.add_subparsers(dest="source_tool", metavar="TOOL", required=True)
+    massgen = sources.add_parser(
+        "massgen",
+        help="convert a MassGen config; prints what was changed or dropped, writes it only "
+        "if it validates (exit 0), else exit 2",
+    )
+    massgen.add_argument("source", metavar="MASSGEN.yaml", help="the MassGen config to convert")
+    massgen.add_argument(
+        "-o", "--output", metavar="CONCLAVE.yaml", help="write it here (default: stdout)"
+    )
+    massgen.add_argument("--force", action="store_true", help="replace the -o file if it exists")
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from ui.import_command import import_massgen_command
+
+        return import_massgen_command(args)
+
+    massgen.set_defaults(handler=handle)
+
+
+_COMMANDS = (_register_run, _register_replay, _register_validate, _register_bench, _register_import)
 
 
 def _version() -> str:
@@ -155,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``."""
-    commands = {"run", "replay", "validate", "bench", "-h", "--help", "--version"}
+    commands = {"run", "replay", "validate", "bench", "import", "-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
     if "-p" in argv or "--print" in argv:
@@ -221,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_name(argv: list[str]) -> str:
     normalised = _normalise(argv)
     first = normalised[0] if normalised else ""
-    return f"conclave {first}" if first in ("run", "replay", "validate", "bench") else "conclave"
+    named = ("run", "replay", "validate", "bench", "import")
+    return f"conclave {first}" if first in named else "conclave"
 
 
 def _report(message: str | None, code: int, json_errors: bool) -> int:
