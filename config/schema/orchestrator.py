@@ -15,6 +15,7 @@ from config.limits import (
     MAX_TRIES,
 )
 from config.schema.checks import seconds, whole
+from config.schema.context import ContextPath, ContextWritePhase
 from config.schema.sandbox import SandboxConfig
 
 __all__ = ["FinalAnswerStrategy", "InFlightPolicy", "OrchestratorConfig", "parse_visibility"]
@@ -83,3 +84,16 @@ class OrchestratorConfig:
     max_tries_per_round: int = attrs.field(default=3, validator=whole(1, MAX_TRIES))
     sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
     """Where agents' ``run_shell`` commands run: ``local`` (default) or ``docker``."""
+    context_paths: tuple[ContextPath, ...] = ()
+    """The user's files and directories the agents may read (and, with ``permission: write``,
+    the final presentation may write); ``--context PATH[:w]`` adds one."""
+    context_write_phase: ContextWritePhase = ContextWritePhase.PRESENTATION
+    """When writable context paths are written; set by the modes table (config/modes.py)."""
+    tools: bool = attrs.field(default=False, validator=_flag)
+    """File and shell tools for every agent, each in its own workspace. On whenever context
+    paths are given, whatever this says (agents cannot use files they cannot reach); off
+    otherwise unless ``true``, so a run that only talks keeps its requests tool-free."""
+
+    @property
+    def agents_have_tools(self) -> bool:
+        return self.tools or bool(self.context_paths)

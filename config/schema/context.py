@@ -1,0 +1,112 @@
+"""The ``orchestrator.context_paths`` section: the user's files the agents may see.
+
+A context path is a file or directory outside the agents' workspaces: read-only for every
+agent during coordination, and writable by the presenter in the final presentation when its
+``permission`` is ``write`` (or by the single agent during coordination: see
+:class:`ContextWritePhase`). ``protected_paths`` inside a writable one stay
+read-only whatever the phase.
+
+Paths are made absolute and resolved (symlinks followed) when the config is built, so every
+later check compares real locations. Validated at the edge: the path exists, and a writable
+one is writable by this user.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+
+import attrs
+
+__all__ = ["ContextPath", "ContextPermission", "ContextWritePhase", "parse_context_flag"]
+
+
+class ContextPermission(enum.Enum):
+    READ = "read"
+    WRITE = "write"
+
+    @classmethod
+    def _missing_(cls, value: object) -> ContextPermission:
+        raise ValueError(f"permission {value!r} is not one of: read, write")
+
+
+class ContextWritePhase(enum.Enum):
+    """When writable context paths may be written: set by the modes table
+    (:func:`config.modes.overrides`), never inferred elsewhere."""
+
+    PRESENTATION = "presentation"
+    """Read-only during coordination; the final presentation writes them (it runs even when
+    the strategy alone would skip it: someone has to write)."""
+    COORDINATION = "coordination"
+    """Single agent, refinement off: the agent writes while it works, and there is no
+    final presentation call."""
+
+
+def _resolved(value: object) -> Path:
+    if not isinstance(value, str | os.PathLike) or not str(value).strip():
+        raise ValueError(
+            f"a context path must be a file or directory path, such as ./src; got {value!r}"
+        )
+    return Path(value).expanduser().resolve()
+
+
+def _protected(values: object) -> tuple[Path, ...]:
+    if isinstance(values, str | os.PathLike) or not isinstance(values, list | tuple):
+        raise ValueError(
+            f"'protected_paths' must be a list of paths inside the context path; got {values!r}"
+        )
+    kept: list[Path] = []
+    for value in values:
+        if not isinstance(value, str | os.PathLike) or not str(value).strip():
+            raise ValueError(f"'protected_paths' lists {value!r}; expected a path")
+        kept.append(Path(value).expanduser())
+    return tuple(kept)
+
+
+@attrs.frozen(kw_only=True)
+class ContextPath:
+    path: Path = attrs.field(converter=_resolved)
+    """Absolute and resolved; a relative path is taken from the current directory."""
+    permission: ContextPermission = attrs.field(
+        default=ContextPermission.READ, converter=ContextPermission
+    )
+    protected_paths: tuple[Path, ...] = attrs.field(default=(), converter=_protected)
+    """Inside ``path`` (a relative one is taken from ``path``), read-only even when ``path``
+    is writable."""
+
+    @property
+    def writable(self) -> bool:
+        return self.permission is ContextPermission.WRITE
+
+    @property
+    def protected(self) -> tuple[Path, ...]:
+        """``protected_paths`` resolved against ``path``."""
+        return tuple((self.path / p).resolve() for p in self.protected_paths)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.path.exists():
+            raise ValueError(
+                f"context path {str(self.path)!r} does not exist; create it or fix the path"
+            )
+        if self.writable and not os.access(self.path, os.W_OK):
+            raise ValueError(
+                f"context path {str(self.path)!r} has permission write but this user cannot "
+                "write to it; fix its permissions or use permission: read"
+            )
+        for protected in self.protected:
+            if protected != self.path and self.path not in protected.parents:
+                raise ValueError(
+                    f"protected path {str(protected)!r} is not inside its context path "
+                    f"{str(self.path)!r}; list paths inside it (relative ones are taken from it)"
+                )
+
+
+def parse_context_flag(text: str) -> ContextPath:
+    """``--context PATH`` (read-only) or ``--context PATH:w`` (writable). Raises
+    ``ValueError`` naming the path and the fix when it does not exist or cannot be written."""
+    path, writable = (text[:-2], True) if text.endswith(":w") else (text, False)
+    if path.endswith(":r"):
+        path = path[:-2]
+    permission = ContextPermission.WRITE if writable else ContextPermission.READ
+    return ContextPath(path=Path(path), permission=permission)
