@@ -1,5 +1,15 @@
 """Where agents' shell commands run: ``local`` (bubblewrap where present) or ``docker``."""
 
+from actors.sandbox.open import DockerEngine, open_docker_engine, open_sandbox
 from actors.sandbox.protocol import Mount, Sandbox, SandboxKind, SandboxUnavailable, ShellOutcome
 
-__all__ = ["Mount", "Sandbox", "SandboxKind", "SandboxUnavailable", "ShellOutcome"]
+__all__ = [
+    "DockerEngine",
+    "Mount",
+    "Sandbox",
+    "SandboxKind",
+    "SandboxUnavailable",
+    "ShellOutcome",
+    "open_docker_engine",
+    "open_sandbox",
+]

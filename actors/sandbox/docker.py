@@ -1,0 +1,266 @@
+"""The ``docker`` sandbox: one long-lived container per agent, holding one shell session.
+
+The container has no network, memory and pid limits, no capabilities, no new privileges, a
+read-only root with a private /tmp, and runs as the user's uid:gid; the workspace is mounted
+read-write and every other mount at the same path as on the host, read-only unless it is
+writable. A mount's mode cannot change once the container exists, so ``remount`` replaces
+the container.
+
+Every docker SDK call runs in a thread (``trio.to_thread.run_sync``); a thread cannot be
+cancelled, so cancellation waits for the call (each is a bounded request) and commands are
+bounded inside the container by ``timeout -s KILL``. The session's socket is read with trio,
+so a command in flight is cancellable: its process group is killed and the session dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import trio
+from docker.models.containers import Container
+from docker.types import Mount as DockerMount
+
+from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN
+from actors.sandbox.output import CappedOutput
+from actors.sandbox.protocol import Mount, SandboxUnavailable, ShellOutcome
+from actors.sandbox.session import SessionEnded, ShellSession
+from config.schema.sandbox import SandboxConfig
+
+__all__ = ["DockerSandbox"]
+
+_DRAIN_S = 2.0
+"""Seconds to wait for a killed command's end marker before the session is dropped."""
+_TEARDOWN_S = 30.0
+"""Seconds a container's removal may take, however the sandbox ends (shielded)."""
+_NAME_PART = re.compile(r"[^a-zA-Z0-9_.-]+")
+
+
+def _name_part(text: str) -> str:
+    return _NAME_PART.sub("-", text).strip("-.")[:40] or "x"
+
+
+class DockerSandbox:
+    """Use :func:`actors.sandbox.open_sandbox`; ``start`` and ``aclose`` bracket its life."""
+
+    def __init__(
+        self,
+        *,
+        client: docker.DockerClient,
+        config: SandboxConfig,
+        run_id: str,
+        agent: str,
+        workspace: Path,
+        mounts: tuple[Mount, ...],
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._run_id = run_id
+        self._agent = agent
+        self._workspace = workspace
+        self._mounts = mounts
+        self._container: Container | None = None
+        self._session: ShellSession | None = None
+        self._lock = trio.Lock()
+        self._closed = False
+
+    @property
+    def container(self) -> Container | None:
+        """The current container (a new one after each ``remount``)."""
+        return self._container
+
+    def refusal(self) -> str | None:
+        return None
+
+    async def start(self) -> None:
+        """Create the container and open its session. On failure or cancellation whatever
+        was created is removed before this returns or raises."""
+        async with self._lock:
+            try:
+                await self._replace_container()
+            except BaseException:
+                await self._teardown()
+                raise
+
+    async def remount(self, mounts: tuple[Mount, ...]) -> None:
+        """Replace the container with one whose mounts are ``mounts`` (the workspace stays);
+        waits for a command in flight to end first."""
+        async with self._lock:
+            self._mounts = mounts
+            await self._replace_container()
+
+    async def aclose(self) -> None:
+        """Remove the container: shielded and bounded, so it happens however the run ends."""
+        self._closed = True
+        await self._teardown()
+
+    async def run_shell(self, command: str, *, cwd: Path, timeout: float) -> ShellOutcome:
+        """Run ``command`` in the session shell. A timeout ends it inside the container
+        (exit code ``None``, ``timed_out``); cancellation kills its process group and
+        replaces the session before ``Cancelled`` propagates."""
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError(
+                    "run_shell on a closed sandbox; open a new one with open_sandbox"
+                )
+            session = await self._ensure_session()
+            output = CappedOutput(self._config.max_output_bytes)
+            started = trio.current_time()
+            exit_code: int | None = None
+            finished = False
+            try:
+                with trio.move_on_after(timeout):
+                    exit_code = await session.run(command, cwd=cwd, timeout=timeout, output=output)
+                    finished = True
+            except SessionEnded as exc:
+                self._session = None
+                output.add(f"\n[{exc}]".encode())
+                return ShellOutcome(
+                    exit_code=None,
+                    output=output.text(),
+                    timed_out=False,
+                    duration=trio.current_time() - started,
+                    truncated_bytes=output.truncated,
+                )
+            finally:
+                if not finished:
+                    await self._interrupt(session)
+            return ShellOutcome(
+                exit_code=exit_code,
+                output=output.text(),
+                timed_out=not finished,
+                duration=trio.current_time() - started,
+                truncated_bytes=output.truncated,
+            )
+
+    async def _ensure_session(self) -> ShellSession:
+        """The open session, or a new one; a new container too if the old one stopped (out
+        of memory, or killed from outside)."""
+        if self._session is None:
+            try:
+                self._session = await self._open_session()
+            except docker.errors.APIError:
+                await self._replace_container()
+        assert self._session is not None
+        return self._session
+
+    async def _interrupt(self, session: ShellSession) -> None:
+        """Kill the command's process group, then read the session to the command's end so
+        it can be used again; if that fails, drop it. Shielded and bounded: it runs on
+        cancellation too."""
+        pgid, container = session.pgid, self._container
+        with trio.CancelScope(shield=True), trio.move_on_after(_TEARDOWN_S):
+            if pgid is not None and container is not None:
+                kill = ["kill", "-KILL", f"-{pgid}"]
+                await trio.to_thread.run_sync(
+                    lambda: _quietly(container.exec_run, kill, user=self._user())
+                )
+            with trio.move_on_after(_DRAIN_S):
+                if await session.drain():
+                    return
+        if self._session is session:
+            self._session = None
+        session.close()
+
+    def _user(self) -> str:
+        return f"{os.getuid()}:{os.getgid()}"
+
+    async def _replace_container(self) -> None:
+        await self._teardown()
+        container = await trio.to_thread.run_sync(self._create)
+        # No checkpoint between the thread's return and this line: a cancellation waits for
+        # the thread, then arrives here, and ``aclose`` still finds the container.
+        self._container = container
+        self._session = await self._open_session()
+
+    def _create(self) -> Container:
+        workspace = str(self._workspace)
+        mounts = [DockerMount(target=workspace, source=workspace, type="bind", read_only=False)]
+        mounts += [
+            DockerMount(
+                target=str(m.path), source=str(m.path), type="bind", read_only=not m.writable
+            )
+            for m in self._mounts
+            if m.path != self._workspace
+        ]
+        name = "-".join(
+            ["conclave", _name_part(self._run_id), _name_part(self._agent), secrets.token_hex(3)]
+        )
+        memory = f"{self._config.memory_mb}m"
+        container = self._client.containers.create(  # create, never run: run would pull
+            self._config.image,
+            command=["sleep", "2147483647"],
+            name=name,
+            labels={
+                LABEL_RUN: self._run_id,
+                LABEL_OWNER_PID: str(os.getpid()),
+                LABEL_AGENT: self._agent,
+            },
+            init=True,  # reaps what commands leave behind, so zombies never fill the pid limit
+            network_mode="none",
+            mem_limit=memory,
+            memswap_limit=memory,
+            pids_limit=self._config.pids,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            user=self._user(),
+            read_only=True,
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=256m"},
+            environment={"HOME": "/tmp"},
+            working_dir=workspace,
+            mounts=mounts,
+        )
+        try:
+            container.start()
+        except BaseException:
+            _quietly(container.remove, force=True)
+            raise
+        return container
+
+    async def _open_session(self) -> ShellSession:
+        container = self._container
+        if container is None:
+            raise RuntimeError("the sandbox has no container; it was closed")
+
+        def attach() -> tuple[socket.socket, Any]:
+            api = self._client.api
+            exec_id = api.exec_create(container.id, ["sh"], stdin=True, user=self._user())["Id"]
+            wrapper = api.exec_start(exec_id, socket=True)
+            raw = getattr(wrapper, "_sock", None)
+            if not isinstance(raw, socket.socket):
+                raise SandboxUnavailable(
+                    "the Docker engine's connection is not a plain socket (ssh:// or a "
+                    "named pipe?); use a unix socket or tcp:// DOCKER_HOST"
+                )
+            raw.setblocking(False)
+            return raw, wrapper
+
+        raw, wrapper = await trio.to_thread.run_sync(attach)
+        return ShellSession(trio.socket.from_stdlib_socket(raw), keepalive=wrapper)
+
+    async def _teardown(self) -> None:
+        session, container = self._session, self._container
+        self._session, self._container = None, None
+        if session is not None:
+            session.close()
+        if container is None:
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(_TEARDOWN_S):
+            await trio.to_thread.run_sync(lambda: _quietly(container.remove, force=True))
+
+
+def _quietly(call: Any, *args: Any, **kwargs: Any) -> None:
+    """A removal or kill whose target may already be gone."""
+    try:
+        call(*args, **kwargs)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # "removal already in progress"
+            raise

@@ -1,0 +1,121 @@
+"""The Docker engine as the sandboxes see it: one connection, the labels that mark Conclave's
+containers, and the removal of containers whose owner process is gone.
+
+Every call here blocks (the docker SDK is synchronous): async callers run them through
+``trio.to_thread.run_sync``. A thread cannot be cancelled, so each call is a bounded request
+(the client has a timeout) and each command is bounded inside the container.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import attrs
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from actors.sandbox.protocol import SandboxUnavailable
+
+__all__ = [
+    "LABEL_AGENT",
+    "LABEL_OWNER_PID",
+    "LABEL_RUN",
+    "OrphanRemoved",
+    "connect",
+    "labelled_containers",
+    "pid_alive",
+    "remove_orphans",
+]
+
+LABEL_RUN = "conclave.run"
+LABEL_OWNER_PID = "conclave.owner_pid"
+LABEL_AGENT = "conclave.agent"
+
+_API_TIMEOUT_S = 60
+"""Seconds one engine request may take (an image import of a few MB takes well under one)."""
+
+ENGINE_HELP = (
+    "start the Docker engine (`sudo systemctl start docker`, or `dockerd &`), make sure "
+    "DOCKER_HOST (if set) points at it and that you may use its socket, or set "
+    "orchestrator.sandbox.type: local"
+)
+
+
+def connect() -> docker.DockerClient:
+    """A client of the engine named by the environment (``DOCKER_HOST`` or the default
+    socket), checked with a ping; raises :class:`SandboxUnavailable` saying what to do."""
+    try:
+        client = docker.from_env(timeout=_API_TIMEOUT_S)
+    except docker.errors.DockerException as exc:
+        raise SandboxUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_HELP}") from exc
+    try:
+        client.ping()
+    except docker.errors.DockerException as exc:
+        client.close()
+        raise SandboxUnavailable(f"no Docker engine is reachable ({exc}); {ENGINE_HELP}") from exc
+    return client
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def labelled_containers(
+    client: docker.DockerClient, *, run_id: str | None = None
+) -> list[Container]:
+    """Every container (running or not) that Conclave created, or only one run's."""
+    label = LABEL_RUN if run_id is None else f"{LABEL_RUN}={run_id}"
+    return list(client.containers.list(all=True, filters={"label": label}))
+
+
+@attrs.frozen(kw_only=True)
+class OrphanRemoved:
+    name: str
+    run_id: str
+    agent: str
+    owner_pid: int | None
+
+
+def remove_orphans(
+    client: docker.DockerClient, *, alive: Callable[[int], bool] = pid_alive
+) -> list[OrphanRemoved]:
+    """Remove Conclave's containers whose owner process is gone: after a SIGKILL no code of
+    the owner ran, so this is the only way they go. A container whose owner label is not a
+    pid is an orphan too (nobody can own it). Containers of live owners are left alone.
+
+    The owner pid is this host's: containers of an engine shared between hosts would need
+    the host in the label too; Conclave's engine is the local one.
+    """
+    removed: list[OrphanRemoved] = []
+    for container in labelled_containers(client):
+        labels = container.labels
+        raw = labels.get(LABEL_OWNER_PID, "")
+        owner = int(raw) if raw.isdigit() else None
+        if owner is not None and alive(owner):
+            continue
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            continue  # removed meanwhile, by its owner or another cleanup
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:  # another cleanup is removing it right now
+                continue
+            raise
+        removed.append(
+            OrphanRemoved(
+                name=container.name or container.id or "?",
+                run_id=labels.get(LABEL_RUN, ""),
+                agent=labels.get(LABEL_AGENT, ""),
+                owner_pid=owner,
+            )
+        )
+    return removed

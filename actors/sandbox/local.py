@@ -1,0 +1,195 @@
+"""The ``local`` sandbox: commands run on the host, in the workspace, in their own process
+group, with an environment scrubbed of secrets; inside bubblewrap where it is installed.
+
+bubblewrap makes the whole root read-only, the workspace and writable mounts writable,
+gives the command a private /tmp, no network, and its own pid namespace, so everything a
+command starts dies with it. Without bubblewrap a command could write anywhere the user
+can, so ``refusal()`` refuses ``run_shell`` while any read-only mount exists: that is a
+promise only bubblewrap can keep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import trio
+
+from actors.sandbox.output import CappedOutput
+from actors.sandbox.protocol import Mount, ShellOutcome
+
+__all__ = ["BWRAP_HELP", "LocalSandbox", "bubblewrap", "scrubbed_environment"]
+
+BWRAP_HELP = (
+    "install bubblewrap (`apt-get install bubblewrap`, `dnf install bubblewrap`, "
+    "`pacman -S bubblewrap`) so commands run with the root read-only, or use "
+    "orchestrator.sandbox.type: docker"
+)
+
+_SECRET_NAME = re.compile(
+    r"(API_?KEY|_TOKEN$|^TOKEN$|_SECRET$|SECRET|PASSWORD|PASSWD|CREDENTIALS?$|ACCESS_KEY|PRIVATE_KEY)",
+    re.IGNORECASE,
+)
+"""Names of variables that hold secrets: every ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET`` and
+the other usual spellings (``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``...)."""
+
+_DRAIN_S = 1.0
+"""Seconds to wait for the output pipe to close once the group is killed. Only a process
+that left the group (``setsid``) without bubblewrap can hold it open longer; its output past
+this is not read."""
+_REAP_S = 5.0
+"""Seconds to wait for a SIGKILLed command to be reaped (the kernel does it at once)."""
+
+
+def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without any variable whose name says it holds a secret."""
+    return {name: value for name, value in environ.items() if not _SECRET_NAME.search(name)}
+
+
+@functools.cache
+def bubblewrap() -> str | None:
+    """The path of a bubblewrap that works here, or ``None``. Installed is not enough: in
+    some containers user namespaces are off and bwrap fails, so it is tried once."""
+    found = shutil.which("bwrap")
+    if found is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [found, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "true"],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found if probe.returncode == 0 else None
+
+
+async def _read(stdout: trio.abc.ReceiveStream, output: CappedOutput) -> None:
+    async for chunk in stdout:
+        output.add(chunk)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group had already exited
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class LocalSandbox:
+    """Runs each command as ``sh -c`` in a new session (so a new process group), killed
+    whole on timeout, on cancellation and when the shell exits: nothing a command starts
+    outlives its call."""
+
+    def __init__(
+        self,
+        *,
+        workspace: Path,
+        mounts: tuple[Mount, ...],
+        max_output_bytes: int,
+        use_bubblewrap: bool = True,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._workspace = workspace
+        self._mounts = mounts
+        self._limit = max_output_bytes
+        self._bwrap = bubblewrap() if use_bubblewrap else None
+        self._env = scrubbed_environment(os.environ if environ is None else environ)
+        self._closed = False
+
+    @property
+    def confined(self) -> bool:
+        """Whether commands run inside bubblewrap."""
+        return self._bwrap is not None
+
+    def refusal(self) -> str | None:
+        if self._bwrap is not None:
+            return None
+        read_only = [str(m.path) for m in self._mounts if not m.writable]
+        if not read_only:
+            return None
+        shown = ", ".join(read_only[:3]) + (
+            f" and {len(read_only) - 3} more" if len(read_only) > 3 else ""
+        )
+        return (
+            f"run_shell is refused: read-only paths ({shown}) must stay read-only, and without "
+            f"bubblewrap a shell command could write to them; {BWRAP_HELP}"
+        )
+
+    async def remount(self, mounts: tuple[Mount, ...]) -> None:
+        """Takes effect at the next command: each runs in a fresh bubblewrap."""
+        self._mounts = mounts
+
+    async def aclose(self) -> None:
+        """Nothing to release: each command's processes end with its call."""
+        self._closed = True
+
+    def argv(self, command: str, *, cwd: Path) -> list[str]:
+        """What is executed for ``command``: ``sh -c``, inside bubblewrap when confined."""
+        shell = ["sh", "-c", command]
+        if self._bwrap is None:
+            return shell
+        binds: list[tuple[str, Path]] = [("--bind", self._workspace)]
+        binds += [("--bind" if m.writable else "--ro-bind", m.path) for m in self._mounts]
+        # Parents before children, so a read-only path inside a writable one stays read-only.
+        binds.sort(key=lambda b: len(b[1].parts))
+        argv = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv += ["--tmpfs", "/tmp"]
+        for flag, path in binds:
+            argv += [flag, str(path), str(path)]
+        argv += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd)]
+        return [*argv, "--", *shell]
+
+    async def run_shell(self, command: str, *, cwd: Path, timeout: float) -> ShellOutcome:
+        """Run ``command``; stdout and stderr share one pipe, so the output interleaves as the
+        command wrote it. On timeout the group is killed and ``exit_code`` is ``None``; on
+        cancellation the group is killed before ``Cancelled`` propagates."""
+        if self._closed:
+            raise RuntimeError("run_shell on a closed sandbox; open a new one with open_sandbox")
+        refused = self.refusal()
+        if refused is not None:
+            raise PermissionError(refused)
+        started = trio.current_time()
+        output = CappedOutput(self._limit)
+        process = await trio.lowlevel.open_process(
+            self.argv(command, cwd=cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=self._env,
+            start_new_session=True,
+        )
+        assert process.stdout is not None
+        stdout = process.stdout
+        exit_code: int | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_read, stdout, output)
+                with trio.move_on_after(timeout):
+                    status = await process.wait()
+                    # As a shell reports it: a command killed by signal N is 128 + N.
+                    exit_code = status if status >= 0 else 128 - status
+                # The shell is done or out of time: kill what it left behind, so every writer
+                # of the pipe is gone and the reader meets its end. Only a process that left
+                # the group (possible without bubblewrap) could hold the pipe open: bounded.
+                _kill_group(process.pid)
+                nursery.cancel_scope.deadline = trio.current_time() + _DRAIN_S
+        finally:
+            _kill_group(process.pid)
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(_REAP_S):
+                    await process.wait()
+                await stdout.aclose()
+        return ShellOutcome(
+            exit_code=exit_code,
+            output=output.text(),
+            timed_out=exit_code is None,
+            duration=trio.current_time() - started,
+            truncated_bytes=output.truncated,
+        )

@@ -1,0 +1,91 @@
+"""``open_sandbox``: the one way to get a sandbox, which owns its lifetime."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import attrs
+import docker
+import trio
+
+from actors.sandbox.docker import DockerSandbox
+from actors.sandbox.engine import OrphanRemoved, connect, remove_orphans
+from actors.sandbox.image import image_present
+from actors.sandbox.local import LocalSandbox
+from actors.sandbox.protocol import Mount, Sandbox, SandboxKind, SandboxUnavailable
+from config.schema.sandbox import SandboxConfig
+
+__all__ = ["DockerEngine", "open_docker_engine", "open_sandbox"]
+
+
+@attrs.frozen(kw_only=True)
+class DockerEngine:
+    """A connection to the engine, checked: reachable, the image present, orphans swept."""
+
+    client: docker.DockerClient
+    orphans_removed: tuple[OrphanRemoved, ...]
+
+
+@contextlib.asynccontextmanager
+async def open_docker_engine(config: SandboxConfig) -> AsyncIterator[DockerEngine]:
+    """Connect to the engine, check that ``config.image`` is there, and remove the
+    containers of owners that are gone (a SIGKILLed run leaves them: no code of its ran).
+    A run opens one and passes it to each ``open_sandbox``.
+
+    Raises :class:`SandboxUnavailable` naming what to do when the engine is unreachable or
+    the image was never built.
+    """
+    client = await trio.to_thread.run_sync(connect)
+    try:
+        if not await trio.to_thread.run_sync(image_present, client, config.image):
+            raise SandboxUnavailable(
+                f"the sandbox image {config.image!r} is not in the local Docker engine; "
+                "build it with `conclave sandbox build-image` (it is built locally, never pulled)"
+            )
+        removed = await trio.to_thread.run_sync(remove_orphans, client)
+        yield DockerEngine(client=client, orphans_removed=tuple(removed))
+    finally:
+        client.close()
+
+
+@contextlib.asynccontextmanager
+async def open_sandbox(
+    config: SandboxConfig,
+    *,
+    run_id: str,
+    agent: str,
+    workspace: Path,
+    mounts: tuple[Mount, ...],
+    engine: DockerEngine | None = None,
+) -> AsyncIterator[Sandbox]:
+    """The sandbox ``config.type`` names, for one agent, closed on exit however the block
+    ends (normally, by an exception, or cancelled: the docker container is removed,
+    shielded and bounded). ``mounts`` are the paths besides ``workspace`` the commands may
+    see, read-only unless writable. Without ``engine`` a docker sandbox opens its own."""
+    if config.type is SandboxKind.LOCAL:
+        local = LocalSandbox(
+            workspace=workspace, mounts=mounts, max_output_bytes=config.max_output_bytes
+        )
+        try:
+            yield local
+        finally:
+            await local.aclose()
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        if engine is None:
+            engine = await stack.enter_async_context(open_docker_engine(config))
+        sandbox = DockerSandbox(
+            client=engine.client,
+            config=config,
+            run_id=run_id,
+            agent=agent,
+            workspace=workspace,
+            mounts=mounts,
+        )
+        await sandbox.start()
+        try:
+            yield sandbox
+        finally:
+            await sandbox.aclose()
