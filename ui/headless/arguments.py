@@ -74,6 +74,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
     p.add_argument(
+        "--context",
+        action="append",
+        metavar="PATH[:w]",
+        help="a file or directory the agents may read (gives them file tools); PATH:w lets the "
+        "final presentation write it; repeatable",
+    )
+    p.add_argument(
         "--in-flight-policy",
         choices=("cancel", "finish", "inject"),
         help="what new answers do to a round in flight (inject: rounds with tools only; "

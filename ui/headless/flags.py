@@ -29,6 +29,7 @@ from config.limits import MAX_TASK_BYTES
 from config.loader import ConfigError, load_config
 from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
+from config.schema.context import ContextPath, parse_context_flag
 from config.schema.endpoint import HttpBackendConfig
 from config.validation import check_runnable
 from ui.headless.result import display_path, plural
@@ -114,6 +115,8 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
         changes["in_flight_policy"] = InFlightPolicy(args.in_flight_policy)
     if args.timeout is not None:
         changes["run_timeout"] = args.timeout
+    if args.context:
+        changes["context_paths"] = config.orchestrator.context_paths + _context_flags(args.context)
     config = attrs.evolve(config, orchestrator=attrs.evolve(config.orchestrator, **changes))
     if args.model is not None:
         config = with_model(config, args.model)
@@ -145,6 +148,13 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
             file=sys.stderr,
         )
     return config
+
+
+def _context_flags(values: list[str]) -> tuple[ContextPath, ...]:
+    try:
+        return tuple(parse_context_flag(value) for value in values)
+    except ValueError as exc:
+        raise UsageError(f"--context: {exc}") from None
 
 
 def with_model(config: ConclaveConfig, model: str) -> ConclaveConfig:
