@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from actors.tools.files import DELETE_FILE, EDIT_FILE, LIST_DIRECTORY, READ_FILE, WRITE_FILE
+from actors.tools.search import GLOB, SEARCH
+from actors.tools.shell import RUN_SHELL
 from actors.tools.spec import ToolSpec
 
-__all__ = ["ALL_TOOLS"]
+__all__ = ["ALL_TOOLS", "READ_ONLY_TOOLS", "WRITE_TOOLS"]
 
-ALL_TOOLS: tuple[ToolSpec, ...] = ()
+READ_ONLY_TOOLS: tuple[ToolSpec, ...] = (READ_FILE, LIST_DIRECTORY, GLOB, SEARCH)
+WRITE_TOOLS: tuple[ToolSpec, ...] = (WRITE_FILE, EDIT_FILE, DELETE_FILE, RUN_SHELL)
+ALL_TOOLS: tuple[ToolSpec, ...] = READ_ONLY_TOOLS + WRITE_TOOLS

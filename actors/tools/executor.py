@@ -23,7 +23,7 @@ from actors.tools.arguments import ArgumentError, parse_arguments
 from actors.tools.catalogue import ALL_TOOLS
 from actors.tools.paths import PathPolicy, PathRefused
 from actors.tools.protocol import ToolResult
-from actors.tools.spec import ToolContext, ToolLimits, ToolSpec
+from actors.tools.spec import ToolContext, ToolError, ToolLimits, ToolSpec
 from actors.tools.text import cap
 from config.modes import CollaborationMode
 
@@ -108,8 +108,10 @@ class AgentTools:
                 return ToolResult(ok=False, error=f"the call to {call.name} was refused: {refusal}")
         try:
             return await spec.run(self.context, arguments)
-        except PathRefused as exc:
+        except (PathRefused, ToolError) as exc:
             return ToolResult(ok=False, error=str(exc))
+        except OSError as exc:
+            return ToolResult(ok=False, error=_os_error(call.name, exc))
         except Exception as exc:
             return ToolResult(
                 ok=False, error=f"the tool {call.name} failed: {type(exc).__name__}: {exc}"
@@ -123,3 +125,18 @@ class AgentTools:
             )
         offered = ", ".join(self._offered) or "none"
         return f"there is no tool named {name!r}; the tools available are: {offered}"
+
+
+_HINTS: dict[type[OSError], str] = {
+    FileNotFoundError: "check the path with list_directory or glob",
+    IsADirectoryError: "give a file, or use list_directory for a directory",
+    NotADirectoryError: "a part of the path is a file, not a directory",
+    PermissionError: "the file's permissions forbid this; choose another path",
+}
+
+
+def _os_error(tool: str, exc: OSError) -> str:
+    what = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if exc.filename else ""
+    hint = next((h for kind, h in _HINTS.items() if isinstance(exc, kind)), "")
+    return f"{tool} failed: {what}{where}" + (f"; {hint}" if hint else "")

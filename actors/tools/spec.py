@@ -19,7 +19,7 @@ from actors.sandbox.protocol import Sandbox
 from actors.tools.paths import PathPolicy, PathRefused
 from actors.tools.protocol import ToolResult
 
-__all__ = ["ToolContext", "ToolLimits", "ToolRun", "ToolSpec", "WriteRefused"]
+__all__ = ["ToolContext", "ToolError", "ToolLimits", "ToolRun", "ToolSpec", "WriteRefused"]
 
 
 @attrs.frozen(kw_only=True)
@@ -45,6 +45,10 @@ class ToolLimits:
     """Files larger than this get no diff (the write still happens)."""
     shell_default_timeout: float = 120.0
     shell_max_timeout: float = 600.0
+
+
+class ToolError(Exception):
+    """A tool cannot do what was asked; the message is written for the model."""
 
 
 class WriteRefused(PathRefused):

@@ -1,0 +1,189 @@
+"""Opening what the path policy resolved, so that a path swapped after the check cannot escape.
+
+The policy judges a resolved path; by the time it is opened, a component may have become a
+symlink (an agent's shell runs concurrently). So every open here does not follow a link in
+the final component (``O_NOFOLLOW``), and afterwards asks the kernel where the descriptor
+really is (``/proc/self/fd``, or ``fstat`` against the expected path where ``/proc`` is
+absent): anything but the checked path is refused. Writes never open the target itself: they
+open its directory, check that, and work relative to that descriptor, so nothing is created
+outside even for a moment; the new content goes to a temporary file that is renamed over the
+target, so a reader (or a cancelled call) sees the old file or the new one, never half.
+
+Everything here blocks: callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from actors.tools.paths import PathRefused
+
+__all__ = [
+    "FileChanged",
+    "landed",
+    "open_dir",
+    "open_file",
+    "read_bytes",
+    "remove_file",
+    "write_atomic",
+]
+
+_PROC = Path("/proc/self/fd")
+_HAS_PROC = _PROC.is_dir()
+
+
+class FileChanged(PathRefused):
+    """The path changed between the policy's check and the open."""
+
+
+def landed(fd: int) -> Path | None:
+    """Where the open descriptor ``fd`` really is, or ``None`` where ``/proc`` is absent."""
+    if not _HAS_PROC:
+        return None
+    return Path(os.readlink(f"/proc/self/fd/{fd}"))
+
+
+def _verify(fd: int, expected: Path) -> None:
+    where = landed(fd)
+    if where is None:
+        opened, there = os.fstat(fd), os.stat(expected, follow_symlinks=False)
+        moved = (opened.st_dev, opened.st_ino) != (there.st_dev, there.st_ino)
+    else:
+        moved = where != expected
+    if moved:
+        raise FileChanged(
+            f"the path {str(expected)!r} changed while it was being opened "
+            f"(it now leads to {str(where or 'another file')!r}); nothing was done: "
+            "use a path that is not a symbolic link"
+        )
+
+
+def _open_checked(path: Path, flags: int, *, dir_fd: int | None = None, name: str = "") -> int:
+    try:
+        fd = os.open(name or path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileChanged(
+                f"the path {str(path)!r} became a symbolic link after it was checked; "
+                "nothing was done: use a path that is not a symbolic link"
+            ) from None
+        raise
+    try:
+        _verify(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_file(path: Path) -> int:
+    """A read descriptor for the regular file at the checked ``path``."""
+    fd = _open_checked(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise IsADirectoryError(errno.EISDIR, f"{path} is {kind}")
+    return fd
+
+
+def open_dir(path: Path) -> int:
+    """A descriptor for the directory at the checked ``path``."""
+    return _open_checked(path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def read_bytes(path: Path, *, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file at the checked ``path``."""
+    fd = open_file(path)
+    with os.fdopen(fd, "rb") as file:
+        return file.read(limit)
+
+
+def _parent_fd(path: Path, *, make: bool) -> int:
+    """A descriptor for ``path``'s directory, creating missing ones when ``make``: each
+    new directory is made and opened relative to its verified parent, never by path."""
+    parent = path.parent
+    missing: list[str] = []
+    while True:
+        try:
+            fd = open_dir(parent)
+            break
+        except FileNotFoundError:
+            if not make or parent == parent.parent:
+                raise
+            missing.append(parent.name)
+            parent = parent.parent
+    try:
+        for name in reversed(missing):
+            # One made meanwhile is opened and verified below like any other.
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o777, dir_fd=fd)
+            parent = parent / name
+            child = _open_checked(parent, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd, name=name)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_atomic(path: Path, data: bytes, *, make_parents: bool = True) -> None:
+    """Replace (or create) the file at the checked ``path`` with ``data``, all or nothing,
+    keeping an existing file's permissions."""
+    dir_fd = _parent_fd(path, make=make_parents)
+    try:
+        mode = 0o644
+        try:
+            current = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISLNK(current.st_mode):
+                raise FileChanged(
+                    f"the path {str(path)!r} became a symbolic link after it was checked; "
+                    "nothing was written: use a path that is not a symbolic link"
+                )
+            if not stat.S_ISREG(current.st_mode):
+                raise IsADirectoryError(errno.EISDIR, f"{path} is not a regular file")
+            mode = stat.S_IMODE(current.st_mode)
+        temp = f".{path.name}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(
+            temp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dir_fd,
+        )
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+            os.chmod(temp, mode, dir_fd=dir_fd)
+            os.replace(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            os.unlink(temp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def remove_file(path: Path) -> int:
+    """Remove the regular file at the checked ``path``; its size."""
+    dir_fd = _parent_fd(path, make=False)
+    try:
+        current = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISDIR(current.st_mode):
+            raise IsADirectoryError(errno.EISDIR, f"{path} is a directory")
+        if stat.S_ISLNK(current.st_mode):
+            raise FileChanged(
+                f"the path {str(path)!r} became a symbolic link after it was checked; "
+                "nothing was deleted"
+            )
+        os.unlink(path.name, dir_fd=dir_fd)
+        return current.st_size
+    finally:
+        os.close(dir_fd)
