@@ -13,7 +13,7 @@ from config.modes import CollaborationMode
 __all__ = ["PLAN_MODE_MARKER", "is_plan_mode", "mode_prefix", "presentation_mode_note"]
 
 PLAN_MODE_MARKER = "[PLAN MODE]"
-"""Opens the plan-mode prefix; how a prompt's reader (the scripted backend) tells plan mode."""
+"""Opens the plan-mode texts; how a prompt's reader (the scripted backend) tells plan mode."""
 
 _PLAN_FORMAT = (
     "{"
@@ -65,5 +65,6 @@ def presentation_mode_note(mode: CollaborationMode) -> str:
 
 
 def is_plan_mode(system: str) -> bool:
-    """Whether a system message was built in plan mode (its prefix, or the presenter's)."""
-    return system.startswith(PLAN_MODE_MARKER)
+    """Whether a system message was built in plan mode (its prefix, or the presenter's note;
+    wherever the message builder placed it)."""
+    return PLAN_MODE_MARKER in system

@@ -1,0 +1,125 @@
+"""Plans from the scripted backend, so plan mode runs end to end with no model.
+
+The scripted backend writes canned text answers (:meth:`ScriptedBackend.compose`). In plan
+mode a real model answers with JSON plans instead; :func:`as_plan_reply` turns the scripted
+reply into one, reading the mode from the prompt as a model would (the plan-mode prefix of
+:mod:`actors.prompts.modes` in the system message):
+
+- a round's ``new_answer`` content becomes a plan whose steps are the text's lines (content
+  that already is a plan stays as it is);
+- a presentation becomes one plan: under ``synthesize`` the answers' plans merged (steps in
+  order, without repeats), otherwise the presenter's own plan.
+
+Outside plan mode the reply is returned unchanged, as the same object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from actors.coordination.label import Label
+from actors.llm.protocol import ChatMessage
+from actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
+from actors.prompts.coordination import parse_prompt
+from actors.prompts.modes import is_plan_mode
+
+__all__ = ["as_plan_reply", "merge_plans", "plan_from_text", "tagged"]
+
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s*")
+
+
+def as_plan_reply(messages: Sequence[ChatMessage], reply: ChatMessage) -> ChatMessage:
+    """``reply`` as a planning model would have written it, when ``messages`` is a
+    plan-mode prompt; else ``reply`` itself."""
+    system = next((m.content for m in messages if m.role == "system"), "")
+    if not is_plan_mode(system):
+        return reply
+    view = parse_prompt(messages)
+    if view.presentation is not None:
+        answers = [view.answers[label] for label in sorted(view.answers, key=Label.parse)]
+        plans = [plan for plan in map(parse_plan, answers) if plan is not None]
+        own = parse_plan(view.answers.get(view.own_label or "", ""))
+        if view.presentation == "synthesize" and plans:
+            chosen = merge_plans(plans)
+        else:
+            chosen = own or (plans[0] if plans else plan_from_text(view.task, reply.content))
+        return attrs.evolve(reply, content=tagged(chosen))
+    calls = tuple(
+        attrs.evolve(call, arguments=_planned_arguments(view.task, call.arguments))
+        if call.name == "new_answer"
+        else call
+        for call in reply.tool_calls
+    )
+    return attrs.evolve(reply, tool_calls=calls)
+
+
+def _planned_arguments(task: str, arguments: str) -> str:
+    """new_answer's arguments with the content made a plan; malformed ones stay malformed
+    (the scripted backend injects them on purpose)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("content"), str):
+        return arguments
+    content = parsed["content"]
+    if parse_plan(content) is None:
+        parsed["content"] = tagged(plan_from_text(task, content))
+    return json.dumps(parsed, ensure_ascii=False)
+
+
+def plan_from_text(task: str, text: str) -> Plan:
+    """A plan for ``task`` whose steps are the lines of ``text`` (numbering dropped). The
+    first line, the scripted answer's heading, is each step's reason, so distinct answers
+    stay distinct plans (the coordinator refuses duplicates)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    heading, actions = (lines[0], lines[1:]) if len(lines) > 1 else ("", lines)
+    steps = tuple(
+        PlanStep(
+            step_number=number,
+            action=_NUMBERED.sub("", line),
+            reason=heading,
+            estimated_time="5 min",
+        )
+        for number, line in enumerate(actions or ["Answer the task directly"], start=1)
+    )
+    return Plan(
+        goal=task.strip()[:200] or "Answer the task",
+        steps=steps,
+        estimated_total_time=f"{5 * len(steps)} min",
+        risks=("The plan is scripted: no model read the task",),
+    )
+
+
+def merge_plans(plans: Iterable[Plan]) -> Plan:
+    """One plan from several: the first plan's goal, every step (by action, first seen
+    wins) renumbered in order, and every risk and prerequisite once."""
+    plans = list(plans)
+    actions: dict[str, PlanStep] = {}
+    risks: dict[str, None] = {}
+    prerequisites: dict[str, None] = {}
+    for plan in plans:
+        for step in plan.steps:
+            actions.setdefault(step.action, step)
+        risks.update(dict.fromkeys(plan.risks))
+        prerequisites.update(dict.fromkeys(plan.prerequisites))
+    steps = tuple(
+        attrs.evolve(step, step_number=number)
+        for number, step in enumerate(actions.values(), start=1)
+    )
+    return Plan(
+        goal=plans[0].goal,
+        steps=steps,
+        estimated_total_time=plans[0].estimated_total_time,
+        risks=tuple(risks),
+        prerequisites=tuple(prerequisites),
+    )
+
+
+def tagged(plan: Plan) -> str:
+    """The plan as a planning answer: its JSON inside ``<proposed_plan>`` tags."""
+    return f"<proposed_plan>\n{plan_json(plan)}\n</proposed_plan>"
