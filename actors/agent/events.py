@@ -45,12 +45,29 @@ class LlmRequestStarted(DomainEvent):
 
 @message()
 class LlmRequestFinished(DomainEvent):
+    """One LLM call ended. Fields after ``output_tokens`` came later: they have defaults so
+    event logs written before them still load."""
+
     agent: str
     purpose: str
     outcome: str
     """``ok``, ``error``, ``timeout`` or ``cancelled``."""
     input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
     output_tokens: int = 0
+    """Reply tokens, reasoning included."""
+    model: str | None = None
+    """The model that answered, as the backend names it; ``None`` without a reply."""
+    stop_reason: str | None = None
+    """Why the reply ended (:class:`~actors.llm.protocol.StopReason`); ``None`` without one."""
+    cache_read_tokens: int = 0
+    """Prompt tokens read from the provider's prompt cache (part of ``input_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the prompt cache (part of ``input_tokens``)."""
+    reasoning_tokens: int = 0
+    """Reply tokens spent thinking (part of ``output_tokens``)."""
+    error: str | None = None
+    """Why the call failed, with every key redacted; ``None`` when it did not."""
 
 
 @message()

@@ -15,7 +15,8 @@ import trio
 
 from actors.agent.events import LlmRequestFinished, LlmRequestStarted
 from actors.events.loop import LlmRetry, TextDelta
-from actors.llm.protocol import CallPurpose, Completion
+from actors.llm.protocol import CallPurpose, Completion, Usage
+from actors.llm.redaction import redact
 from actors.loop import CallOutcome
 from runtime import ActorContext
 
@@ -41,15 +42,23 @@ class CallEvents:
     def call_finished(
         self, outcome: CallOutcome, completion: Completion | None, error: str | None
     ) -> None:
-        usage = completion.usage if completion is not None else None
+        """Record the call's end: what the completion says (model, stop reason, usage), or
+        the error with every key redacted (providers echo keys in their error bodies)."""
+        usage = completion.usage if completion is not None else Usage()
         self._context.record(
             LlmRequestFinished(
                 at=trio.current_time(),
                 agent=self._agent,
                 purpose=self._purpose,
                 outcome=outcome.value,
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                model=(completion.model or None) if completion is not None else None,
+                stop_reason=completion.stop_reason.value if completion is not None else None,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+                error=redact(error) if error else None,
             )
         )
 

@@ -80,6 +80,10 @@ class AgentView:
     restarts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache."""
+    model: str | None = None
+    """The model its latest reply came from; ``None`` until a backend names one."""
     answer: str | None = None
     """The label of its latest answer."""
     vote: str | None = None
@@ -202,6 +206,8 @@ class RunView:
             agent,
             input_tokens=agent.input_tokens + event.input_tokens,
             output_tokens=agent.output_tokens + event.output_tokens,
+            cache_read_tokens=agent.cache_read_tokens + event.cache_read_tokens,
+            model=event.model or agent.model,
         )
 
     def _llm_retry(self, event: LlmRetry) -> None:

@@ -2,7 +2,8 @@
 
 :class:`UsageTap` is an event tap: it feeds a :class:`~actors.llm.pricing.UsageLedger` from
 the ``llm_request_finished`` events the agents record (the same events replay reads), with
-each agent's price from its backend section. Prices come from the config, never from the
+each agent's price from its backend section. Cached prompt tokens are counted apart, so they
+cost the cheaper cached (or cache-write) price. Prices come from the config, never from the
 network; a cost is known only when every call it sums had a price (``None`` otherwise).
 
 With a budget, the tap says once, as soon as the priced calls reach it, that the run must
@@ -96,7 +97,13 @@ class UsageTap:
     def record(self, event: Event) -> None:
         if type(event) is not LlmRequestFinished or event.outcome != _OK:
             return
-        usage = Usage(input_tokens=event.input_tokens, output_tokens=event.output_tokens)
+        usage = Usage(
+            input_tokens=event.input_tokens,
+            output_tokens=event.output_tokens,
+            cache_read_tokens=event.cache_read_tokens,
+            cache_write_tokens=event.cache_write_tokens,
+            reasoning_tokens=event.reasoning_tokens,
+        )
         self.ledger.record(event.agent, usage, self._prices.get(event.agent))
         self._check_budget()
 

@@ -124,6 +124,39 @@ def test_llm_calls_and_tokens_add_up_per_agent() -> None:
     assert view.agents["a2"].llm_calls == 0
 
 
+def test_an_agent_shows_the_model_its_latest_reply_came_from() -> None:
+    def finished(at: float, model: str | None) -> LlmRequestFinished:
+        return LlmRequestFinished(at=at, agent="a1", purpose="round", outcome="ok", model=model)
+
+    view = view_of(finished(11.0, "gpt-a"), finished(12.0, "gpt-b"), finished(13.0, None))
+
+    assert view.agents["a1"].model == "gpt-b"  # a failed call names none: the last stands
+    assert view.agents["a2"].model is None
+
+
+def test_cached_prompt_tokens_add_up_per_agent() -> None:
+    view = view_of(
+        LlmRequestFinished(
+            at=12.0,
+            agent="a1",
+            purpose="round",
+            outcome="ok",
+            input_tokens=100,
+            cache_read_tokens=80,
+        ),
+        LlmRequestFinished(
+            at=14.0,
+            agent="a1",
+            purpose="round",
+            outcome="ok",
+            input_tokens=100,
+            cache_read_tokens=90,
+        ),
+    )
+
+    assert view.agents["a1"].cache_read_tokens == 170
+
+
 def test_retries_and_restarts_are_counted() -> None:
     view = view_of(
         LlmRetry(at=11.0, agent="a1", attempt=1, status=429, delay=2.0),
