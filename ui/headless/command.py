@@ -26,6 +26,8 @@ import trio
 from actors.events import EventHub
 from actors.run.driver import RunHandle, RunSpec, drive
 from actors.run.result import RunResult, Termination
+from config.discovery import discover_config
+from config.modes import CollaborationMode
 from runtime.eventlog import EventLogExists, EventLogFailure
 from ui.exit_codes import ExitCode
 from ui.headless.flags import (
@@ -33,8 +35,10 @@ from ui.headless.flags import (
     UsageError,
     resolve_config,
     resolve_log_dir,
+    resolve_mode,
     resolve_task,
 )
+from ui.headless.plan_output import PlannedResult, plan_of
 from ui.headless.progress import RunProgress, make_progress
 from ui.headless.result import display_path, print_json_error, print_result
 
@@ -81,11 +85,18 @@ def run_command(args: argparse.Namespace) -> int:
     fmt: str = args.output_format
     try:
         task = resolve_task(args)
+        _discover_config(args, fmt)
         config = resolve_config(args)
         log_dir = resolve_log_dir(args.log_dir)
     except (UsageError, ConfigError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
-    spec = RunSpec(task=task, config=config, log_dir=log_dir, max_cost_usd=args.max_cost)
+    spec = RunSpec(
+        task=task,
+        config=config,
+        log_dir=log_dir,
+        max_cost_usd=args.max_cost,
+        mode=resolve_mode(args),
+    )
     signals = _Signals()
     with signals.installed():
         print(f"conclave: logging to {display_path(log_dir / 'events.jsonl')}", file=sys.stderr)
@@ -104,17 +115,38 @@ def run_command(args: argparse.Namespace) -> int:
         code = _EXIT[result.termination]
         if result.termination is Termination.CANCELLED and signals.received:
             code = signal_exit_code(signals.received[0])
-        return _print(result, progress, fmt, code)
+        planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
+        return _print(result, progress, fmt, code, planned)
 
 
-def _print(result: RunResult, progress: RunProgress, fmt: str, code: int) -> int:
+def _discover_config(args: argparse.Namespace, fmt: str) -> None:
+    """Without ``--config`` (or ``--agents``, which asks for the scripted default), the
+    project's or the user's config file when there is one (:mod:`config.discovery`); in
+    text mode, one line on stderr says which."""
+    if args.config is not None or args.agents is not None:
+        return
+    found = discover_config(None)
+    if found.path is None:
+        return
+    args.config = str(found.path)
+    if fmt == "text":
+        print(f"conclave: {found.describe()}", file=sys.stderr)
+
+
+def _print(
+    result: RunResult,
+    progress: RunProgress,
+    fmt: str,
+    code: int,
+    planned: PlannedResult | None = None,
+) -> int:
     """Print the result; a stdout that fails is reported in one line and exits 1, a reader
     that left (``| head``) ends quietly with the run's own exit code."""
     try:
         if fmt == "stream-json":
             progress.finish(result)  # the stream's last line, ``result``
         else:
-            print_result(result, fmt)
+            print_result(result, fmt, planned=planned)
     except BrokenPipeError:
         _discard_stdout()
         return code
