@@ -1,0 +1,43 @@
+"""Transcript files stay open between writes, but never more than a bounded number at once:
+a run of thousands of agents must not run the process out of descriptors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from actors.agent.transcript_log import TranscriptLog
+from actors.llm.protocol import CallPurpose, ChatMessage
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _log(path: Path, failures: list[str]) -> TranscriptLog:
+    return TranscriptLog(path, on_failure=failures.append)
+
+
+def test_many_agents_writing_in_turn_keep_every_line_and_a_bounded_number_of_files_open(
+    tmp_path: Path,
+) -> None:
+    failures: list[str] = []
+    logs = [_log(tmp_path / "agents" / f"a{i}.jsonl", failures) for i in range(300)]
+    before = _open_descriptors()
+    for round_ in range(3):
+        for log in logs:
+            log.write(round_, CallPurpose.ROUND, ChatMessage(role="user", content=f"r{round_}"))
+    assert _open_descriptors() - before <= 64
+    for log in logs:
+        lines = [json.loads(line) for line in log.path.read_text().splitlines()]
+        assert [line["content"] for line in lines] == ["r0", "r1", "r2"]
+    assert failures == []
+
+
+def test_the_agents_directory_is_made_when_the_first_transcript_is_written(
+    tmp_path: Path,
+) -> None:
+    log = _log(tmp_path / "run" / "agents" / "a.jsonl", [])
+    log.write(1, CallPurpose.ROUND, ChatMessage(role="user", content="x"))
+    assert log.path.is_file()
