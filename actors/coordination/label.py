@@ -55,7 +55,7 @@ class Label:
 @functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> Label:
     """Cached: agents sort and compare the same few labels over and over (76 parses per
-    3-agent run, 15 % of a batch run's domain CPU uncached); labels are immutable, so one
+    3-agent run, 2 % of a batch of runs' CPU uncached, as profiled); labels are immutable, so one
     instance serves every caller. Errors are not cached."""
     found = _LABEL.fullmatch(text)
     if found is None:
