@@ -8,7 +8,7 @@ import math
 
 from config.limits import MAX_AGENTS, MAX_TIMEOUT_S
 
-__all__ = ["add_run_arguments"]
+__all__ = ["MODES", "add_run_arguments", "collaboration_mode"]
 
 
 def _agent_count(text: str) -> int:
@@ -58,6 +58,18 @@ def _visibility(text: str) -> str:
     return text
 
 
+MODES = ("default", "plan", "execute")
+"""The collaboration modes (config.modes.CollaborationMode's values, spelled here so that
+registering the flag imports no config)."""
+
+
+def collaboration_mode(text: str) -> str:
+    """``--mode``'s value (also the REPL's ``/mode``): one of :data:`MODES`."""
+    if text not in MODES:
+        raise argparse.ArgumentTypeError(f'invalid mode "{text}". Valid modes: {", ".join(MODES)}')
+    return text
+
+
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="?", help="the task; read from stdin when omitted and piped")
     p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
@@ -69,6 +81,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
     )
     p.add_argument("--refinement", choices=("on", "off"), default="on")
+    p.add_argument(
+        "--mode",
+        type=collaboration_mode,
+        default="default",
+        metavar="default|plan|execute",
+        help="plan: the agents investigate read-only and answer with a plan (saved under the "
+        "log dir); execute: they work autonomously, recording their assumptions",
+    )
     p.add_argument(
         "--final-answer-strategy", choices=("winner_reuse", "winner_present", "synthesize")
     )

@@ -27,7 +27,7 @@ import attrs
 from actors.run.usage import price_of
 from config.limits import MAX_TASK_BYTES
 from config.loader import ConfigError, load_config
-from config.modes import AgentMode, ModeState, apply_modes
+from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
 from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
 from config.schema.context import ContextPath, parse_context_flag
 from config.schema.endpoint import HttpBackendConfig
@@ -41,6 +41,7 @@ __all__ = [
     "decode_task",
     "resolve_config",
     "resolve_log_dir",
+    "resolve_mode",
     "resolve_task",
     "with_model",
 ]
@@ -148,6 +149,11 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
             file=sys.stderr,
         )
     return config
+
+
+def resolve_mode(args: argparse.Namespace) -> CollaborationMode:
+    """``--mode``: the run's collaboration mode (the flag has checked the name)."""
+    return CollaborationMode(args.mode)
 
 
 def _context_flags(values: list[str]) -> tuple[ContextPath, ...]:

@@ -9,9 +9,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from actors.planning.plan import render_plan
 from actors.run.result import DecidedBy, RunResult
+
+if TYPE_CHECKING:
+    from ui.headless.plan_output import PlannedResult
 
 __all__ = [
     "display_path",
@@ -23,18 +27,30 @@ __all__ = [
 ]
 
 
-def print_result(result: RunResult, output_format: str, *, out: TextIO | None = None) -> None:
+def print_result(
+    result: RunResult,
+    output_format: str,
+    *,
+    out: TextIO | None = None,
+    planned: PlannedResult | None = None,
+) -> None:
     """Print the result on ``out`` (stdout) and, for ``text``, the summary on stderr. Raises
-    the ``OSError`` of a failing stdout, for the caller to report."""
+    the ``OSError`` of a failing stdout, for the caller to report. A plan-mode run
+    (``planned``) shows its plan rendered, and adds the plan fields to the JSON."""
     out = sys.stdout if out is None else out
     data = result.to_json()
+    answer = result.final_answer
+    if planned is not None:
+        data |= planned.fields()
+        if planned.plan is not None:
+            answer = render_plan(planned.plan)
     if output_format == "json":
         out.write(_dumps(data, indent=2) + "\n")
     elif output_format == "stream-json":
         pass  # the stream's renderer writes its ``result`` line: ui/headless/progress.py
     else:
-        if result.final_answer is not None:
-            out.write(result.final_answer + "\n")
+        if answer is not None:
+            out.write(answer + "\n")
         print(summary(result), file=sys.stderr)
         if result.final_answer is None:
             print("conclave: the run produced no answer", file=sys.stderr)
