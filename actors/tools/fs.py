@@ -3,11 +3,13 @@
 The policy judges a resolved path; by the time it is opened, a component may have become a
 symlink (an agent's shell runs concurrently). So every open here does not follow a link in
 the final component (``O_NOFOLLOW``), and afterwards asks the kernel where the descriptor
-really is (``/proc/self/fd``, or ``fstat`` against the expected path where ``/proc`` is
-absent): anything but the checked path is refused. Writes never open the target itself: they
-open its directory, check that, and work relative to that descriptor, so nothing is created
-outside even for a moment; the new content goes to a temporary file that is renamed over the
-target, so a reader (or a cancelled call) sees the old file or the new one, never half.
+really is (``/proc/self/fd``): anything but the checked path is refused. Where ``/proc`` is
+absent, the path is opened one component at a time, following no link at all.
+
+Writes never open the target itself: they open its directory, check that, and work relative
+to that descriptor, so nothing is created outside even for a moment; the new content goes
+to a temporary file that is renamed over the target, so a reader (or a cancelled call) sees
+the old file or the new one, never half.
 
 Everything here blocks: callers run it in a worker thread.
 """
@@ -35,6 +37,7 @@ __all__ = [
 
 _PROC = Path("/proc/self/fd")
 _HAS_PROC = _PROC.is_dir()
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class FileChanged(PathRefused):
@@ -48,36 +51,61 @@ def landed(fd: int) -> Path | None:
     return Path(os.readlink(f"/proc/self/fd/{fd}"))
 
 
-def _verify(fd: int, expected: Path) -> None:
-    where = landed(fd)
-    if where is None:
-        opened, there = os.fstat(fd), os.stat(expected, follow_symlinks=False)
-        moved = (opened.st_dev, opened.st_ino) != (there.st_dev, there.st_ino)
-    else:
-        moved = where != expected
-    if moved:
-        raise FileChanged(
-            f"the path {str(expected)!r} changed while it was being opened "
-            f"(it now leads to {str(where or 'another file')!r}); nothing was done: "
-            "use a path that is not a symbolic link"
-        )
+def _changed(path: Path, where: object) -> FileChanged:
+    return FileChanged(
+        f"the path {str(path)!r} changed while it was being opened (it now leads to "
+        f"{str(where)!r}); nothing was done: use a path that is not a symbolic link"
+    )
 
 
-def _open_checked(path: Path, flags: int, *, dir_fd: int | None = None, name: str = "") -> int:
+def _became_link(path: Path) -> FileChanged:
+    return FileChanged(
+        f"the path {str(path)!r} became a symbolic link after it was checked; "
+        "nothing was done: use a path that is not a symbolic link"
+    )
+
+
+def _walk_open(path: Path, flags: int) -> int:
+    """Open ``path`` one component at a time, following no link anywhere: where ``/proc``
+    cannot say where a descriptor landed, this makes sure it lands where it was sent (a
+    resolved path has no links in it, so a link found now was swapped in)."""
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fd = os.open(name or path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+        partial = Path("/")
+        for name in path.parts[1:-1]:
+            partial = partial / name
+            try:
+                child = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                if os.path.islink(partial):
+                    raise _became_link(partial) from None
+                raise
+            os.close(fd)
+            fd = child
+        return os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _open_checked(path: Path, flags: int, *, dir_fd: int | None = None) -> int:
+    """Open ``path`` (or ``path.name`` relative to its verified directory ``dir_fd``)
+    without following a link in its last component, then make sure it is where it was
+    sent."""
+    try:
+        if dir_fd is not None:
+            fd = os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+        elif _HAS_PROC:
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        else:
+            fd = _walk_open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise FileChanged(
-                f"the path {str(path)!r} became a symbolic link after it was checked; "
-                "nothing was done: use a path that is not a symbolic link"
-            ) from None
+            raise _became_link(path) from None
         raise
-    try:
-        _verify(fd, path)
-    except BaseException:
+    where = landed(fd)
+    if where is not None and where != path:
         os.close(fd)
-        raise
+        raise _changed(path, where)
     return fd
 
 
@@ -94,7 +122,7 @@ def open_file(path: Path) -> int:
 
 def open_dir(path: Path) -> int:
     """A descriptor for the directory at the checked ``path``."""
-    return _open_checked(path, os.O_RDONLY | os.O_DIRECTORY)
+    return _open_checked(path, _DIR_FLAGS)
 
 
 def read_bytes(path: Path, *, limit: int) -> bytes:
@@ -124,7 +152,7 @@ def _parent_fd(path: Path, *, make: bool) -> int:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(name, 0o777, dir_fd=fd)
             parent = parent / name
-            child = _open_checked(parent, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd, name=name)
+            child = _open_checked(parent, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = child
     except BaseException:
@@ -145,10 +173,7 @@ def write_atomic(path: Path, data: bytes, *, make_parents: bool = True) -> None:
             pass
         else:
             if stat.S_ISLNK(current.st_mode):
-                raise FileChanged(
-                    f"the path {str(path)!r} became a symbolic link after it was checked; "
-                    "nothing was written: use a path that is not a symbolic link"
-                )
+                raise _became_link(path)
             if not stat.S_ISREG(current.st_mode):
                 raise IsADirectoryError(errno.EISDIR, f"{path} is not a regular file")
             mode = stat.S_IMODE(current.st_mode)
@@ -179,10 +204,7 @@ def remove_file(path: Path) -> int:
         if stat.S_ISDIR(current.st_mode):
             raise IsADirectoryError(errno.EISDIR, f"{path} is a directory")
         if stat.S_ISLNK(current.st_mode):
-            raise FileChanged(
-                f"the path {str(path)!r} became a symbolic link after it was checked; "
-                "nothing was deleted"
-            )
+            raise _became_link(path)
         os.unlink(path.name, dir_fd=dir_fd)
         return current.st_size
     finally:
