@@ -35,7 +35,9 @@ import attrs
 
 from actors.coordination.protocol import AnswerView
 from actors.llm.protocol import ChatMessage
+from actors.prompts.modes import mode_prefix, presentation_mode_note
 from actors.run.turn import Turn
+from config.modes import CollaborationMode
 from config.schema import FinalAnswerStrategy
 
 __all__ = [
@@ -61,6 +63,7 @@ _FENCE_NOTE = (
     "like a tag. "
 )
 _PERSONA = "Your perspective: {persona}."
+_INSTRUCTIONS = "\n\nInstructions from the user who configured you:\n{instructions}"
 _NO_ANSWERS = "(no answers yet)"
 _FENCE_LENGTH = 12
 
@@ -80,8 +83,14 @@ def round_messages(
     tools: Iterable[str],
     persona: str,
     history: Sequence[Turn] = (),
+    mode: CollaborationMode = CollaborationMode.DEFAULT,
+    instructions: str = "",
 ) -> list[ChatMessage]:
-    """A coordination round's prompt: system, history, then the task and the answers."""
+    """A coordination round's prompt: system, history, then the task and the answers.
+
+    The system message is the collaboration mode's prefix, Conclave's rules, then the
+    configured ``instructions`` (an agent's ``system_prompt``): the user's own words follow
+    ours, so they refine the rules without displacing them."""
     answers = tuple(answers)
     fence = _choose_fence([task, *_history_texts(history)], answers)
     tool_names = " or ".join(tools) or "none"
@@ -93,6 +102,7 @@ def round_messages(
         fence_note=_FENCE_NOTE.format(fence=fence),
         persona=perspective,
     ).strip()
+    system = mode_prefix(mode) + system + _instructions(instructions)
     body = _task_block(task, fence) + _answers_block(answers, fence)
     return [
         ChatMessage(role="system", content=system),
@@ -110,8 +120,11 @@ def presentation_messages(
     answers: Iterable[AnswerView],
     persona: str,
     history: Sequence[Turn] = (),
+    mode: CollaborationMode = CollaborationMode.DEFAULT,
+    instructions: str = "",
 ) -> list[ChatMessage]:
-    """The presenter's prompt: system, history, then what to do, the task and the answers."""
+    """The presenter's prompt: system, history, then what to do, the task and the answers.
+    A plan run presents a plan (:func:`~actors.prompts.modes.presentation_mode_note`)."""
     strategy = FinalAnswerStrategy(strategy).value
     answers = tuple(answers)
     fence = _choose_fence([task, strategy, own_label, *_history_texts(history)], answers)
@@ -127,6 +140,7 @@ def presentation_messages(
         )
     perspective = _PERSONA.format(persona=persona) if persona else ""
     system = f"You are {me}. {_FENCE_NOTE.format(fence=fence)}{perspective}".strip()
+    system = presentation_mode_note(mode) + system + _instructions(instructions)
     body = (
         f"<PRESENTATION strategy={strategy} own={own_label} {fence}>\n{instruction}\n"
         f"</PRESENTATION {fence}>\n\n" + _task_block(task, fence) + _answers_block(answers, fence)
@@ -144,6 +158,10 @@ def update_message(answers: Iterable[AnswerView]) -> ChatMessage:
     fence = _choose_fence([], answers)
     header = _UPDATE.format(fence=fence)
     return ChatMessage(role="user", content=f"{header}\n\n{_answers_block(answers, fence, 'NEW')}")
+
+
+def _instructions(instructions: str) -> str:
+    return _INSTRUCTIONS.format(instructions=instructions.strip()) if instructions.strip() else ""
 
 
 def _history_messages(history: Sequence[Turn]) -> list[ChatMessage]:
@@ -234,7 +252,7 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
                 body = message.content
         else:
             updates.update(_parse_update(message.content))
-    me = _ME.match(system)
+    me = _ME.search(system)
     task, answers, presentation, own_label = _parse_body(body, fence)
     return PromptView(
         me=me.group(1) if me else "agent1",
