@@ -9,6 +9,9 @@ line on stderr per finding, never a traceback:
   damage have been printed by then.
 * a last line cut off mid-write (a crash), events of kinds this version does not know (a
   newer version wrote them): said on stderr, skipped, exit code 0.
+* after each run's timeline, a table of its agents (status, LLM calls, tokens, answer,
+  vote, model) from a :class:`~actors.events.view.RunView` fed the same events: the view
+  the run's live progress had, as of the end of the run or of its log.
 * several runs in one file (logs concatenated, or appended to by a version before logs were
   created exclusively): each is shown in turn, timed from its own start, each after the
   first below a ``── run N`` line, and stderr says how many runs the file holds; exit code 0.
@@ -24,11 +27,12 @@ import sys
 import time
 
 import actors.kinds  # noqa: F401  (every kind a log may hold decodes)
+from actors.events.view import RunView
 from actors.run.events import RunEnded
 from runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
 from runtime.events import LogOpened
 from ui.exit_codes import ExitCode
-from ui.timeline import describe, neutralise
+from ui.timeline import agent_table, describe, neutralise
 
 __all__ = ["replay_command"]
 
@@ -53,27 +57,41 @@ def replay_command(path: str, *, verbose: bool = False) -> int:
 
 
 def _print_timeline(log: EventLogStream, *, verbose: bool) -> None:
+    """Each run's timeline as its events are read, then its agents' table from a
+    :class:`RunView` the same events fed."""
     origin: float | None = None
+    view = RunView()
     runs = 0
     ended = False
     for event in log:
         if isinstance(event, LogOpened):
             runs += 1
             if runs > 1:
-                if not ended:
-                    print(INTERRUPTED)
+                _end_of_run(view, ended=ended)
                 started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
                 print(f"── run {runs} in this file: pid {event.pid}, started {started} ──")
-            origin, ended = event.at, False
+            origin, ended, view = event.at, False, RunView()
             continue
         if origin is None:
             origin = event.at
+        view.apply(event)
         line = describe(event, verbose=verbose)
         if line is not None:
             print(f"[{event.at - origin:8.3f}s] {line}")
         ended = ended or isinstance(event, RunEnded)
-    if not ended and log.summary.events:
+    if log.summary.events:
+        _end_of_run(view, ended=ended)
+
+
+def _end_of_run(view: RunView, *, ended: bool) -> None:
+    """Say if the run's log stops early, then show its agents as the view has them then."""
+    if not ended:
         print(INTERRUPTED)
+    table = agent_table(view)
+    if table:
+        print()
+        for row in table:
+            print(row)
 
 
 def _report(path: str, summary: EventLogSummary) -> None:

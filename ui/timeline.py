@@ -1,4 +1,5 @@
-"""One readable line per event: shared by live progress (stderr) and ``conclave replay``.
+"""One readable line per event, and a table of the agents: shared by live progress (stderr)
+and ``conclave replay``.
 
 Every line is neutralised before it is returned: task, answer, vote and error text come from
 users, models and log files, and a control character in them (ESC starts the terminal's
@@ -25,6 +26,7 @@ from actors.coordination.events import (
     VotesCleared,
     VotingComplete,
 )
+from actors.events.view import AgentView, RunView
 from actors.run.events import RunEnded
 from runtime import (
     ChildExited,
@@ -37,7 +39,7 @@ from runtime import (
     TapFailed,
 )
 
-__all__ = ["describe", "neutralise"]
+__all__ = ["agent_table", "describe", "neutralise"]
 
 _ESCAPED = {
     code: f"\\x{code:02x}"
@@ -124,10 +126,64 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, LlmRequestStarted):
         return f"{event.agent} → LLM ({event.purpose})"
     if isinstance(event, LlmRequestFinished):
-        return f"{event.agent} ← LLM ({event.purpose}): {event.outcome}"
+        return _llm_finished(event)
     if isinstance(event, Held):
         payload = type(event.envelope.payload).__name__
         return f"held {payload} to {event.envelope.recipient}: {event.reason}"
     if isinstance(event, Released):
         return f"released {type(event.envelope.payload).__name__} to {event.envelope.recipient}"
     return None
+
+
+def _llm_finished(event: LlmRequestFinished) -> str:
+    line = f"{event.agent} ← LLM ({event.purpose}): {event.outcome}"
+    if event.error:
+        return _one_line(f"{line}: {event.error}")
+    details = [f"{event.input_tokens:,} in / {event.output_tokens:,} out tokens"]
+    if event.cache_read_tokens:
+        details.append(f"{event.cache_read_tokens:,} cached")
+    if event.stop_reason == "max_tokens":
+        details.append("cut at the output limit")
+    if event.model:
+        details.append(f"model {event.model}")
+    return f"{line}, {', '.join(details)}"
+
+
+def agent_table(view: RunView) -> list[str]:
+    """The agents of ``view`` as a table: a header, then one row per agent in the run's
+    order (status, LLM calls, tokens, latest answer, vote, and the model when a backend
+    named one), columns aligned, every cell neutralised. Empty when the view has no agent."""
+    agents = list(view.agents.values())
+    if not agents:
+        return []
+    header = ["agent", "status", "LLM calls", "tokens in", "tokens out", "answer", "vote"]
+    with_model = any(agent.model for agent in agents)
+    if with_model:
+        header.append("model")
+    rows = [header, *(_table_row(agent, with_model=with_model) for agent in agents)]
+    numeric = {2, 3, 4}
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return [
+        neutralise(
+            "  ".join(
+                cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i])
+                for i, cell in enumerate(row)
+            ).rstrip()
+        )
+        for row in rows
+    ]
+
+
+def _table_row(agent: AgentView, *, with_model: bool) -> list[str]:
+    row = [
+        _one_line(agent.agent),
+        _one_line(agent.status),
+        f"{agent.llm_calls:,}",
+        f"{agent.input_tokens:,}",
+        f"{agent.output_tokens:,}",
+        agent.answer or "-",
+        agent.vote or "-",
+    ]
+    if with_model:
+        row.append(agent.model or "-")
+    return row

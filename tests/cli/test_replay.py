@@ -1,6 +1,7 @@
-"""``conclave replay EVENTS.jsonl`` prints a finished run's timeline; a last line cut off
-mid-write (a crash) is reported and skipped, damage anywhere else is an error; kinds it does
-not know are skipped and counted; a file of several runs shows each.
+"""``conclave replay EVENTS.jsonl`` prints a finished run's timeline, then a table of its
+agents from the RunView its events build; a last line cut off mid-write (a crash) is
+reported and skipped, damage anywhere else is an error; kinds it does not know are skipped
+and counted; a file of several runs shows each.
 
 Files that are not readable logs: test_replay_failures.py; escape sequences:
 test_replay_escapes.py."""
@@ -29,6 +30,12 @@ def events(fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     return log_dir / "events.jsonl"
 
 
+def timeline_and_table(out: str) -> tuple[list[str], list[str]]:
+    """Replay's output for one run: the timeline lines, and the table after the blank line."""
+    timeline, _, table = out.partition("\n\n")
+    return timeline.splitlines(), table.splitlines()
+
+
 def test_replay_prints_the_timeline_of_a_finished_run(
     events: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -37,7 +44,7 @@ def test_replay_prints_the_timeline_of_a_finished_run(
     out, err = capsys.readouterr()
     assert code == ExitCode.OK
     assert err == ""
-    lines = out.splitlines()
+    lines, _ = timeline_and_table(out)
     assert all(re.match(r"^\[ *\d+\.\d{3}s\] ", line) for line in lines)
     assert "run started: 3 agents (agent-1, agent-2, agent-3), strategy winner_present" in lines[0]
     assert re.search(r"run ended: completed, winner agent-\d$", lines[-1])
@@ -48,6 +55,24 @@ def test_replay_prints_the_timeline_of_a_finished_run(
     assert "voting complete: winner" in text
     assert "final answer by" in text
     assert "interrupted" not in text
+
+
+def test_replay_ends_a_run_with_a_table_of_its_agents_from_the_run_view(
+    events: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(events)]) == ExitCode.OK
+
+    _, table = timeline_and_table(capsys.readouterr().out)
+    assert table[0].split() == [
+        "agent", "status", "LLM", "calls", "tokens", "in", "tokens", "out", "answer", "vote"
+    ]  # fmt: skip
+    rows = {row.split()[0]: row.split()[1:] for row in table[1:]}
+    assert set(rows) == {"agent-1", "agent-2", "agent-3"}
+    for agent, (status, calls, tokens_in, tokens_out, answer, vote) in rows.items():
+        assert status in {"presented", "stopped"}, agent
+        assert int(calls) >= 2 and int(tokens_in.replace(",", "")) > 0 and int(tokens_out) > 0
+        assert re.fullmatch(r"agent\d\.1", answer) and re.fullmatch(r"agent\d\.1", vote)
+    assert [row[0] for row in rows.values()].count("presented") == 1
 
 
 def test_replay_verbose_adds_rounds_and_llm_calls(
@@ -89,7 +114,9 @@ def test_replay_of_a_log_that_stops_before_the_run_ended_says_it_was_interrupted
     out = capsys.readouterr().out
     assert code == ExitCode.OK
     assert "run ended" not in out
-    assert out.splitlines()[-1] == "(the log ends before the run did: it was interrupted)"
+    lines, table = timeline_and_table(out)
+    assert lines[-1] == "(the log ends before the run did: it was interrupted)"
+    assert len(table) == 4  # the agents as the log left them
 
 
 def test_replay_refuses_a_log_damaged_in_the_middle(
@@ -167,4 +194,7 @@ def test_replay_says_when_a_run_before_the_next_stopped_early(
 
     out = capsys.readouterr().out.splitlines()
     header = next(i for i, line in enumerate(out) if line.startswith("── run 2"))
-    assert out[header - 1] == "(the log ends before the run did: it was interrupted)"
+    # The first run's timeline, that line, then its agents' table (a header and 3 rows).
+    assert out[header - 6] == "(the log ends before the run did: it was interrupted)"
+    assert out[header - 5] == ""
+    assert out[header - 4].startswith("agent ")

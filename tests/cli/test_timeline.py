@@ -1,12 +1,16 @@
-"""The lines live progress and ``conclave replay`` print for events."""
+"""The lines live progress and ``conclave replay`` print for events, and their agent table."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from actors.coordination.events import RunStarted
-from runtime import ChildStopped, TapFailed
-from ui.timeline import describe
+from actors.agent.events import LlmRequestFinished, LlmRequestStarted
+from actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
+from actors.events.view import RunView
+from runtime import ChildStopped, Event, TapFailed
+from ui.timeline import agent_table, describe
 
 
 def started(agents: int) -> RunStarted:
@@ -48,3 +52,73 @@ def test_a_crash_while_stopping_spanning_lines_is_shown_on_one() -> None:
 def test_a_failed_tap_is_shown_on_one_line_with_what_it_raised() -> None:
     event = TapFailed(at=0.0, tap="Recorder", error="ValueError: bad\nthings\x1b[2J")
     assert describe(event) == "event tap Recorder removed: it raised ValueError: bad things\\x1b[2J"
+
+
+def finished(**fields: Any) -> LlmRequestFinished:
+    return LlmRequestFinished(at=0.0, agent="a1", purpose="round", **fields)
+
+
+def test_a_finished_llm_call_shows_its_tokens_cached_tokens_and_model() -> None:
+    event = finished(
+        outcome="ok",
+        input_tokens=1200,
+        output_tokens=300,
+        cache_read_tokens=1000,
+        model="gpt-test-1",
+        stop_reason="tool_use",
+    )
+    assert describe(event, verbose=True) == (
+        "a1 ← LLM (round): ok, 1,200 in / 300 out tokens, 1,000 cached, model gpt-test-1"
+    )
+
+
+def test_a_reply_cut_at_the_output_limit_says_so() -> None:
+    event = finished(outcome="ok", output_tokens=4096, stop_reason="max_tokens")
+    line = describe(event, verbose=True)
+    assert line is not None and line.endswith("4,096 out tokens, cut at the output limit")
+
+
+def test_a_failed_llm_call_shows_its_error_on_one_line() -> None:
+    event = finished(outcome="error", error="401 Unauthorized:\n key [REDACTED] refused")
+    assert describe(event, verbose=True) == (
+        "a1 ← LLM (round): error: 401 Unauthorized: key [REDACTED] refused"
+    )
+
+
+def view_with(*events: Event) -> RunView:
+    return RunView.from_events([started(2), *events])
+
+
+def test_the_agent_table_has_a_header_and_a_row_per_agent_aligned() -> None:
+    view = view_with(
+        LlmRequestStarted(at=1.0, agent="a0", purpose="round"),
+        finished(outcome="ok", input_tokens=1234, output_tokens=56),
+        AnswerAdded(at=2.0, agent="a0", label="a0.1", content="x"),
+    )
+    view.apply(VoteAdded(at=3.0, voter="a1", label="a0.1", reason="r"))
+
+    assert agent_table(view) == [
+        "agent  status  LLM calls  tokens in  tokens out  answer  vote",
+        "a0     idle            1          0           0  a0.1    -",
+        "a1     idle            0      1,234          56  -       a0.1",
+    ]
+
+
+def test_the_agent_table_shows_the_model_column_once_a_backend_names_one() -> None:
+    view = view_with(finished(outcome="ok", model="gpt-test-1"))
+
+    table = agent_table(view)
+
+    assert table[0].endswith("  model")
+    assert table[1].endswith("  -") and table[2].endswith("  gpt-test-1")
+
+
+def test_the_agent_table_neutralises_what_the_log_says() -> None:
+    view = view_with(AnswerAdded(at=2.0, agent="a0", label="a0.1\x1b[2J", content="x"))
+
+    assert "\x1b" not in "".join(agent_table(view))
+    assert "a0.1\\x1b[2J" in agent_table(view)[1]
+
+
+def test_a_view_without_agents_has_no_table() -> None:
+    assert agent_table(RunView()) == []

@@ -9,11 +9,11 @@ import trio
 
 from actors.agent.events import LlmRequestStarted, RoundStarted
 from actors.coordination.events import AnswerAdded, RunStarted
-from actors.events import DropCause, SubscriberDropped
+from actors.events import DropCause, EventHub, SubscriberDropped
 from actors.run.driver import RunSpec
 from actors.run.events import RunEnded
 from config.schema import AgentConfig, ConclaveConfig
-from runtime import LogOpened, TapFailed
+from runtime import ChildStopped, LogOpened, TapFailed
 from ui.headless.progress import RunClock, Silent, StreamJson, TextProgress, make_progress
 
 STARTED = RunStarted(
@@ -83,6 +83,36 @@ def test_a_failed_tap_gets_one_line_even_if_its_error_spans_lines() -> None:
     )
 
 
+def subscribed(text: TextProgress) -> EventHub:
+    """A hub delivering to ``text`` what ``conclave run`` subscribes it to."""
+    hub = EventHub()
+    hub.subscribe_sync(text.record, text.kinds)
+    return hub
+
+
+def test_a_failed_tap_reaches_text_progress_as_one_line() -> None:
+    text, out = progress()
+    subscribed(text).record(TapFailed(at=11.0, tap="Recorder", error="ValueError: bad"))
+
+    assert out.getvalue() == "[  1.00s] event tap Recorder removed: it raised ValueError: bad\n"
+
+
+def test_a_child_that_crashed_while_being_stopped_reaches_text_progress_as_a_line() -> None:
+    text, out = progress()
+    subscribed(text).record(
+        ChildStopped(at=11.0, supervisor="run", child="agent:a1", how="crashed", error="E: x")
+    )
+
+    assert out.getvalue() == "[  1.00s] agent:a1 crashed while run stopped it (E: x)\n"
+
+
+def test_a_child_stopped_without_a_crash_prints_nothing() -> None:
+    text, out = progress()
+    subscribed(text).record(ChildStopped(at=11.0, supervisor="run", child="a1", how="graceful"))
+
+    assert out.getvalue() == ""
+
+
 def test_nothing_is_printed_after_run_ended() -> None:
     text, out = progress()
     text.record(ENDED)
@@ -91,7 +121,7 @@ def test_nothing_is_printed_after_run_ended() -> None:
     assert out.getvalue() == "[  2.00s] run ended: completed, winner a1\n"
 
 
-def test_verbose_prints_each_agents_row_from_the_run_view_when_the_run_ends() -> None:
+def test_verbose_prints_the_agents_table_from_the_run_view_when_the_run_ends() -> None:
     text, out = progress(verbose=True)
     for event in (
         STARTED,
@@ -102,9 +132,10 @@ def test_verbose_prints_each_agents_row_from_the_run_view_when_the_run_ends() ->
     ):
         text.record(event)
 
-    assert out.getvalue().splitlines()[-2:] == [
-        "  a1: working, answer agent1.1, 1 LLM call(s), tokens 0 in / 0 out, 1.50s",
-        "  a2: idle, answer -, 0 LLM call(s), tokens 0 in / 0 out, 0.00s",
+    assert out.getvalue().splitlines()[-3:] == [
+        "agent  status   LLM calls  tokens in  tokens out  answer    vote",
+        "a1     working          1          0           0  agent1.1  -",
+        "a2     idle             0          0           0  -         -",
     ]
 
 

@@ -30,6 +30,7 @@ from actors.run.events import RunEnded
 from actors.run.result import RunResult
 from runtime import (
     ChildExited,
+    ChildStopped,
     DeadLetter,
     Event,
     Held,
@@ -39,7 +40,7 @@ from runtime import (
     converter,
     encode,
 )
-from ui.timeline import describe, neutralise
+from ui.timeline import agent_table, describe, neutralise
 
 __all__ = [
     "RunClock",
@@ -141,9 +142,9 @@ class TextProgress:
     """One line per event on stderr, ``[  1.23s] what happened``: the lines replay prints,
     and a line when something watching the run fails (a tap, a subscriber).
 
-    It keeps a :class:`RunView` of the run; with ``--verbose`` it prints each agent's row
-    from it when the run ends. Falls silent after ``run_ended`` (shutdown chatter is in
-    the log, not the terminal) and when stderr goes away.
+    It keeps a :class:`RunView` of the run; with ``--verbose`` it prints the agents' table
+    from it when the run ends (as replay does). Falls silent after ``run_ended`` (shutdown
+    chatter is in the log, not the terminal) and when stderr goes away.
     """
 
     def __init__(self, stream: TextIO, *, verbose: bool, clock: RunClock) -> None:
@@ -153,8 +154,9 @@ class TextProgress:
         self.view = RunView()
         self._ended = False
         detail: tuple[type[Event], ...] = (Held, Released) if verbose else ()
-        watchers = (SubscriberDropped, TapFailed)
-        self.kinds = (DomainEvent, LogOpened, DeadLetter, ChildExited, *watchers, *detail)
+        # The kernel events replay shows (``describe`` picks the crashes among them).
+        kernel = (DeadLetter, ChildExited, ChildStopped, TapFailed)
+        self.kinds = (DomainEvent, LogOpened, SubscriberDropped, *kernel, *detail)
 
     def record(self, event: Event) -> None:
         if self._ended:
@@ -169,21 +171,8 @@ class TextProgress:
         if isinstance(event, RunEnded):
             self._ended = True
             if self.verbose:
-                for row in self._agent_rows():
+                for row in agent_table(self.view):
                     self._print(row)
-
-    def _agent_rows(self) -> list[str]:
-        view = self.view
-        now = view.now if view.now is not None else 0.0
-        rows = []
-        for agent in view.agents.values():
-            vote = f", voted {agent.vote}" if agent.vote else ""
-            rows.append(
-                f"  {agent.agent}: {agent.status}{vote}, answer {agent.answer or '-'}, "
-                f"{agent.llm_calls} LLM call(s), tokens {agent.input_tokens} in / "
-                f"{agent.output_tokens} out, {agent.elapsed(now):.2f}s"
-            )
-        return [neutralise(row) for row in rows]
 
     def _print(self, line: str) -> None:
         try:
@@ -196,14 +185,12 @@ class TextProgress:
 
 
 def _watcher_line(event: Event) -> str | None:
-    """A line for a tap or a subscriber that failed and was removed; the run went on."""
-    if isinstance(event, SubscriberDropped):
-        line = f"watcher {event.subscriber} dropped ({event.cause.value}): {event.detail}"
-    elif isinstance(event, TapFailed):
-        line = f"event tap {event.tap} removed: it raised {event.error}"
-    else:
+    """A line for a subscriber that was dropped; the run went on. (A failed tap is a
+    timeline line: replay shows it too.)"""
+    if not isinstance(event, SubscriberDropped):
         return None
-    return neutralise(" ".join(line.split()))  # an error's message may span lines
+    line = f"watcher {event.subscriber} dropped ({event.cause.value}): {event.detail}"
+    return neutralise(" ".join(line.split()))  # a detail may span lines
 
 
 # ---------------------------------------------------------------------------- stream-json
