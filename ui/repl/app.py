@@ -1,0 +1,497 @@
+"""``run_repl``: the REPL's application, with the trio runtime as asyncio's guest.
+
+prompt-toolkit owns the terminal and the asyncio loop; the trio runtime (the service: the
+pool, the hub, the runs) runs as a guest on the same thread
+(``trio.lowlevel.start_guest_run``). The UI sends the service commands through the trio
+token; the service writes the state and invalidates the application, which redraws at most
+every 50 ms however fast events arrive.
+
+Start-up: the prompt is drawn first, with only prompt-toolkit and the config loaded; the
+runtime (trio, the actors) is imported in a worker thread meanwhile and the guest starts
+when it is in. A line sent before then waits and is sent when the service is up.
+
+Leaving: Ctrl+D, ``/quit``, SIGTERM or SIGHUP send :class:`~ui.repl.protocol.Quit`; the
+service cancels any run, waits until its event log is closed, and ends; its end ends the
+application.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import math
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.application.current import set_app
+from prompt_toolkit.application.run_in_terminal import in_terminal
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input
+from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
+from prompt_toolkit.output import Output
+from prompt_toolkit.shortcuts import print_formatted_text
+
+from config.modes import AgentMode, CollaborationMode, ModeState
+from config.schema import AgentConfig, ConclaveConfig
+from ui.exit_codes import ExitCode
+from ui.repl.commands import SlashCompleter, run_command
+from ui.repl.keys import build_keys
+from ui.repl.layout import build_layout
+from ui.repl.protocol import Command, Continue, Override, Quit, Submit
+from ui.repl.state import Dialog, ReplState
+from ui.repl.style import STYLE
+
+if TYPE_CHECKING:
+    import trio
+
+    from actors.llm.protocol import LLMBackend
+    from ui.repl.planning import PlanFlow
+    from ui.repl.service import ReplService
+
+__all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
+
+REDRAW_INTERVAL = 0.05
+"""At most one frame per this many seconds: a thousand agents' events cost 20 frames a second."""
+
+BackendFactory = Callable[[AgentConfig], "LLMBackend"]
+
+
+def history_path() -> Path:
+    """``$XDG_STATE_HOME/conclave/repl_history`` (default ``~/.local/state``)."""
+    root = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(root) / "conclave" / "repl_history"
+
+
+def _open_history(path: Path | None) -> tuple[History, str]:
+    """The persistent history, or one in memory and why (a read-only home)."""
+    if path is None:
+        return InMemoryHistory(), ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    except OSError as exc:
+        return InMemoryHistory(), (
+            f"input history is not kept: cannot write {path} ({exc.strerror or exc}); "
+            "set XDG_STATE_HOME to a writable directory"
+        )
+    return FileHistory(str(path)), ""
+
+
+class Repl:
+    """The UI side: the application, the input line, and what keys and commands do."""
+
+    def __init__(
+        self,
+        state: ReplState,
+        *,
+        history: History | None = None,
+        input: Input | None = None,
+        output: Output | None = None,
+    ) -> None:
+        self.state = state
+        self.buffer = Buffer(
+            name="input",
+            multiline=True,
+            history=history or InMemoryHistory(),
+            completer=SlashCompleter(state),
+            complete_while_typing=True,
+        )
+        self.buffer.on_text_changed += self._typed
+        self.plan_container: AnyContainer | None = None
+        """The plan approval dialog while it is open (:mod:`ui.repl.planning`)."""
+        self.app: Application[None] = Application(
+            layout=build_layout(self),
+            key_bindings=build_keys(self),
+            style=STYLE,
+            include_default_pygments_style=False,
+            mouse_support=True,
+            full_screen=False,
+            min_redraw_interval=REDRAW_INTERVAL,
+            input=input,
+            output=output,
+        )
+        self.app.ttimeoutlen = 0.05  # Esc alone is a key here: do not wait long for more
+        state.on_change = self.app.invalidate
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._channel: trio.MemorySendChannel[Command] | None = None
+        self._early: list[Command] = []
+        self._pending: list[StyleAndTextTuples] = []
+        self._flushing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.runtime_started = False
+        self.quitting = False
+        self.service: ReplService | None = None
+        self.plans: PlanFlow | None = None
+
+    # -- the trio side ----------------------------------------------------------------------
+
+    def connect(
+        self, token: trio.lowlevel.TrioToken, channel: trio.MemorySendChannel[Command]
+    ) -> None:
+        """The service is up: send what was sent before, then everything as it comes."""
+        self._token, self._channel = token, channel
+        early, self._early = self._early, []
+        for command in early:
+            channel.send_nowait(command)
+        self.state.on_change()
+
+    def send(self, command: Command) -> None:
+        """Hand ``command`` to the service (from any code on this thread)."""
+        if self._token is None or self._channel is None:
+            self._early.append(command)
+            return
+        self._token.run_sync_soon(self._channel.send_nowait, command)
+
+    # -- output above the prompt ---------------------------------------------------------------
+
+    def print(self, block: StyleAndTextTuples) -> None:
+        """Print ``block`` into the scrollback above the application, after what is pending."""
+        self.state.transcript.append(block)
+        self._pending.append(block)
+        if self._flushing or self._loop is None:
+            return
+        self._flushing = True
+        self._loop.call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        if self.app.is_running:
+            self.app.create_background_task(self._flush())
+        else:
+            self._flushing = False
+
+    async def _flush(self) -> None:
+        try:
+            with set_app(self.app):
+                while self._pending:
+                    blocks, self._pending = self._pending, []
+                    async with in_terminal():
+                        for block in blocks:
+                            self._write(block)
+        finally:
+            self._flushing = False
+
+    def _write(self, block: StyleAndTextTuples) -> None:
+        print_formatted_text(
+            FormattedText(block),
+            style=STYLE,
+            output=self.app.output,
+            include_default_pygments_style=False,
+            end="",
+        )
+
+    def say(self, text: str) -> None:
+        self.print([("", text.rstrip("\n") + "\n")])
+
+    def error(self, text: str) -> None:
+        self.print([("class:error", text.rstrip("\n") + "\n")])
+
+    def clear_screen(self) -> None:
+        self.app.renderer.clear()
+
+    # -- what keys and commands do ---------------------------------------------------------------
+
+    def toggle(self, change: Callable[[], str | None]) -> None:
+        """Apply a toggle, or say why it was refused."""
+        refused = change()
+        self.state.notice = refused or ""
+        self.state.on_change()
+
+    def _typed(self, _buffer: Buffer) -> None:
+        self.state.notice = ""
+
+    def accept(self) -> None:
+        """Enter: a line ending in ``\\`` continues on the next; an empty line continues
+        with the vote's winner when the vote waits; a ``/`` line is a command; anything
+        else is the next turn (queued while a run executes)."""
+        buffer, state = self.buffer, self.state
+        text = buffer.text
+        if text.endswith("\\"):
+            buffer.text = text[:-1] + "\n"
+            buffer.cursor_position = len(buffer.text)
+            return
+        if not text.strip():
+            if state.override is not None:
+                self.send(Continue())
+            buffer.reset()
+            return
+        buffer.append_to_history()
+        buffer.reset()
+        if text.startswith("/"):
+            run_command(self, text)
+            return
+        self.submit(text.strip())
+
+    def submit(self, task: str, **how: Any) -> None:
+        """Send ``task`` as the next turn with the modes on the bar now."""
+        state = self.state
+        self.send(Submit(task=task, modes=state.modes, mode=state.collaboration, **how))
+
+    def open_override(self) -> None:
+        window = self.state.override
+        if window is None:
+            self.state.tell("nothing to override: Ctrl+O works once the vote is complete")
+            return
+        self.open_dialog(Dialog.OVERRIDE)
+
+    def open_dialog(self, dialog: Dialog, *, selected: int = 0) -> None:
+        self.state.dialog = dialog
+        self.state.selected = selected
+        self.state.on_change()
+
+    def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.PLAN:
+            if self.plans is not None:
+                self.plans.cancel()  # the dialog's own Cancel closes it
+            return
+        self.state.dialog = Dialog.NONE
+        self.state.on_change()
+
+    def _rows(self) -> int:
+        state = self.state
+        if state.dialog is Dialog.OVERRIDE:
+            return len(state.override.rows) if state.override is not None else 0
+        if state.dialog is Dialog.MODE_PICKER:
+            return len(CollaborationMode)
+        return 0
+
+    def move_selection(self, step: int) -> None:
+        rows = self._rows()
+        if rows:
+            self.state.selected = (self.state.selected + step) % rows
+            self.state.on_change()
+
+    def choose(self, index: int) -> None:
+        """Take row ``index`` of the open dialog."""
+        state = self.state
+        if not 0 <= index < self._rows():
+            return
+        dialog = state.dialog
+        state.dialog = Dialog.NONE
+        if dialog is Dialog.OVERRIDE and state.override is not None:
+            row = state.override.rows[index]
+            self.send(Override(agent=row.agent))
+            state.tell(f"{row.agent} presents the final answer ({row.label})")
+        elif dialog is Dialog.MODE_PICKER:
+            mode = list(CollaborationMode)[index]
+            refused = state.set_collaboration(mode)
+            state.tell(refused or f"collaboration mode: {mode.value}")
+        state.on_change()
+
+    def extra_dialog(self) -> AnyContainer:
+        return DynamicContainer(lambda: self.plan_container or HSplit([]))
+
+    def quit(self) -> None:
+        """Cancel any run, wait for its log to close, and leave."""
+        if self.quitting:
+            return
+        self.quitting = True
+        self.state.tell(
+            "quitting: waiting for the run's log to close" if self.state.running else ""
+        )
+        if self.runtime_started:
+            self.send(Quit())
+        else:
+            self.runtime_ended()
+
+    # -- the guest --------------------------------------------------------------------------------
+
+    def runtime_ended(self) -> None:
+        """The service has ended (after Quit, or by failing): the application ends too."""
+        if self.app.is_running and self.app.future is not None and not self.app.future.done():
+            self.app.exit()
+
+
+async def _trio_main(
+    repl: Repl,
+    config: ConclaveConfig,
+    log_root: Path | None,
+    backend_factory: BackendFactory | None,
+) -> None:
+    import trio
+
+    from ui.repl.planning import attach_plans
+    from ui.repl.service import open_repl_service
+
+    send, receive = trio.open_memory_channel[Command](math.inf)
+    async with open_repl_service(
+        config=config,
+        state=repl.state,
+        printer=repl.print,
+        log_root=log_root,
+        backend_factory=backend_factory,
+    ) as service:
+        repl.service = service
+        attach_plans(repl, service)
+        repl.connect(trio.lowlevel.current_trio_token(), send)
+        await service.serve(receive)
+
+
+def _load_runtime() -> None:
+    """What the guest needs, imported off the UI thread so the prompt answers meanwhile."""
+    for module in ("trio", "ui.repl.service", "ui.repl.planning", "ui.repl.render"):
+        importlib.import_module(module)
+
+
+async def run_session(
+    repl: Repl,
+    *,
+    config: ConclaveConfig,
+    log_root: Path | None,
+    backend_factory: BackendFactory | None = None,
+    welcome: str = "",
+) -> None:
+    """Run the application and its trio guest until the person leaves; returns once the
+    guest has ended (any run's log closed). Raises what the guest raised."""
+    loop = asyncio.get_running_loop()
+    repl._loop = loop
+    finished: asyncio.Future[Any] = loop.create_future()
+
+    def guest_done(outcome: Any) -> None:
+        finished.set_result(outcome)
+        repl.runtime_ended()
+
+    async def start_runtime() -> None:
+        await asyncio.to_thread(_load_runtime)
+        if repl.quitting:
+            finished.set_result(None)
+            return
+        import trio
+
+        repl.runtime_started = True
+        trio.lowlevel.start_guest_run(
+            _trio_main,
+            repl,
+            config,
+            log_root,
+            backend_factory,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            done_callback=guest_done,
+            host_uses_signal_set_wakeup_fd=True,
+        )
+
+    def pre_run() -> None:
+        if welcome:
+            repl.say(welcome)
+        repl._flushing = False
+        if repl._pending:
+            repl._flushing = True
+            loop.call_soon(repl._start_flush)
+        repl.app.create_background_task(start_runtime())
+
+    await repl.app.run_async(pre_run=pre_run)
+    if not finished.done():
+        repl.quit()
+        if not repl.runtime_started:
+            finished.set_result(None)
+    outcome = await finished
+    if outcome is not None:
+        outcome.unwrap()
+    for block in repl._pending:  # printed after the application's last frame
+        repl._write(block)
+    repl._pending.clear()
+
+
+def run_repl(
+    config: ConclaveConfig,
+    *,
+    modes: ModeState | None = None,
+    collaboration: CollaborationMode = CollaborationMode.DEFAULT,
+    log_root: Path | None = Path(".conclave") / "runs",
+    history: Path | None = None,
+    welcome: str = "",
+) -> int:
+    """The REPL on this terminal until the person leaves; the exit code."""
+    state = ReplState(agents=tuple(a.id for a in config.agents), modes=modes or ModeState())
+    state.set_collaboration(collaboration)
+    file_history, problem = _open_history(history)
+    repl = Repl(state, history=file_history)
+    if problem:
+        repl.say(problem)
+    stopped: list[int] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+
+            def stop(signum: int = signum) -> None:
+                stopped.append(signum)
+                repl.quit()
+
+            loop.add_signal_handler(signum, stop)
+        await run_session(repl, config=config, log_root=log_root, welcome=welcome)
+
+    asyncio.run(main())
+    if stopped:
+        return ExitCode.TERMINATED if stopped[0] == signal.SIGTERM else ExitCode.CANCELLED
+    return ExitCode.OK
+
+
+class _UsageError(Exception):
+    """A flag or the config is wrong; the message says which and what to do."""
+
+
+def _config(args: argparse.Namespace) -> ConclaveConfig:
+    """The config the flags name (the loader and its checks are imported only for a file:
+    they cost start-up time the default scripted agents do not need)."""
+    from config.schema import default_config
+
+    if args.config is None:
+        config = default_config(args.agents or 3)
+    else:
+        if args.agents is not None:
+            raise _UsageError(
+                "--agents applies only to the default scripted agents; drop it or --config"
+            )
+        from config.loader import ConfigError, load_config
+        from config.validation import check_runnable
+
+        try:
+            config = load_config(args.config)
+            check_runnable(config, source=args.config)
+        except ConfigError as exc:
+            raise _UsageError(str(exc)) from None
+    if args.agent is not None:
+        if args.agent_mode != "single":
+            raise _UsageError("--agent picks the agent of single mode; add --agent-mode single")
+        ids = [agent.id for agent in config.agents]
+        if args.agent not in ids:
+            known = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
+            raise _UsageError(f"--agent: no agent {args.agent!r}; configured agents: {known}")
+    return config
+
+
+def repl_command(args: argparse.Namespace) -> int:
+    """``conclave repl`` (and a bare ``conclave`` in a terminal)."""
+    try:
+        config = _config(args)
+    except _UsageError as exc:
+        print(f"conclave: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    ids = [agent.id for agent in config.agents]
+    modes = ModeState(
+        agent_mode=AgentMode(args.agent_mode),
+        active_agent=args.agent,
+        refinement=args.refinement == "on",
+    )
+    source = args.config or "no --config: scripted agents, offline"
+    welcome = (
+        f"Conclave: {len(ids):,} agent(s) ({source}). Type a task and press Enter; "
+        "/help lists keys and commands, Ctrl+D quits."
+    )
+    log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
+    return run_repl(
+        config,
+        modes=modes,
+        collaboration=CollaborationMode(args.mode),
+        log_root=log_root,
+        history=history_path(),
+        welcome=welcome,
+    )

@@ -1,0 +1,54 @@
+"""``conclave repl``'s flags (also taken by a bare ``conclave`` in a terminal). Only argparse
+here: registering the command must stay cheap so that ``conclave --help`` starts fast."""
+
+from __future__ import annotations
+
+import argparse
+
+from config.limits import MAX_AGENTS
+
+__all__ = ["add_repl_arguments", "mode_argument"]
+
+_MODES = ("default", "plan", "execute")
+
+
+def mode_argument(text: str) -> str:
+    """A collaboration mode's name; anything else is refused with the message ``/mode`` gives."""
+    if text.strip().lower() not in _MODES:
+        raise argparse.ArgumentTypeError(f'invalid mode "{text}". Valid modes: {", ".join(_MODES)}')
+    return text.strip().lower()
+
+
+def _agent_count(text: str) -> int:
+    expected = f"a whole number >= 1 and <= {MAX_AGENTS:,}"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not 1 <= value <= MAX_AGENTS:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+    return value
+
+
+def add_repl_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
+    p.add_argument(
+        "--agents", type=_agent_count, metavar="N", help="number of scripted agents (no --config)"
+    )
+    p.add_argument("--agent-mode", choices=("single", "multi"), default="multi")
+    p.add_argument(
+        "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
+    )
+    p.add_argument("--refinement", choices=("on", "off"), default="on")
+    p.add_argument(
+        "--mode",
+        type=mode_argument,
+        default="default",
+        metavar="default|plan|execute",
+        help="the collaboration mode to start in (Shift+Tab and /mode change it)",
+    )
+    p.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="where each turn's run directory goes (default: .conclave/runs)",
+    )

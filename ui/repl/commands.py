@@ -1,0 +1,244 @@
+"""Slash commands, and the completer for them and for agent ids.
+
+Each command is a function of the REPL and its argument; :data:`COMMANDS` lists them in the
+order ``/help`` shows. Unknown commands and bad arguments say what was wrong and what is
+valid; nothing here raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import attrs
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+
+from config.modes import AgentMode, CollaborationMode
+from ui.repl.protocol import ClearHistory
+from ui.repl.state import BUSY, Dialog, ReplState
+
+if TYPE_CHECKING:
+    from ui.repl.app import Repl
+
+__all__ = ["COMMANDS", "SlashCompleter", "invalid_mode", "parse_mode", "run_command"]
+
+
+def invalid_mode(text: str) -> str:
+    valid = ", ".join(mode.value for mode in CollaborationMode)
+    return f'invalid mode "{text}". Valid modes: {valid}'
+
+
+def parse_mode(text: str) -> CollaborationMode:
+    """``default``, ``plan`` or ``execute``; anything else raises ``ValueError`` with the
+    message ``/mode`` and ``--mode`` print."""
+    try:
+        return CollaborationMode(text.strip().lower())
+    except ValueError:
+        raise ValueError(invalid_mode(text)) from None
+
+
+@attrs.frozen(kw_only=True)
+class SlashCommand:
+    name: str
+    usage: str
+    help: str
+    run: Callable[[Repl, str], None]
+
+
+def _mode(repl: Repl, argument: str) -> None:
+    state = repl.state
+    if not argument:
+        if state.running:
+            state.tell(BUSY)
+            return
+        repl.open_dialog(
+            Dialog.MODE_PICKER, selected=list(CollaborationMode).index(state.collaboration)
+        )
+        return
+    try:
+        mode = parse_mode(argument)
+    except ValueError as exc:
+        repl.error(str(exc))
+        return
+    refused = state.set_collaboration(mode)
+    if refused is not None:
+        state.tell(refused)
+        return
+    repl.say(f"collaboration mode: {mode.value}")
+
+
+def _agents(repl: Repl, argument: str) -> None:
+    state = repl.state
+    if argument:
+        if argument not in state.agents:
+            repl.error(f'no agent "{argument}"; configured agents: {_listed(state.agents)}')
+            return
+        if state.modes.agent_mode is not AgentMode.SINGLE:
+            refused = state.toggle_agent_mode()
+            if refused is not None:
+                state.tell(refused)
+                return
+        refused = state.select_agent(argument)
+        if refused is not None:
+            state.tell(refused)
+            return
+        repl.say(f"single-agent mode: {argument} answers the next turn")
+        return
+    single = state.modes.agent_mode is AgentMode.SINGLE
+    lines = [f"{len(state.agents):,} agents, {'single' if single else 'multi'}-agent mode:"]
+    for agent in state.agents[:50]:
+        mark = " (active)" if single and agent == state.active_agent else ""
+        lines.append(f"  {agent}{mark}")
+    if len(state.agents) > 50:
+        lines.append(f"  … and {len(state.agents) - 50:,} more")
+    repl.say("\n".join(lines))
+
+
+def _listed(agents: Iterable[str]) -> str:
+    agents = list(agents)
+    shown = ", ".join(agents[:10])
+    return shown + (f" and {len(agents) - 10:,} more" if len(agents) > 10 else "")
+
+
+def _status(repl: Repl, argument: str) -> None:
+    state = repl.state
+    modes = state.modes
+    agent = f"single ({state.active_agent})" if modes.agent_mode is AgentMode.SINGLE else "multi"
+    running = state.status if state.running else "idle"
+    lines = [
+        f"run: {running}",
+        f"collaboration mode: {state.collaboration.value}",
+        f"agents: {agent}; refinement {'on' if modes.refinement else 'off'}",
+        f"conversation: {len(state.history)} turn(s)",
+    ]
+    if state.queued:
+        lines.append(f"queued: {len(state.queued)} turn(s)")
+    if state.last_log_dir is not None:
+        lines.append(f"last log: {state.last_log_dir}")
+    repl.say("\n".join(lines))
+
+
+def _cost(repl: Repl, argument: str) -> None:
+    usage = repl.state.usage
+    if usage.cost_usd is None:
+        cost = "unknown (some calls had no price)"
+    else:
+        cost = f"${usage.cost_usd:.4f}"
+    repl.say(
+        f"{usage.runs} run(s), {usage.llm_calls:,} LLM calls, tokens {usage.input_tokens:,} in / "
+        f"{usage.output_tokens:,} out, cost {cost}"
+    )
+
+
+def _log(repl: Repl, argument: str) -> None:
+    log_dir = repl.state.last_log_dir
+    if log_dir is None:
+        repl.say("no run has kept a log yet")
+        return
+    repl.say(f"{log_dir}  (conclave replay {log_dir / 'events.jsonl'})")
+
+
+def _clear(repl: Repl, argument: str) -> None:
+    repl.state.transcript.clear()
+    repl.send(ClearHistory())
+    repl.clear_screen()
+    repl.say("new conversation: earlier turns are forgotten")
+
+
+def _help(repl: Repl, argument: str) -> None:
+    lines = ["commands:"]
+    lines += [f"  {command.usage:<16} {command.help}" for command in COMMANDS]
+    lines += [
+        "keys:",
+        "  Enter            send (while a run executes: queued until it ends)",
+        "  Alt+Enter        new line (also Ctrl+J, or \\ at the end of a line)",
+        "  Shift+Tab        plan mode on/off",
+        "  Alt+A / Alt+R    single/multi agent; refinement on/off",
+        "  Alt+Left/Right   choose the active agent (single-agent mode); Alt+1..9 too",
+        "  Ctrl+O           after the vote: choose who presents (Enter keeps the winner)",
+        "  Ctrl+C / Esc     cancel the run; at an idle prompt, clear the line",
+        "  Ctrl+D           cancel any run and quit",
+    ]
+    repl.say("\n".join(lines))
+
+
+def _quit(repl: Repl, argument: str) -> None:
+    repl.quit()
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand(
+        name="mode",
+        usage="/mode [MODE]",
+        help="pick or set the collaboration mode: default, plan, execute",
+        run=_mode,
+    ),
+    SlashCommand(
+        name="agents",
+        usage="/agents [ID]",
+        help="list the agents; with an id, run only that agent (single-agent mode)",
+        run=_agents,
+    ),
+    SlashCommand(
+        name="status", usage="/status", help="modes, the run, the conversation", run=_status
+    ),
+    SlashCommand(name="cost", usage="/cost", help="tokens and cost so far", run=_cost),
+    SlashCommand(name="log", usage="/log", help="the last run's log directory", run=_log),
+    SlashCommand(
+        name="clear",
+        usage="/clear",
+        help="clear the screen and start a new conversation",
+        run=_clear,
+    ),
+    SlashCommand(name="help", usage="/help", help="commands and keys", run=_help),
+    SlashCommand(name="quit", usage="/quit", help="cancel any run and quit", run=_quit),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def run_command(repl: Repl, line: str) -> None:
+    """Carry out ``line`` (it starts with ``/``)."""
+    name, _, argument = line.strip()[1:].partition(" ")
+    command = _BY_NAME.get(name.lower())
+    if command is None:
+        known = ", ".join(f"/{c.name}" for c in COMMANDS)
+        repl.error(f'unknown command "/{name}"; commands: {known} (/help explains them)')
+        return
+    command.run(repl, argument.strip())
+
+
+class SlashCompleter(Completer):
+    """Command names after ``/``; modes after ``/mode``; agent ids after ``/agents``."""
+
+    def __init__(self, state: ReplState) -> None:
+        self.state = state
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or "\n" in text:
+            return
+        name, space, argument = text[1:].partition(" ")
+        if not space:
+            for command in COMMANDS:
+                if command.name.startswith(name.lower()):
+                    yield Completion(
+                        "/" + command.name,
+                        start_position=-len(text),
+                        display_meta=command.help,
+                    )
+            return
+        if name == "mode":
+            for mode in CollaborationMode:
+                if mode.value.startswith(argument):
+                    yield Completion(mode.value, start_position=-len(argument))
+        elif name == "agents":
+            shown = 0
+            for agent in self.state.agents:
+                if agent.startswith(argument):
+                    yield Completion(agent, start_position=-len(argument))
+                    shown += 1
+                    if shown == 100:
+                        return

@@ -1,0 +1,132 @@
+"""The REPL's keys (documented in docs/repl.md).
+
+| key | does |
+|---|---|
+| Shift+Tab | plan mode on/off |
+| Alt+A / Alt+R | single/multi agent; refinement on/off |
+| Alt+Left / Alt+Right, Alt+1..9 | the active agent's tab (single-agent mode) |
+| Enter | send the line (queued while a run executes); continue with the vote's winner |
+| Alt+Enter, Ctrl+J, ``\\`` at the end of a line | a new line |
+| Ctrl+O | the override dialog, once the vote is complete |
+| Ctrl+C, Esc | cancel the run; close a dialog; at an idle prompt, clear the line |
+| Ctrl+D | cancel any run, wait for its log to close, and exit |
+
+Toggles go through :meth:`Repl.toggle`, which shows why a refused one changed nothing.
+Dialog keys take precedence while a dialog is open.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from ui.repl.protocol import Cancel
+from ui.repl.state import Dialog
+
+if TYPE_CHECKING:
+    from ui.repl.app import Repl
+
+__all__ = ["build_keys"]
+
+
+def build_keys(repl: Repl) -> KeyBindings:
+    state = repl.state
+    keys = KeyBindings()
+    in_dialog = Condition(lambda: state.dialog in (Dialog.OVERRIDE, Dialog.MODE_PICKER))
+    no_dialog = Condition(lambda: state.dialog is Dialog.NONE)
+
+    @keys.add("s-tab", filter=no_dialog)
+    def _plan_mode(event: KeyPressEvent) -> None:
+        repl.toggle(state.toggle_plan_mode)
+
+    @keys.add("escape", "a", filter=no_dialog)
+    def _agent_mode(event: KeyPressEvent) -> None:
+        repl.toggle(state.toggle_agent_mode)
+
+    @keys.add("escape", "r", filter=no_dialog)
+    def _refinement(event: KeyPressEvent) -> None:
+        repl.toggle(state.toggle_refinement)
+
+    @keys.add("escape", "left", filter=no_dialog)
+    def _previous_tab(event: KeyPressEvent) -> None:
+        repl.toggle(lambda: state.select_neighbour(-1))
+
+    @keys.add("escape", "right", filter=no_dialog)
+    def _next_tab(event: KeyPressEvent) -> None:
+        repl.toggle(lambda: state.select_neighbour(1))
+
+    for digit in "123456789":
+
+        @keys.add("escape", digit, filter=no_dialog)
+        def _tab(event: KeyPressEvent, index: int = int(digit) - 1) -> None:
+            if index >= len(state.agents):
+                state.tell(f"there is no agent {index + 1}; {len(state.agents)} are configured")
+                return
+            repl.toggle(lambda: state.select_agent(state.agents[index]))
+
+    @keys.add("enter", filter=no_dialog & ~has_completions)
+    def _enter(event: KeyPressEvent) -> None:
+        repl.accept()
+
+    @keys.add("enter", filter=no_dialog & has_completions)
+    def _complete(event: KeyPressEvent) -> None:
+        """Enter on a highlighted completion takes it (the line is sent by the next Enter)."""
+        buffer = event.current_buffer
+        completion = buffer.complete_state.current_completion if buffer.complete_state else None
+        if completion is None:
+            buffer.cancel_completion()
+            repl.accept()
+            return
+        buffer.apply_completion(completion)
+
+    @keys.add("escape", "enter")
+    @keys.add("c-j")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @keys.add("c-o", filter=no_dialog)
+    def _override(event: KeyPressEvent) -> None:
+        repl.open_override()
+
+    @keys.add("c-c")
+    @keys.add("escape", filter=~has_completions)
+    def _cancel(event: KeyPressEvent) -> None:
+        if state.dialog is not Dialog.NONE:
+            repl.close_dialog()
+        elif state.running:
+            repl.send(Cancel())
+        else:
+            event.current_buffer.reset()
+            state.notice = ""
+
+    @keys.add("c-d")
+    def _quit(event: KeyPressEvent) -> None:
+        repl.quit()
+
+    # -- dialogs --------------------------------------------------------------------------
+
+    @keys.add("up", filter=in_dialog)
+    def _up(event: KeyPressEvent) -> None:
+        repl.move_selection(-1)
+
+    @keys.add("down", filter=in_dialog)
+    def _down(event: KeyPressEvent) -> None:
+        repl.move_selection(1)
+
+    @keys.add("enter", filter=in_dialog)
+    def _choose(event: KeyPressEvent) -> None:
+        repl.choose(state.selected)
+
+    for digit in "123456789":
+
+        @keys.add(digit, filter=in_dialog)
+        def _choose_row(event: KeyPressEvent, index: int = int(digit) - 1) -> None:
+            repl.choose(index)
+
+    @keys.add("<any>", filter=in_dialog)
+    def _swallow(event: KeyPressEvent) -> None:
+        """Other keys do nothing while a dialog is open (they would edit the hidden line)."""
+
+    return keys

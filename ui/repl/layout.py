@@ -1,0 +1,257 @@
+"""The REPL's screen, top to bottom: live progress, the override hint, queued turns, the open
+dialog, the agent tabs, the mode bar, the input, and a notice line.
+
+The application is not full-screen: answers are printed above it into the terminal's
+scrollback (:meth:`ui.repl.app.Repl.print`), and this layout is the few lines at the
+bottom. Every part is a function of :class:`~ui.repl.state.ReplState`, read at each redraw.
+Toggles and tabs carry mouse handlers, so a click does what their key does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.layout import (
+    ConditionalContainer,
+    Float,
+    FloatContainer,
+    HSplit,
+    Layout,
+    Window,
+)
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.layout.processors import BeforeInput
+from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
+
+from config.modes import AgentMode, CollaborationMode
+from ui.repl.state import Dialog, ReplState
+
+if TYPE_CHECKING:
+    from ui.repl.app import Repl
+
+__all__ = ["MODE_DESCRIPTIONS", "PROMPT", "build_layout", "mode_bar", "tab_bar"]
+
+PROMPT = "> "
+
+MODE_DESCRIPTIONS = {
+    CollaborationMode.DEFAULT: "agents answer, vote and present as configured",
+    CollaborationMode.PLAN: "agents propose a plan (read-only); you approve it before it runs",
+    CollaborationMode.EXECUTE: "agents work without asking, record assumptions, and finish",
+}
+
+_MouseHandler = Callable[[MouseEvent], object]
+
+
+def _on_click(action: Callable[[], object]) -> _MouseHandler:
+    def handler(event: MouseEvent) -> object:
+        if event.event_type is not MouseEventType.MOUSE_UP:
+            return NotImplemented
+        action()
+        return None
+
+    return handler
+
+
+def _width() -> int:
+    return get_app().output.get_size().columns
+
+
+def mode_bar(repl: Repl) -> StyleAndTextTuples:
+    """Plan mode, agent mode, refinement and the collaboration-mode chip; dimmed while a
+    run executes (a click or key then says why instead of changing anything)."""
+    state = repl.state
+    busy = state.running
+
+    def item(
+        name: str, value: str, on: bool, key: str, toggle: Callable[[], str | None]
+    ) -> StyleAndTextTuples:
+        click = _on_click(lambda: repl.toggle(toggle))
+        value_style = "class:bar.disabled" if busy else ("class:bar.on" if on else "class:bar.off")
+        label_style = "class:bar.disabled" if busy else "class:bar"
+        return [
+            (label_style, f" {name}: ", click),
+            (value_style, value, click),
+            ("class:bar.disabled" if busy else "class:bar.key", f" ({key}) ", click),
+        ]
+
+    single = state.modes.agent_mode is AgentMode.SINGLE
+    fragments: StyleAndTextTuples = []
+    fragments += item(
+        "plan mode",
+        "on" if state.plan_mode else "off",
+        state.plan_mode,
+        "shift+tab",
+        state.toggle_plan_mode,
+    )
+    fragments.append(("class:bar", "|"))
+    fragments += item(
+        "agents", "single" if single else "multi", single, "alt+a", state.toggle_agent_mode
+    )
+    fragments.append(("class:bar", "|"))
+    fragments += item(
+        "refinement",
+        "on" if state.modes.refinement else "off",
+        state.modes.refinement,
+        "alt+r",
+        state.toggle_refinement,
+    )
+    if state.collaboration is not CollaborationMode.DEFAULT:
+        fragments.append(("class:bar", " "))
+        fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
+    used = sum(len(f[1]) for f in fragments)
+    fragments.append(("class:bar", " " * max(0, _width() - used)))
+    return fragments
+
+
+def tab_bar(repl: Repl) -> StyleAndTextTuples:
+    """One tab per configured agent; in single-agent mode the active one stands out and the
+    others are greyed. As many as fit, then how many more."""
+    state = repl.state
+    single = state.modes.agent_mode is AgentMode.SINGLE
+    active = state.active_agent
+    fragments: StyleAndTextTuples = [("class:tab", "agents:")]
+    budget = _width() - 20
+    used = len("agents:")
+    for index, agent in enumerate(state.agents):
+        text = f" {agent} "
+        if used + len(text) + 1 > budget and index < len(state.agents) - 1:
+            fragments.append(("class:tab.inactive", f" +{len(state.agents) - index:,} more"))
+            break
+        if not single:
+            style = "class:tab"
+        elif agent == active:
+            style = "class:tab.active"
+        else:
+            style = "class:tab.inactive"
+
+        fragments.append(("", " "))
+        fragments.append((style, text, _on_click(_selector(repl, agent))))
+        used += len(text) + 1
+    hint = "  (alt+left/right)" if single else ""
+    fragments.append(("class:tab.inactive", hint))
+    return fragments
+
+
+def _selector(repl: Repl, agent: str) -> Callable[[], None]:
+    return lambda: repl.toggle(lambda: repl.state.select_agent(agent))
+
+
+def _chooser(repl: Repl, index: int) -> Callable[[], None]:
+    return lambda: repl.choose(index)
+
+
+def _override_hint(state: ReplState) -> StyleAndTextTuples:
+    window = state.override
+    if window is None:
+        return []
+    votes = sum(window.tally.values())
+    return [
+        (
+            "class:hint",
+            f"Vote complete: {window.winner} won with {window.label} ({votes} vote"
+            f"{'' if votes == 1 else 's'}). Press Ctrl+O to override, Enter to continue",
+        )
+    ]
+
+
+def _dialog(repl: Repl) -> StyleAndTextTuples:
+    state = repl.state
+    rows: list[tuple[str, str]] = []
+    if state.dialog is Dialog.OVERRIDE and state.override is not None:
+        title = "Who presents the final answer? (Enter, a digit or a click; Esc closes)"
+        for row in state.override.rows:
+            mark = " (winner)" if row.agent == state.override.winner else ""
+            rows.append((f"{row.agent} {row.label}{mark}", row.preview))
+    elif state.dialog is Dialog.MODE_PICKER:
+        title = "Collaboration mode (Enter, a digit or a click; Esc closes)"
+        for mode in CollaborationMode:
+            current = " (current)" if mode is state.collaboration else ""
+            rows.append((f"{mode.value}{current}", MODE_DESCRIPTIONS[mode]))
+    else:
+        return []
+    width = _width()
+    fragments: StyleAndTextTuples = [("class:dialog.title", title + "\n")]
+    for index, (name, detail) in enumerate(rows):
+        style = "class:dialog.selected" if index == state.selected else "class:dialog.row"
+        click = _on_click(_chooser(repl, index))
+        line = f" {index + 1}. {name}"
+        fragments.append((style, line, click))
+        rest = max(0, width - len(line) - 4)
+        if detail and rest > 8:
+            text = detail if len(detail) <= rest else detail[: rest - 1] + "…"
+            fragments.append(("class:dialog.detail", "  " + text, click))
+        fragments.append(("", "\n"))
+    return fragments
+
+
+def _progress(repl: Repl) -> StyleAndTextTuples:
+    from ui.repl.render import progress_lines  # loaded with the runtime, after start-up
+
+    state = repl.state
+    if state.view is None:
+        return [("class:progress.head", f"{state.status} · starting\n")]
+    return progress_lines(state.view, status=state.status, elapsed=state.elapsed, width=_width())
+
+
+def _queued(state: ReplState) -> StyleAndTextTuples:
+    return [
+        ("class:queued", "queued: " + " ".join(text.split())[: _width() - 12] + "\n")
+        for text in state.queued
+    ]
+
+
+def _lines(get: Callable[[], StyleAndTextTuples], when: Callable[[], bool]) -> ConditionalContainer:
+    """Lines of text, shown while ``when()``; no blank line after the last."""
+
+    def text() -> StyleAndTextTuples:
+        fragments = get()
+        if fragments and fragments[-1][1].endswith("\n"):
+            last = fragments[-1]
+            fragments = [*fragments[:-1], (last[0], last[1][:-1], *last[2:])]
+        return fragments
+
+    return ConditionalContainer(
+        Window(FormattedTextControl(text), dont_extend_height=True, wrap_lines=False),
+        filter=Condition(when),
+    )
+
+
+def build_layout(repl: Repl) -> Layout:
+    state = repl.state
+    prompt_window = Window(
+        BufferControl(buffer=repl.buffer, input_processors=[BeforeInput(PROMPT, "class:prompt")]),
+        height=Dimension(min=1, max=12),
+        dont_extend_height=True,
+        wrap_lines=True,
+        get_line_prefix=lambda line, wrap: "" if line == 0 and wrap == 0 else "  ",
+    )
+    body = HSplit(
+        [
+            _lines(lambda: _progress(repl), lambda: state.running),
+            _lines(lambda: _override_hint(state), lambda: state.override is not None),
+            _lines(lambda: _queued(state), lambda: bool(state.queued)),
+            _lines(lambda: _dialog(repl), lambda: state.dialog is not Dialog.NONE),
+            repl.extra_dialog(),
+            _lines(lambda: tab_bar(repl), lambda: True),
+            Window(FormattedTextControl(lambda: mode_bar(repl)), height=1),
+            prompt_window,
+            _lines(lambda: [("class:notice", state.notice)], lambda: bool(state.notice)),
+        ]
+    )
+    root = FloatContainer(
+        content=body,
+        floats=[
+            Float(
+                xcursor=True,
+                ycursor=True,
+                content=CompletionsMenu(max_height=8, scroll_offset=1),
+            )
+        ],
+    )
+    return Layout(root, focused_element=prompt_window)

@@ -1,0 +1,53 @@
+"""What the UI asks of the service (:mod:`ui.repl.service`): the commands it sends through the
+trio token. Light on purpose: the UI imports this before the runtime is loaded."""
+
+from __future__ import annotations
+
+import attrs
+
+from config.modes import CollaborationMode, ModeState
+
+__all__ = ["Cancel", "ClearHistory", "Command", "Continue", "Override", "Quit", "Submit"]
+
+
+@attrs.frozen(kw_only=True)
+class Submit:
+    """Run ``task`` as the next turn, with the modes as they were when it was sent."""
+
+    task: str
+    modes: ModeState
+    mode: CollaborationMode = CollaborationMode.DEFAULT
+    status: str = ""
+    """What the screen calls the turn while it runs (default: by its mode)."""
+    shown_task: str | None = None
+    """What the transcript shows as the person's input (default: ``task``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Cancel:
+    """Ctrl+C: end the running run now (its partial result is kept) and drop queued turns."""
+
+
+@attrs.frozen(kw_only=True)
+class Override:
+    """Let ``agent`` present instead of the vote's winner."""
+
+    agent: str
+
+
+@attrs.frozen(kw_only=True)
+class Continue:
+    """Keep the vote's winner."""
+
+
+@attrs.frozen(kw_only=True)
+class ClearHistory:
+    """``/clear``: the next turn starts a new conversation."""
+
+
+@attrs.frozen(kw_only=True)
+class Quit:
+    """Cancel any run, wait until its log is closed, and end the service."""
+
+
+Command = Submit | Cancel | Override | Continue | ClearHistory | Quit

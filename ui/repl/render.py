@@ -1,0 +1,132 @@
+"""The REPL's text as prompt-toolkit formatted text: answers (Markdown), run summaries and the
+live progress lines.
+
+Pure functions of their inputs, so the layout redraws from them and tests read them. Text
+from models and agents is neutralised (:func:`ui.timeline.neutralise`): an escape sequence in
+an answer must not drive the terminal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from prompt_toolkit.formatted_text import PygmentsTokens, StyleAndTextTuples, to_formatted_text
+from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
+
+from actors.events.view import PRESENTED, AgentView, RunView
+from actors.run.result import RunResult, Termination
+from ui.headless.result import display_path, plural, summary
+from ui.timeline import neutralise
+
+__all__ = [
+    "MAX_PROGRESS_ROWS",
+    "agent_line",
+    "answer_block",
+    "fragments_text",
+    "progress_lines",
+    "result_block",
+]
+
+MAX_PROGRESS_ROWS = 8
+"""Agents listed one per line while a run executes; the rest are counted by what they do."""
+
+_LEXER = MarkdownLexer()
+
+
+def fragments_text(fragments: Iterable[tuple[str, str] | tuple[str, str, object]]) -> str:
+    """The plain text of formatted text (tests, the transcript)."""
+    return "".join(fragment[1] for fragment in fragments)
+
+
+def markdown(text: str) -> StyleAndTextTuples:
+    """``text`` highlighted as Markdown: headings, emphasis, code and lists stand out, and
+    fenced code blocks are highlighted in their language. The markup stays in place, so
+    what is copied from the screen is the answer as written."""
+    tokens = list(_LEXER.get_tokens(neutralise(text)))
+    return to_formatted_text(PygmentsTokens(tokens))
+
+
+def answer_block(result: RunResult) -> StyleAndTextTuples:
+    """The final answer (rendered) followed by who won, how, and what it cost."""
+    block: StyleAndTextTuples = []
+    if result.final_answer is not None:
+        block += markdown(result.final_answer.rstrip("\n"))
+        block.append(("", "\n"))
+    block += result_block(result)
+    return block
+
+
+def result_block(result: RunResult) -> StyleAndTextTuples:
+    style = "class:summary" if result.termination is Termination.COMPLETED else "class:warning"
+    lines: StyleAndTextTuples = [(style, "● " + neutralise(summary(result)) + "\n")]
+    if result.votes:
+        tally = Counter(result.votes.values())
+        shown = ", ".join(f"{label}: {n}" for label, n in tally.most_common(5))
+        more = len(tally) - 5
+        shown += f" and {more:,} more" if more > 0 else ""
+        lines.append(("class:summary.detail", f"  votes: {shown}\n"))
+    tokens = f"{result.input_tokens:,} in / {result.output_tokens:,} out"
+    cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None and result.cost_usd else ""
+    presenter = f", presented by {result.presenter}" if result.presenter else ""
+    lines.append(("class:summary.detail", f"  tokens: {tokens}{cost}{presenter}\n"))
+    if result.final_answer is None:
+        lines.append(("class:warning", "  the run produced no answer\n"))
+    return lines
+
+
+def agent_line(agent: AgentView) -> str:
+    """What one agent is doing, in a few words."""
+    status = agent.status
+    if agent.excluded is not None or status == "excluded":
+        return f"failed: {' '.join((agent.excluded or 'excluded').split())}"
+    if agent.tool is not None:
+        return f"running {agent.tool}"
+    if status == "working":
+        return f"thinking (round {agent.round})" if agent.round > 1 else "thinking"
+    if status == "restarting":
+        return "restarting"
+    if status == "voted" and agent.vote:
+        return f"voted for {agent.vote}"
+    if status.startswith("answered") and agent.answer:
+        return f"answered {agent.answer}"
+    if status == "stopped":  # the vote is over: what it did last
+        if agent.vote:
+            return f"voted for {agent.vote}"
+        return f"answered {agent.answer}" if agent.answer else "stopped"
+    if status == "presenting":
+        return "presenting the final answer"
+    if status == PRESENTED:
+        return "presented the final answer"
+    return status
+
+
+def progress_lines(
+    view: RunView, *, status: str, elapsed: float, width: int = 80
+) -> StyleAndTextTuples:
+    """The live block: a headline (what runs, for how long, calls and tokens), then one line
+    per agent up to :data:`MAX_PROGRESS_ROWS`, then counts for the rest."""
+    agents = list(view.agents.values())
+    calls = sum(a.llm_calls for a in agents)
+    tokens = sum(a.input_tokens + a.output_tokens for a in agents)
+    head = (
+        f"{status or 'Running'} · {elapsed:.1f}s · {plural(calls, 'LLM call')} · "
+        f"{tokens:,} tokens · {len(view.answers):,} answers"
+    )
+    lines: StyleAndTextTuples = [("class:progress.head", head + "\n")]
+    name_width = min(24, max((len(a.agent) for a in agents[:MAX_PROGRESS_ROWS]), default=0))
+    for agent in agents[:MAX_PROGRESS_ROWS]:
+        doing = neutralise(agent_line(agent))
+        text = f"  {agent.agent:<{name_width}}  {doing}"
+        style = "class:progress.failed" if agent.excluded else "class:progress.agent"
+        lines.append((style, text[: max(10, width - 1)] + "\n"))
+    rest = agents[MAX_PROGRESS_ROWS:]
+    if rest:
+        counts = Counter(agent_line(a).split(" ")[0] for a in rest)
+        what = ", ".join(f"{n:,} {doing}" for doing, n in counts.most_common(4))
+        lines.append(("class:progress.agent", f"  … and {len(rest):,} more: {what}\n"))
+    return lines
+
+
+def log_line(log_dir: str | None) -> str:
+    return "no log was kept" if log_dir is None else display_path(log_dir)

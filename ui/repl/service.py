@@ -1,0 +1,339 @@
+"""The REPL's trio side: one service for the whole session.
+
+It owns what outlives a turn — the backend pool (connections stay warm), the event hub, the
+current run and the conversation's history — and takes commands from the UI through a
+memory channel that the UI feeds with ``trio_token.run_sync_soon(send.send_nowait, ...)``.
+It never waits for the UI: it writes :class:`~ui.repl.state.ReplState` and asks for a
+redraw, and prompt-toolkit coalesces those into at most one frame per ~50 ms.
+
+One run at a time. A turn submitted while a run executes is queued and sent when it ends.
+Cancelling a run keeps its partial result (shown, and kept in history if it has an answer)
+and drops the queued turns. :class:`Quit` cancels any run and returns only once its event
+log is closed.
+
+The override window: the service's gate tells the UI the vote is over (the run's timer is
+paused meanwhile) and waits; the person's choice reaches the coordinator through
+:meth:`RunHandle.override` or :meth:`RunHandle.continue_`, whose verdict says whether it was
+taken.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Protocol
+
+import trio
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+
+from actors.events import DomainEvent, EventHub
+from actors.events.view import RunView
+from actors.human.gate import OverrideChoice, OverrideRequest
+from actors.llm.pool import BackendPool, open_backends
+from actors.llm.protocol import LLMBackend
+from actors.run.driver import RunHandle, RunSpec, drive
+from actors.run.result import RunResult, Termination
+from actors.run.turn import Turn
+from config.modes import CollaborationMode, apply_modes
+from config.schema import AgentConfig, ConclaveConfig
+from ui.headless.result import display_path
+from ui.repl.protocol import (
+    Cancel,
+    ClearHistory,
+    Command,
+    Continue,
+    Override,
+    Quit,
+    Submit,
+)
+from ui.repl.render import answer_block
+from ui.repl.state import OverrideRow, OverrideWindow, ReplState
+
+__all__ = ["PlanHook", "Printer", "ReplService", "open_repl_service"]
+
+TICK = 0.1
+"""How often the run's elapsed time is read for the screen while a run executes."""
+
+
+class Printer(Protocol):
+    def __call__(self, block: StyleAndTextTuples) -> None:
+        """Print ``block`` above the prompt, in order."""
+        ...
+
+
+class PlanHook(Protocol):
+    """What happens after a plan-mode turn (the plan approval flow, :mod:`ui.repl.planning`)."""
+
+    def turn_ended(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
+        """Called once per plan-mode turn, after its result is shown."""
+        ...
+
+
+class _WindowGate:
+    """The REPL's human gate: tells the service the override window opened, then waits
+    until the run handle's decision (or the run's end) cancels it."""
+
+    def __init__(self, service: ReplService) -> None:
+        self._service = service
+
+    async def override(self, request: OverrideRequest) -> OverrideChoice:
+        self._service._window_opened(request)
+        try:
+            await trio.sleep_forever()
+        finally:
+            self._service._window_closed()
+
+
+class ReplService:
+    """See the module docstring. Build it with :func:`open_repl_service`."""
+
+    def __init__(
+        self,
+        *,
+        config: ConclaveConfig,
+        state: ReplState,
+        printer: Printer,
+        log_root: Path | None,
+        backends: BackendPool,
+        hub: EventHub,
+        backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
+    ) -> None:
+        self.config = config
+        self.state = state
+        self.plans: PlanHook | None = None
+        self._print = printer
+        self._log_root = log_root
+        self._backends = backends
+        self._hub = hub
+        self._backend_factory = backend_factory
+        self._handle: RunHandle | None = None
+        self._queue: list[Submit] = []
+        self._nursery: trio.Nursery | None = None
+        self._idle = trio.Event()
+        self._idle.set()
+
+    # -- commands ---------------------------------------------------------------------------
+
+    async def serve(self, commands: trio.MemoryReceiveChannel[Command]) -> None:
+        """Carry out commands until :class:`Quit` (or the channel closes); then cancel any
+        run and return once it has concluded (its log closed)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            async for command in commands:
+                if isinstance(command, Quit):
+                    break
+                self.handle(command)
+            self._queue.clear()
+            if self._handle is not None:
+                self._handle.cancel()
+            await self._idle.wait()
+            nursery.cancel_scope.cancel()
+
+    def handle(self, command: Command) -> None:
+        """Carry out one command now (synchronously; slow work goes to the nursery)."""
+        if isinstance(command, Submit):
+            self._submit(command)
+        elif isinstance(command, Cancel):
+            self._cancel()
+        elif isinstance(command, Override | Continue):
+            handle = self._handle
+            if handle is None or self.state.override is None:
+                self.state.tell("no vote is waiting for a decision")
+                return
+            assert self._nursery is not None
+            self._nursery.start_soon(self._decide, handle, command)
+        elif isinstance(command, ClearHistory):
+            self.state.history.clear()
+
+    def _submit(self, submit: Submit) -> None:
+        if self.state.running:
+            self._queue.append(submit)
+            self.state.queued.append(submit.shown_task or submit.task)
+            self.state.on_change()
+            return
+        assert self._nursery is not None
+        self._idle = trio.Event()
+        self.state.running = True
+        self._nursery.start_soon(self._turns, submit)
+
+    def _cancel(self) -> None:
+        dropped = len(self._queue)
+        self._queue.clear()
+        self.state.queued.clear()
+        if self._handle is not None:
+            self._handle.cancel()
+            note = f"; {dropped} queued turn(s) dropped" if dropped else ""
+            self.state.tell(f"cancelling the run{note}")
+
+    async def _decide(self, handle: RunHandle, command: Override | Continue) -> None:
+        if isinstance(command, Override):
+            verdict = await handle.override(command.agent)
+        else:
+            verdict = await handle.continue_()
+        if not verdict.accepted:
+            self.state.tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
+
+    # -- turns ------------------------------------------------------------------------------
+
+    async def _turns(self, submit: Submit | None) -> None:
+        """Run ``submit``, then each queued turn, one at a time."""
+        try:
+            while submit is not None:
+                await self._turn(submit)
+                submit = self._queue.pop(0) if self._queue else None
+                if submit is not None:
+                    self.state.queued.pop(0)
+        finally:
+            self.state.running = False
+            self.state.status = ""
+            self._idle.set()
+            self.state.on_change()
+
+    async def _turn(self, submit: Submit) -> None:
+        state = self.state
+        shown = submit.shown_task or submit.task
+        self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
+        try:
+            config = apply_modes(self.config, submit.modes)
+        except ValueError as exc:
+            self._print([("class:error", f"cannot run: {exc}\n")])
+            return
+        log_dir = self._new_log_dir()
+        spec = RunSpec(
+            task=submit.task,
+            config=config,
+            mode=submit.mode,
+            history=tuple(state.history),
+            log_dir=log_dir,
+            human=_WindowGate(self),
+            backends=self._backends,
+            backend_factory=self._backend_factory,
+        )
+        view = RunView()
+        state.view = view
+        state.elapsed = 0.0
+        state.status = submit.status or _STATUS[submit.mode]
+        state.last_log_dir = log_dir
+        state.on_change()
+
+        def seen(event: DomainEvent) -> None:
+            view.apply(event)
+            state.on_change()
+
+        try:
+            with self._hub.subscribe_sync(seen, name="repl"):
+                async with trio.open_nursery() as ticking:
+                    ticking.start_soon(self._tick)
+                    try:
+                        result = await drive(spec, self._hub, on_open=self._opened)
+                    finally:
+                        ticking.cancel_scope.cancel()
+        except Exception as exc:  # the log could not be created: nothing ran
+            self._print([("class:error", f"the run could not start: {exc}\n")])
+            return
+        finally:
+            self._handle = None
+            state.override = None
+        self._finished(submit, result, log_dir)
+
+    def _opened(self, handle: RunHandle) -> None:
+        self._handle = handle
+
+    async def _tick(self) -> None:
+        while True:
+            handle = self._handle
+            if handle is not None:
+                self.state.elapsed = handle.clock.elapsed()
+                self.state.on_change()
+            await trio.sleep(TICK)
+
+    def _finished(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
+        state = self.state
+        state.last_result = result
+        state.usage = state.usage.add(result)
+        if result.final_answer is not None:
+            state.history.append(
+                Turn(
+                    task=submit.task,
+                    final_answer=result.final_answer,
+                    winner=result.winner,
+                    run_id=log_dir.name if log_dir is not None else "",
+                )
+            )
+        self._print(answer_block(result))
+        if result.termination is Termination.CANCELLED:
+            state.tell("run cancelled; its partial result is shown above")
+        if submit.mode is CollaborationMode.PLAN and self.plans is not None:
+            self.plans.turn_ended(submit, result, log_dir)
+
+    def _new_log_dir(self) -> Path | None:
+        if self._log_root is None:
+            return None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = self._log_root / f"{stamp}-{secrets.token_hex(3)}"
+        try:
+            path.mkdir(parents=True)
+        except OSError as exc:
+            self.state.tell(
+                f"cannot create the run's log directory {display_path(path)} "
+                f"({exc.strerror or exc}); this run keeps no log"
+            )
+            return None
+        return path
+
+    # -- the override window (called by the gate, in the run's actors' tasks) ---------------
+
+    def _window_opened(self, request: OverrideRequest) -> None:
+        view = self.state.view
+        contents = {a.label: a.content for a in view.answers} if view is not None else {}
+        order = [request.winner, *(a for a in request.answers if a != request.winner)]
+        rows = tuple(
+            OverrideRow(
+                agent=agent,
+                label=request.answers[agent],
+                preview=" ".join(contents.get(request.answers[agent], "").split())[:200],
+            )
+            for agent in order
+            if agent in request.answers
+        )
+        self.state.override = OverrideWindow(
+            winner=request.winner, label=request.label, tally=dict(request.tally), rows=rows
+        )
+        self.state.on_change()
+
+    def _window_closed(self) -> None:
+        self.state.override = None
+        self.state.on_change()
+
+
+_STATUS = {
+    CollaborationMode.DEFAULT: "Running",
+    CollaborationMode.PLAN: "Planning",
+    CollaborationMode.EXECUTE: "Executing",
+}
+
+
+@asynccontextmanager
+async def open_repl_service(
+    *,
+    config: ConclaveConfig,
+    state: ReplState,
+    printer: Printer,
+    log_root: Path | None,
+    backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
+) -> AsyncIterator[ReplService]:
+    """The session's pool and hub, and a service using them; both close on leaving."""
+    async with open_backends() as pool:
+        with EventHub() as hub:
+            yield ReplService(
+                config=config,
+                state=state,
+                printer=printer,
+                log_root=log_root,
+                backends=pool,
+                hub=hub,
+                backend_factory=backend_factory,
+            )

@@ -1,0 +1,187 @@
+"""What the REPL's screen shows, and the mode toggles' rules.
+
+One :class:`ReplState` per session, read by the layout at each redraw and written by the
+key bindings (asyncio side) and by the service (trio side). Both sides run on the same
+thread (trio is asyncio's guest), so no lock is needed: a write is never interleaved with
+a redraw.
+
+The toggles refuse while agents execute: a run's config is fixed when it starts, and a
+bar that changed mid-run would lie about the run on screen. Each refusal returns the
+sentence the person sees instead.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+
+from config.modes import AgentMode, CollaborationMode, ModeState
+
+if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
+    from actors.events.view import RunView
+    from actors.run.result import RunResult
+    from actors.run.turn import Turn
+
+__all__ = [
+    "BUSY",
+    "Dialog",
+    "OverrideRow",
+    "OverrideWindow",
+    "ReplState",
+    "UsageTotals",
+]
+
+BUSY = (
+    "modes and the active agent cannot change while agents are working; "
+    "press Ctrl+C to cancel the run, or wait for it to end"
+)
+"""Why a toggle was refused."""
+
+
+class Dialog(enum.Enum):
+    """What takes the input's place; one at a time."""
+
+    NONE = "none"
+    OVERRIDE = "override"
+    MODE_PICKER = "mode_picker"
+    PLAN = "plan"
+
+
+@attrs.frozen(kw_only=True)
+class UsageTotals:
+    """What the session's runs have used so far (``/cost``)."""
+
+    runs: int = 0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """``None`` once some run had calls without a price."""
+
+    def add(self, result: RunResult) -> UsageTotals:
+        total = result.usage.total
+        priced = self.cost_usd is not None and (result.cost_usd is not None or not total.calls)
+        return UsageTotals(
+            runs=self.runs + 1,
+            llm_calls=self.llm_calls + result.llm_calls,
+            input_tokens=self.input_tokens + result.input_tokens,
+            output_tokens=self.output_tokens + result.output_tokens,
+            cost_usd=(self.cost_usd or 0.0) + (result.cost_usd or 0.0) if priced else None,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class OverrideRow:
+    agent: str
+    label: str
+    preview: str
+    """The answer's first lines."""
+
+
+@attrs.frozen(kw_only=True)
+class OverrideWindow:
+    """The vote is over and the run waits (timer paused) for Ctrl+O or Enter."""
+
+    winner: str
+    label: str
+    tally: dict[str, int]
+    rows: tuple[OverrideRow, ...]
+    """Every agent with an answer, the winner first."""
+
+
+@attrs.define(kw_only=True)
+class ReplState:
+    agents: tuple[str, ...]
+    """The configured agents, in config order: the tab bar."""
+    modes: ModeState = attrs.Factory(ModeState)
+    collaboration: CollaborationMode = CollaborationMode.DEFAULT
+    """``/mode`` and Shift+Tab; plan mode on is :attr:`CollaborationMode.PLAN`."""
+
+    running: bool = False
+    status: str = ""
+    """What the running turn is ("Running", "Planning", "Executing plan"), or ``""``."""
+    view: RunView | None = None
+    """The current (or last) run as its events have shown it."""
+    elapsed: float = 0.0
+    """Seconds the current run has counted (paused while a person decides)."""
+    override: OverrideWindow | None = None
+    history: list[Turn] = attrs.Factory(list)
+    """The conversation so far, oldest first: every run sees it, whichever agent is active."""
+    last_result: RunResult | None = None
+    last_log_dir: Path | None = None
+    usage: UsageTotals = attrs.Factory(UsageTotals)
+    queued: list[str] = attrs.Factory(list)
+    """Turns typed while a run executes, sent in order when it ends."""
+
+    dialog: Dialog = Dialog.NONE
+    selected: int = 0
+    """The highlighted row of the open dialog."""
+    notice: str = ""
+    """A one-line message under the input (a refusal, an error), until the next key."""
+    transcript: list[StyleAndTextTuples] = attrs.Factory(list)
+    """Every block printed above the prompt, in order (``/clear`` forgets them)."""
+    on_change: Callable[[], None] = lambda: None
+    """Asks for a redraw (the application's ``invalidate``)."""
+
+    # -- derived ------------------------------------------------------------------------
+
+    @property
+    def active_agent(self) -> str:
+        return self.modes.active_agent or self.agents[0]
+
+    @property
+    def plan_mode(self) -> bool:
+        return self.collaboration is CollaborationMode.PLAN
+
+    # -- toggles: each returns why it was refused, or None ---------------------------------
+
+    def toggle_plan_mode(self) -> str | None:
+        """Shift+Tab: plan mode on, or back to the default collaboration mode."""
+        new = CollaborationMode.DEFAULT if self.plan_mode else CollaborationMode.PLAN
+        return self.set_collaboration(new)
+
+    def set_collaboration(self, mode: CollaborationMode) -> str | None:
+        if self.running:
+            return BUSY
+        self.collaboration = mode
+        self.modes = attrs.evolve(self.modes, plan_mode=mode is CollaborationMode.PLAN)
+        return None
+
+    def toggle_agent_mode(self) -> str | None:
+        if self.running:
+            return BUSY
+        single = self.modes.agent_mode is AgentMode.SINGLE
+        mode = AgentMode.MULTI if single else AgentMode.SINGLE
+        self.modes = attrs.evolve(self.modes, agent_mode=mode)
+        return None
+
+    def toggle_refinement(self) -> str | None:
+        if self.running:
+            return BUSY
+        self.modes = attrs.evolve(self.modes, refinement=not self.modes.refinement)
+        return None
+
+    def select_agent(self, agent: str) -> str | None:
+        """Make ``agent`` the one single-agent mode runs (a tab's key or click)."""
+        if self.running:
+            return BUSY
+        if agent not in self.agents:
+            return f"no agent {agent!r}; configured agents: {', '.join(self.agents)}"
+        if self.modes.agent_mode is not AgentMode.SINGLE:
+            return "every agent runs in multi-agent mode; press Alt+A for single-agent mode first"
+        self.modes = attrs.evolve(self.modes, active_agent=agent)
+        return None
+
+    def select_neighbour(self, step: int) -> str | None:
+        """The tab ``step`` places right (negative: left) of the active one, wrapping."""
+        index = self.agents.index(self.active_agent)
+        return self.select_agent(self.agents[(index + step) % len(self.agents)])
+
+    def tell(self, notice: str) -> None:
+        self.notice = notice
+        self.on_change()
