@@ -54,8 +54,10 @@ class AgentSetup:
     """The agent's own tools, offered in every round beside the workflow tools. A round with
     tools follows the ``inject`` in-flight policy (see :mod:`actors.agent.policy`)."""
     mode: CollaborationMode = CollaborationMode.DEFAULT
-    """The run's collaboration mode (plan, execute or neither), which will choose the agent's
-    tools and system-prompt prefix; every mode behaves as ``default`` until plan mode exists."""
+    """The run's collaboration mode (plan, execute or neither): it chooses the agent's tools
+    and the prefix of its system messages."""
+    instructions: str = ""
+    """The agent's configured ``system_prompt``, added after Conclave's own rules."""
 
 
 @attrs.define

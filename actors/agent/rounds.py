@@ -315,6 +315,8 @@ class Rounds:
             tools=[t.name for t in workflow],
             persona=setup.persona,
             history=setup.history,
+            mode=setup.mode,
+            instructions=setup.instructions,
         )
 
     # -- presentation -----------------------------------------------------------------------
@@ -332,6 +334,8 @@ class Rounds:
                 answers=answers,
                 persona=setup.persona,
                 history=setup.history,
+                mode=setup.mode,
+                instructions=setup.instructions,
             )
 
         first = prompt(present.answers)

@@ -374,6 +374,7 @@ def _spawn_agent(
         anonymous_id=state.anonymous[agent.id],
         agents=len(state.agents),
         persona=agent.persona,
+        instructions=agent.system_prompt,
         coordinator=COORDINATOR,
         orchestrator=spec.config.orchestrator,
         history=spec.history,

@@ -1,0 +1,51 @@
+"""What reaches the model in every call of a run: the collaboration mode's prefix and each
+agent's own ``system_prompt``, in its rounds and in the presentation."""
+
+from __future__ import annotations
+
+import attrs
+
+from actors.llm.protocol import CallPurpose
+from actors.prompts.modes import mode_prefix
+from config.modes import CollaborationMode
+from tests.coordination.helpers import Recorder, agent, config, run_tapped
+
+
+def _systems(recorder: Recorder, member: str, purpose: CallPurpose | None = None) -> list[str]:
+    return [
+        request.messages[0].content
+        for request in recorder.backends[member].requests
+        if purpose is None or request.purpose is purpose
+    ]
+
+
+async def test_every_call_of_an_agent_carries_its_own_system_prompt_and_only_its_own(
+    autojump_clock: object,
+) -> None:
+    recorder = Recorder()
+    members = (
+        attrs.evolve(agent("a", seed=1, latency=0.2), system_prompt="Answer in French."),
+        agent("b", seed=2, latency=0.3),
+    )
+    run = await run_tapped(config(*members), backend_factory=recorder)
+
+    assert run.result.termination == "completed"
+    assert _systems(recorder, "a")
+    assert all("Answer in French." in s for s in _systems(recorder, "a"))
+    assert not any("Answer in French." in s for s in _systems(recorder, "b"))
+
+
+async def test_a_plan_mode_run_prefixes_every_round_with_the_plan_instructions(
+    autojump_clock: object,
+) -> None:
+    recorder = Recorder()
+    run = await run_tapped(
+        config(agent("a", seed=1, latency=0.2), agent("b", seed=2, latency=0.3)),
+        backend_factory=recorder,
+        mode=CollaborationMode.PLAN,
+    )
+
+    assert run.result.termination == "completed"
+    rounds = _systems(recorder, "a", CallPurpose.ROUND) + _systems(recorder, "b", CallPurpose.ROUND)
+    assert rounds
+    assert all(s.startswith(mode_prefix(CollaborationMode.PLAN)) for s in rounds)
