@@ -1,0 +1,207 @@
+"""The executor: unknown tools, argument errors, the before_call hook, timing, capping what the
+model sees, and never raising into the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.llm.protocol import ToolCall
+from actors.sandbox.protocol import ShellOutcome
+from actors.tools.executor import AgentTools, ToolLimits
+from actors.tools.protocol import ToolResult
+from actors.tools.spec import ToolContext, ToolSpec
+from actors.tools.text import cap
+from config.modes import CollaborationMode
+from tests.tools.conftest import MakeTools
+from tests.tools.helpers import ShellSandbox, call, call_raw
+
+_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _with(spec: ToolSpec, tools: AgentTools) -> AgentTools:
+    return AgentTools([spec], context=tools.context, mode=CollaborationMode.DEFAULT)
+
+
+async def test_an_unknown_tool_names_the_available_ones(tools: AgentTools) -> None:
+    result = await call(tools, "browse", url="x")
+    assert not result.ok
+    assert result.error == (
+        "there is no tool named 'browse'; the tools available are: read_file, list_directory, "
+        "glob, search, write_file, edit_file, delete_file, run_shell"
+    )
+
+
+async def test_bad_arguments_are_an_error_naming_the_argument(tools: AgentTools) -> None:
+    result = await call(tools, "read_file", path="a.txt", offset=0)
+    assert not result.ok
+    assert result.error == "argument 'offset': expected at least 1, got 0"
+
+
+async def test_malformed_json_is_an_error(tools: AgentTools) -> None:
+    result = await call_raw(tools, "read_file", '{"path": "a')
+    assert not result.ok
+    assert "not valid JSON" in (result.error or "")
+
+
+async def test_a_tool_that_raises_is_an_error_not_an_exception(tools: AgentTools) -> None:
+    async def boom(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+        raise RuntimeError("kaput")
+
+    broken = _with(ToolSpec(name="boom", description="", parameters=_OBJECT, run=boom), tools)
+    result = await call(broken, "boom")
+    assert not result.ok
+    assert result.error == "the tool boom failed: RuntimeError: kaput"
+
+
+async def test_each_call_is_timed(tools: AgentTools, autojump_clock: trio.abc.Clock) -> None:
+    async def slow(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+        await trio.sleep(3)
+        return ToolResult(ok=True, output="done")
+
+    timed = _with(ToolSpec(name="slow", description="", parameters=_OBJECT, run=slow), tools)
+    result = await call(timed, "slow")
+    assert result.metadata.duration == 3
+
+
+async def test_output_over_the_cap_is_truncated_with_the_count(
+    make_tools: MakeTools, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("x" * 100)
+    tools = make_tools(limits=ToolLimits(max_output_bytes=20))
+    result = await call(tools, "read_file", path="a.txt")
+    assert result.output == "     1\t" + "x" * 13 + "\n[truncated: 87 bytes]"
+    assert result.metadata.truncated_bytes == 87
+
+
+async def test_an_error_over_the_cap_is_truncated_too(
+    make_tools: MakeTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(exit_code=1, output="e" * 200, timed_out=False, duration=0)
+    tools = make_tools(limits=ToolLimits(max_output_bytes=50))
+    result = await call(tools, "run_shell", command="false")
+    assert (result.error or "").endswith("[truncated: 182 bytes]")
+
+
+def test_cap_never_splits_a_character() -> None:
+    text, cut = cap("é" * 10, 5)
+    assert text == "éé\n[truncated: 16 bytes]"
+    assert cut == 16
+
+
+def test_cap_leaves_short_text_alone() -> None:
+    assert cap("short", 5) == ("short", 0)
+
+
+async def test_before_call_can_refuse_a_call(make_tools: MakeTools, workspace: Path) -> None:
+    asked: list[ToolCall] = []
+
+    async def gate(call: ToolCall) -> str | None:
+        asked.append(call)
+        return "a human said no"
+
+    tools = make_tools(before_call=gate)
+    result = await call(tools, "write_file", path="a.txt", content="x")
+    assert result.error == "the call to write_file was refused: a human said no"
+    assert [c.name for c in asked] == ["write_file"]
+    assert not (workspace / "a.txt").exists()
+
+
+async def test_before_call_returning_none_lets_the_call_run(
+    make_tools: MakeTools, workspace: Path
+) -> None:
+    async def gate(call: ToolCall) -> str | None:
+        return None
+
+    result = await call(make_tools(before_call=gate), "write_file", path="a.txt", content="x")
+    assert result.ok
+    assert (workspace / "a.txt").read_text() == "x"
+
+
+async def test_before_call_is_not_asked_for_invalid_calls(make_tools: MakeTools) -> None:
+    asked: list[ToolCall] = []
+
+    async def gate(call: ToolCall) -> str | None:
+        asked.append(call)
+        return None
+
+    await call(make_tools(before_call=gate), "read_file", path=3)
+    assert asked == []
+
+
+# run_shell
+
+
+async def test_without_a_sandbox_no_shell_is_offered(make_tools: MakeTools) -> None:
+    tools = make_tools(with_sandbox=False)
+    assert "run_shell" not in [s.name for s in tools.schemas()]
+    assert not (await call(tools, "run_shell", command="ls")).ok
+
+
+async def test_run_shell_runs_in_the_workspace_with_the_default_timeout(
+    tools: AgentTools, sandbox: ShellSandbox, workspace: Path
+) -> None:
+    result = await call(tools, "run_shell", command="pwd")
+    assert result.output == f"{workspace}\n"
+    assert result.metadata.exit_code == 0
+    assert sandbox.commands == [("pwd", workspace, 120.0)]
+
+
+async def test_run_shell_passes_the_timeout_asked_for(
+    tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    await call(tools, "run_shell", command="true", timeout=5)
+    assert sandbox.commands[0][2] == 5
+
+
+async def test_run_shell_refuses_a_timeout_over_the_limit(
+    make_tools: MakeTools, sandbox: ShellSandbox
+) -> None:
+    tools = make_tools(limits=ToolLimits(shell_max_timeout=60))
+    result = await call(tools, "run_shell", command="true", timeout=61)
+    assert result.error == (
+        "argument 'timeout': expected at most 60 seconds, got 61; "
+        "split the work into shorter commands"
+    )
+    assert sandbox.commands == []
+
+
+async def test_a_failing_command_is_an_error_with_its_output(tools: AgentTools) -> None:
+    result = await call(tools, "run_shell", command="echo oops; exit 3")
+    assert not result.ok
+    assert result.error == "the command exited with code 3:\noops\n"
+    assert result.metadata.exit_code == 3
+
+
+async def test_a_command_that_timed_out_says_so(tools: AgentTools, sandbox: ShellSandbox) -> None:
+    sandbox.outcome = ShellOutcome(exit_code=None, output="partial", timed_out=True, duration=9)
+    result = await call(tools, "run_shell", command="sleep 99", timeout=9)
+    assert result.error == "the command was killed after 9s (its timeout); output so far:\npartial"
+
+
+async def test_a_killed_command_says_so(tools: AgentTools, sandbox: ShellSandbox) -> None:
+    sandbox.outcome = ShellOutcome(exit_code=None, output="", timed_out=False, duration=1)
+    result = await call(tools, "run_shell", command="sleep 99")
+    assert result.error == "the command was killed; output so far:\n(no output)"
+
+
+async def test_the_sandbox_refusal_is_a_tool_error(
+    tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.refuse = "bubblewrap is not installed (apt install bubblewrap)"
+    result = await call(tools, "run_shell", command="ls")
+    assert result.error == (
+        "run_shell cannot run here: bubblewrap is not installed (apt install bubblewrap)"
+    )
+    assert sandbox.commands == []
+
+
+async def test_the_sandbox_truncation_is_reported(tools: AgentTools, sandbox: ShellSandbox) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=0, output="head", timed_out=False, duration=0, truncated_bytes=7
+    )
+    result = await call(tools, "run_shell", command="yes")
+    assert result.metadata.truncated_bytes == 7
