@@ -169,11 +169,11 @@ def test_a_log_dir_that_already_holds_a_run_exits_2(
     assert "already holds a run" in capsys.readouterr().err
 
 
-def test_no_task_exits_2(fast_config: Path, tmp_path: Path) -> None:
+def test_no_task_and_an_empty_stdin_exits_1(fast_config: Path, tmp_path: Path) -> None:
     done = conclave("run", "--config", str(fast_config), cwd=tmp_path)
 
-    assert done.returncode == ExitCode.USAGE
-    assert "no task given: pass TASK, use -p TASK, or pipe it on stdin" in done.stderr
+    assert done.returncode == ExitCode.FAILED
+    assert done.stderr.startswith("Error: stdin was empty")
 
 
 def test_a_usage_error_from_the_installed_command_exits_2(tmp_path: Path) -> None:

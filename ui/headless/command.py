@@ -32,6 +32,7 @@ from runtime.eventlog import EventLogExists, EventLogFailure
 from ui.exit_codes import ExitCode
 from ui.headless.flags import (
     ConfigError,
+    EmptyStdin,
     UsageError,
     resolve_config,
     resolve_log_dir,
@@ -88,6 +89,8 @@ def run_command(args: argparse.Namespace) -> int:
         _discover_config(args, fmt)
         config = resolve_config(args)
         log_dir = resolve_log_dir(args.log_dir)
+    except EmptyStdin as exc:
+        return _fail(str(exc), ExitCode.FAILED, fmt)
     except (UsageError, ConfigError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
     spec = RunSpec(

@@ -36,6 +36,7 @@ from ui.headless.result import display_path, plural
 
 __all__ = [
     "ConfigError",
+    "EmptyStdin",
     "UsageError",
     "check_priced",
     "decode_task",
@@ -51,13 +52,28 @@ class UsageError(Exception):
     """A flag or its value is wrong; the message names the flag and what to do."""
 
 
+class EmptyStdin(Exception):
+    """Print mode (no task argument, stdin not a terminal) found nothing on stdin: the
+    pipe that should carry the task carried none (exit 1, not a usage error: the command
+    line was right, its input was not)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Error: stdin was empty; pipe a task into it (echo TASK | conclave), "
+            "or pass the task as an argument"
+        )
+
+
 def resolve_task(args: argparse.Namespace) -> str:
-    """The task from the argument or, without one, from stdin (when stdin is not a terminal)."""
+    """The task from the argument or, without one, from stdin (when stdin is not a terminal:
+    print mode; an empty or blank stdin raises :class:`EmptyStdin`)."""
     raw: bytes | None = None
     if args.task is not None:
         raw = _argument_bytes(args.task)
     elif sys.stdin is not None and not sys.stdin.isatty():
         raw = _read_stdin()
+        if not raw.strip():
+            raise EmptyStdin
     if raw is not None and len(raw) > MAX_TASK_BYTES:
         raise UsageError(
             f"the task is larger than {MAX_TASK_BYTES // 1_048_576} MiB; "
