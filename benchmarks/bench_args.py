@@ -28,8 +28,9 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scenario",
         action="append",
-        choices=("big", "batch", "storm"),
-        help="run only this scenario (repeatable; default: all)",
+        choices=("big", "batch", "storm", "http"),
+        help="run only this scenario (repeatable; default: big, batch and storm; http runs "
+        "the big run on the openai backend against a loopback server)",
     )
     p.add_argument(
         "--json",

@@ -1,0 +1,255 @@
+"""An OpenAI-compatible Chat Completions server on loopback that answers as the scripted
+backend would, for ``conclave bench --scenario http``.
+
+Each request's ``model`` names the agent and its scripted seed (``<agent id>@<seed>``); the
+server keeps one :class:`~actors.llm.scripted.ScriptedBackend` per model, hands it the request
+as the agent's loop built it, waits its latency (200 ms ±50 % by default) and streams its
+reply back as Chat Completions chunks (tool calls, text, finish, usage, ``[DONE]``). So a run
+against it coordinates exactly as a scripted run does, through the real SDK over real sockets.
+
+It runs in its own process (``python -m benchmarks.http_server``) so that its CPU is not
+charged to the client being measured: it prints its port on the first line of stdout, serves
+until its stdin closes, and answers ``GET /stats`` with what it has served. The listen
+backlog is large: the kernel's queue must hold every agent's first connection at once (the
+stdlib's 5 turns 20 concurrent streams from 0.2 s into 1.7 s; refused SYNs wait a second).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import trio
+
+from actors.llm.protocol import ChatMessage, Completion, CompletionRequest, ToolCall, ToolSchema
+from actors.llm.scripted import ScriptedBackend
+from config.schema import ScriptedBackendConfig
+
+__all__ = ["BACKLOG", "ScriptedServer", "model_name", "serve"]
+
+BACKLOG = 1024
+"""Pending connections the kernel queues (at least 128; every agent connects at once)."""
+_MAX_HEAD = 64 * 1024
+
+
+def model_name(agent_id: str, seed: int) -> str:
+    """The ``model`` a client sends for the scripted agent ``agent_id`` with ``seed``."""
+    return f"{agent_id}@{seed}"
+
+
+@attrs.define
+class Stats:
+    requests: int = 0
+    completions: int = 0
+    connections: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    errors: int = 0
+
+
+class ScriptedServer:
+    """Answers Chat Completions requests as each model's scripted agent would."""
+
+    def __init__(self, *, latency: float, jitter: float) -> None:
+        self._latency = latency
+        self._jitter = jitter
+        self._agents: dict[str, ScriptedBackend] = {}
+        self.stats = Stats()
+
+    def _agent(self, model: str) -> ScriptedBackend:
+        agent = self._agents.get(model)
+        if agent is None:
+            agent_id, _, seed = model.rpartition("@")
+            policy = ScriptedBackendConfig(
+                seed=int(seed or 0), latency=self._latency, jitter=self._jitter
+            )
+            agent = ScriptedBackend(
+                agent_id=agent_id or model, persona="", policy=policy, seed=policy.seed
+            )
+            self._agents[model] = agent
+        return agent
+
+    async def complete(self, body: dict[str, Any]) -> Completion:
+        """The scripted reply to one request body (waits the agent's latency)."""
+        request = CompletionRequest(
+            messages=tuple(_message(m) for m in body["messages"]),
+            tools=tuple(
+                ToolSchema(
+                    name=t["function"]["name"],
+                    description=t["function"].get("description", ""),
+                    parameters=t["function"].get("parameters", {}),
+                )
+                for t in body.get("tools") or ()
+            ),
+        )
+        return await self._agent(body["model"]).complete(request)
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """One connection: requests one after another (keep-alive) until the client closes."""
+        self.stats.connections += 1
+        buffer = bytearray()
+        try:
+            while True:
+                request = await _read_request(stream, buffer)
+                if request is None:
+                    return
+                method, path, body = request
+                if method == "GET" and path == "/stats":
+                    await stream.send_all(_json_response(200, attrs.asdict(self.stats)))
+                    continue
+                await self._chat(stream, body)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
+            return
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _chat(self, stream: trio.SocketStream, raw: bytes) -> None:
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+        try:
+            body = json.loads(raw)
+            completion = await self.complete(body)
+        except Exception as exc:  # a reply the client can read beats a dropped connection
+            stats.errors += 1
+            error = {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "server_error"}}
+            await stream.send_all(_json_response(500, error))
+            return
+        finally:
+            stats.in_flight -= 1
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = b"".join(_sse(body["model"], completion, usage=usage))
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        await stream.send_all(head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(events), events))
+        stats.completions += 1
+
+
+def _message(data: dict[str, Any]) -> ChatMessage:
+    calls = tuple(
+        ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
+        for c in data.get("tool_calls") or ()
+    )
+    return ChatMessage(
+        role=data["role"],
+        content=data.get("content") or "",
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+    )
+
+
+def _chunk(model: str, delta: dict[str, Any] | None, **extra: Any) -> bytes:
+    data: dict[str, Any] = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, **extra}],
+    }
+    if delta is None:
+        data["usage"] = extra["usage"]
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+def _sse(model: str, completion: Completion, *, usage: bool) -> Iterator[bytes]:
+    message = completion.message
+    yield _chunk(model, {"role": "assistant", "content": message.content or ""})
+    for index, call in enumerate(message.tool_calls):
+        function = {"name": call.name, "arguments": call.arguments}
+        call_delta = {"index": index, "id": call.id, "type": "function", "function": function}
+        delta = {"tool_calls": [call_delta]}
+        yield _chunk(model, delta)
+    finish = "tool_calls" if message.tool_calls else "stop"
+    yield _chunk(model, {}, finish_reason=finish)
+    if usage:
+        spent = completion.usage
+        tokens = {
+            "prompt_tokens": spent.input_tokens,
+            "completion_tokens": spent.output_tokens,
+            "total_tokens": spent.input_tokens + spent.output_tokens,
+        }
+        yield _chunk(model, None, usage=tokens)
+    yield b"data: [DONE]\n\n"
+
+
+async def _read_request(
+    stream: trio.SocketStream, buffer: bytearray
+) -> tuple[str, str, bytes] | None:
+    """The next request on the connection (method, path, body), or ``None`` at its end."""
+    while (end := buffer.find(b"\r\n\r\n")) < 0:
+        if len(buffer) > _MAX_HEAD:
+            raise ValueError("request head too large")
+        data = await stream.receive_some(65536)
+        if not data:
+            return None
+        buffer += data
+    head = bytes(buffer[:end]).decode("latin-1")
+    del buffer[: end + 4]
+    request_line, *lines = head.split("\r\n")
+    method, path, _ = request_line.split(" ", 2)
+    length = 0
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    while len(buffer) < length:
+        data = await stream.receive_some(max(65536, length - len(buffer)))
+        if not data:
+            return None
+        buffer += data
+    body = bytes(buffer[:length])
+    del buffer[:length]
+    return method, path, body
+
+
+def _json_response(status: int, data: Any) -> bytes:
+    body = json.dumps(data).encode()
+    reason = "OK" if status == 200 else "Error"
+    return (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+async def serve(
+    server: ScriptedServer,
+    *,
+    port: int = 0,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve on 127.0.0.1 until cancelled; ``nursery.start`` returns the port."""
+    listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=BACKLOG)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, server.handle, listeners)
+        task_status.started(listeners[0].socket.getsockname()[1])
+
+
+async def _main(latency: float, jitter: float) -> None:
+    server = ScriptedServer(latency=latency, jitter=jitter)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve, server)
+        print(port, flush=True)
+        # Serve until the parent closes our stdin (or dies): never outlive the benchmark.
+        await trio.to_thread.run_sync(sys.stdin.buffer.read, abandon_on_cancel=True)
+        nursery.cancel_scope.cancel()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.http_server", description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per reply")
+    parser.add_argument("--jitter", type=float, default=0.5, help="fraction of latency, ±")
+    args = parser.parse_args(argv)
+    trio.run(_main, args.latency, args.jitter)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""``conclave bench --scenario http``: its server answers as the scripted backend would, and
+the scenario runs end to end with a tiny N (so it cannot rot), counting what happened.
+
+Real sockets and real time: no ``autojump_clock`` here (virtual time would fire the SDK's
+read timeouts at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from actors.run.driver import RunSpec, run
+from benchmarks import http_bench
+from benchmarks.http_bench import (
+    TARGETS,
+    case_for,
+    http_config,
+    open_server_process,
+    run_http_bench,
+    targets_met,
+)
+from benchmarks.http_server import BACKLOG, ScriptedServer, serve
+from benchmarks.load_bench import TASK, Case
+from ui.cli import main
+
+RUN_LIMIT = 60.0
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``conclave bench`` makes its default log root in the working directory."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+async def server_url() -> AsyncIterator[str]:
+    """The scripted server in this process, replying at once."""
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve, ScriptedServer(latency=0.0, jitter=0.0))
+        yield f"http://127.0.0.1:{port}/v1"
+        nursery.cancel_scope.cancel()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The scenario run once with N = 3, for the specs that read its report."""
+    root = tmp_path_factory.mktemp("http_bench")
+    out = root / "report.json"
+    run_http_bench((3,), out, root / "logs")
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def test_the_servers_listen_backlog_holds_every_agents_first_connection() -> None:
+    assert BACKLOG >= 128
+
+
+async def test_a_run_against_the_server_ends_as_the_same_run_on_the_scripted_backend(
+    server_url: str,
+) -> None:
+    case = Case(agents=3, latency=0.0)
+
+    with trio.fail_after(RUN_LIMIT):
+        over_http = await run(RunSpec(task=TASK, config=http_config(case, server_url)))
+    scripted = await run(RunSpec(task=TASK, config=case.config()))
+
+    assert over_http.termination == scripted.termination
+    assert over_http.winner == scripted.winner
+    assert over_http.final_answer == scripted.final_answer
+    assert over_http.llm_calls == scripted.llm_calls
+
+
+def test_every_agent_shares_one_endpoint_that_serves_them_all_at_once() -> None:
+    config = http_config(case_for(50), "http://127.0.0.1:1/v1")
+
+    assert {a.backend.max_concurrency for a in config.agents} == {50}  # type: ignore[union-attr]
+    assert {a.backend.type for a in config.agents} == {"openai"}
+
+
+def test_past_a_hundred_agents_the_scenario_runs_on_a_ring() -> None:
+    assert case_for(100).visibility == "all"
+    assert case_for(200).visibility == "ring"
+
+
+def test_the_server_process_exits_when_the_benchmark_leaves_it() -> None:
+    with open_server_process() as server:
+        process = server.process
+
+    assert process.returncode is not None
+
+
+def test_the_tiny_scenario_completes_with_the_scripted_request_count(
+    report: dict[str, Any],
+) -> None:
+    (row,) = report["scenarios"]["http"]
+
+    assert row["termination"] == "completed"
+    assert row["requests"] == row["scripted_requests"] > 0
+    assert row["server_errors"] == 0
+    assert row["failed_agents"] == 0
+
+
+def test_the_report_has_every_figure_of_the_table(report: dict[str, Any]) -> None:
+    (row,) = report["scenarios"]["http"]
+
+    for column in http_bench.COLUMNS:
+        assert column in row
+    assert row["process_wall_s"] > row["wall_s"] > 0
+    assert row["ideal_s"] > 0
+    assert row["client_cpu_ms_per_request"] > 0
+    assert row["peak_rss_mb"] > 0
+
+
+def test_the_report_says_how_loaded_the_machine_was(report: dict[str, Any]) -> None:
+    assert len(report["load_average"]) == 3
+
+
+def _row(**figures: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"agents": 50, "requests": 101, "scripted_requests": 101}
+    row.update({column: limit for column, (_, limit) in TARGETS.items()})
+    row.update(figures)
+    return row
+
+
+def test_a_row_at_every_target_meets_them_all() -> None:
+    assert all(targets_met(_row()).values())
+
+
+@pytest.mark.parametrize("column", sorted(TARGETS))
+def test_a_figure_past_its_target_is_missed(column: str) -> None:
+    limit = TARGETS[column][1]
+
+    assert targets_met(_row(**{column: limit * 1.01}))[column] is False
+
+
+def test_a_request_count_other_than_the_scripted_runs_is_missed() -> None:
+    assert targets_met(_row(requests=102))["requests"] is False
+
+
+def test_size_targets_apply_only_at_their_n() -> None:
+    assert "process_wall_s" not in targets_met(_row(agents=10))
+
+
+def _record_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(http_bench, "run_http_bench", lambda *a: calls.append(a))
+    return calls
+
+
+def test_conclave_bench_runs_the_http_scenario_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _record_runs(monkeypatch)
+    out = tmp_path / "h.json"
+
+    code = main(["bench", "--scenario", "http", "--quick", "--json", str(out)])
+
+    assert code == 0
+    assert calls == [((10,), out, Path(".conclave/bench"))]
+
+
+def test_the_http_report_does_not_replace_the_load_benchmarks_default_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _record_runs(monkeypatch)
+
+    main(["bench", "--scenario", "http", "--quick", "--log-root", ".conclave/bench"])
+
+    assert calls[0][1] == Path(http_bench.DEFAULT_JSON)
+
+
+def test_with_other_scenarios_the_http_report_goes_beside_theirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _record_runs(monkeypatch)
+    ran: list[list[str]] = []
+
+    def load_bench(args: argparse.Namespace) -> int:
+        ran.append(args.scenario)
+        return 0
+
+    monkeypatch.setattr(http_bench, "load_bench_main", load_bench)
+
+    main(["bench", "--scenario", "storm", "--scenario", "http", "--json", str(tmp_path / "b.json")])
+
+    assert ran == [["storm"]]
+    assert calls[0][1] == tmp_path / "b_http.json"
+
+
+def test_without_a_scenario_conclave_bench_leaves_http_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _record_runs(monkeypatch)
+    ran: list[list[str]] = []
+
+    def load_bench(args: argparse.Namespace) -> int:
+        ran.append(args.scenario)
+        return 0
+
+    monkeypatch.setattr(http_bench, "load_bench_main", load_bench)
+
+    main(["bench", "--quick"])
+
+    assert ran == [["big", "batch", "storm"]]
+    assert calls == []
