@@ -118,9 +118,9 @@ def _register_bench(sub: _Subcommands) -> None:
     add_bench_arguments(bench)
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from benchmarks.load_bench import main as bench_main
+        from benchmarks.http_bench import bench_command
 
-        return bench_main(args=args)
+        return bench_command(args)
 
     bench.set_defaults(handler=handle)
 
