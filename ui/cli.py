@@ -100,11 +100,19 @@ def _register_validate(sub: _Subcommands) -> None:
         "validate", help="check a config file the way `conclave run` would, and exit"
     )
     validate.add_argument("config", metavar="CONFIG")
+    validate.add_argument(
+        "--json", action="store_true", help="print {valid, errors, warnings} as one JSON object"
+    )
+    validate.add_argument(
+        "--check-endpoints",
+        action="store_true",
+        help="send one tiny request per endpoint and model to check the URL, key and model",
+    )
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from ui.headless.validate import validate_command
 
-        return validate_command(args.config)
+        return validate_command(args.config, as_json=args.json, check=args.check_endpoints)
 
     validate.set_defaults(handler=handle)
 
@@ -147,7 +155,20 @@ def _register_import(sub: _Subcommands) -> None:
     massgen.set_defaults(handler=handle)
 
 
-_COMMANDS = (_register_run, _register_replay, _register_validate, _register_bench, _register_import)
+def _register_sandbox(sub: _Subcommands) -> None:
+    from ui.sandbox_command import add_sandbox_command
+
+    add_sandbox_command(sub)
+
+
+_COMMANDS = (
+    _register_run,
+    _register_replay,
+    _register_validate,
+    _register_bench,
+    _register_import,
+    _register_sandbox,
+)
 
 
 def _version() -> str:
@@ -177,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``."""
-    commands = {"run", "replay", "validate", "bench", "import", "-h", "--help", "--version"}
+    commands = {"run", "replay", "validate", "bench", "import", "sandbox"}
+    commands |= {"-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
     if "-p" in argv or "--print" in argv:
