@@ -65,6 +65,7 @@ def presentation_mode_note(mode: CollaborationMode) -> str:
 
 
 def is_plan_mode(system: str) -> bool:
-    """Whether a system message was built in plan mode (its prefix, or the presenter's note;
-    wherever the message builder placed it)."""
-    return PLAN_MODE_MARKER in system
+    """Whether a system message was built in plan mode: it starts with the plan prefix or the
+    presenter's note (the mode comes first; a configured ``system_prompt`` follows Conclave's
+    rules, so words a user configured cannot switch plan mode on)."""
+    return system.startswith(PLAN_MODE_MARKER)
