@@ -1,0 +1,249 @@
+"""The local sandbox: a process group in the workspace, a scrubbed environment, and
+bubblewrap's confinement where it works."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+import trio
+
+from actors.sandbox import Mount, open_sandbox
+from actors.sandbox.local import LocalSandbox, scrubbed_environment
+from config.schema.sandbox import SandboxConfig
+
+
+def plain(workspace: Path, *, mounts: tuple[Mount, ...] = (), limit: int = 1 << 20) -> LocalSandbox:
+    return LocalSandbox(
+        workspace=workspace, mounts=mounts, max_output_bytes=limit, use_bubblewrap=False
+    )
+
+
+def confined(workspace: Path, *, mounts: tuple[Mount, ...] = ()) -> LocalSandbox:
+    sandbox = LocalSandbox(workspace=workspace, mounts=mounts, max_output_bytes=1 << 20)
+    assert sandbox.confined
+    return sandbox
+
+
+def processes_with(token: str) -> list[int]:
+    """Host processes whose command line holds ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def sleeper() -> tuple[str, str]:
+    """A ``sleep`` with a duration no other process has, to find it on the host."""
+    seconds = f"{30 + secrets.randbelow(10**6) / 10**6:.6f}"
+    return seconds, f"sleep {seconds}"
+
+
+# --- output, exit code, working directory ----------------------------------------------
+
+
+async def test_stdout_and_stderr_interleave_in_the_order_written(workspace: Path) -> None:
+    outcome = await plain(workspace).run_shell(
+        "echo one; echo two >&2; echo three", cwd=workspace, timeout=10
+    )
+    assert outcome.output == "one\ntwo\nthree\n"
+
+
+async def test_the_exit_code_is_the_commands(workspace: Path) -> None:
+    outcome = await plain(workspace).run_shell("exit 7", cwd=workspace, timeout=10)
+    assert (outcome.exit_code, outcome.timed_out) == (7, False)
+
+
+async def test_the_command_runs_in_the_given_directory(workspace: Path) -> None:
+    (workspace / "sub").mkdir()
+    outcome = await plain(workspace).run_shell("pwd", cwd=workspace / "sub", timeout=10)
+    assert outcome.output.strip() == str(workspace / "sub")
+
+
+async def test_output_past_the_cap_is_counted_not_kept(workspace: Path) -> None:
+    outcome = await plain(workspace, limit=10).run_shell(
+        "printf '%0100d' 0", cwd=workspace, timeout=10
+    )
+    assert (outcome.output, outcome.truncated_bytes) == ("0" * 10, 90)
+
+
+# --- the environment ----------------------------------------------------------------------
+
+
+def test_every_api_key_token_and_secret_is_scrubbed() -> None:
+    environ = {
+        "OPENAI_API_KEY": "k",
+        "ANTHROPIC_API_KEY": "k",
+        "GITHUB_TOKEN": "t",
+        "CLIENT_SECRET": "s",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "PGPASSWORD": "p",
+        "PATH": "/bin",
+        "HOME": "/home/me",
+    }
+    assert scrubbed_environment(environ) == {"PATH": "/bin", "HOME": "/home/me"}
+
+
+async def test_a_command_does_not_see_the_api_keys_of_the_process(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-leak")
+    monkeypatch.setenv("DEPLOY_TOKEN", "do-not-leak")
+    outcome = await plain(workspace).run_shell("env", cwd=workspace, timeout=10)
+    assert "do-not-leak" not in outcome.output
+    assert "PATH=" in outcome.output
+
+
+# --- killed whole -------------------------------------------------------------------------
+
+
+async def test_a_timeout_kills_the_command_and_everything_it_started(workspace: Path) -> None:
+    seconds, token = sleeper()
+    outcome = await plain(workspace).run_shell(
+        f"sleep {seconds} & sleep {seconds}", cwd=workspace, timeout=0.5
+    )
+    assert (outcome.exit_code, outcome.timed_out) == (None, True)
+    assert processes_with(token) == []
+
+
+async def test_cancellation_kills_the_command_and_everything_it_started(workspace: Path) -> None:
+    seconds, token = sleeper()
+    sandbox = plain(workspace)
+    with trio.move_on_after(0.5) as scope:
+        await sandbox.run_shell(f"sleep {seconds} & sleep {seconds}", cwd=workspace, timeout=60)
+    assert scope.cancelled_caught
+    assert processes_with(token) == []
+
+
+async def test_a_process_left_in_the_background_ends_with_the_call(workspace: Path) -> None:
+    seconds, token = sleeper()
+    outcome = await plain(workspace).run_shell(
+        f"sleep {seconds} & echo started", cwd=workspace, timeout=60
+    )
+    assert (outcome.output, outcome.exit_code) == ("started\n", 0)
+    assert processes_with(token) == []
+
+
+# --- refusal without bubblewrap -----------------------------------------------------------
+
+
+async def test_without_bubblewrap_read_only_paths_refuse_the_shell_saying_how_to_fix_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    sandbox = plain(workspace, mounts=(Mount(path=tmp_path / "context", writable=False),))
+    refusal = sandbox.refusal()
+    assert refusal is not None
+    assert str(tmp_path / "context") in refusal
+    assert "apt-get install bubblewrap" in refusal
+    with pytest.raises(PermissionError, match="bubblewrap"):
+        await sandbox.run_shell("true", cwd=workspace, timeout=10)
+
+
+def test_without_bubblewrap_writable_paths_alone_allow_the_shell(
+    workspace: Path, tmp_path: Path
+) -> None:
+    sandbox = plain(workspace, mounts=(Mount(path=tmp_path, writable=True),))
+    assert sandbox.refusal() is None
+
+
+# --- bubblewrap ---------------------------------------------------------------------------
+
+
+async def test_bubblewrap_allows_the_shell_with_read_only_paths(
+    bwrap: str, workspace: Path, tmp_path: Path
+) -> None:
+    context = tmp_path / "context"
+    context.mkdir()
+    assert confined(workspace, mounts=(Mount(path=context, writable=False),)).refusal() is None
+
+
+async def test_bubblewrap_keeps_the_root_read_only(bwrap: str, workspace: Path) -> None:
+    outcome = await confined(workspace).run_shell(
+        "touch /usr/conclave-escape", cwd=workspace, timeout=10
+    )
+    assert outcome.exit_code != 0
+    assert "Read-only file system" in outcome.output
+
+
+async def test_bubblewrap_lets_the_workspace_be_written(bwrap: str, workspace: Path) -> None:
+    outcome = await confined(workspace).run_shell("echo hi > made.txt", cwd=workspace, timeout=10)
+    assert outcome.exit_code == 0
+    assert (workspace / "made.txt").read_text() == "hi\n"
+
+
+async def test_bubblewrap_mounts_are_writable_only_when_writable(
+    bwrap: str, workspace: Path, tmp_path: Path
+) -> None:
+    read_only, writable = tmp_path / "ro", tmp_path / "rw"
+    read_only.mkdir()
+    writable.mkdir()
+    (read_only / "kept").write_text("x")
+    sandbox = confined(
+        workspace,
+        mounts=(Mount(path=read_only, writable=False), Mount(path=writable, writable=True)),
+    )
+    refused = await sandbox.run_shell(
+        f"cat {read_only}/kept && rm {read_only}/kept", cwd=workspace, timeout=10
+    )
+    allowed = await sandbox.run_shell(f"echo y > {writable}/new", cwd=workspace, timeout=10)
+    assert "x" in refused.output and "Read-only file system" in refused.output
+    assert (read_only / "kept").exists()
+    assert allowed.exit_code == 0 and (writable / "new").read_text() == "y\n"
+
+
+async def test_bubblewrap_remount_makes_a_path_writable_for_the_next_command(
+    bwrap: str, workspace: Path, tmp_path: Path
+) -> None:
+    context = tmp_path / "context"
+    context.mkdir()
+    sandbox = confined(workspace, mounts=(Mount(path=context, writable=False),))
+    before = await sandbox.run_shell(f"touch {context}/a", cwd=workspace, timeout=10)
+    await sandbox.remount((Mount(path=context, writable=True),))
+    after = await sandbox.run_shell(f"touch {context}/a", cwd=workspace, timeout=10)
+    assert (before.exit_code != 0, after.exit_code) == (True, 0)
+
+
+async def test_bubblewrap_gives_no_network(bwrap: str, workspace: Path) -> None:
+    outcome = await confined(workspace).run_shell(
+        "tail -n +3 /proc/net/dev | cut -d: -f1", cwd=workspace, timeout=10
+    )
+    assert outcome.output.split() == ["lo"]
+
+
+async def test_bubblewrap_gives_a_private_tmp(bwrap: str, workspace: Path) -> None:
+    name = f"conclave-private-{secrets.token_hex(4)}"
+    outcome = await confined(workspace).run_shell(f"touch /tmp/{name}", cwd=workspace, timeout=10)
+    assert outcome.exit_code == 0
+    assert not (Path("/tmp") / name).exists()
+
+
+async def test_bubblewrap_timeout_kills_even_what_left_the_process_group(
+    bwrap: str, workspace: Path
+) -> None:
+    seconds, token = sleeper()
+    outcome = await confined(workspace).run_shell(
+        f"setsid sleep {seconds} & sleep {seconds}", cwd=workspace, timeout=0.5
+    )
+    assert outcome.timed_out
+    assert processes_with(token) == []
+
+
+# --- open_sandbox -------------------------------------------------------------------------
+
+
+async def test_the_default_sandbox_is_local(workspace: Path) -> None:
+    async with open_sandbox(
+        SandboxConfig(), run_id="r", agent="a", workspace=workspace, mounts=()
+    ) as sandbox:
+        assert isinstance(sandbox, LocalSandbox)
+        outcome = await sandbox.run_shell("echo ok", cwd=workspace, timeout=10)
+    assert outcome.output == "ok\n"
