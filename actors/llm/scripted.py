@@ -4,12 +4,19 @@ It reads the same prompt a real model would (see :mod:`actors.prompts`) and answ
 real tool calls, so the agents' loop cannot tell it from a network model. Everything random
 comes from one ``random.Random`` seeded by ``(seed, agent id)``: the same config gives the
 same run, call for call.
+
+Tool-using policies: before its workflow call (and before a presentation's text) the script
+makes its configured tool steps, one per call. Which step is next is counted from the step
+results already in the transcript, not kept in the backend, so an agent restarted mid-round
+(its transcript survives in its memory) goes on with the next step, never repeats one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 import trio
@@ -26,6 +33,7 @@ from actors.llm.protocol import (
 )
 from actors.prompts.coordination import PromptView, parse_prompt
 from config.schema import Misbehaviour, ScriptedBackendConfig
+from config.schema.backends import ToolStep
 
 __all__ = ["ScriptedBackend", "answer_score"]
 
@@ -81,18 +89,53 @@ class ScriptedBackend:
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
+        done = sum(1 for m in request.messages if _is_step_result(m))
         if view.presentation is not None:
-            message = ChatMessage(role="assistant", content=self._present(view))
+            won = Label.parse(view.own_label).seq if view.own_label else 1
+            step = self._step(policy.presentation_tool_steps, offered, done, view, won)
+            message = step or ChatMessage(role="assistant", content=self._present(view))
         else:
             if policy.malformed_rate and self._rng.random() < policy.malformed_rate:
                 misbehave = Misbehaviour.MALFORMED
-            # Like a model reading the error it got back, a retry writes differently.
-            retries = sum(1 for m in request.messages if m.content.startswith("Error:"))
-            message = self._round(view, offered, misbehave, retries)
+            # Like a model reading the error it got back, a retry writes differently; a tool
+            # step's error is about the step, not about this reply.
+            retries = sum(
+                1
+                for m in request.messages
+                if m.content.startswith("Error:") and not _is_step_result(m)
+            )
+            message = self._round(view, offered, misbehave, retries, done)
         return Completion(message=message, usage=_usage(request, message))
 
+    def _step(
+        self,
+        steps: Sequence[ToolStep],
+        offered: set[str],
+        done: int,
+        view: PromptView,
+        revision: int,
+    ) -> ChatMessage | None:
+        """The next tool step after ``done`` of them, or ``None`` when all are made."""
+        usable = [s for s in steps if s.tool in offered]
+        if done >= len(usable):
+            return None
+        step = usable[done]
+        fill = {"{agent}": self.agent_id, "{me}": view.me, "{revision}": str(revision)}
+        arguments = _filled(step.arguments, fill)
+        call = ToolCall(
+            id=f"{_STEP}{done}_{self._call_id()}",
+            name=step.tool,
+            arguments=orjson.dumps(arguments).decode(),
+        )
+        return ChatMessage(role="assistant", tool_calls=(call,))
+
     def _round(
-        self, view: PromptView, offered: set[str], misbehave: Misbehaviour | None, retries: int
+        self,
+        view: PromptView,
+        offered: set[str],
+        misbehave: Misbehaviour | None,
+        retries: int,
+        done: int,
     ) -> ChatMessage:
         # Prompts show each agent's latest answer only, so how many answers this agent has
         # given is the M of its own label agentN.M, not how many of its labels are shown.
@@ -127,8 +170,13 @@ class ScriptedBackend:
             )
         wants_to_answer = given < self.policy.answers
         if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
-            return _calls(("new_answer", {"content": answer}), call_id=self._call_id())
+            steps = self.policy.tool_steps
+            step = self._step(steps, offered, done, view, given + 1)
+            return step or _calls(("new_answer", {"content": answer}), call_id=self._call_id())
         if "vote" in offered and vote_target is not None:
+            step = self._step(self.policy.vote_tool_steps, offered, done, view, given)
+            if step is not None:
+                return step
             reason = f"{vote_target} is the most complete"
             return _calls(
                 ("vote", {"agent_id": vote_target, "reason": reason}), call_id=self._call_id()
@@ -189,6 +237,27 @@ class ScriptedBackend:
 
     def _call_id(self) -> str:
         return f"call_{self.agent_id}_{self.calls}"
+
+
+_STEP = "step"
+"""How the ids of tool-step calls begin: their results in a transcript count the steps done."""
+
+
+def _is_step_result(message: ChatMessage) -> bool:
+    return message.role == "tool" and (message.tool_call_id or "").startswith(_STEP)
+
+
+def _filled(value: Any, fill: dict[str, str]) -> Any:
+    """``value`` with the placeholders of ``fill`` replaced in every string inside it."""
+    if isinstance(value, str):
+        for token, text in fill.items():
+            value = value.replace(token, text)
+        return value
+    if isinstance(value, dict):
+        return {k: _filled(v, fill) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_filled(v, fill) for v in value]
+    return value
 
 
 def _calls(*calls: tuple[str, dict[str, str]], call_id: str = "call") -> ChatMessage:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -20,6 +20,7 @@ __all__ = [
     "Misbehaviour",
     "OpenAIBackendConfig",
     "ScriptedBackendConfig",
+    "ToolStep",
     "voted_agent_number",
 ]
 
@@ -52,6 +53,37 @@ def voted_agent_number(vote: str) -> int | None:
     return int(match.group(2)) if match and match.group(2) else None
 
 
+_TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+_WORKFLOW = ("new_answer", "vote")
+
+
+def _check_tool(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not _TOOL_NAME.match(value):
+        raise ValueError(
+            f"tool {value!r} is not a tool name: use lower case letters, digits and _ "
+            "(e.g. read_file)"
+        )
+    if value in _WORKFLOW:
+        raise ValueError(
+            f"tool {value!r} is a workflow call, which the script makes itself after its "
+            "tool steps; list only other tools (read_file, write_file, run_shell, ...)"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ToolStep:
+    """One tool call a scripted agent makes, one per LLM call, before its reply.
+
+    In string arguments, ``{agent}`` becomes the agent's configured id, ``{me}`` its
+    anonymous id (``agent2``) and ``{revision}`` the number of the answer it is working on.
+    """
+
+    tool: str = attrs.field(validator=_check_tool)
+    arguments: dict[str, Any] = attrs.field(
+        factory=dict, validator=attrs.validators.instance_of(dict), hash=False
+    )
+
+
 @attrs.frozen(kw_only=True)
 class ScriptedBackendConfig:
     """The embedded, offline backend; also the policy it plays."""
@@ -75,6 +107,16 @@ class ScriptedBackendConfig:
     error_rate: float = attrs.field(default=0.0, validator=fraction)
     malformed_rate: float = attrs.field(default=0.0, validator=fraction)
     hang_rate: float = attrs.field(default=0.0, validator=fraction)
+    tool_steps: tuple[ToolStep, ...] = ()
+    """Tool calls made, in order, before each ``new_answer``."""
+    vote_tool_steps: tuple[ToolStep, ...] = ()
+    """Tool calls made, in order, before each ``vote``."""
+    presentation_tool_steps: tuple[ToolStep, ...] = ()
+    """Tool calls made, in order, before the presentation's text.
+
+    Which step comes next is read from the transcript (the step results already in it), so
+    a restarted agent goes on where it was. A step whose tool is not offered (plan mode
+    offers no write tool) is left out, as a model would not call it."""
 
 
 BackendConfig = ScriptedBackendConfig | OpenAIBackendConfig | AnthropicBackendConfig
