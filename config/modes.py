@@ -3,9 +3,16 @@
 | agent mode | refinement | overrides |
 |---|---|---|
 | any | on | none |
-| single | off | max_new_answers_per_agent=1, skip_voting, no final presentation |
+| single | off | max_new_answers_per_agent=1, skip_voting, no final presentation,  |
+|        |     | context_write_phase=coordination                                  |
 | multi | off | max_new_answers_per_agent=1, disable_injection,                   |
 |       |     | defer_voting_until_all_answered, final_answer_strategy=synthesize  |
+
+``context_write_phase`` says when writable context paths are written: ``presentation`` (the
+default: read-only for every agent during coordination, written by the final presentation,
+which then runs whatever the strategy) or ``coordination`` (single agent, refinement off: the
+agent writes while it works, and no final presentation call is made). It is set here, in the
+one table, so nothing else infers it.
 
 Plan mode is orthogonal: it selects the collaboration mode, never these overrides.
 """
@@ -18,6 +25,7 @@ from typing import Any
 import attrs
 
 from config.schema import ConclaveConfig, FinalAnswerStrategy
+from config.schema.context import ContextWritePhase
 
 __all__ = ["AgentMode", "CollaborationMode", "ModeState", "apply_modes", "overrides"]
 
@@ -51,7 +59,12 @@ def overrides(state: ModeState) -> dict[str, Any]:
     if state.refinement:
         return {}
     if state.agent_mode is AgentMode.SINGLE:
-        return {"max_new_answers_per_agent": 1, "skip_voting": True, "no_final_presentation": True}
+        return {
+            "max_new_answers_per_agent": 1,
+            "skip_voting": True,
+            "no_final_presentation": True,
+            "context_write_phase": ContextWritePhase.COORDINATION,
+        }
     return {
         "max_new_answers_per_agent": 1,
         "disable_injection": True,

@@ -3,7 +3,8 @@
 | agent mode | refinement | overrides |
 |---|---|---|
 | any | on | none |
-| single | off | max_new_answers_per_agent=1, skip_voting, no final presentation |
+| single | off | max_new_answers_per_agent=1, skip_voting, no final presentation,
+|   |   | context_write_phase=coordination |
 | multi | off | max_new_answers_per_agent=1, disable_injection, defer_voting_until_all_answered,
 |   |   | final_answer_strategy=synthesize |
 
@@ -21,9 +22,15 @@ import pytest
 
 from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes, overrides
 from config.schema import FinalAnswerStrategy, InFlightPolicy, OrchestratorConfig
+from config.schema.context import ContextWritePhase
 from tests.coordination.helpers import agent, config
 
-SINGLE_OFF = {"max_new_answers_per_agent": 1, "skip_voting": True, "no_final_presentation": True}
+SINGLE_OFF = {
+    "max_new_answers_per_agent": 1,
+    "skip_voting": True,
+    "no_final_presentation": True,
+    "context_write_phase": ContextWritePhase.COORDINATION,
+}
 MULTI_OFF = {
     "max_new_answers_per_agent": 1,
     "disable_injection": True,
@@ -75,7 +82,7 @@ BASE = config(
     in_flight_policy=InFlightPolicy.CANCEL,
     answer_preview_chars=99,
     run_timeout=30.0,
-    round_timeout=7.0,
+    call_timeout=7.0,
     max_tries_per_round=5,
 )
 
