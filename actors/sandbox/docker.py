@@ -30,7 +30,7 @@ from docker.types import Mount as DockerMount
 from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN
 from actors.sandbox.output import CappedOutput
 from actors.sandbox.protocol import Mount, SandboxUnavailable, ShellOutcome
-from actors.sandbox.session import SessionEnded, ShellSession
+from actors.sandbox.session import SESSION_SHELL, SessionEnded, ShellSession
 from config.schema.sandbox import SandboxConfig
 
 __all__ = ["DockerSandbox"]
@@ -154,8 +154,11 @@ class DockerSandbox:
         """Kill the command's process group, then read the session to the command's end so
         it can be used again; if that fails, drop it. Shielded and bounded: it runs on
         cancellation too."""
-        pgid, container = session.pgid, self._container
+        container = self._container
         with trio.CancelScope(shield=True), trio.move_on_after(_TEARDOWN_S):
+            pgid = None
+            with trio.move_on_after(_DRAIN_S):
+                pgid = await session.wait_pgid()
             if pgid is not None and container is not None:
                 kill = ["kill", "-KILL", f"-{pgid}"]
                 await trio.to_thread.run_sync(
@@ -230,7 +233,9 @@ class DockerSandbox:
 
         def attach() -> tuple[socket.socket, Any]:
             api = self._client.api
-            exec_id = api.exec_create(container.id, ["sh"], stdin=True, user=self._user())["Id"]
+            exec_id = api.exec_create(container.id, SESSION_SHELL, stdin=True, user=self._user())[
+                "Id"
+            ]
             wrapper = api.exec_start(exec_id, socket=True)
             raw = getattr(wrapper, "_sock", None)
             if not isinstance(raw, socket.socket):

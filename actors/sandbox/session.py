@@ -1,13 +1,16 @@
 """One long-lived ``sh`` in a container, fed commands over the socket ``docker exec``
-attaches, so a command costs a write and a read (well under a millisecond) rather than a
-fresh exec (about 70 ms).
+attaches, so a command costs a write and a read (about a millisecond) rather than a fresh
+exec (about 70 ms).
 
-The wire: each command is sent as one shell statement that runs it in its own session
-(``setsid``, so its process group can be killed whole), bounded by ``timeout -s KILL``
-inside the container as a backstop, with stdout and stderr on one pipe. The session shell then kills
-whatever the command left in its group and prints ``<nonce>:<exit code>`` on stdout. The
-command's process group id goes to the session shell's own stderr, a separate stream of
-docker's multiplexed protocol, so it never mixes with the output.
+The wire: each command is sent as one shell statement that starts it in its own session
+(``setsid``, so its process group can be killed whole) with stdout and stderr on one pipe,
+bounded inside the container by ``timeout -s KILL`` as a backstop. On stdout, in order:
+``<nonce>pid:<pgid>`` (written by the job itself before it runs the command, so it comes
+first), the command's output, then, once the session shell has killed whatever the command
+left in its group, ``<nonce>:<exit code>``. Docker carries stdout and stderr as separate
+streams whose order relative to each other is not kept, so the session shell runs with its
+stderr on stdout (``sh -c 'exec sh 2>&1'``): its own messages, such as ``Killed`` for a job
+it reaped, then stay in order too.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import trio
 
 from actors.sandbox.output import CappedOutput
 
-__all__ = ["SessionEnded", "ShellSession", "wrap_command"]
+__all__ = ["SESSION_SHELL", "SessionEnded", "ShellSession", "wrap_command"]
 
 _HEADER = struct.Struct(">BxxxI")
 """docker's stream frame: stream type (1 stdout, 2 stderr), three zero bytes, a length."""
-_STDOUT, _STDERR = 1, 2
+
+SESSION_SHELL = ["sh", "-c", "exec sh 2>&1"]
+"""What the session runs: a shell reading statements from stdin, its stderr on stdout."""
 
 
 class SessionEnded(Exception):
@@ -35,11 +40,14 @@ class SessionEnded(Exception):
 
 def wrap_command(command: str, *, cwd: Path, timeout: float, nonce: str) -> bytes:
     """The statement the session shell runs for ``command`` (see the module docstring)."""
-    inner = 'cd -- "$1" || exit 126; exec timeout -s KILL "$2" sh -c "$3"'
-    job = " ".join(
+    job = (
+        f"printf '{nonce}pid:%d\\n' $$; "
+        'cd -- "$1" || exit 126; exec timeout -s KILL "$2" sh -c "$3"'
+    )
+    started = " ".join(
         [
             "setsid sh -c",
-            shlex.quote(inner),
+            shlex.quote(job),
             "conclave",
             shlex.quote(str(cwd)),
             # A backstop: the host kills the group at ``timeout``; this ends the command even
@@ -49,7 +57,7 @@ def wrap_command(command: str, *, cwd: Path, timeout: float, nonce: str) -> byte
         ]
     )
     return (
-        f"{job} </dev/null 2>&1 & p=$!; printf '%d\\n' $p >&2; wait $p; r=$?; "
+        f"{started} </dev/null 2>&1 & p=$!; wait $p; r=$?; "
         f"kill -KILL -$p 2>/dev/null; printf '{nonce}:%d\\n' $r\n"
     ).encode()
 
@@ -62,11 +70,12 @@ class ShellSession:
         self._sock = sock
         self._keepalive = keepalive  # the SDK's wrapper; its collection would close the fd
         self._frames = bytearray()
-        self._pending = bytearray()
-        self._errors = bytearray()
+        self._stdout = bytearray()
         self._sent_all = True
-        self._nonce = secrets.token_hex(16)
-        self._marker = f"{self._nonce}:".encode()
+        nonce = secrets.token_hex(16)
+        self._nonce = nonce
+        self._pid_marker = f"{nonce}pid:".encode()
+        self._end_marker = f"{nonce}:".encode()
         self.pgid: int | None = None
         """The running command's process group inside the container, once known."""
 
@@ -78,10 +87,10 @@ class ShellSession:
         """Run ``command`` to its end; its output goes to ``output``; returns its exit code.
 
         Raises :class:`SessionEnded` if the shell goes away. Cancellation leaves the command
-        running: the caller kills its group (``pgid``), then ``drain``s the session to keep it.
+        running: the caller kills its group (``wait_pgid``), then ``drain``s the session to
+        use it again.
         """
         self.pgid = None
-        self._errors.clear()
         data = wrap_command(command, cwd=cwd, timeout=timeout, nonce=self._nonce)
         self._sent_all = False
         while data:
@@ -89,6 +98,17 @@ class ShellSession:
             data = data[sent:]
         self._sent_all = True
         return await self._collect(output)
+
+    async def wait_pgid(self) -> int | None:
+        """The running command's process group, reading until it is known; ``None`` if the
+        statement was cut short while being sent."""
+        if not self._sent_all:
+            return None
+        while self.pgid is None:
+            self._take_pgid()
+            if self.pgid is None:
+                await self._pump()
+        return self.pgid
 
     async def drain(self) -> bool:
         """After a cancelled ``run`` whose command was killed: read to its end marker,
@@ -99,46 +119,46 @@ class ShellSession:
         await self._collect(CappedOutput(0))
         return True
 
-    async def _collect(self, output: CappedOutput) -> int:
-        # ``_pending`` lives on the session, not here: a cancelled read may have kept the
-        # first bytes of the marker, which ``drain`` must still find.
-        marker = self._marker
-        while True:
-            at = self._pending.find(marker)
-            line_end = self._pending.find(b"\n", at) if at >= 0 else -1
-            if line_end >= 0:
-                output.add(bytes(self._pending[:at]))
-                code = int(self._pending[at + len(marker) : line_end])
-                del self._pending[: line_end + 1]
-                return code
-            if at < 0:
-                # Keep a tail that could be the start of the marker; the rest is output.
-                cut = max(0, len(self._pending) - len(marker) + 1)
-                output.add(bytes(self._pending[:cut]))
-                del self._pending[:cut]
-            stream, payload = await self._frame()
-            if stream != _STDERR:
-                self._pending += payload
-                continue
-            self._errors += payload
-            if self.pgid is None and b"\n" in self._errors:
-                line, _, rest = bytes(self._errors).partition(b"\n")
-                self.pgid = int(line) if line.strip().isdigit() else None
-                self._errors[:] = rest
-            if self.pgid is not None and self._errors:
-                # Anything else on stderr is the session shell's own complaint: show it.
-                output.add(bytes(self._errors))
-                self._errors.clear()
+    def _take_pgid(self) -> None:
+        """The job's first line on stdout is its pgid (nothing of the command precedes it)."""
+        at = self._stdout.find(self._pid_marker)
+        end = self._stdout.find(b"\n", at) if at >= 0 else -1
+        if end >= 0:
+            self.pgid = int(self._stdout[at + len(self._pid_marker) : end])
+            del self._stdout[: end + 1]
 
-    async def _frame(self) -> tuple[int, bytes]:
+    async def _collect(self, output: CappedOutput) -> int:
+        # The buffers live on the session, not here: a cancelled read may have kept part of
+        # a marker, which ``drain`` must still find.
+        marker = self._end_marker
+        while True:
+            if self.pgid is None:
+                self._take_pgid()
+            if self.pgid is not None:
+                at = self._stdout.find(marker)
+                end = self._stdout.find(b"\n", at) if at >= 0 else -1
+                if end >= 0:
+                    output.add(bytes(self._stdout[:at]))
+                    code = int(self._stdout[at + len(marker) : end])
+                    del self._stdout[: end + 1]
+                    return code
+                if at < 0:
+                    # Keep a tail that could be the start of the marker; the rest is output.
+                    cut = max(0, len(self._stdout) - len(marker) + 1)
+                    output.add(bytes(self._stdout[:cut]))
+                    del self._stdout[:cut]
+            await self._pump()
+
+    async def _pump(self) -> None:
+        """Read one frame into the stdout buffer (a stderr frame too: there should be none)."""
         while True:
             if len(self._frames) >= _HEADER.size:
-                stream, size = _HEADER.unpack_from(self._frames)
+                _stream, size = _HEADER.unpack_from(self._frames)
                 end = _HEADER.size + size
                 if len(self._frames) >= end:
-                    payload = bytes(self._frames[_HEADER.size : end])
+                    self._stdout += self._frames[_HEADER.size : end]
                     del self._frames[:end]
-                    return stream, payload
+                    return
             chunk = await self._sock.recv(65536)
             if not chunk:
                 raise SessionEnded("the sandbox's shell ended (its container stopped?)")

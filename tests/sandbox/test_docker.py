@@ -1,0 +1,223 @@
+"""The docker sandbox against a real engine: one confined, labelled container per agent,
+one shell session, read-only mounts until a remount recreates the container, no orphans."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import docker
+import pytest
+import trio
+
+from actors.sandbox import Mount, Sandbox, open_sandbox
+from actors.sandbox.docker import DockerSandbox
+from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN
+from config.schema.sandbox import SandboxConfig, SandboxKind
+from tests.sandbox.conftest import containers_of
+
+DOCKER = SandboxConfig(type=SandboxKind.DOCKER, memory_mb=256, pids=64)
+
+
+@asynccontextmanager
+async def docker_sandbox(
+    run_id: str, workspace: Path, mounts: tuple[Mount, ...] = ()
+) -> AsyncIterator[DockerSandbox]:
+    async with open_sandbox(
+        DOCKER, run_id=run_id, agent="agent1", workspace=workspace, mounts=mounts
+    ) as sandbox:
+        assert isinstance(sandbox, DockerSandbox)
+        yield sandbox
+
+
+def container_of(sandbox: DockerSandbox) -> docker.models.containers.Container:
+    container = sandbox.container
+    assert container is not None
+    container.reload()
+    return container
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> Path:
+    path = tmp_path / "context"
+    path.mkdir()
+    (path / "notes.txt").write_text("keep me\n")
+    return path.resolve()
+
+
+async def run(sandbox: Sandbox, command: str, cwd: Path, timeout: float = 20) -> str:
+    outcome = await sandbox.run_shell(command, cwd=cwd, timeout=timeout)
+    return outcome.output
+
+
+# --- the container ------------------------------------------------------------------------
+
+
+async def test_the_container_is_labelled_with_the_run_the_owner_pid_and_the_agent(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        labels = container_of(sandbox).labels
+    assert labels[LABEL_RUN] == run_id
+    assert labels[LABEL_OWNER_PID] == str(os.getpid())
+    assert labels[LABEL_AGENT] == "agent1"
+
+
+async def test_the_container_is_confined(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        host = container_of(sandbox).attrs["HostConfig"]
+        user = container_of(sandbox).attrs["Config"]["User"]
+    assert host["NetworkMode"] == "none"
+    assert host["CapDrop"] == ["ALL"]
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["Memory"] == 256 * 1024 * 1024
+    assert host["PidsLimit"] == 64
+    assert host["ReadonlyRootfs"] is True
+    assert user == f"{os.getuid()}:{os.getgid()}"
+
+
+async def test_the_container_has_no_network(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        output = await run(sandbox, "tail -n +3 /proc/net/dev | cut -d: -f1", workspace)
+    assert output.split() == ["lo"]
+
+
+async def test_commands_share_one_shell_session(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        first = await run(sandbox, "echo $PPID", workspace)
+        second = await run(sandbox, "echo $PPID", workspace)
+    assert first == second
+
+
+# --- commands -----------------------------------------------------------------------------
+
+
+async def test_output_interleaves_and_the_exit_code_is_the_commands(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        outcome = await sandbox.run_shell(
+            "echo one; echo two >&2; echo three; exit 4", cwd=workspace, timeout=20
+        )
+    assert (outcome.output, outcome.exit_code) == ("one\ntwo\nthree\n", 4)
+
+
+async def test_the_workspace_is_writable_at_its_host_path(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        outcome = await sandbox.run_shell("echo hi > made.txt", cwd=workspace, timeout=20)
+    assert outcome.exit_code == 0
+    assert (workspace / "made.txt").read_text() == "hi\n"
+
+
+async def test_a_timeout_kills_the_command_and_what_it_started_and_the_session_goes_on(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        outcome = await sandbox.run_shell("sleep 41 & sleep 42", cwd=workspace, timeout=0.5)
+        left = await run(sandbox, "ps -o args | grep '^sleep 4' || true", workspace)
+    assert (outcome.exit_code, outcome.timed_out) == (None, True)
+    assert left == ""
+
+
+async def test_cancellation_kills_the_command_and_the_session_goes_on(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        with trio.move_on_after(0.5) as scope:
+            await sandbox.run_shell("sleep 43 & sleep 44", cwd=workspace, timeout=60)
+        left = await run(sandbox, "ps -o args | grep '^sleep 4' || true", workspace)
+    assert scope.cancelled_caught
+    assert left == ""
+
+
+# --- read-only mounts, then recreated read-write ------------------------------------------
+
+
+async def test_cp_mv_rm_into_a_read_only_mount_fail_with_read_only_file_system(
+    engine: docker.DockerClient, run_id: str, workspace: Path, context: Path
+) -> None:
+    (workspace / "mine.txt").write_text("mine\n")
+    async with docker_sandbox(run_id, workspace, (Mount(path=context, writable=False),)) as box:
+        copy = await box.run_shell(f"cp mine.txt {context}/", cwd=workspace, timeout=20)
+        move = await box.run_shell(f"mv mine.txt {context}/", cwd=workspace, timeout=20)
+        remove = await box.run_shell(f"rm {context}/notes.txt", cwd=workspace, timeout=20)
+    for outcome in (copy, move, remove):
+        assert outcome.exit_code != 0
+        assert "Read-only file system" in outcome.output
+    assert sorted(os.listdir(context)) == ["notes.txt"]
+
+
+async def test_after_a_remount_read_write_cp_mv_rm_work(
+    engine: docker.DockerClient, run_id: str, workspace: Path, context: Path
+) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / "b.txt").write_text("b\n")
+    async with docker_sandbox(run_id, workspace, (Mount(path=context, writable=False),)) as box:
+        await box.remount((Mount(path=context, writable=True),))
+        outcome = await box.run_shell(
+            f"cp a.txt {context}/ && mv b.txt {context}/ && rm {context}/notes.txt",
+            cwd=workspace,
+            timeout=20,
+        )
+    assert outcome.exit_code == 0, outcome.output
+    assert sorted(os.listdir(context)) == ["a.txt", "b.txt"]
+
+
+async def test_a_remount_replaces_the_container(
+    engine: docker.DockerClient, run_id: str, workspace: Path, context: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace, (Mount(path=context, writable=False),)) as box:
+        before = container_of(box).name
+        await box.remount((Mount(path=context, writable=True),))
+        after = containers_of(engine, run_id)
+    assert len(after) == 1 and before not in after
+
+
+# --- no orphans ---------------------------------------------------------------------------
+
+
+async def test_no_container_is_left_after_a_normal_close(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace):
+        assert len(containers_of(engine, run_id)) == 1
+    assert containers_of(engine, run_id) == []
+
+
+async def test_no_container_is_left_after_an_exception_inside(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    with pytest.raises(ZeroDivisionError):
+        async with docker_sandbox(run_id, workspace):
+            1 / 0  # noqa: B018
+    assert containers_of(engine, run_id) == []
+
+
+async def test_no_container_is_left_after_cancellation_during_a_command(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    with trio.move_on_after(1.0) as scope:
+        async with docker_sandbox(run_id, workspace) as sandbox:
+            await sandbox.run_shell("sleep 60", cwd=workspace, timeout=120)
+    assert scope.cancelled_caught
+    assert containers_of(engine, run_id) == []
+
+
+async def test_no_container_is_left_after_cancellation_while_it_is_created(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    with trio.move_on_after(0.01) as scope:
+        async with docker_sandbox(run_id, workspace):
+            await trio.sleep_forever()
+    assert scope.cancelled_caught
+    assert containers_of(engine, run_id) == []
