@@ -143,6 +143,11 @@ class Repl:
             channel.send_nowait(command)
         self.state.on_change()
 
+    @property
+    def connected(self) -> bool:
+        """Whether the service is up (commands sent before wait for it)."""
+        return self._channel is not None
+
     def send(self, command: Command) -> None:
         """Hand ``command`` to the service (from any code on this thread)."""
         if self._token is None or self._channel is None:

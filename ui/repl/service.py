@@ -156,8 +156,14 @@ class ReplService:
             return
         assert self._nursery is not None
         self._idle = trio.Event()
-        self.state.running = True
+        self._started(submit)
         self._nursery.start_soon(self._turns, submit)
+
+    def _started(self, submit: Submit) -> None:
+        """The screen shows ``submit`` as running from the moment it is taken."""
+        self.state.running = True
+        self.state.status = submit.status or _STATUS[submit.mode]
+        self.state.on_change()
 
     def _cancel(self) -> None:
         dropped = len(self._queue)
@@ -186,6 +192,7 @@ class ReplService:
                 submit = self._queue.pop(0) if self._queue else None
                 if submit is not None:
                     self.state.queued.pop(0)
+                    self._started(submit)
         finally:
             self.state.running = False
             self.state.status = ""
@@ -215,7 +222,6 @@ class ReplService:
         view = RunView()
         state.view = view
         state.elapsed = 0.0
-        state.status = submit.status or _STATUS[submit.mode]
         state.last_log_dir = log_dir
         state.on_change()
 

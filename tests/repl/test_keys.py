@@ -1,0 +1,203 @@
+"""The REPL's keys, sent through a pipe to the real application: mode toggles, tabs, override,
+continue, cancel, clear and quit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from actors.run.result import DecidedBy, Termination
+from config.modes import AgentMode, CollaborationMode, ModeState
+from tests.repl.harness import (
+    ALT_A,
+    ALT_R,
+    ALT_RIGHT,
+    CTRL_C,
+    CTRL_D,
+    CTRL_O,
+    ENTER,
+    SHIFT_TAB,
+    Session,
+    config,
+    play,
+)
+from ui.repl.layout import mode_bar
+from ui.repl.render import fragments_text
+from ui.repl.state import BUSY, Dialog
+
+
+def test_the_modes_start_plan_off_multi_agent_refinement_on(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        bar = fragments_text(session.render(mode_bar))
+        assert "plan mode: off" in bar
+        assert "agents: multi" in bar
+        assert "refinement: on" in bar
+        assert "[" not in bar.replace("(", "")  # no collaboration chip in default mode
+
+    state = play(scenario, tmp_path)
+    assert state.collaboration is CollaborationMode.DEFAULT
+
+
+def test_shift_tab_turns_plan_mode_on_and_off_and_the_bar_shows_the_plan_chip(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(SHIFT_TAB)
+        await session.until(lambda: session.state.plan_mode, "plan mode on")
+        bar = fragments_text(session.render(mode_bar))
+        assert "plan mode: on" in bar
+        assert "[plan]" in bar
+        session.press(SHIFT_TAB)
+        await session.until(lambda: not session.state.plan_mode, "plan mode off")
+        assert "[plan]" not in fragments_text(session.render(mode_bar))
+
+    play(scenario, tmp_path)
+
+
+def test_alt_a_and_alt_r_toggle_agent_mode_and_refinement(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(ALT_A, ALT_R)
+        await session.until(lambda: not session.state.modes.refinement, "refinement off")
+        bar = fragments_text(session.render(mode_bar))
+        assert "agents: single" in bar
+        assert "refinement: off" in bar
+
+    state = play(scenario, tmp_path)
+    assert state.modes.agent_mode is AgentMode.SINGLE
+
+
+def test_a_click_on_a_toggle_changes_it_as_its_key_does(tmp_path: Path) -> None:
+    from prompt_toolkit.data_structures import Point
+    from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
+
+    async def scenario(session: Session) -> None:
+        fragments = session.render(mode_bar)
+        refinement = next(f for f in fragments if f[1] == " refinement: ")
+        click = MouseEvent(Point(0, 0), MouseEventType.MOUSE_UP, MouseButton.LEFT, frozenset())
+        refinement[2](click)  # type: ignore[misc]
+        assert not session.state.modes.refinement
+
+    play(scenario, tmp_path)
+
+
+def test_toggles_are_refused_while_agents_execute_and_a_key_says_why(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a slow task")
+        await session.until(lambda: session.state.running, "the run to start")
+        styles = [fragment[0] for fragment in session.render(mode_bar) if "plan" in fragment[1]]
+        assert styles
+        assert all(style == "class:bar.disabled" for style in styles)  # dimmed
+        session.press(SHIFT_TAB, ALT_A, ALT_R)
+        await session.until(lambda: session.state.notice == BUSY, "the refusal")
+        modes = session.state.modes
+        assert (session.state.plan_mode, modes.agent_mode, modes.refinement) == (
+            False,
+            AgentMode.MULTI,
+            True,
+        )
+        session.press(CTRL_C)
+
+    play(scenario, tmp_path, conclave=config(latency=5.0))
+
+
+def test_in_single_mode_alt_right_makes_the_next_agent_the_one_that_runs(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(ALT_A, ALT_RIGHT)
+        await session.until(lambda: session.state.active_agent == "agent-2", "the second tab")
+        result = await session.result_of("Name three uses of a paperclip")
+        assert {a.agent for a in result.answers} == {"agent-2"}
+        assert result.winner == "agent-2"
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_o_then_a_row_makes_that_agent_the_presenter(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        window = session.state.override
+        assert window is not None
+        chosen = window.rows[1]
+        assert chosen.agent != window.winner
+        session.press(CTRL_O)
+        await session.until(lambda: session.state.dialog is Dialog.OVERRIDE, "the dialog")
+        session.press("2")
+        await session.until(lambda: session.state.usage.runs == 1, "the run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.presenter == chosen.agent
+        assert result.decided_by is DecidedBy.OVERRIDE
+
+    play(scenario, tmp_path)
+
+
+def test_enter_at_the_vote_continues_with_the_winner(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        window = session.state.override
+        assert window is not None
+        session.press(ENTER)
+        await session.until(lambda: session.state.usage.runs == 1, "the run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.presenter == window.winner
+        assert result.decided_by is DecidedBy.VOTES
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_c_cancels_the_run_keeps_its_result_and_the_repl_goes_on(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a slow task")
+        await session.until(lambda: session.state.running, "the run to start")
+        session.press(CTRL_C)
+        await session.until(lambda: session.state.usage.runs == 1, "the cancelled run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.termination is Termination.CANCELLED
+        assert not session.state.running
+        assert "cancelled" in session.transcript()
+        session.state.modes = ModeState()  # the REPL still takes keys and commands
+        session.press(SHIFT_TAB)
+        await session.until(lambda: session.state.plan_mode, "plan mode after the cancel")
+
+    play(scenario, tmp_path, conclave=config(latency=5.0))
+
+
+def test_ctrl_c_at_an_idle_prompt_clears_the_line(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press("half a thought")
+        await session.until(lambda: session.repl.buffer.text == "half a thought", "the text")
+        session.press(CTRL_C)
+        await session.until(lambda: session.repl.buffer.text == "", "the line cleared")
+        assert session.state.usage.runs == 0
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_d_cancels_the_run_and_exits_once_its_log_is_closed(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a slow task")
+        await session.until(lambda: session.state.running, "the run to start")
+        session.press(CTRL_D)
+
+    state = play(scenario, tmp_path, conclave=config(latency=5.0))
+    assert state.last_log_dir is not None
+    last = (state.last_log_dir / "events.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["kind"] == "run_ended"
+    assert json.loads(last)["termination"] == "cancelled"
+
+
+def test_enter_while_a_run_executes_queues_the_turn_until_it_ends(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("first")
+        await session.until(lambda: session.state.running, "the first run")
+        session.type("second")
+        await session.until(lambda: session.state.queued == ["second"], "the queued turn")
+        await session.until(lambda: session.state.usage.runs == 2, "both runs")
+        assert [turn.task for turn in session.state.history] == ["first", "second"]
+
+    play(scenario, tmp_path, conclave=config(latency=0.3, skip_voting=True))
