@@ -9,9 +9,10 @@ raises, whatever a model writes.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -42,8 +43,13 @@ class Plan:
     prerequisites: tuple[str, ...] = ()
 
 
-_TAGGED = re.compile(r"<proposed_plan>(.*?)</proposed_plan>", re.DOTALL)
-_FENCED = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+_TAG_OPEN = re.compile(r"<proposed_plan>")
+_TAG_CLOSE = re.compile(r"</proposed_plan>")
+_FENCE_OPEN = re.compile(r"```(?:json|JSON)?[ \t]*\n")
+_FENCE_CLOSE = re.compile(r"\n?```")
+_MAX_SPANS = 256
+"""Candidates tried per shape: trying every pair of a reply's fences would be quadratic in
+them, and a reply is a model's."""
 
 
 def parse_plan(text: str) -> Plan | None:
@@ -51,7 +57,9 @@ def parse_plan(text: str) -> Plan | None:
 
     Accepted: the whole text a JSON object; a ```json fenced block (text around it is
     allowed: models introduce their plans); the inside of ``<proposed_plan>`` tags, itself
-    bare or fenced. The first candidate that is a complete plan wins."""
+    bare or fenced. The first candidate that is a complete plan wins. A closing fence or
+    tag inside the plan's own strings does not cut it short: each later closing one is
+    tried too."""
     for candidate in _candidates(text):
         plan = _plan_from_json(candidate)
         if plan is not None:
@@ -59,13 +67,34 @@ def parse_plan(text: str) -> Plan | None:
     return None
 
 
-def _candidates(text: str) -> list[str]:
-    candidates: list[str] = []
-    for tagged in _TAGGED.findall(text):
-        candidates += [*_FENCED.findall(tagged), tagged]
-    candidates += _FENCED.findall(text)
-    candidates.append(text)
-    return candidates
+def _candidates(text: str) -> Iterator[str]:
+    for tagged in _spans(text, _TAG_OPEN, _TAG_CLOSE):
+        yield from _spans(tagged, _FENCE_OPEN, _FENCE_CLOSE)
+        yield tagged
+    yield from _spans(text, _FENCE_OPEN, _FENCE_CLOSE)
+    yield text
+
+
+def _spans(text: str, opening: re.Pattern[str], closing: re.Pattern[str]) -> Iterator[str]:
+    """The text between each opening and a closing after it: first every opening with its
+    nearest closing (the usual reply), then with the next one, and so on, up to
+    :data:`_MAX_SPANS` in all."""
+    opens = [found.end() for found in opening.finditer(text)]
+    closes = [(found.start(), found.end()) for found in closing.finditer(text)]
+    starts = [start for start, _ in closes]
+    firsts = [bisect.bisect_left(starts, at) for at in opens]
+    tried = 0
+    for depth in range(len(closes)):
+        found = False
+        for at, first in zip(opens, firsts, strict=True):
+            if first + depth >= len(closes):
+                continue
+            if tried == _MAX_SPANS:
+                return
+            found, tried = True, tried + 1
+            yield text[at : closes[first + depth][0]]
+        if not found:
+            return
 
 
 def _plan_from_json(candidate: str) -> Plan | None:

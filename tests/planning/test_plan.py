@@ -300,3 +300,31 @@ def test_rendering_leaves_out_what_the_plan_does_not_say() -> None:
     text = render_plan(Plan(goal="g", steps=(PlanStep(step_number=1, action="a"),)))
 
     assert text == "Goal: g\n\nSteps:\n  1. a"
+
+
+def test_a_fence_inside_a_fenced_plans_strings_does_not_cut_it_short() -> None:
+    tricky = {"goal": "show the fence", "steps": [{"action": "write ```\nthen stop"}]}
+
+    plan = parse_plan(f"Plan:\n```json\n{json.dumps(tricky)}\n```")
+
+    assert plan is not None
+    assert plan.steps[0].action == "write ```\nthen stop"
+
+
+def test_a_closing_tag_inside_a_tagged_plans_strings_does_not_cut_it_short() -> None:
+    tricky = {"goal": "quote </proposed_plan> literally", "steps": ["a"]}
+
+    plan = parse_plan(f"<proposed_plan>{json.dumps(tricky)}</proposed_plan>")
+
+    assert plan is not None
+    assert plan.goal == "quote </proposed_plan> literally"
+
+
+def test_a_reply_of_many_fences_is_read_in_bounded_time() -> None:
+    assert parse_plan("```json\n{}\n" * 5_000) is None
+
+
+def test_a_plan_after_many_other_code_blocks_is_found() -> None:
+    blocks = "".join(f"```python\nprint({n})\n```\n" for n in range(100))
+
+    assert parse_plan(f"{blocks}```json\n{json.dumps(MINIMAL)}\n```") is not None
