@@ -73,7 +73,8 @@ def make_progress(
     spec: RunSpec, output_format: str, *, verbose: bool, include_partial: bool
 ) -> RunProgress:
     """The renderer for ``--output-format``; call it in the run's trio context, just before
-    the run opens (its clock starts now)."""
+    the run opens (its clock starts now). Text progress to a terminal is a live block of
+    agent statuses (:mod:`ui.headless.live_status`); to anything else, timeline lines."""
     clock = RunClock()
     if output_format == "stream-json":
         return StreamJson(
@@ -85,6 +86,14 @@ def make_progress(
         )
     if output_format == "json" and not verbose:
         return Silent()
+    if output_format == "text":
+        # Imported here: the live block is a TextProgress, defined in this module.
+        from ui.headless.live_status import LiveStatus, wants_live_status
+
+        if wants_live_status(sys.stderr):
+            live = LiveStatus(sys.stderr, verbose=verbose, clock=clock)
+            live.start()
+            return live
     return TextProgress(sys.stderr, verbose=verbose, clock=clock)
 
 
