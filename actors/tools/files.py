@@ -2,8 +2,9 @@
 ``edit_file`` and ``delete_file``.
 
 Each resolves its path through the context (the policy, and for writes the plan-mode lock)
-in the trio thread, then does its I/O in one worker thread through :mod:`actors.tools.fs`.
-Reads may be abandoned on cancellation (nothing to undo); writes are not, so a cancelled
+in the trio thread, then does its I/O through :mod:`actors.tools.fs`: inline for small
+files, in one worker thread for large ones (:attr:`ToolLimits.inline_io_bytes`). A read in a
+worker thread is abandoned on cancellation (nothing to undo); a write is not, so a cancelled
 write has either fully happened or not at all before the cancellation is delivered.
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -25,6 +26,18 @@ from actors.tools.text import short_diff
 __all__ = ["DELETE_FILE", "EDIT_FILE", "LIST_DIRECTORY", "READ_FILE", "WRITE_FILE"]
 
 _BINARY_PROBE = 8192
+
+R = TypeVar("R")
+
+
+async def _blocking(
+    ctx: ToolContext, size: int, work: Callable[..., R], *args: Any, undoable: bool
+) -> R:
+    """``work(*args)`` inline when ``size`` is small, else in a worker thread (abandoned on
+    cancellation only when ``undoable``: a read, whose result nobody needs any more)."""
+    if size <= ctx.limits.inline_io_bytes:
+        return work(*args)
+    return await trio.to_thread.run_sync(work, *args, abandon_on_cancel=undoable)
 
 
 def _path_param(what: str) -> dict[str, Any]:
@@ -94,8 +107,8 @@ async def _read_file(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     path = ctx.readable(args["path"])
     offset = args.get("offset", 1)
     limit = args.get("limit", ctx.limits.read_default_lines)
-    return await trio.to_thread.run_sync(
-        _read_lines, path, args["path"], offset, limit, ctx, abandon_on_cancel=True
+    return await _blocking(
+        ctx, fs.size_hint(path), _read_lines, path, args["path"], offset, limit, ctx, undoable=True
     )
 
 
@@ -152,7 +165,7 @@ def _list(path: Path, shown: str, ctx: ToolContext) -> ToolResult:
 async def _list_directory(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     shown = args.get("path", ".")
     path = ctx.readable(shown)
-    return await trio.to_thread.run_sync(_list, path, shown, ctx, abandon_on_cancel=True)
+    return await _blocking(ctx, fs.size_hint(path), _list, path, shown, ctx, undoable=True)
 
 
 LIST_DIRECTORY = ToolSpec(
@@ -204,7 +217,8 @@ def _write(path: Path, shown: str, data: bytes, ctx: ToolContext) -> ToolResult:
 async def _write_file(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     path = ctx.writable(args["path"])
     data = args["content"].encode()
-    return await trio.to_thread.run_sync(_write, path, args["path"], data, ctx)
+    size = max(len(data), fs.size_hint(path))
+    return await _blocking(ctx, size, _write, path, args["path"], data, ctx, undoable=False)
 
 
 WRITE_FILE = ToolSpec(
@@ -265,7 +279,9 @@ async def _edit_file(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
         return ToolResult(ok=False, error="old and new are the same text: nothing would change")
     path = ctx.writable(args["path"])
     every = args.get("replace_all", False)
-    return await trio.to_thread.run_sync(_edit, path, args["path"], old, new, every, ctx)
+    return await _blocking(
+        ctx, fs.size_hint(path), _edit, path, args["path"], old, new, every, ctx, undoable=False
+    )
 
 
 EDIT_FILE = ToolSpec(
@@ -307,7 +323,7 @@ def _delete(path: Path, shown: str) -> ToolResult:
 
 async def _delete_file(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     path = ctx.writable(args["path"])
-    return await trio.to_thread.run_sync(_delete, path, args["path"])
+    return await _blocking(ctx, 0, _delete, path, args["path"], undoable=False)
 
 
 DELETE_FILE = ToolSpec(

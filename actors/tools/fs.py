@@ -32,6 +32,7 @@ __all__ = [
     "open_file",
     "read_bytes",
     "remove_file",
+    "size_hint",
     "write_atomic",
 ]
 
@@ -107,6 +108,15 @@ def _open_checked(path: Path, flags: int, *, dir_fd: int | None = None) -> int:
         os.close(fd)
         raise _changed(path, where)
     return fd
+
+
+def size_hint(path: Path) -> int:
+    """The size of what ``path`` names now (0 if nothing): only to choose where its I/O
+    runs, never to decide what may be read."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def open_file(path: Path) -> int:

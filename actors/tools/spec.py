@@ -43,6 +43,10 @@ class ToolLimits:
     diff_max_lines: int = 80
     diff_max_bytes: int = 1024 * 1024
     """Files larger than this get no diff (the write still happens)."""
+    inline_io_bytes: int = 64 * 1024
+    """Files up to this size are read and written in the trio thread: from the page cache
+    that takes microseconds, less than a hop to a worker thread; larger ones go to a
+    worker thread so the event loop never waits on them."""
     shell_default_timeout: float = 120.0
     shell_max_timeout: float = 600.0
 

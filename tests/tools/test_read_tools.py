@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
 
 from actors.tools.executor import AgentTools, ToolLimits
 from tests.tools.conftest import MakeTools
@@ -273,3 +277,48 @@ async def test_search_with_a_bad_regex_names_the_argument(tools: AgentTools) -> 
     result = await call(tools, "search", pattern="(")
     assert not result.ok
     assert "argument 'pattern' is not a valid regular expression" in (result.error or "")
+
+
+# where the I/O runs
+
+
+def _count_thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    hops: list[str] = []
+    run_sync = trio.to_thread.run_sync
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(fn.__name__)
+        return await run_sync(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", counted)
+    return hops
+
+
+async def test_a_small_file_is_read_without_a_thread_hop(
+    tools: AgentTools, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hops = _count_thread_hops(monkeypatch)
+    (workspace / "a.txt").write_text("small\n")
+    assert (await call(tools, "read_file", path="a.txt")).ok
+    assert (await call(tools, "write_file", path="b.txt", content="small")).ok
+    assert hops == []
+
+
+async def test_a_large_file_is_read_and_written_in_a_worker_thread(
+    make_tools: MakeTools, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hops = _count_thread_hops(monkeypatch)
+    (workspace / "a.txt").write_text("large enough\n")
+    tools = make_tools(limits=ToolLimits(inline_io_bytes=4))
+    assert (await call(tools, "read_file", path="a.txt")).ok
+    assert (await call(tools, "edit_file", path="a.txt", old="large", new="big")).ok
+    assert hops == ["_read_lines", "_edit"]
+
+
+async def test_glob_and_search_always_walk_in_a_worker_thread(
+    tools: AgentTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hops = _count_thread_hops(monkeypatch)
+    await call(tools, "glob", pattern="*")
+    await call(tools, "search", pattern="x")
+    assert hops == ["_glob", "_search"]
