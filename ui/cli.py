@@ -161,8 +161,25 @@ def _register_sandbox(sub: _Subcommands) -> None:
     add_sandbox_command(sub)
 
 
+def _register_repl(sub: _Subcommands) -> None:
+    from ui.repl.arguments import add_repl_arguments
+
+    repl = sub.add_parser(
+        "repl", help="the interactive REPL (also what a bare `conclave` in a terminal starts)"
+    )
+    add_repl_arguments(repl)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from ui.repl.app import repl_command
+
+        return repl_command(args)
+
+    repl.set_defaults(handler=handle)
+
+
 _COMMANDS = (
     _register_run,
+    _register_repl,
     _register_replay,
     _register_validate,
     _register_bench,
@@ -197,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _normalise(argv: list[str]) -> list[str]:
-    """``-p TASK`` and a bare piped task become ``run``."""
-    commands = {"run", "replay", "validate", "bench", "import", "sandbox"}
+    """``-p TASK`` and a bare piped task become ``run``; nothing at all, with a terminal on
+    stdin, is ``repl``."""
+    commands = {"run", "repl", "replay", "validate", "bench", "import", "sandbox"}
     commands |= {"-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
@@ -207,7 +225,7 @@ def _normalise(argv: list[str]) -> list[str]:
     piped = sys.stdin is not None and not sys.stdin.isatty()
     if piped or argv:
         return ["run", *argv]
-    return argv
+    return ["repl"] if sys.stdin is not None else argv
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -265,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_name(argv: list[str]) -> str:
     normalised = _normalise(argv)
     first = normalised[0] if normalised else ""
-    named = ("run", "replay", "validate", "bench", "import")
+    named = ("run", "repl", "replay", "validate", "bench", "import")
     return f"conclave {first}" if first in named else "conclave"
 
 
@@ -307,15 +325,16 @@ def _stop_signals_raise() -> Iterator[None]:
 def _dispatch(args_list: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(_normalise(args_list))
-    from runtime.gc_tuning import tune_gc_for_actors
+    if args.command != "repl":  # the REPL tunes it once its runtime is loaded (start-up time)
+        from runtime.gc_tuning import tune_gc_for_actors
 
-    tune_gc_for_actors()
+        tune_gc_for_actors()
     handler: Handler | None = getattr(args, "handler", None)
     if handler is not None:
         return handler(args, parser)
     parser.print_help(sys.stderr)
     print(
-        "\nconclave: the interactive REPL is not built yet; run a task with `conclave run TASK`.",
+        "\nconclave: the REPL needs a terminal on stdin; run a task with `conclave run TASK`.",
         file=sys.stderr,
     )
     return ExitCode.USAGE
