@@ -340,9 +340,13 @@ async def _trio_main(
 
 
 def _load_runtime() -> None:
-    """What the guest needs, imported off the UI thread so the prompt answers meanwhile."""
+    """What the guest needs, imported off the UI thread so the prompt answers meanwhile;
+    then the collector is tuned for actors, as ``conclave`` does for other commands."""
     for module in ("trio", "ui.repl.service", "ui.repl.planning", "ui.repl.render"):
         importlib.import_module(module)
+    from runtime.gc_tuning import tune_gc_for_actors
+
+    tune_gc_for_actors()
 
 
 async def run_session(
