@@ -11,6 +11,7 @@ from pathlib import Path
 import docker
 import pytest
 import trio
+from docker.models.containers import Container
 
 from actors.sandbox import Mount, Sandbox, open_sandbox
 from actors.sandbox.docker import DockerSandbox
@@ -32,7 +33,7 @@ async def docker_sandbox(
         yield sandbox
 
 
-def container_of(sandbox: DockerSandbox) -> docker.models.containers.Container:
+def container_of(sandbox: DockerSandbox) -> Container:
     container = sandbox.container
     assert container is not None
     container.reload()

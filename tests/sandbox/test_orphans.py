@@ -1,0 +1,114 @@
+"""No orphans: a SIGKILLed owner runs no code, so its containers are removed at the next
+start-up (``open_docker_engine``) or by ``conclave sandbox cleanup``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import docker
+import pytest
+import trio
+
+from actors.sandbox import open_docker_engine
+from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN, remove_orphans
+from actors.sandbox.image import DEFAULT_IMAGE
+from config.schema.sandbox import SandboxConfig, SandboxKind
+from tests.sandbox.conftest import containers_of
+from ui.cli import main
+
+_OWNER = """
+import sys, trio
+from pathlib import Path
+from actors.sandbox import open_sandbox
+from config.schema.sandbox import SandboxConfig, SandboxKind
+
+async def owner() -> None:
+    config = SandboxConfig(type=SandboxKind.DOCKER)
+    async with open_sandbox(
+        config, run_id=sys.argv[1], agent="agent1", workspace=Path(sys.argv[2]), mounts=()
+    ):
+        print("ready", flush=True)
+        await trio.sleep_forever()
+
+trio.run(owner)
+"""
+
+
+def sigkilled_owner(run_id: str, workspace: Path) -> None:
+    """A conclave process that opens a docker sandbox and is SIGKILLed while it holds it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, run_id, str(workspace)],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert child.stdout is not None
+    try:
+        assert child.stdout.readline() == b"ready\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+
+
+def gone_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def labelled(client: docker.DockerClient, run_id: str, owner: int) -> None:
+    client.containers.create(
+        DEFAULT_IMAGE,
+        command=["true"],
+        labels={LABEL_RUN: run_id, LABEL_OWNER_PID: str(owner), LABEL_AGENT: "agent1"},
+    )
+
+
+def test_a_sigkilled_owner_leaves_its_container_and_cleanup_removes_it(
+    engine: docker.DockerClient,
+    run_id: str,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sigkilled_owner(run_id, workspace)
+    [name] = containers_of(engine, run_id)
+    assert main(["sandbox", "cleanup"]) == 0
+    assert f"removed {name} (run {run_id}, agent agent1" in capsys.readouterr().out
+    assert containers_of(engine, run_id) == []
+
+
+def test_cleanup_leaves_the_containers_of_live_owners(
+    engine: docker.DockerClient, run_id: str
+) -> None:
+    labelled(engine, run_id, os.getpid())
+    try:
+        remove_orphans(engine)
+        assert len(containers_of(engine, run_id)) == 1
+    finally:
+        for container in engine.containers.list(
+            all=True, filters={"label": LABEL_RUN + "=" + run_id}
+        ):
+            container.remove(force=True)
+
+
+def test_cleanup_removes_a_container_whose_owner_label_is_not_a_pid(
+    engine: docker.DockerClient, run_id: str
+) -> None:
+    engine.containers.create(DEFAULT_IMAGE, command=["true"], labels={LABEL_RUN: run_id})
+    removed = remove_orphans(engine)
+    assert [o.owner_pid for o in removed if o.run_id == run_id] == [None]
+    assert containers_of(engine, run_id) == []
+
+
+async def test_opening_the_engine_removes_orphans_at_start_up(
+    engine: docker.DockerClient, run_id: str
+) -> None:
+    await trio.to_thread.run_sync(labelled, engine, run_id, gone_pid())
+    async with open_docker_engine(SandboxConfig(type=SandboxKind.DOCKER)) as opened:
+        assert [o.run_id for o in opened.orphans_removed if o.run_id == run_id] == [run_id]
+    assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
