@@ -1,110 +1,82 @@
-"""Load and validate YAML configs. Every error names the field, what it expected and got.
+"""Load configs: every problem of a file found in one pass, each with its line and column.
 
-What the loader refuses, beyond the schema's own checks:
+:func:`read_config` composes the YAML (keeping each value's line and column), interpolates
+``${VAR}`` from the environment (:mod:`config.interpolation`) and walks the tree against the
+schema (:mod:`config.walker`); a :class:`ConfigError` then lists every problem found, one per
+line: file, line, column, field path, what was wrong, what was expected, and the closest
+valid spelling. :func:`load_config` is the same, returning the config alone.
+
+What the loader refuses before it walks (one problem, as nothing else can be read):
 
 - bytes that are not UTF-8 (the error names the byte and its line and column; a config is
   identifiers and numbers, where a guessed character would change the meaning), and files
   over :data:`~config.limits.MAX_CONFIG_BYTES`;
-- a value of the wrong type: the string ``"no"`` is not ``false``, ``1.5`` is not a whole
-  number, ``true`` is not ``1``, a list is not a persona; ``.nan`` and ``.inf`` are not numbers;
-- YAML aliases that expand past :data:`~config.limits.MAX_YAML_ALIAS_NODES` nodes beyond
-  those written out (an "alias bomb" is refused before anything is built from it), aliases
-  to a node that contains them, and nesting past :data:`~config.limits.MAX_YAML_DEPTH`.
+- YAML that does not parse; aliases that expand past :data:`~config.limits.MAX_YAML_ALIAS_NODES`
+  nodes beyond those written out (an "alias bomb" is refused before anything is built from
+  it), aliases to a node that contains them, and nesting past
+  :data:`~config.limits.MAX_YAML_DEPTH`.
+
+What the walk refuses: a value of the wrong type (the string ``"no"`` is not ``false``,
+``1.5`` is not a whole number, ``true`` is not ``1``, a list is not a persona; ``.nan`` and
+``.inf`` are not numbers), unknown keys, missing keys, values outside a fixed set, and
+whatever the schema's validators refuse. Old key names (:data:`RENAMED`) still load, with a
+warning.
 """
 
 from __future__ import annotations
 
-import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
-import cattrs
 import yaml
-from cattrs.v import format_exception
 
 from config.limits import MAX_CONFIG_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
-from config.schema import BackendConfig, ConclaveConfig
-from config.schema.backends import BACKEND_TYPES
-from config.secret import Secret
+from config.problems import ConfigError, Problem
+from config.schema import ConclaveConfig, OrchestratorConfig
+from config.walker import SchemaWalker
 
-__all__ = ["ConfigError", "load_config", "parse_config", "parse_yaml"]
+__all__ = [
+    "RENAMED",
+    "ConfigError",
+    "LoadedConfig",
+    "compose_yaml",
+    "load_config",
+    "parse_config",
+    "parse_yaml",
+    "read_config",
+    "read_config_text",
+]
 
-_converter = cattrs.Converter(forbid_extra_keys=True)
-
-
-class ConfigError(ValueError):
-    """A config file or value is wrong; the message says where and how to fix it."""
-
-
-class _WrongType(ValueError):
-    """A value of the wrong type; raised by the strict hooks below, reported by field."""
-
-
-def _describe(value: Any) -> str:
-    """A value as the message shows it: short, and in YAML's words where they differ."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
-    if isinstance(value, dict | list | tuple):
-        return "a list" if not isinstance(value, dict) else "a mapping"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
+RENAMED: Mapping[type, Mapping[str, str]] = {
+    OrchestratorConfig: {"round_timeout": "call_timeout"},
+}
+"""Old key names a config may still use, per section: old → new."""
 
 
-def _bool(value: Any, _type: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _WrongType(f"expected true or false, got {_describe(value)}")
-    return value
+@attrs.frozen(kw_only=True)
+class LoadedConfig:
+    """A config read from a file, with what the reading found worth a warning."""
 
-
-def _int(value: Any, _type: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _WrongType(f"expected a whole number, got {_describe(value)}")
-    return value
-
-
-def _float(value: Any, _type: Any) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise _WrongType(f"expected a number, got {_describe(value)}")
-    if not math.isfinite(value):
-        raise _WrongType(f"expected a finite number, got {_describe(value)}")
-    return float(value)
-
-
-def _str(value: Any, _type: Any) -> str:
-    if not isinstance(value, str):
-        hint = "; quote it to mean the text" if isinstance(value, bool | int | float) else ""
-        raise _WrongType(f"expected a string, got {_describe(value)}{hint}")
-    return value
-
-
-def _secret(value: Any, _type: Any) -> Secret:
-    return Secret(_str(value, str))
-
-
-def _backend(value: Any, _type: Any) -> BackendConfig:
-    """The section's ``type`` picks the class (:func:`parse_config` has checked it)."""
-    cls = BACKEND_TYPES[value.get("type", "scripted")] if isinstance(value, dict) else None
-    if cls is None:
-        keys = ", ".join(f.name for f in attrs.fields(BACKEND_TYPES["scripted"]))
-        raise _WrongType(f"expected a mapping (keys: {keys})")
-    backend: BackendConfig = _converter.structure(value, cls)
-    return backend
-
-
-_converter.register_structure_hook(bool, _bool)
-_converter.register_structure_hook(int, _int)
-_converter.register_structure_hook(float, _float)
-_converter.register_structure_hook(str, _str)
-_converter.register_structure_hook(Secret, _secret)
-_converter.register_unstructure_hook(Secret, Secret.to_json)
-_converter.register_structure_hook(BackendConfig, _backend)
+    config: ConclaveConfig
+    source: str
+    warnings: tuple[Problem, ...] = ()
+    locations: Mapping[str, tuple[int, int]] = attrs.field(factory=dict, eq=False)
+    """Field path (``agents[2].backend.vote``) → (line, column) of its value in the file,
+    for checks made on the loaded config (:mod:`config.validation`)."""
 
 
 def load_config(path: str | os.PathLike[str]) -> ConclaveConfig:
+    """The config in the file at ``path``; :class:`ConfigError` lists every problem."""
+    return read_config(path).config
+
+
+def read_config(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> LoadedConfig:
+    """Read, interpolate (from ``environ``, by default the process's) and check the file."""
     p = Path(path)
     try:
         with p.open("rb") as file:
@@ -120,7 +92,64 @@ def load_config(path: str | os.PathLike[str]) -> ConclaveConfig:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: {_not_utf8(raw, exc)}") from None
-    return parse_config(parse_yaml(text, source=str(p)), source=str(p))
+    return read_config_text(text, source=str(p), environ=environ)
+
+
+def read_config_text(
+    text: str, *, source: str, environ: Mapping[str, str] | None = None
+) -> LoadedConfig:
+    """:func:`read_config` for YAML text already in hand; ``source`` names it in messages."""
+    node = compose_yaml(text, source=source)
+    walker = SchemaWalker(
+        source=source, environ=os.environ if environ is None else environ, renamed=RENAMED
+    )
+    config = _walk_root(walker, node)
+    if config is None:
+        raise ConfigError(problems=walker.errors, warnings=walker.warnings)
+    return LoadedConfig(
+        config=config,
+        source=source,
+        warnings=tuple(walker.warnings),
+        locations=walker.locations,
+    )
+
+
+def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
+    """A config from Python data (what ``yaml.safe_load`` returns), held to the same checks
+    as a file; no interpolation (the data already means what it says), no line numbers."""
+    try:
+        node = yaml.representer.SafeRepresenter().represent_data(data)
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"{source}: {exc}; a config is plain data (mappings, lists, text, numbers)"
+        ) from None
+    walker = SchemaWalker(source=source, environ=None, renamed=RENAMED)
+    config = _walk_root(walker, node)
+    if config is None:
+        raise ConfigError(problems=walker.errors)
+    return config
+
+
+def _walk_root(walker: SchemaWalker, node: yaml.Node | None) -> ConclaveConfig | None:
+    """The config, or ``None`` with every problem in ``walker.errors``."""
+    expected = "a mapping with an 'agents' list"
+    if node is None:
+        walker.problem(
+            None,
+            "",
+            f"the file is empty; a config is {expected} (see config/examples/)",
+            expected=expected,
+            got="nothing",
+        )
+        return None
+    if not isinstance(node, yaml.MappingNode):
+        kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
+        walker.problem(
+            node, "", f"expected {expected}, got {kind} (see config/examples/)", expected=expected
+        )
+        return None
+    config = walker.walk(node, ConclaveConfig, "")
+    return config if isinstance(config, ConclaveConfig) and not walker.errors else None
 
 
 def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
@@ -135,6 +164,21 @@ def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
 
 def parse_yaml(text: str, *, source: str = "config") -> Any:
     """The data of one YAML document, with aliases bounded (see the module docstring)."""
+    node = compose_yaml(text, source=source)
+    if node is None:
+        return None
+    loader = _Loader("")
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def compose_yaml(text: str, *, source: str = "config") -> yaml.Node | None:
+    """The node tree of one YAML document (``None`` when it is empty), each node with its
+    line and column; aliases and nesting bounded (see the module docstring)."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -146,7 +190,9 @@ def parse_yaml(text: str, *, source: str = "config") -> Any:
                 f"{source}: its YAML aliases (*name) expand it by more than "
                 f"{MAX_YAML_ALIAS_NODES:,} values (an alias bomb?); write the values out"
             )
-        return loader.construct_document(node)
+        return node
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(problems=[_syntax_problem(exc, source)]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source} is not valid YAML: {exc}") from None
     except _TooDeep:
@@ -155,6 +201,22 @@ def parse_yaml(text: str, *, source: str = "config") -> Any:
         ) from None
     finally:
         loader.dispose()
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, source: str) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    what = exc.problem or "it cannot be parsed"
+    context = ""
+    if exc.context and exc.context_mark is not None:
+        context = f" ({exc.context} on line {exc.context_mark.line + 1})"
+    return Problem(
+        message=f"this file is not valid YAML: {what}{context}; check the indentation, the "
+        "brackets and the quotes around this point",
+        file=source,
+        line=mark.line + 1 if mark is not None else None,
+        column=mark.column + 1 if mark is not None else None,
+        expected="valid YAML",
+    )
 
 
 class _TooDeep(Exception):
@@ -208,68 +270,3 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return []
-
-
-def parse_config(data: Any, *, source: str = "config") -> ConclaveConfig:
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: expected a mapping with an 'agents' list, got {type(data).__name__}"
-        )
-    if "agents" in data:
-        agents = data["agents"]
-        if not isinstance(agents, list):
-            # cattrs would iterate a string letter by letter and report each letter.
-            raise ConfigError(
-                f"{source}: agents must be a list of agents, got {type(agents).__name__}"
-            )
-        data = {**data, "agents": [_with_backend_default(a, source) for a in agents]}
-    orchestrator = data.get("orchestrator")
-    if isinstance(orchestrator, dict) and "round_timeout" in orchestrator:
-        # The old name of call_timeout, still accepted.
-        renamed = {k: v for k, v in orchestrator.items() if k != "round_timeout"}
-        renamed.setdefault("call_timeout", orchestrator["round_timeout"])
-        data = {**data, "orchestrator": renamed}
-    try:
-        return _converter.structure(data, ConclaveConfig)
-    except cattrs.BaseValidationError as exc:
-        lines = cattrs.transform_error(exc, path="config", format_exception=_format)
-        problems = "; ".join(_explain(line) for line in lines)
-        raise ConfigError(f"{source}: {problems}") from None
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{source}: {exc}") from None
-
-
-def _with_backend_default(agent: Any, source: str) -> Any:
-    if isinstance(agent, dict) and isinstance(agent.get("backend"), dict):
-        backend = agent["backend"]
-        kind = backend.get("type", "scripted")
-        if not isinstance(kind, str) or kind not in BACKEND_TYPES:
-            raise ConfigError(
-                f"{source}: agent {agent.get('id', '?')!r}: backend type {_describe(kind)} is "
-                f"not available; valid backend types: {', '.join(BACKEND_TYPES)}"
-            )
-    return agent
-
-
-def _format(exc: BaseException, type_: Any) -> str:
-    """Validators' own messages say what was wrong; keep them instead of "invalid value".
-    A plain value where a section belongs fails inside cattrs as an AttributeError, which it
-    would report as "unknown error"; say which mapping was expected instead."""
-    if isinstance(exc, ValueError) and not isinstance(exc, cattrs.BaseValidationError):
-        return str(exc)
-    if attrs.has(type_) and isinstance(exc, AttributeError | TypeError):
-        keys = ", ".join(f.name for f in attrs.fields(type_))
-        return f"expected a mapping (keys: {keys})"
-    return format_exception(exc, type_)
-
-
-def _explain(line: str) -> str:
-    """cattrs says "invalid value for type, expected X @ $.path"; add valid enum values."""
-    from config import schema
-
-    for name in ("FinalAnswerStrategy", "InFlightPolicy", "Misbehaviour"):
-        enum_cls = getattr(schema, name)
-        if name in line:
-            valid = ", ".join(m.value for m in enum_cls)
-            return f"{line} (valid values: {valid})"
-    return line

@@ -8,8 +8,10 @@ file as written; both call :func:`check_runnable`, so the two never disagree abo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from config.limits import MAX_ALL_TO_ALL
-from config.loader import ConfigError
+from config.problems import ConfigError, Problem
 from config.schema import ConclaveConfig, parse_visibility
 from config.schema.backends import ScriptedBackendConfig, voted_agent_number
 
@@ -23,39 +25,76 @@ def is_all_to_all(visibility: str, agents: int) -> bool:
     return kind == "all" or (kind == "islands" and k >= agents)
 
 
-def problems(config: ConclaveConfig) -> list[str]:
-    """Everything that would make this config fail or misbehave as a run, one line each."""
-    found: list[str] = []
+def problems(
+    config: ConclaveConfig,
+    *,
+    source: str | None = None,
+    locations: Mapping[str, tuple[int, int]] | None = None,
+) -> list[Problem]:
+    """Everything that would make this config fail or misbehave as a run, each at its
+    field; with ``locations`` (a loaded file's, :class:`config.loader.LoadedConfig`), at
+    the field's line and column in ``source``."""
+    where = locations or {}
+
+    def found_at(path: str, message: str, expected: str, got: str) -> Problem:
+        line, column = where.get(path, (None, None))
+        return Problem(
+            message=message,
+            path=path,
+            file=source,
+            line=line,
+            column=column,
+            expected=expected,
+            got=got,
+        )
+
+    found: list[Problem] = []
     n = len(config.agents)
     visibility = config.orchestrator.visibility
     if n > MAX_ALL_TO_ALL and is_all_to_all(visibility, n):
         found.append(
-            f"visibility {visibility!r} with {n:,} agents is all-to-all: every answer would "
-            f"go to every agent (~{n * n:,} updates), which is limited to {MAX_ALL_TO_ALL} "
-            "agents; use visibility ring or islands:K with K < the number of agents "
-            "(--visibility, or orchestrator.visibility in the config)"
+            found_at(
+                "orchestrator.visibility",
+                f"visibility {visibility!r} with {n:,} agents is all-to-all: every answer would "
+                f"go to every agent (~{n * n:,} updates), which is limited to {MAX_ALL_TO_ALL} "
+                "agents; use visibility ring or islands:K with K < the number of agents "
+                "(--visibility, or orchestrator.visibility in the config)",
+                expected=f"ring or islands:K with K < {n:,} (more than {MAX_ALL_TO_ALL} agents)",
+                got=visibility,
+            )
         )
-    wrong: dict[int, list[str]] = {}
-    for agent in config.agents:
+    wrong: dict[int, list[int]] = {}
+    for index, agent in enumerate(config.agents):
         if not isinstance(agent.backend, ScriptedBackendConfig):
             continue
         k = voted_agent_number(agent.backend.vote)
         if k is not None and k > n:
-            wrong.setdefault(k, []).append(agent.id)
+            wrong.setdefault(k, []).append(index)
     for k, voters in sorted(wrong.items()):
         found.append(
-            f"{_agents(voters)} for agent{k}, but the run has {n} agent{'' if n == 1 else 's'} "
-            f"(agent1 to agent{n}, in config order); vote for one of them, best, or self"
+            found_at(
+                f"agents[{voters[0]}].backend.vote",
+                f"{_agents([config.agents[i].id for i in voters])} for agent{k}, but the run "
+                f"has {n} agent{'' if n == 1 else 's'} (agent1 to agent{n}, in config order); "
+                "vote for one of them, best, or self",
+                expected=f"best, self, or agent1 to agent{n}",
+                got=f"agent{k}",
+            )
         )
     return found
 
 
-def check_runnable(config: ConclaveConfig, *, source: str | None = None) -> None:
-    """Raise :class:`ConfigError` listing every problem :func:`problems` finds, after
-    ``source:`` (the config file's path) when the config came from a file."""
-    found = problems(config)
+def check_runnable(
+    config: ConclaveConfig,
+    *,
+    source: str | None = None,
+    locations: Mapping[str, tuple[int, int]] | None = None,
+) -> None:
+    """Raise :class:`ConfigError` listing every problem :func:`problems` finds, naming
+    ``source`` (the config file's path) when the config came from a file."""
+    found = problems(config, source=source, locations=locations)
     if found:
-        raise ConfigError((f"{source}: " if source else "") + "; ".join(found))
+        raise ConfigError(problems=found)
 
 
 def _agents(ids: list[str], shown: int = 3) -> str:

@@ -7,6 +7,7 @@ import re
 import attrs
 
 from config.schema.backends import BackendConfig, ScriptedBackendConfig
+from config.schema.checks import InvalidValue
 
 __all__ = ["AgentConfig"]
 
@@ -15,11 +16,18 @@ _AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 def _check_agent_id(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
     if not isinstance(value, str) or not _AGENT_ID.match(value):
-        raise ValueError(f"agent id {value!r} must be 1-64 letters, digits, '_', '.' or '-'")
+        raise InvalidValue(
+            f"agent id {value!r} must be 1-64 letters, digits, '_', '.' or '-'",
+            expected="1-64 letters, digits, '_', '.' or '-'",
+        )
 
 
 @attrs.frozen(kw_only=True)
 class AgentConfig:
     id: str = attrs.field(validator=_check_agent_id)
     persona: str = ""
+    """Who the agent is, in a phrase ("a skeptical reviewer"); shown in its prompts."""
+    system_prompt: str = ""
+    """Custom instructions, added to Conclave's own system prompt (which carries the
+    coordination rules and tools, and always comes first)."""
     backend: BackendConfig = attrs.field(factory=ScriptedBackendConfig)

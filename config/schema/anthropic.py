@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -34,6 +34,9 @@ def _thinking(inst: AnthropicBackendConfig, attr: attrs.Attribute[Any], value: A
 
 @attrs.frozen(kw_only=True)
 class AnthropicBackendConfig(HttpBackendConfig):
+    DEFAULT_BASE_URL: ClassVar[str] = "https://api.anthropic.com"
+    """Where requests go without ``base_url``: the provider's own API."""
+
     type: Literal["anthropic"] = "anthropic"
     api_key_env: str = attrs.field(default="ANTHROPIC_API_KEY", validator=non_empty())
     max_output_tokens: int = attrs.field(default=8_192, validator=whole(1, MAX_OUTPUT_TOKENS))

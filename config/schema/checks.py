@@ -13,9 +13,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ["fraction", "seconds", "whole"]
+__all__ = ["InvalidValue", "fraction", "seconds", "whole"]
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+class InvalidValue(ValueError):
+    """A validator's refusal, with what would have done (``conclave validate --json`` shows
+    it as ``expected``); the message says the same in a sentence."""
+
+    def __init__(self, message: str, *, expected: str) -> None:
+        super().__init__(message)
+        self.expected = expected
 
 
 def _number(value: object) -> bool:
@@ -49,7 +58,9 @@ def seconds(*, high: float, zero: bool = False, optional: bool = False) -> Valid
             or value < 0
             or (value == 0 and not zero)
         ):
-            raise ValueError(f"{attr.name!r} must be {expected}; got {_got(value)}")
+            raise InvalidValue(
+                f"{attr.name!r} must be {expected}; got {_got(value)}", expected=expected
+            )
 
     return check
 
@@ -62,14 +73,19 @@ def whole(low: int, high: int, *, optional: bool = False) -> Validator:
         if value is None and optional:
             return
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise ValueError(f"{attr.name!r} must be {expected}; got {_got(value)}")
+            raise InvalidValue(
+                f"{attr.name!r} must be {expected}; got {_got(value)}", expected=expected
+            )
 
     return check
 
 
 def _fraction(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if not _number(value) or not math.isfinite(value) or not 0 <= value <= 1:
-        raise ValueError(f"{attr.name!r} must be a number from 0 to 1; got {_got(value)}")
+        raise InvalidValue(
+            f"{attr.name!r} must be a number from 0 to 1; got {_got(value)}",
+            expected="a number from 0 to 1",
+        )
 
 
 fraction: Validator = _fraction

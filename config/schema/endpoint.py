@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import attrs
 
 from config.limits import MAX_TIMEOUT_S
-from config.schema.checks import seconds, whole
+from config.schema.checks import InvalidValue, seconds, whole
 from config.secret import Secret
 
 __all__ = [
@@ -63,7 +63,9 @@ def _price(*, optional: bool = False) -> Validator:
         if value is None and optional:
             return
         if not _from_zero_to(value, MAX_PRICE_PER_MTOK):
-            raise ValueError(f"{attr.name!r} must be {expected}; got {value!r}")
+            raise InvalidValue(
+                f"{attr.name!r} must be {expected}; got {value!r}", expected=expected
+            )
 
     return check
 
@@ -75,7 +77,10 @@ def non_empty(*, optional: bool = False) -> Validator:
         if value is None and optional:
             return
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{attr.name!r} must be a non-empty string; got {value!r}")
+            raise InvalidValue(
+                f"{attr.name!r} must be a non-empty string; got {value!r}",
+                expected="a non-empty string",
+            )
 
     return check
 
@@ -85,9 +90,10 @@ def _url(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
         return
     parts = urlsplit(value) if isinstance(value, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
+        raise InvalidValue(
             f"{attr.name!r} must be an http:// or https:// URL such as "
-            f"https://api.openai.com/v1; got {value!r}"
+            f"https://api.openai.com/v1; got {value!r}",
+            expected="an http:// or https:// URL",
         )
 
 
@@ -95,12 +101,18 @@ def _headers(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        raise ValueError(f"{attr.name!r} must map header names to string values; got {value!r}")
+        raise InvalidValue(
+            f"{attr.name!r} must map header names to string values; got {value!r}",
+            expected="a mapping of header names to strings",
+        )
 
 
 def _body(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise ValueError(f"{attr.name!r} must be a mapping of request fields; got {value!r}")
+        raise InvalidValue(
+            f"{attr.name!r} must be a mapping of request fields; got {value!r}",
+            expected="a mapping of request fields",
+        )
 
 
 def _secret(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -169,10 +181,20 @@ class HttpBackendConfig:
         if value is None:
             return
         if not _from_zero_to(value, high):
-            raise ValueError(f"'temperature' must be a number from 0 to {high:g}; got {value!r}")
+            raise InvalidValue(
+                f"'temperature' must be a number from 0 to {high:g}; got {value!r}",
+                expected=f"a number from 0 to {high:g}, or null",
+            )
 
     def max_temperature(self) -> float:
         return 2.0
+
+    DEFAULT_BASE_URL: ClassVar[str]
+    """Each backend type's provider API, used without ``base_url``."""
+
+    def endpoint_url(self) -> str:
+        """Where this section's requests go: ``base_url``, else the provider's own API."""
+        return self.base_url or self.DEFAULT_BASE_URL
 
 
 def endpoint_host(base_url: str) -> str:

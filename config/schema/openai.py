@@ -8,7 +8,7 @@ which. The switches below exist because compatible servers differ from OpenAI's 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -47,6 +47,9 @@ def _azure(inst: OpenAIBackendConfig, attr: attrs.Attribute[Any], value: Any) ->
 
 @attrs.frozen(kw_only=True)
 class OpenAIBackendConfig(HttpBackendConfig):
+    DEFAULT_BASE_URL: ClassVar[str] = "https://api.openai.com/v1"
+    """Where requests go without ``base_url``: the provider's own API."""
+
     type: Literal["openai"] = "openai"
     api_key_env: str = attrs.field(default="OPENAI_API_KEY", validator=non_empty())
     max_output_tokens: int | None = attrs.field(
