@@ -17,6 +17,7 @@ import struct
 import subprocess
 import termios
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -337,13 +338,21 @@ def test_agents_still_working_are_shown_before_those_that_finished() -> None:
     assert block[-1] == "+7 more agents"
 
 
-def test_no_line_of_the_block_wraps() -> None:
+def columns(line: str) -> int:
+    """The terminal columns ``line`` takes (wide East Asian characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
+
+
+@pytest.mark.parametrize("tool", ["t" * 300, "読" * 300, "\x1b" * 300])
+def test_no_line_of_the_block_wraps(tool: str) -> None:
     view = view_of(1)
-    view.apply(ToolCallStarted(at=12.0, agent="a1", tool="t" * 300, call_id="c", arguments=""))
+    view.apply(ToolCallStarted(at=12.0, agent="a1", tool="x", call_id="c", arguments=""))
+    view.agents["a1"] = attrs.evolve(view.agents["a1"], model=tool)
 
-    block = status_block(view, 20.0, os.terminal_size((40, 24)))
+    block = status_block(view, 20.0, os.terminal_size((60, 24)))
 
-    assert all(len(line) <= 39 for line in block)
+    assert block[1].endswith("…")
+    assert all(columns(line) <= 59 for line in block)
 
 
 def test_the_block_shows_control_characters_escaped() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import unicodedata
 from collections.abc import Callable
 from typing import TextIO
 
@@ -110,7 +111,8 @@ def status_block(view: RunView, now: float, size: os.terminal_size) -> list[str]
     if more:
         rows.append(more)
     width = max(size.columns - 1, 1)
-    return [neutralise(_fit(line, width)) for line in [header, *rows][:room]]
+    # Neutralised before the cut: an escaped control character takes four columns.
+    return [_fit(neutralise(line), width) for line in [header, *rows][:room]]
 
 
 def _one_line(text: str) -> str:
@@ -118,7 +120,24 @@ def _one_line(text: str) -> str:
 
 
 def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    """``text`` cut to ``width`` terminal columns, with "…" where it was cut. Wide (East
+    Asian) characters take two columns, combining marks none: counting characters would
+    let a line of them wrap."""
+    if len(text) <= width // 2 or _columns(text) <= width:
+        return text
+    used = 0
+    for i, char in enumerate(text):
+        used += _columns(char)
+        if used > width - 1:
+            return text[:i] + "…"
+    return text
+
+
+def _columns(text: str) -> int:
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        for char in text
+    )
 
 
 class LiveStatus(TextProgress):
