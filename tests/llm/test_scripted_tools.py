@@ -9,7 +9,10 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 
+from actors.agent.events import AgentStatusChanged, RoundStarted
+from actors.coordination.bus import agent_address
 from actors.coordination.protocol import AnswerView
 from actors.coordination.workflow import NEW_ANSWER, VOTE, NewAnswer, Vote, WorkflowTerminal
 from actors.llm.protocol import ToolCall, ToolSchema
@@ -24,6 +27,8 @@ from config.loader import parse_config
 from config.modes import CollaborationMode
 from config.schema import ScriptedBackendConfig
 from config.schema.backends import ToolStep
+from tests.agent.harness import AGENT, open_agent
+from tests.coordination.faults import CrashOnPoke, Poke
 
 BUDGET = LoopBudget(max_tries=3)
 
@@ -226,6 +231,28 @@ async def test_a_restart_mid_steps_goes_on_from_the_transcript(workspace: Path) 
     assert isinstance(again.value, NewAnswer)
     assert [c.name for c in tools.executed] == ["read_file"] * 3
     assert len({c.id for c in tools.executed}) == 3
+
+
+async def test_an_agent_restarted_mid_steps_makes_each_step_once(
+    workspace: Path, autojump_clock: object
+) -> None:
+    # One LLM call a second: steps 0 and 1 are made by 2.0; the agent crashes at 2.5, while
+    # step 2's call is in flight. Its successor goes on from the transcript in its memory.
+    steps = _steps(*((("read_file", {"path": "input.txt"}),) * 3))
+    tools = _tools(workspace, workflow=())
+    backend = _backend(latency=1.0, tool_steps=steps)
+    async with open_agent(backend, tools=tools, faults=CrashOnPoke()) as run:
+        run.start()
+        await trio.sleep(2.5)
+        assert len(tools.executed) == 2
+        run.system.tell_nowait(agent_address(AGENT), Poke())
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+
+    assert [c.name for c in tools.executed] == ["read_file"] * 3
+    assert len({c.id for c in tools.executed}) == 3
+    assert backend.calls == 5  # the call the crash interrupted was asked again
+    assert len(run.tap.of_type(RoundStarted)) == 1
+    assert len(run.desk.submissions) == 1
 
 
 def test_tool_steps_load_from_yaml_data() -> None:
