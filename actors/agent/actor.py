@@ -334,7 +334,7 @@ class AgentActor(Actor):
     # -- helpers --------------------------------------------------------------------------
 
     def _merge(self, answers: tuple[AnswerView, ...]) -> bool:
-        return self.memory.merge(answers)
+        return self.memory.merge(self.rounds.seen(answers))
 
     def _set_status(self, status: AgentStatus, detail: str = "") -> None:
         if self.memory.status is status and not detail:

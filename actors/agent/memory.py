@@ -14,6 +14,7 @@ from actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
 from actors.loop import Transcript
 from actors.run.turn import Turn
 from actors.tools.protocol import NO_TOOLS, ToolExecutor
+from actors.workspace.grants import AgentWorkspace
 from config.modes import CollaborationMode
 from config.schema import OrchestratorConfig
 from runtime import Address
@@ -53,6 +54,10 @@ class AgentSetup:
     tools: ToolExecutor = NO_TOOLS
     """The agent's own tools, offered in every round beside the workflow tools. A round with
     tools follows the ``inject`` in-flight policy (see :mod:`actors.agent.policy`)."""
+    workspace: AgentWorkspace | None = None
+    """Where the agent works on files and what its tools may reach (owned by the run);
+    ``None`` when it has no tools. Answers shown to the agent go through it, so their
+    snapshots become readable; an answer's workspace is staged before it is submitted."""
     mode: CollaborationMode = CollaborationMode.DEFAULT
     """The run's collaboration mode (plan, execute or neither): it chooses the agent's tools
     and the prefix of its system messages."""

@@ -9,7 +9,13 @@ the round at once, and the agent is excluded. A prompt too long for the model is
 once with shorter answer previews; after that an overflow is a failed try.
 
 The presentation is the same loop with the text terminal: the reply's text is the final
-answer.
+answer. It has the agent's own tools (a presenter that merges workspaces writes its own),
+and with ``write_access`` it first opens the writable context paths: grants, then its
+sandbox remounted rw.
+
+Answers reach the agent through :meth:`Rounds.seen`: with a workspace, each answer's
+snapshot becomes readable and its view says where. A new answer's workspace is staged
+(copied, in a worker thread) before it is submitted, for the coordinator to publish.
 
 Cancellation: the round's scope belongs to the actor (the ``cancel`` policy, ``StopWork``);
 a cancelled loop appends nothing for the step in progress, so the transcript in memory stays
@@ -65,7 +71,6 @@ from actors.loop import (
 )
 from actors.loop.checkpoint import CONTINUE
 from actors.prompts.coordination import presentation_messages, round_messages, update_message
-from actors.tools.protocol import NO_TOOLS
 from config.schema import InFlightPolicy
 from runtime import ActorContext, ActorSystem, ConclaveRuntimeError
 
@@ -120,7 +125,7 @@ class Rounds:
                 reason = f"no snapshot from the coordinator: {exc}"
                 return Settled(outcome=RoundOutcome.RETRY, reason=reason)
             assert isinstance(snapshot, AnswersSnapshot)
-            memory.merge(snapshot.answers)
+            memory.merge(self.seen(snapshot.answers))
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
         prompt = self._round_prompt(workflow, short=False)
@@ -218,6 +223,7 @@ class Rounds:
             return Settled(outcome=RoundOutcome.STALE)
         submission: SubmitAnswer | SubmitVote
         if isinstance(call, NewAnswer):
+            await self._stage()
             submission = SubmitAnswer(agent=setup.agent, content=call.content, round=memory.round)
         else:
             submission = SubmitVote(
@@ -266,11 +272,29 @@ class Rounds:
         except ConclaveRuntimeError:
             return Settled(outcome=RoundOutcome.STALE)
         assert isinstance(snapshot, AnswersSnapshot)
-        memory.merge(snapshot.answers)
+        memory.merge(self.seen(snapshot.answers))
         memory.snapshot_visible = snapshot.visible
         transcript.append(*_results(reply, _STALE_VOTE))
         self._inject(transcript)
         return None
+
+    async def _stage(self) -> None:
+        """Copy the workspace for the coordinator to publish with the answer. A copy that
+        fails leaves the answer without a snapshot (its readers find no workspace), not the
+        agent without its answer."""
+        workspace = self.setup.workspace
+        if workspace is None:
+            return
+        try:
+            await workspace.stage()
+        except OSError:
+            return
+
+    def seen(self, answers: tuple[AnswerView, ...]) -> tuple[AnswerView, ...]:
+        """Answers shown to this agent: with a workspace, their snapshots become readable
+        and each view says where its snapshot is."""
+        workspace = self.setup.workspace
+        return answers if workspace is None else workspace.see(answers)
 
     def _failed_try(self, transcript: Transcript, error: str) -> Settled | None:
         """Count a failed try the loop did not see; the round fails when they run out."""
@@ -298,7 +322,8 @@ class Rounds:
     def _accepted(self, submission: SubmitAnswer | SubmitVote, verdict: AnswerVerdict) -> Settled:
         assert verdict.label is not None
         if isinstance(submission, SubmitAnswer):
-            self.memory.merge((AnswerView(label=verdict.label, content=submission.content),))
+            own = AnswerView(label=verdict.label, content=submission.content)
+            self.memory.merge(self.seen((own,)))
             return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
         return Settled(outcome=RoundOutcome.VOTED, label=verdict.label)
 
@@ -324,6 +349,15 @@ class Rounds:
     async def present(self, present: Present) -> Presentation:
         """The final answer: the presentation loop's text, or why there is none."""
         setup = self.setup
+        workspace = setup.workspace
+        if present.write_access and workspace is not None:
+            try:
+                await workspace.open_context_writes(self.context)
+            except Exception as exc:
+                error = f"the context paths could not be opened for writing: {exc}"
+                return Presentation(content=None, error=error)
+        answers = self.seen(present.answers)
+        tools = RoundTools((), setup.tools, context=self.context, agent=setup.agent)
 
         def prompt(answers: tuple[AnswerView, ...]) -> list[ChatMessage]:
             return presentation_messages(
@@ -338,14 +372,14 @@ class Rounds:
                 instructions=setup.instructions,
             )
 
-        first = prompt(present.answers)
+        first = prompt(answers)
         transcript = self._transcript(first, CallPurpose.PRESENT)
         shortened = False
         while True:
             outcome: LoopOutcome[str] = await run_loop(
                 transcript,
                 backend=self.backend,
-                tools=NO_TOOLS,
+                tools=tools,
                 terminal=TextTerminal(),
                 budget=self.budget,
                 observer=CallEvents(self.context, setup.agent, CallPurpose.PRESENT),
@@ -357,7 +391,7 @@ class Rounds:
                 return Presentation(content=outcome.value)
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW and not shortened:
                 shortened = True
-                shorter = tuple(_shorter(v) for v in present.answers)
+                shorter = tuple(_shorter(v) for v in answers)
                 self._reprompt(transcript, prompt(shorter), len(first), CallPurpose.PRESENT)
                 continue
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW:
@@ -414,7 +448,8 @@ def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:
 
 
 def _shorter(view: AnswerView) -> AnswerView:
-    return AnswerView.preview(view.label, view.content, max(1, len(view.content) // SHORTER))
+    shorter = AnswerView.preview(view.label, view.content, max(1, len(view.content) // SHORTER))
+    return attrs.evolve(shorter, workspace=view.workspace)
 
 
 class _Guarded:

@@ -7,6 +7,14 @@ presentation is asked for again, an open override window asks its human gate aga
 result waiters whose asks died with the previous incarnation are forgotten (their askers
 ask again).
 
+Workspaces (when agents have tools): an accepted answer's staged workspace copy is published
+as its snapshot before anyone is told about the answer. With writable context paths the
+WriteTracker takes its baseline where the modes table puts the writing phase (coordination
+start, or right before the final presentation, which then runs with write access even when
+the strategy alone would skip it). After the final answer, background work diffs the writes
+and saves the deliverable workspace in ``final/``; then the run ends. That work is kept in
+the run-owned :class:`WrapUpState`, so a restarted coordinator does it again.
+
 The override window: when voting completes and the run has a :class:`HumanGate`, the
 coordinator waits for a decision with the run clock paused. The gate decides in background
 work (a person may take minutes), and an ``OverrideDecision`` or ``Continue`` message (the
@@ -14,6 +22,8 @@ run handle's) decides as well: whichever comes first is applied, and the other i
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import attrs
 import trio
@@ -55,14 +65,41 @@ from actors.coordination.protocol import (
     SubmitVote,
     VotesReset,
     VotingOpen,
+    WrappedUp,
 )
 from actors.coordination.state import Accepted, CoordinationState, PendingPresentation, Phase
 from actors.human.gate import Choose, HumanGate, OverrideRequest
 from actors.run.clock import RunClock
+from actors.workspace.events import FinalWorkspaceSaved, PresentingForWrites, SnapshotPublished
+from actors.workspace.tracker import DiffWrites, TakeBaseline
+from actors.workspace.workspaces import RunWorkspaces
 from config.schema import FinalAnswerStrategy
-from runtime import Actor, ActorContext, Address, Envelope, Undeliverable
+from config.schema.context import ContextWritePhase
+from runtime import Actor, ActorContext, Address, ConclaveRuntimeError, Envelope, Undeliverable
 
-__all__ = ["Coordinator", "CoordinatorSetup"]
+__all__ = ["Coordinator", "CoordinatorSetup", "WrapUp", "WrapUpState"]
+
+_TRACKER_TRIES = 3
+"""Asks of the WriteTracker before going on without it (each fails only if it crashed on it)."""
+
+
+@attrs.frozen(kw_only=True)
+class WrapUp:
+    """The final answer, waiting for what must follow it before the run ends."""
+
+    content: str
+    source: str | None
+    """The workspace to save in ``final/`` (the presenter's, or the chosen answer's
+    snapshot); ``None``: there is none."""
+    agent: str | None
+    """Whose workspace it is."""
+
+
+@attrs.define(kw_only=True)
+class WrapUpState:
+    """Run-owned: a wrap-up in progress survives a restart of the coordinator."""
+
+    pending: WrapUp | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -72,6 +109,11 @@ class CoordinatorSetup:
     """Who decides the override window; ``None``: no window, the vote's winner presents."""
     clock: RunClock | None = None
     """The run's timer, paused while ``human`` decides."""
+    workspaces: RunWorkspaces | None = None
+    """The agents' workspaces and snapshots; ``None`` when agents have no tools."""
+    tracker: Address | None = None
+    """The WriteTracker; ``None`` when no context path is writable."""
+    wrap_up: WrapUpState = attrs.Factory(WrapUpState)
 
 
 class Coordinator(Actor):
@@ -93,8 +135,12 @@ class Coordinator(Actor):
             self._send_presentation(state.presentation)
         if state.phase is Phase.AWAITING_OVERRIDE:
             self._ask_human()
+        if self.setup.wrap_up.pending is not None and state.phase is not Phase.DONE:
+            self.context.start_soon(self._wrapping)
         if state.started:
             return
+        if self._writes_during(ContextWritePhase.COORDINATION):
+            await self._ask_tracker(TakeBaseline())  # before any agent can write
         self.context.record(
             RunStarted(
                 at=trio.current_time(),
@@ -109,6 +155,22 @@ class Coordinator(Actor):
         # Only now: if anything above crashed, the restarted coordinator starts the run again
         # (agents ignore a second StartTask).
         state.started = True
+
+    def _writes_during(self, phase: ContextWritePhase) -> bool:
+        """Whether writable context paths are written in ``phase`` of this run."""
+        orchestrator = self.state.orchestrator
+        return self.setup.tracker is not None and orchestrator.context_write_phase is phase
+
+    async def _ask_tracker(self, request: TakeBaseline | DiffWrites) -> None:
+        """Ask the WriteTracker; if it keeps crashing on the request, go on without it (the
+        run's result still reports what it can: see ``TrackerState.settle``)."""
+        assert self.setup.tracker is not None
+        for _ in range(_TRACKER_TRIES):
+            try:
+                await self.context.ask(self.setup.tracker, request)
+            except ConclaveRuntimeError:
+                continue
+            return
 
     async def handle(self, envelope: Envelope) -> None:
         payload = envelope.payload
@@ -138,6 +200,10 @@ class Coordinator(Actor):
             self._on_rejoin(envelope, payload)
         elif isinstance(payload, PresentationDone):
             self._on_presentation_done(payload)
+        elif isinstance(payload, WrappedUp):
+            pending, self.setup.wrap_up.pending = self.setup.wrap_up.pending, None
+            if pending is not None:
+                self._finish(pending.content)
 
     def _on_answers_request(self, envelope: Envelope, request: AnswersRequest) -> None:
         state = self.state
@@ -206,6 +272,9 @@ class Coordinator(Actor):
         state.accepted_rounds[submit.agent] = Accepted(
             round=submit.round, label=answer.label, vote=False
         )
+        # Published before anyone hears of the answer (its author included): whoever is
+        # shown it can read its snapshot at once.
+        self._publish(answer.agent, answer.label)
         self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
         now = trio.current_time()
         self.context.record(
@@ -226,6 +295,19 @@ class Coordinator(Actor):
         if not state.orchestrator.skip_voting:
             self.context.tell_nowait(agent_address(answer.agent), VotingOpen())
         self._check_done()
+
+    def _publish(self, agent: str, label: str) -> None:
+        workspaces = self.setup.workspaces
+        if workspaces is None:
+            return
+        try:
+            path = workspaces.publish(agent, label)
+        except OSError:
+            return  # the answer stands without a snapshot; its readers find no workspace
+        if path is not None:
+            self.context.record(
+                SnapshotPublished(at=trio.current_time(), agent=agent, label=label, path=str(path))
+            )
 
     def _on_vote(self, envelope: Envelope, vote: SubmitVote) -> None:
         if self._repeated(envelope, vote.agent, vote.round):
@@ -365,24 +447,39 @@ class Coordinator(Actor):
         self._present()
 
     def _present(self) -> None:
-        """Produce the final answer by the strategy, from the chosen presenter's answer."""
+        """Produce the final answer by the strategy, from the chosen presenter's answer.
+
+        With writable context paths written in the presentation phase, a presentation runs
+        whatever the strategy says (someone has to write them), with write access."""
         state = self.state
         orchestrator = state.orchestrator
         chosen = state.latest[state.presenter or ""]
         strategy = orchestrator.final_answer_strategy
-        if orchestrator.no_final_presentation:
-            state.presenter = None  # no presentation runs in this mode: nobody presented
-            self._finish(chosen.content)
-            return
-        if strategy is FinalAnswerStrategy.WINNER_REUSE:
-            self._finish(chosen.content)
+        writes = self._writes_during(ContextWritePhase.PRESENTATION)
+        skipped = orchestrator.no_final_presentation or strategy is FinalAnswerStrategy.WINNER_REUSE
+        if skipped and not writes:
+            if orchestrator.no_final_presentation:
+                state.presenter = None  # no presentation runs in this mode: nobody presented
+            self._wrap_up(chosen.content, self._snapshot_of(chosen.label), chosen.agent)
             return
         if chosen.agent not in state.live:
             self._replace_presenter(chosen.agent)
             if state.presenter is None:
-                self._finish(chosen.content)
+                self._wrap_up(chosen.content, self._snapshot_of(chosen.label), chosen.agent)
                 return
         presenter = state.presenter or chosen.agent
+        if skipped:
+            why = "no final presentation" if orchestrator.no_final_presentation else strategy.value
+            self.context.record(
+                PresentingForWrites(
+                    at=trio.current_time(),
+                    presenter=presenter,
+                    strategy=strategy.value,
+                    reason=f"writable context paths need someone to write them; {presenter} "
+                    f"presents with write access although the run asked for {why}",
+                )
+            )
+            strategy = FinalAnswerStrategy.WINNER_PRESENT
         state.phase = Phase.PRESENTING
         if strategy is FinalAnswerStrategy.SYNTHESIZE:
             shown = tuple(
@@ -393,11 +490,18 @@ class Coordinator(Actor):
         else:
             shown = (AnswerView(label=chosen.label, content=chosen.content),)
             own = chosen.label
-        request = Present(strategy=strategy, task=state.task, own_label=own, answers=shown)
+        request = Present(
+            strategy=strategy, task=state.task, own_label=own, answers=shown, write_access=writes
+        )
         state.presentation = PendingPresentation(
             presenter=presenter, request=request, fallback=chosen.content
         )
         self._send_presentation(state.presentation)
+
+    def _snapshot_of(self, label: str) -> str | None:
+        workspaces = self.setup.workspaces
+        path = workspaces.published.get(label) if workspaces is not None else None
+        return str(path) if path is not None else None
 
     def _replace_presenter(self, excluded: str) -> None:
         """The chosen presenter was excluded. ``synthesize`` needs a presenter, not a
@@ -427,6 +531,8 @@ class Coordinator(Actor):
         )
 
     async def _ask_presenter(self, presenter: str, request: Present, sending: int) -> None:
+        if request.write_access:
+            await self._ask_tracker(TakeBaseline())  # kept if taken for an earlier sending
         try:
             reply = await self.context.ask(agent_address(presenter), request)
         except Undeliverable as exc:
@@ -442,7 +548,11 @@ class Coordinator(Actor):
         if state.phase is not Phase.PRESENTING or pending is None:
             return
         if done.content is not None:
-            self._finish(done.content)  # from whichever sending: a presentation is a presentation
+            # From whichever sending: a presentation is a presentation.
+            workspaces = self.setup.workspaces
+            workspace = workspaces.agents.get(pending.presenter) if workspaces else None
+            source = str(workspace.path) if workspace is not None else None
+            self._wrap_up(done.content, source, pending.presenter)
             return
         if done.sending != pending.sent:
             return  # a superseded sending failed; the latest one is still under way
@@ -465,7 +575,43 @@ class Coordinator(Actor):
         # The chosen answer is still a complete answer; nobody presented it.
         state.presentation_error = error
         state.presenter = None
-        self._finish(pending.fallback)
+        # The fallback is the chosen answer; contents are unique (duplicates are refused).
+        chosen = next(a for a in state.latest.values() if a.content == pending.fallback)
+        self._wrap_up(pending.fallback, self._snapshot_of(chosen.label), chosen.agent)
+
+    def _wrap_up(self, content: str, source: str | None, agent: str | None) -> None:
+        """The final answer is ``content``: diff the writes and save ``source`` in ``final/``
+        (background work), then finish. Without workspaces or tracked writes, finish now."""
+        setup, state = self.setup, self.state
+        if setup.workspaces is None and setup.tracker is None:
+            self._finish(content)
+            return
+        state.phase = Phase.PRESENTING  # no more answers or votes while wrapping up
+        state.presentation = None
+        setup.wrap_up.pending = WrapUp(content=content, source=source, agent=agent)
+        self.context.start_soon(self._wrapping)
+
+    async def _wrapping(self) -> None:
+        """Diff the writes and save the deliverable; done again whole by a restarted
+        coordinator (both steps are idempotent). Then tell the coordinator to finish."""
+        pending = self.setup.wrap_up.pending
+        if pending is None:
+            return
+        if self.setup.tracker is not None:
+            await self._ask_tracker(DiffWrites())
+        workspaces = self.setup.workspaces
+        if workspaces is not None and pending.source is not None:
+            try:
+                final = await workspaces.save_final(Path(pending.source))
+            except OSError:
+                final = None  # the answer stands; the result names no workspace
+            if final is not None:
+                self.context.record(
+                    FinalWorkspaceSaved(
+                        at=trio.current_time(), agent=pending.agent or "", path=str(final)
+                    )
+                )
+        self.context.tell_nowait(self.context.address, WrappedUp())
 
     def _finish(self, content: str | None, *, error: str | None = None) -> None:
         state = self.state

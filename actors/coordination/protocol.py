@@ -33,6 +33,7 @@ __all__ = [
     "SubmitVote",
     "VotesReset",
     "VotingOpen",
+    "WrappedUp",
 ]
 
 
@@ -43,6 +44,9 @@ class AnswerView(Message):
     label: str
     content: str
     truncated: bool = False
+    workspace: str | None = None
+    """Where the answer's workspace snapshot is (read-only for every agent shown the answer);
+    ``None`` when agents have no workspaces. Filled in by the agent that is shown it."""
 
     @classmethod
     def preview(cls, label: str, content: str, chars: int) -> AnswerView:
@@ -80,6 +84,9 @@ class Present(Message):
     task: str
     own_label: str
     answers: tuple[AnswerView, ...]
+    write_access: bool = False
+    """The presentation may write the writable context paths: the presenter opens them
+    (grants, then its sandbox remounted rw) before it starts."""
 
 
 @message()
@@ -214,3 +221,9 @@ class PresentationDone(Message):
     error: str | None = None
     interrupted: bool = False
     """The presenter's incarnation ended before it replied (it crashed): ask again."""
+
+
+@message()
+class WrappedUp(Message):
+    """The coordinator's background work finished what follows the final answer (the
+    writes diffed, the deliverable saved in ``final/``): the run may end."""

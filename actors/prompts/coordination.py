@@ -65,6 +65,10 @@ _FENCE_NOTE = (
 _PERSONA = "Your perspective: {persona}."
 _INSTRUCTIONS = "\n\nInstructions from the user who configured you:\n{instructions}"
 _NO_ANSWERS = "(no answers yet)"
+_WORKSPACES = (
+    "Each answer's workspace as it was when the answer was given (read-only for you; read "
+    "its files with your file tools):\n"
+)
 _FENCE_LENGTH = 12
 
 
@@ -184,7 +188,7 @@ def _choose_fence(stable: Sequence[str], answers: Sequence[AnswerView]) -> str:
     first of the chain seeded by the ``stable`` text that neither it nor an answer contains."""
     texts = list(stable)
     for answer in answers:
-        texts += (answer.label, answer.content)
+        texts += (answer.label, answer.content, answer.workspace or "")
     # A fence is hex, so it occurs in the joined text exactly when it occurs in one text.
     quoted = "\0".join(texts)
     seed = "\0".join(stable) if stable else quoted
@@ -205,9 +209,20 @@ def _task_block(task: str, fence: str) -> str:
 
 
 def _answers_block(answers: Iterable[AnswerView], fence: str, which: str = "CURRENT") -> str:
+    answers = tuple(answers)
     parts = [f"<{a.label} {fence}>\n{a.content}\n<end of {a.label} {fence}>" for a in answers]
     inner = "\n".join(parts) if parts else _NO_ANSWERS
-    return f"<{which} ANSWERS from the agents {fence}>\n{inner}\n</{which} ANSWERS {fence}>\n"
+    block = f"<{which} ANSWERS from the agents {fence}>\n{inner}\n</{which} ANSWERS {fence}>\n"
+    return block + _workspaces(answers)
+
+
+def _workspaces(answers: Sequence[AnswerView]) -> str:
+    """Where each answer's workspace snapshot is, after the answers (outside every tag, so
+    the answers parse as before): the files an answer comes with, to read and judge."""
+    lines = [f"- {a.label}: {a.workspace}" for a in answers if a.workspace is not None]
+    if not lines:
+        return ""
+    return _WORKSPACES + "\n".join(lines) + "\n"
 
 
 @attrs.frozen(kw_only=True)

@@ -2,11 +2,13 @@
 ``async with open_run(spec) as handle``.
 
 ``open_run`` owns the run's whole lifetime: its backend pool (unless handed one that outlives
-it), its actor system, its log and its clock. The run's timeout counts from the start and
-pauses while a person decides. The run supervisor starts the Coordinator, the InjectionBus
-and one AgentActor per agent (under their own supervisor); stop order is the reverse of
-start order: agents first, so a submission in flight still finds its coordinator; then the
-bus; the coordinator last.
+it), its services (workspaces, sandboxes: :mod:`actors.run.services`, closed after the
+actors stop), its actor system, its log and its clock. The run's timeout counts from the
+start and pauses while a person decides. The run supervisor starts the WriteTracker (when a
+context path is writable), the Coordinator, the InjectionBus and one AgentActor per agent
+(under their own supervisor); stop order is the reverse of start order: agents first, so a
+submission in flight still finds its coordinator; then the bus; the coordinator; the
+tracker last, so the coordinator's last asks still find it.
 
 Spawning yields every few hundred agents, so a run of 20,000 agents can be cancelled while it
 is being set up; nothing starts until every actor is spawned, so the coordinator's first
@@ -53,8 +55,10 @@ from actors.run.events import RunEnded
 from actors.run.faults import with_faults
 from actors.run.handle import COORDINATOR, RunHandle
 from actors.run.result import RunResult, RunStats, Termination
+from actors.run.services import AgentTooling, RunServices, open_services
 from actors.run.spec import RunSpec, build_backend
 from actors.run.usage import UsageTap
+from actors.workspace.tracker import TRACKER, WriteTracker
 from config.schema import AgentConfig
 from runtime import (
     ActorContext,
@@ -150,8 +154,10 @@ async def open_run(
     own events are recorded. ``on_log_failure``: see :func:`drive`.
 
     Raises only before the run starts: if its event log cannot be created (the directory
-    already holds a run's log: :class:`~runtime.eventlog.EventLogExists`, or an ``OSError``).
-    An exception raised by the block itself propagates unchanged.
+    already holds a run's log: :class:`~runtime.eventlog.EventLogExists`, or an ``OSError``),
+    or its services cannot be opened (the working directory cannot be made, no docker
+    engine: :class:`~actors.sandbox.SandboxUnavailable`). An exception raised by the block
+    itself propagates unchanged.
     """
     config = spec.config
     state = CoordinationState(
@@ -169,7 +175,11 @@ async def open_run(
     listeners += [log] if log is not None else []
     gated = [_TapUntilEnd(t) for t in listeners]
     try:
-        async with _backend_pool(spec) as pool, open_actor_system(name="run", taps=gated) as system:
+        async with (
+            _backend_pool(spec) as pool,
+            open_services(spec) as services,
+            open_actor_system(name="run", taps=gated) as system,
+        ):
             if hub is not None:
                 hub.bind(system.record)
             if log is not None:
@@ -187,11 +197,12 @@ async def open_run(
                 clock=RunClock(config.orchestrator.run_timeout),
                 log=log,
                 taps=gated,
+                services=services,
             )
             usage.on_budget_reached = handle.budget_reached
-            agents_supervisor, run_child = _prepare(system, spec, handle, state)
+            agents_supervisor, run_child = _prepare(system, spec, handle, state, services)
             start = partial(
-                _start, system, spec, state, memories, pool, agents_supervisor, run_child
+                _start, system, spec, state, memories, pool, services, agents_supervisor, run_child
             )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(handle._live, start)
@@ -243,14 +254,18 @@ def _ignore(event: Event) -> None:
 
 
 def _prepare(
-    system: ActorSystem, spec: RunSpec, handle: RunHandle, state: CoordinationState
+    system: ActorSystem,
+    spec: RunSpec,
+    handle: RunHandle,
+    state: CoordinationState,
+    services: RunServices,
 ) -> tuple[Supervisor, ChildSpec]:
-    """The run supervisor with the rules, the coordinator, the bus and the agents'
-    supervisor in it, spawned but not started: the run's actors are addressable from the
-    moment ``open_run`` yields. Returns the agents' supervisor, and the run supervisor's
+    """The run supervisor with the rules, the tracker, the coordinator, the bus and the
+    agents' supervisor in it, spawned but not started: the run's actors are addressable from
+    the moment ``open_run`` yields. Returns the agents' supervisor, and the run supervisor's
     child spec for :func:`_start` to start once every agent is spawned."""
     supervisor, child = system.supervisor_child("run", _RUN_SUPERVISOR, restart=Restart.TEMPORARY)
-    _wire_rules(system, spec, supervisor, state, handle.clock)
+    _wire_rules(system, spec, supervisor, state, handle.clock, services)
     agents_supervisor, agents_child = system.supervisor_child(
         "agents", SupervisorSpec(intensity=max(3, len(state.agents)), period=60.0)
     )
@@ -274,17 +289,21 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     pool: BackendPool,
+    services: RunServices,
     agents_supervisor: Supervisor,
     run_child: ChildSpec,
 ) -> None:
-    """Spawn the agents, then start every actor of the run at once, so the coordinator's
-    first message finds every agent. Cancellation (the run cancelled while 20,000 agents are
-    spawned) takes effect within :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned
-    starts."""
+    """Spawn the agents, each with its tools (its sandbox opened here), then start every
+    actor of the run at once, so the coordinator's first message finds every agent.
+    Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
+    :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
     backends = _backends(spec, pool)
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
-        memories[agent.id] = _spawn_agent(system, spec, agent, state, backend, agents_supervisor)
+        tooling = await services.agent_tools(agent.id)
+        memories[agent.id] = _spawn_agent(
+            system, spec, agent, state, backend, tooling, agents_supervisor
+        )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
     await trio.lowlevel.checkpoint_if_cancelled()  # a run cancelled by now never starts
@@ -316,8 +335,9 @@ def _wire_rules(
     supervisor: Supervisor,
     state: CoordinationState,
     clock: RunClock,
+    services: RunServices,
 ) -> None:
-    """Routing rules for the modes, then the coordinator and the bus."""
+    """Routing rules for the modes, then the tracker, the coordinator and the bus."""
     orchestrator = spec.config.orchestrator
     system.add_observer(AnswerProgress())
     # Drops first: an update that will be dropped should not be held on the way.
@@ -337,7 +357,21 @@ def _wire_rules(
         system.add_rule(HoldUntilQuiet())
 
     faults = spec.faults
-    setup = CoordinatorSetup(bus=BUS, human=spec.human, clock=clock)
+    tracker = services.tracker
+    if tracker is not None:
+        system.spawn(
+            TRACKER,
+            with_faults(lambda ctx: WriteTracker(ctx, state=tracker), faults),
+            mailbox=_UNBOUNDED,
+            supervisor=supervisor,
+        )
+    setup = CoordinatorSetup(
+        bus=BUS,
+        human=spec.human,
+        clock=clock,
+        workspaces=services.workspaces,
+        tracker=TRACKER if tracker is not None else None,
+    )
     system.spawn(
         COORDINATOR,
         with_faults(lambda ctx: Coordinator(ctx, state=state, setup=setup), faults),
@@ -367,6 +401,7 @@ def _spawn_agent(
     agent: AgentConfig,
     state: CoordinationState,
     backend: LLMBackend,
+    tooling: AgentTooling,
     supervisor: Supervisor,
 ) -> AgentMemory:
     setup = AgentSetup(
@@ -379,6 +414,8 @@ def _spawn_agent(
         orchestrator=spec.config.orchestrator,
         history=spec.history,
         mode=spec.mode,
+        tools=tooling.tools,
+        workspace=tooling.workspace,
         transcript_path=(
             spec.log_dir / "agents" / f"{agent.id}.jsonl" if spec.log_dir is not None else None
         ),

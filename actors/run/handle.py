@@ -30,9 +30,11 @@ from actors.coordination.state import CoordinationState, Phase
 from actors.run.clock import RunClock
 from actors.run.events import RunEnded
 from actors.run.result import RunResult, RunStats
+from actors.run.services import RunServices
 from actors.run.spec import RunSpec
 from actors.run.termination import BEST_SO_FAR, DecidedBy, Termination
 from actors.run.usage import UsageTap
+from actors.workspace.writes import Writes
 from runtime import ActorSystem, Address, JsonlEventLog, Undeliverable
 
 __all__ = ["COORDINATOR", "RunHandle"]
@@ -59,6 +61,7 @@ class RunHandle:
         clock: RunClock,
         log: JsonlEventLog | None,
         taps: Sequence[_Gated],
+        services: RunServices | None = None,
     ) -> None:
         self.system = system
         self.spec = spec
@@ -70,6 +73,7 @@ class RunHandle:
         self._usage = usage
         self._log = log
         self._taps = taps
+        self._services = services
         self._started = time.monotonic()
         self._scope = trio.CancelScope()
         """The run's life: cancelled by whatever ends it first."""
@@ -146,6 +150,9 @@ class RunHandle:
                 decided_by = BEST_SO_FAR[termination]
         stats = self.stats
         usage = self._usage.usage()
+        services = self._services
+        workspaces = services.workspaces if services is not None else None
+        deliverable = workspaces.final if workspaces is not None else None
         return RunResult(
             final_answer=final,
             winner=winner,
@@ -170,7 +177,21 @@ class RunHandle:
             failure_reason=failure_reason if termination is Termination.FAILED else None,
             usage=usage,
             cost_usd=usage.total.cost_usd,
+            writes=self._writes(),
+            workspace_path=str(deliverable) if deliverable is not None else None,
         )
+
+    def _writes(self) -> Writes:
+        """What the run wrote to its writable context paths. A run that ended before the
+        coordinator diffed them (timeout, Ctrl+C, failure) walks them once more here: the
+        run is over, and what it wrote must still be reported."""
+        tracker = self._services.tracker if self._services is not None else None
+        if tracker is None:
+            return Writes()
+        try:
+            return tracker.settle() or Writes()
+        except OSError:
+            return Writes()
 
     # -- the run's life (open_run's task) ---------------------------------------------------
 

@@ -17,9 +17,10 @@ from actors.agent.events import (
 from actors.coordination.state import Answer
 from actors.run.termination import DecidedBy, Termination
 from actors.run.usage import RunUsage
+from actors.workspace.writes import Writes
 from runtime import DeadLetter, Delivered, Event
 
-__all__ = ["DecidedBy", "RunResult", "RunStats", "Termination"]
+__all__ = ["DecidedBy", "RunResult", "RunStats", "Termination", "Writes"]
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +56,12 @@ class RunResult:
     """Tokens per agent and in total, with dollars where the backends give prices."""
     cost_usd: float | None = None
     """The run's cost in dollars; ``None`` unless every call it made had a price."""
+    writes: Writes = attrs.field(factory=Writes)
+    """Files the run wrote under its writable context paths (new, modified); empty when
+    nothing was written or no context path is writable."""
+    workspace_path: str | None = None
+    """The deliverable: ``final/`` in the run's working directory, holding the workspace
+    the final answer came with; ``None`` when agents had no tools (or it was not saved)."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types: the enums become their strings."""

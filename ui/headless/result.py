@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from actors.planning.plan import render_plan
 from actors.run.result import DecidedBy, RunResult
+from actors.workspace.writes import WRITES_FILE, footer
 
 if TYPE_CHECKING:
     from ui.headless.plan_output import PlannedResult
@@ -24,6 +26,7 @@ __all__ = [
     "print_json_error",
     "print_result",
     "summary",
+    "writes_footer",
 ]
 
 
@@ -51,6 +54,10 @@ def print_result(
     else:
         if answer is not None:
             out.write(answer + "\n")
+        # On stderr, so stdout stays the bare answer (a pipe gets only the answer).
+        written = writes_footer(result)
+        if written is not None:
+            print(written, file=sys.stderr)
         print(summary(result), file=sys.stderr)
         if result.final_answer is None:
             print("conclave: the run produced no answer", file=sys.stderr)
@@ -66,6 +73,15 @@ _DECIDED = {
     DecidedBy.CANCELLED_BEST_SO_FAR: "best answer so far when cancelled",
     DecidedBy.FAILED_BEST_SO_FAR: "best answer so far when the run failed",
 }
+
+
+def writes_footer(result: RunResult) -> str | None:
+    """The lines naming what the run wrote to its writable context paths (see
+    :func:`actors.workspace.writes.footer`); ``None`` when it wrote nothing."""
+    log_dir = result.log_dir
+    list_file = Path(log_dir) / WRITES_FILE if log_dir is not None else None
+    text = footer(result.writes, list_file)
+    return None if text is None else display_path(text)
 
 
 def summary(result: RunResult) -> str:

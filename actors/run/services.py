@@ -1,0 +1,174 @@
+"""What a run opens for its agents' tools: workspaces, sandboxes and tool executors.
+
+Agents have tools when the config asks for them (``orchestrator.tools: true``) or gives
+context paths (``orchestrator.context_paths``, ``--context``): a run that only talks (every
+scripted load benchmark) opens nothing here and its requests carry no tool schemas.
+
+With tools, :func:`open_services` lays out the run's working directory
+(:mod:`actors.workspace.layout`): ``RunSpec.workdir``, or by default the run's log
+directory (so a headless run keeps everything in ``.conclave/runs/<id>/``), or, for a run
+without either, a new temporary directory that is kept (``final/`` is the deliverable).
+Each agent then gets, from :meth:`RunServices.agent_tools`, its
+:class:`~actors.workspace.grants.AgentWorkspace`, a sandbox (``orchestrator.sandbox``) that
+mounts the context paths read-only (writable ones rw only when the modes table puts the
+writing in coordination), and an executor whose path policy asks the workspace's grants.
+
+Everything opened is closed when :func:`open_services` exits, after the run's actors have
+stopped: every docker container is removed, however the run ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from actors.run.spec import RunSpec
+from actors.tools.executor import agent_tools
+from actors.tools.paths import PathPolicy
+from actors.tools.protocol import NO_TOOLS, ToolExecutor
+from actors.workspace.grants import AgentWorkspace, context_mounts
+from actors.workspace.layout import RunLayout
+from actors.workspace.tracker import TrackerState
+from actors.workspace.workspaces import RunWorkspaces
+from config.schema.context import ContextWritePhase
+from config.schema.sandbox import SandboxKind
+
+if TYPE_CHECKING:
+    from actors.sandbox.open import DockerEngine
+
+__all__ = ["AgentTooling", "RunServices", "open_services", "workdir_of"]
+
+
+@attrs.frozen(kw_only=True)
+class AgentTooling:
+    """What one agent works with; ``workspace`` is ``None`` when it has no tools."""
+
+    tools: ToolExecutor = NO_TOOLS
+    workspace: AgentWorkspace | None = None
+
+
+class RunServices:
+    """The run's workspaces, write tracking and sandboxes; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        spec: RunSpec,
+        run_id: str,
+        workspaces: RunWorkspaces | None = None,
+        tracker: TrackerState | None = None,
+        stack: contextlib.AsyncExitStack | None = None,
+        engine: DockerEngine | None = None,
+    ) -> None:
+        self.spec = spec
+        self.run_id = run_id
+        self.workspaces = workspaces
+        """``None`` when agents have no tools."""
+        self.tracker = tracker
+        """The WriteTracker's state; ``None`` when no context path is writable."""
+        self._stack = stack
+        self._engine = engine
+
+    async def agent_tools(self, agent: str) -> AgentTooling:
+        """Open ``agent``'s sandbox (closed when the services close) and make its executor.
+        Raises what opening the sandbox raises (no docker engine, no image)."""
+        workspaces = self.workspaces
+        if workspaces is None or self._stack is None:
+            return AgentTooling()
+        # Imported here: it imports the docker SDK, which a run without tools never needs.
+        from actors.sandbox.open import open_sandbox
+
+        workspace = workspaces.agents[agent]
+        orchestrator = self.spec.config.orchestrator
+        sandbox = await self._stack.enter_async_context(
+            open_sandbox(
+                orchestrator.sandbox,
+                run_id=self.run_id,
+                agent=agent,
+                workspace=workspace.path,
+                mounts=context_mounts(
+                    orchestrator.context_paths, writes_open=workspace.writes_open
+                ),
+                engine=self._engine,
+            )
+        )
+        workspace.sandbox = sandbox
+        tools = agent_tools(
+            agent=agent,
+            mode=self.spec.mode,
+            policy=PathPolicy(workspace, cwd=workspace.path),
+            sandbox=sandbox,
+            workspace=workspace.path,
+        )
+        return AgentTooling(tools=tools, workspace=workspace)
+
+
+def workdir_of(spec: RunSpec) -> Path:
+    """Where the run's workspaces go: ``RunSpec.workdir``, else its log directory, else a
+    new temporary directory (kept after the run: its ``final/`` is the deliverable)."""
+    if spec.workdir is not None:
+        return spec.workdir
+    if spec.log_dir is not None:
+        return spec.log_dir
+    return Path(tempfile.mkdtemp(prefix="conclave-run-"))
+
+
+def _lay_out(spec: RunSpec, agents: list[str]) -> tuple[RunLayout, tuple[Path, ...]]:
+    """The working directory, made (blocking), and the run's own directories, to be cut out
+    of any context path that holds them: the event log and the other agents' workspaces
+    are not the user's files."""
+    layout = RunLayout(workdir_of(spec))
+    layout.create(agents)
+    own = (layout.root, spec.log_dir)
+    excluded = tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in own if p is not None))
+    return layout, excluded
+
+
+@contextlib.asynccontextmanager
+async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
+    """The run's services for its lifetime (see the module docstring). Raises before the
+    run starts if the working directory cannot be made, or the docker engine is needed
+    and cannot be reached."""
+    run_id = spec.log_dir.name if spec.log_dir is not None else secrets.token_hex(6)
+    orchestrator = spec.config.orchestrator
+    if not orchestrator.agents_have_tools:
+        yield RunServices(spec=spec, run_id=run_id)
+        return
+    agents = [a.id for a in spec.config.agents]
+    layout, excluded = await trio.to_thread.run_sync(_lay_out, spec, agents)
+    writes_open = orchestrator.context_write_phase is ContextWritePhase.COORDINATION
+    workspaces = RunWorkspaces(
+        layout=layout,
+        agents=agents,
+        context_paths=orchestrator.context_paths,
+        excluded=excluded,
+        writes_open=writes_open,
+    )
+    writable = tuple(c for c in orchestrator.context_paths if c.writable)
+    tracker = (
+        TrackerState(context_paths=writable, list_dir=spec.log_dir, excluded=excluded)
+        if writable
+        else None
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        engine: DockerEngine | None = None
+        if orchestrator.sandbox.type is SandboxKind.DOCKER:
+            from actors.sandbox.open import open_docker_engine
+
+            engine = await stack.enter_async_context(open_docker_engine(orchestrator.sandbox))
+        yield RunServices(
+            spec=spec,
+            run_id=run_id,
+            workspaces=workspaces,
+            tracker=tracker,
+            stack=stack,
+            engine=engine,
+        )

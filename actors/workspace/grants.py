@@ -1,0 +1,165 @@
+"""One agent's workspace and what its tools may reach: the :class:`~actors.tools.paths.Grants`
+its path policy asks at every call.
+
+An agent may always write its own workspace. It may read the snapshot of every answer it
+has been shown (:meth:`AgentWorkspace.see`, called wherever answers reach the agent: updates,
+snapshots, the presentation request), and no other: with ``ring`` visibility an agent cannot
+read the workspaces of answers it was never shown. Context paths are read-only until the
+writing phase opens them (:meth:`AgentWorkspace.open_context_writes`); their protected paths
+stay read-only throughout.
+
+A context path may contain the run's own directories (``conclave run --context .`` with the
+log under ``./.conclave``): those are cut out of its grant, so an agent cannot read the event
+log, its peers' workspaces or snapshots it was not shown through the context path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import trio
+
+from actors.coordination.protocol import AnswerView
+from actors.sandbox.protocol import Mount, Sandbox
+from actors.tools.paths import PathGrant
+from actors.workspace.events import ContextWritesOpened
+from actors.workspace.layout import RunLayout
+from config.schema.context import ContextPath
+from runtime import ActorContext
+
+__all__ = ["AgentWorkspace", "ContextGrant", "context_mounts"]
+
+
+@attrs.frozen(kw_only=True)
+class ContextGrant(PathGrant):
+    """A context path's grant, minus the run's own directories inside it."""
+
+    excluded: tuple[Path, ...] = ()
+
+    def holds(self, path: str) -> bool:
+        if not super().holds(path):
+            return False
+        return not any(PathGrant(root=e, writable=False).holds(path) for e in self.excluded)
+
+
+def context_mounts(
+    context_paths: tuple[ContextPath, ...], *, writes_open: bool
+) -> tuple[Mount, ...]:
+    """The context paths as a sandbox's mounts: read-only unless writable and
+    ``writes_open``; a writable one's protected paths follow it, read-only (a later mount
+    covers an earlier one)."""
+    mounts: list[Mount] = []
+    for context in context_paths:
+        writable = writes_open and context.writable
+        mounts.append(Mount(path=context.path, writable=writable))
+        if writable:
+            mounts.extend(Mount(path=p, writable=False) for p in context.protected if p.exists())
+    return tuple(mounts)
+
+
+class AgentWorkspace:
+    """One agent's workspace, the snapshots it may read, and its context paths.
+
+    Owned by the run, not by the agent's incarnation: what the agent was shown survives a
+    crash of the actor, and so does what it may read.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        layout: RunLayout,
+        context_paths: tuple[ContextPath, ...],
+        excluded: tuple[Path, ...],
+        published: dict[str, Path],
+        writes_open: bool,
+    ) -> None:
+        self.agent = agent
+        self.layout = layout
+        self.path = layout.workspace(agent)
+        self.context_paths = context_paths
+        self._excluded = excluded
+        self._published = published
+        """The run's published snapshots, label → path (shared by every agent)."""
+        self.writes_open = writes_open
+        """Whether writable context paths may be written now."""
+        self.readable: dict[str, Path] = {}
+        """Snapshots this agent was shown, label → path."""
+        self.sandbox: Sandbox | None = None
+        """Where its shell commands run, once the run opened it."""
+        self._remounted = writes_open
+        """Its sandbox has the writable context paths mounted rw."""
+        self._grants = self._build()
+
+    # -- Grants -----------------------------------------------------------------------------
+
+    def grants(self) -> tuple[PathGrant, ...]:
+        return self._grants
+
+    def _build(self) -> tuple[PathGrant, ...]:
+        grants: list[PathGrant] = [PathGrant(root=self.path, writable=True, label="workspace")]
+        grants += [
+            PathGrant(root=path, writable=False, label=f"snapshot of answer {label}")
+            for label, path in self.readable.items()
+        ]
+        grants += [
+            ContextGrant(
+                root=c.path,
+                writable=self.writes_open and c.writable,
+                protected=c.protected,
+                label=f"context path {c.path}",
+                excluded=tuple(e for e in self._excluded if c.path in e.parents),
+            )
+            for c in self.context_paths
+        ]
+        return tuple(grants)
+
+    # -- what the agent is shown ------------------------------------------------------------
+
+    def see(self, views: tuple[AnswerView, ...]) -> tuple[AnswerView, ...]:
+        """Take note of answers shown to the agent: their snapshots become readable, and each
+        view says where its snapshot is (``workspace``)."""
+        shown: list[AnswerView] = []
+        changed = False
+        for view in views:
+            path = self._published.get(view.label)
+            if path is None:
+                shown.append(view)
+                continue
+            if view.label not in self.readable:
+                self.readable[view.label] = path
+                changed = True
+            shown.append(attrs.evolve(view, workspace=str(path)))
+        if changed:
+            self._grants = self._build()
+        return tuple(shown)
+
+    # -- the writing phases -------------------------------------------------------------------
+
+    async def stage(self) -> None:
+        """Copy the workspace to this agent's staging directory, for the coordinator to
+        publish if it accepts the answer about to be submitted. In a worker thread; if
+        cancelled, the copy completes (or fails) first, and a half copy is never staged."""
+        await trio.to_thread.run_sync(self.layout.stage, self.agent)
+
+    async def open_context_writes(self, context: ActorContext) -> None:
+        """Let this agent write its writable context paths: its grants first (file tools),
+        then its sandbox, remounted with them writable (docker recreates its container).
+        Does nothing when there are none or they are open already. Raises what the remount
+        raises; cancelled, the grants stay open and the next request remounts."""
+        writable = tuple(c for c in self.context_paths if c.writable)
+        if not writable or self._remounted:
+            return
+        self.writes_open = True
+        self._grants = self._build()
+        if self.sandbox is not None:
+            await self.sandbox.remount(context_mounts(self.context_paths, writes_open=True))
+        self._remounted = True  # only now: a failed remount is tried again by a new request
+        context.record(
+            ContextWritesOpened(
+                at=trio.current_time(),
+                agent=self.agent,
+                paths=tuple(str(c.path) for c in writable),
+            )
+        )
