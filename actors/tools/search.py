@@ -195,9 +195,14 @@ class _Query:
 def _search_file(
     ctx: ToolContext, path: Path, shown: str, query: _Query, out: list[str], room: int
 ) -> tuple[int, int]:
-    """Matches appended to ``out`` (at most ``room``), and (matches found, bytes read)."""
+    """Matches appended to ``out`` (at most ``room``), and (matches found, bytes read).
+
+    The file is judged again where it lands now: it may have become a link since the walk
+    listed it."""
+    target = Path(os.path.realpath(path))
     try:
-        data = fs.read_bytes(Path(os.path.realpath(path)), limit=ctx.limits.search_max_file_bytes)
+        ctx.policy.check_read(target)
+        data = fs.read_bytes(target, limit=ctx.limits.search_max_file_bytes)
     except (OSError, PathRefused):
         return 0, 0
     if b"\x00" in data[:_BINARY_PROBE]:

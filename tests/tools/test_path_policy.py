@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from actors.tools import fs
+from actors.tools import fs, search
 from actors.tools.executor import AgentTools
 from actors.tools.paths import PathPolicy, PathRefused
 from tests.tools.helpers import MutableGrants, call, grant
@@ -292,3 +293,19 @@ async def test_a_refusal_names_the_paths_that_are_allowed(
     )
     write = await call(tools, "write_file", path="/etc/hostname", content="x")
     assert f"you may write: workspace ({workspace}). " in (write.error or "")
+
+
+async def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_searched(
+    tools: AgentTools, workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / "a.txt").write_text("harmless\n")
+    listed = search.walk
+
+    def walk_then_swap(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for found in listed(*args, **kwargs):
+            _file_to_link(found.path, outside / "secret.txt")()
+            yield found
+
+    monkeypatch.setattr(search, "walk", walk_then_swap)
+    result = await call(tools, "search", pattern="secret")
+    assert result.output.startswith("no matches")
