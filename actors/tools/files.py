@@ -137,7 +137,10 @@ READ_FILE = ToolSpec(
 
 
 def _list(path: Path, shown: str, ctx: ToolContext) -> ToolResult:
-    fd = fs.open_dir(path)
+    try:
+        fd = fs.open_dir(path)
+    except NotADirectoryError:
+        raise ToolError(f"{shown} is a file, not a directory; use read_file to read it") from None
     try:
         with os.scandir(fd) as entries:
             rows = []

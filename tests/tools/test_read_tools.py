@@ -322,3 +322,9 @@ async def test_glob_and_search_always_walk_in_a_worker_thread(
     await call(tools, "glob", pattern="*")
     await call(tools, "search", pattern="x")
     assert hops == ["_glob", "_search"]
+
+
+async def test_list_directory_of_a_file_says_to_read_it(tools: AgentTools, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("")
+    result = await call(tools, "list_directory", path="a.txt")
+    assert result.error == "a.txt is a file, not a directory; use read_file to read it"
