@@ -4,38 +4,43 @@ The same run as the ``big`` scenario's (N agents answer, see each other's answer
 winner presents), but each agent talks to an OpenAI-compatible server on loopback through the
 real SDK over real sockets. The server (:mod:`benchmarks.http_server`) runs in its own process
 and answers as the scripted backend would, after 200 ms ±50 %, so the run coordinates as a
-scripted one does and only the client's cost is added.
+scripted one does and only the client's cost is added. Each case runs twice, each time in a
+fresh process against a fresh server:
 
-Each case runs its client in a fresh process, so its figures are its own:
+* ``conclave run --config`` as a user runs it: ``process_wall_s`` from spawn to exit,
+  start-up, imports (the SDK's too) and exit included; ``process_cpu_s``; ``peak_rss_mb``;
+  ``command_requests`` served;
+* the run alone, measured inside a client process with the SDK already imported:
+  ``wall_s``, against ``ideal_s`` (the same run on the scripted backend on a virtual clock,
+  where runtime work takes no time: the critical path of LLM latencies); ``requests`` served,
+  against ``scripted_requests`` (the target is the same count);
+  ``client_cpu_ms_per_request`` (the client's CPU during the run over the requests), next to
+  ``scripted_cpu_ms_per_request`` (the same run on the scripted backend in real time: the
+  runtime's own share).
 
-* ``process_wall_s``: from spawning the process to its exit, start-up and imports included
-  (the SDK's too): what a user waits for ``conclave run`` with N agents;
-* ``wall_s``: the run itself, the SDK already imported; ``ideal_s``: the same run on the
-  scripted backend on a virtual clock, where runtime work takes no time (the critical path
-  of LLM latencies), and ``wall_over_ideal``;
-* ``requests``: HTTP requests the server answered; ``scripted_requests``: LLM calls of the
-  scripted run (the target is the same count);
-* ``client_cpu_ms_per_request``: the client's CPU during the run over the requests;
-* ``peak_rss_mb``: the client process's peak resident memory.
+Then :mod:`benchmarks.http_costs` says where the client's time goes: start-up and exit by
+import, and one request's CPU layer by layer.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
+import yaml
 
 from actors.run.driver import RunSpec, run
+from actors.run.result import RunResult
 from benchmarks.bench_args import (
     ReportPathChanged,
     add_bench_arguments,
@@ -43,7 +48,8 @@ from benchmarks.bench_args import (
     check_report_path,
     write_report,
 )
-from benchmarks.http_server import model_name
+from benchmarks.http_costs import request_costs, startup_costs
+from benchmarks.http_server import model_name, open_server_process
 from benchmarks.load_bench import TASK, Case, _log_scratch, _table, _virtual
 from benchmarks.load_bench import main as load_bench_main
 from benchmarks.machine import machine_info, peak_rss_kb
@@ -106,109 +112,149 @@ def http_config(case: Case, base_url: str) -> ConclaveConfig:
     return attrs.evolve(config, agents=tuple(agents))
 
 
-@attrs.frozen(kw_only=True)
-class ServerProcess:
-    url: str
-    """The OpenAI API root (``http://127.0.0.1:PORT/v1``)."""
-    process: subprocess.Popen[bytes]
-
-    def stats(self) -> dict[str, Any]:
-        """What the server has served so far (``GET /stats``)."""
-        from urllib.request import urlopen
-
-        root = self.url.removesuffix("/v1")
-        with urlopen(f"{root}/stats", timeout=10) as response:
-            data: dict[str, Any] = json.loads(response.read())
-        return data
-
-
-@contextlib.contextmanager
-def open_server_process(
-    latency: float = LATENCY, jitter: float = JITTER
-) -> Iterator[ServerProcess]:
-    """The scripted server in its own process for the duration of the block; it exits when
-    its stdin closes, so it cannot outlive the block (or this process)."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.http_server",
-            f"--latency={latency}",
-            f"--jitter={jitter}",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.strip():
-            raise RuntimeError(f"the benchmark server failed to start (exit {process.wait()})")
-        yield ServerProcess(url=f"http://127.0.0.1:{int(line)}/v1", process=process)
-    finally:
-        assert process.stdin is not None
-        with contextlib.suppress(OSError):
-            process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def _timed_run(config: ConclaveConfig, log_dir: Path) -> tuple[RunResult, float, float]:
+    """One run with its event log: its result, wall time and this process's CPU time."""
+    cpu = time.process_time()
+    began = time.perf_counter()
+    result = trio.run(run, RunSpec(task=TASK, config=config, log_dir=log_dir))
+    return result, time.perf_counter() - began, time.process_time() - cpu
 
 
 def client(case: Case, base_url: str, log_root: Path) -> dict[str, Any]:
-    """One run in this process, as the client being measured: the SDK imported first (its
-    cost shows in the process wall, not the run's), then the run with its event log."""
+    """The run in this process, as the client being measured: the SDK imported first (its
+    cost shows in the process wall, not the run's), then the run with its event log; then
+    the same run on the scripted backend in real time, whose CPU is the runtime's own."""
     started = time.time()
     import actors.llm.openai_backend  # noqa: F401  (imported by the pool on first use anyway)
 
     imported = time.time()
-    config = http_config(case, base_url)
     with _log_scratch(log_root) as tmp:
-        cpu = time.process_time()
-        began = time.perf_counter()
-        result = trio.run(run, RunSpec(task=TASK, config=config, log_dir=tmp / "run"))
-        wall = time.perf_counter() - began
-        cpu = time.process_time() - cpu
+        result, wall, cpu = _timed_run(http_config(case, base_url), tmp / "http")
+        peak = peak_rss_kb()
+        scripted, _, scripted_cpu = _timed_run(case.config(), tmp / "scripted")
     return {
-        "run_started_at": imported,
         "sdk_import_s": round(imported - started, 3),
         "termination": str(result.termination.value),
         "wall_s": wall,
         "cpu_s": cpu,
         "llm_calls": result.llm_calls,
         "failed_agents": len(result.failed_agents),
-        "peak_rss_kb": peak_rss_kb(),
+        "peak_rss_kb": peak,
+        "scripted_cpu_s": scripted_cpu,
+        "scripted_llm_calls": scripted.llm_calls,
     }
 
 
-def measure(case: Case, log_root: Path) -> dict[str, Any]:
-    """One case: a fresh server, the client in a fresh process, then the scripted ideal."""
-    with open_server_process() as server:
-        spawned = time.time()
+def config_data(case: Case, base_url: str) -> dict[str, Any]:
+    """:func:`http_config` as a config file says it, for ``conclave run --config``."""
+    config = http_config(case, base_url)
+    orchestrator = config.orchestrator
+    return {
+        "agents": [
+            {
+                "id": agent.id,
+                "backend": {
+                    "type": "openai",
+                    "model": agent.backend.model,
+                    "base_url": base_url,
+                    "api_key": LOOPBACK_KEY.reveal(),
+                    "max_concurrency": case.agents,
+                },
+            }
+            for agent in config.agents
+            if isinstance(agent.backend, OpenAIBackendConfig)
+        ],
+        "orchestrator": {
+            "visibility": orchestrator.visibility,
+            "in_flight_policy": orchestrator.in_flight_policy.value,
+            "quiet_period": orchestrator.quiet_period,
+            "answer_preview_chars": orchestrator.answer_preview_chars,
+        },
+    }
+
+
+@attrs.frozen(kw_only=True)
+class Finished:
+    """A child process that has exited: how long it took and what it used."""
+
+    wall_s: float
+    cpu_s: float
+    peak_rss_kb: int
+    exit_code: int
+    stdout: str
+
+
+def _timed_process(argv: list[str], cwd: Path) -> Finished:
+    """Run ``argv`` to its end; its wall time from spawn to exit, and its own rusage (the
+    server's is not mixed in, as ``RUSAGE_CHILDREN`` would)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         began = time.perf_counter()
-        out = subprocess.run(
-            [
-                sys.executable, "-m", "benchmarks.http_bench",
-                "--client", json.dumps(attrs.asdict(case)),
-                "--url", server.url, "--log-root", str(log_root),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )  # fmt: skip
-        process_wall = time.perf_counter() - began
+        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - began
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if process.returncode:
+            raise RuntimeError(
+                f"{' '.join(argv[:4])} ... exited {process.returncode}: "
+                f"{err.read().decode(errors='replace')[-2000:]}"
+            )
+        return Finished(
+            wall_s=wall,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            peak_rss_kb=usage.ru_maxrss,
+            exit_code=process.returncode,
+            stdout=out.read().decode(),
+        )
+
+
+def _command_run(case: Case, scratch: Path) -> tuple[Finished, dict[str, Any], dict[str, Any]]:
+    """``conclave run --config`` as a user runs it, against a fresh server: the process,
+    its JSON result and what the server served."""
+    conclave = Path(sys.executable).with_name("conclave")
+    with open_server_process() as server:
+        config = scratch / "http.yaml"
+        config.write_text(yaml.safe_dump(config_data(case, server.url)), encoding="utf-8")
+        argv = [str(conclave), "run", "--config", str(config), "--output-format", "json"]
+        argv += ["--log-dir", str(scratch / "cli"), TASK]
+        finished = _timed_process(argv, scratch)
         served = server.stats()
-    got = json.loads(out.stdout)
+    result: dict[str, Any] = json.loads(finished.stdout)
+    return finished, result, served
+
+
+def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run alone, measured inside a fresh process (:func:`client`), against a fresh
+    server: its figures and what the server served."""
+    with open_server_process() as server:
+        argv = [sys.executable, "-m", "benchmarks.http_bench", "--client"]
+        argv += [json.dumps(attrs.asdict(case)), "--url", server.url, "--log-root", str(scratch)]
+        finished = _timed_process(argv, scratch)
+        served = server.stats()
+    got: dict[str, Any] = json.loads(finished.stdout)
+    return got, served
+
+
+def measure(case: Case, log_root: Path) -> dict[str, Any]:
+    """One case: ``conclave run`` whole (process wall, peak RSS), then the run alone in a
+    client process (run wall, CPU per request), each against a fresh server; then the
+    scripted ideal on a virtual clock."""
+    with _log_scratch(log_root) as tmp:
+        scratch = tmp.resolve()
+        command, result, served_command = _command_run(case, scratch)
+        got, served = _client_run(case, scratch)
     scripted, ideal = _virtual(case)
     requests = served["requests"]
     return {
         "agents": case.agents,
         "visibility": case.visibility,
         "refinement": case.refinement,
-        "termination": got["termination"],
-        "process_wall_s": round(process_wall, 3),
-        "startup_s": round(got["run_started_at"] - spawned, 3),
+        "termination": result["termination"],
+        "process_wall_s": round(command.wall_s, 3),
+        "process_cpu_s": round(command.cpu_s, 3),
+        "peak_rss_mb": round(command.peak_rss_kb / 1024, 1),
+        "command_requests": served_command["requests"],
         "sdk_import_s": got["sdk_import_s"],
         "wall_s": round(got["wall_s"], 3),
         "ideal_s": round(ideal, 3),
@@ -216,11 +262,14 @@ def measure(case: Case, log_root: Path) -> dict[str, Any]:
         "requests": requests,
         "llm_calls": got["llm_calls"],
         "scripted_requests": scripted.llm_calls,
-        "server_errors": served["errors"],
+        "server_errors": served["errors"] + served_command["errors"],
         "connections": served["connections"],
         "client_cpu_ms_per_request": round(got["cpu_s"] / max(requests, 1) * 1000, 2),
-        "peak_rss_mb": round(got["peak_rss_kb"] / 1024, 1),
-        "failed_agents": got["failed_agents"],
+        "scripted_cpu_ms_per_request": round(
+            got["scripted_cpu_s"] / max(got["scripted_llm_calls"], 1) * 1000, 2
+        ),
+        "client_peak_rss_mb": round(got["peak_rss_kb"] / 1024, 1),
+        "failed_agents": got["failed_agents"] + len(result.get("failed_agents") or {}),
     }
 
 
@@ -232,31 +281,44 @@ def targets_met(row: dict[str, Any]) -> dict[str, bool]:
         for column, (n, limit) in TARGETS.items()
         if n is None or n == row["agents"]
     }
-    met["requests"] = row["requests"] == row["scripted_requests"]
+    met["requests"] = row["requests"] == row["command_requests"] == row["scripted_requests"]
     return met
 
 
 COLUMNS = (
-    "agents", "visibility", "process_wall_s", "startup_s", "sdk_import_s", "wall_s", "ideal_s",
-    "wall_over_ideal", "requests", "scripted_requests", "client_cpu_ms_per_request",
-    "peak_rss_mb", "server_errors", "failed_agents", "missed",
+    "agents", "visibility", "process_wall_s", "process_cpu_s", "peak_rss_mb", "sdk_import_s",
+    "wall_s", "ideal_s", "wall_over_ideal", "requests", "command_requests", "scripted_requests",
+    "client_cpu_ms_per_request", "scripted_cpu_ms_per_request", "server_errors",
+    "failed_agents", "missed",
 )  # fmt: skip
 
 
-def run_http_bench(sizes: Sequence[int], out: Path, log_root: Path) -> dict[str, Any]:
+def run_http_bench(
+    sizes: Sequence[int],
+    out: Path,
+    log_root: Path,
+    *,
+    repeats: int = 300,
+    startup_repeats: int = 3,
+) -> dict[str, Any]:
+    """Every size, then where the time goes (``repeats`` requests per layer, the median of
+    ``startup_repeats`` processes per start-up); tables on stdout, the report to ``out``."""
     rows = []
     for n in sizes:
         print(f"http N={n} ...", file=sys.stderr, flush=True)
         row = measure(case_for(n), log_root)
         row["missed"] = ",".join(k for k, ok in targets_met(row).items() if not ok) or None
         rows.append(row)
+    print("http: start-up and per-request costs ...", file=sys.stderr, flush=True)
+    startup = startup_costs(startup_repeats)
+    layers = request_costs(repeats)
     load = os.getloadavg()
     report = {
         "machine": machine_info(),
         "load_average": [round(x, 2) for x in load],
         "latency": f"{LATENCY * 1000:.0f} ms ±{JITTER:.0%}",
         "targets": {k: {"agents": n, "at_most": limit} for k, (n, limit) in TARGETS.items()},
-        "scenarios": {"http": rows},
+        "scenarios": {"http": rows, "http_startup": startup, "http_request_layers": layers},
     }
     title = (
         f"one big run on the openai backend against a loopback server in its own process "
@@ -264,6 +326,13 @@ def run_http_bench(sizes: Sequence[int], out: Path, log_root: Path) -> dict[str,
         f"load average {load[0]:.2f})"
     )
     print(_table(title, rows, COLUMNS))
+    print(_table("start-up: a fresh process importing...", startup, ("imports", "run_s", "exit_s")))
+    columns = ("layer", "prompt_chars", "client_cpu_ms_per_request")
+    print(
+        _table(
+            "one request's client CPU, layer by layer (server replying at once)", layers, columns
+        )
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_report(out, json.dumps(report, indent=2))
     print(f"wrote {out}")

@@ -17,7 +17,9 @@ stdlib's 5 turns 20 concurrent streams from 0.2 s into 1.7 s; refused SYNs wait 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -29,7 +31,14 @@ from actors.llm.protocol import ChatMessage, Completion, CompletionRequest, Tool
 from actors.llm.scripted import ScriptedBackend
 from config.schema import ScriptedBackendConfig
 
-__all__ = ["BACKLOG", "ScriptedServer", "model_name", "serve"]
+__all__ = [
+    "BACKLOG",
+    "ScriptedServer",
+    "ServerProcess",
+    "model_name",
+    "open_server_process",
+    "serve",
+]
 
 BACKLOG = 1024
 """Pending connections the kernel queues (at least 128; every agent connects at once)."""
@@ -240,6 +249,54 @@ async def _main(latency: float, jitter: float) -> None:
         # Serve until the parent closes our stdin (or dies): never outlive the benchmark.
         await trio.to_thread.run_sync(sys.stdin.buffer.read, abandon_on_cancel=True)
         nursery.cancel_scope.cancel()
+
+
+@attrs.frozen(kw_only=True)
+class ServerProcess:
+    url: str
+    """The OpenAI API root (``http://127.0.0.1:PORT/v1``)."""
+    process: subprocess.Popen[bytes]
+
+    def stats(self) -> dict[str, Any]:
+        """What the server has served so far (``GET /stats``)."""
+        from urllib.request import urlopen
+
+        root = self.url.removesuffix("/v1")
+        with urlopen(f"{root}/stats", timeout=10) as response:
+            data: dict[str, Any] = json.loads(response.read())
+        return data
+
+
+@contextlib.contextmanager
+def open_server_process(latency: float = 0.2, jitter: float = 0.5) -> Iterator[ServerProcess]:
+    """The scripted server in its own process for the duration of the block; it exits when
+    its stdin closes, so it cannot outlive the block (or this process)."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.http_server",
+            f"--latency={latency}",
+            f"--jitter={jitter}",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.strip():
+            raise RuntimeError(f"the benchmark server failed to start (exit {process.wait()})")
+        yield ServerProcess(url=f"http://127.0.0.1:{int(line)}/v1", process=process)
+    finally:
+        assert process.stdin is not None
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,191 @@
+"""Where the ``http`` scenario's client time goes: start-up and exit by import, and one
+request's client CPU layer by layer (part of ``conclave bench --scenario http``).
+
+* **Start-up**: fresh processes that import Conclave's run machinery, the ``openai`` SDK, or
+  nothing; each prints the time as its last act, so the process's wall splits into running
+  the script and tearing the interpreter down (freeing every module) after it.
+* **A request**: the biggest request of a scripted N = 50 run (a vote prompt showing every
+  answer), sent again and again to :mod:`benchmarks.http_server` in its own process (replying
+  at once), through successively thinner layers: Conclave's backend, the SDK's streaming
+  ``create``, the SDK's request transform alone, and a bare ``httpx2`` stream decoding each
+  chunk with ``json.loads``. Only this process's CPU is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from actors.llm.scripted import ScriptedBackend
+from actors.run.driver import RunSpec, run
+from benchmarks.http_server import model_name, open_server_process
+from benchmarks.load_bench import TASK, Case
+from config.schema import AgentConfig, ScriptedBackendConfig
+from config.schema.openai import OpenAIBackendConfig
+from config.secret import Secret
+
+__all__ = ["LAYERS", "biggest_request", "request_costs", "startup_costs"]
+
+STARTUP = (
+    ("python, nothing imported", "pass"),
+    ("Conclave's run machinery", "import actors.run.driver"),
+    ("the openai SDK", "import openai"),
+    ("Conclave's openai backend (SDK included)", "import actors.llm.openai_backend"),
+)
+"""What each start-up process imports: label, code."""
+
+
+def _one_startup(code: str) -> tuple[float, float]:
+    """(seconds to run ``code`` from spawn, seconds to exit after it)."""
+    began = time.time()
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport time\nprint(time.time())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    ended = time.time()
+    finished = float(done.stdout.split()[-1])
+    return finished - began, ended - finished
+
+
+def startup_costs(repeats: int = 3) -> list[dict[str, Any]]:
+    """Median seconds to import and to exit, per row of :data:`STARTUP`."""
+    rows = []
+    for label, code in STARTUP:
+        runs = [_one_startup(code) for _ in range(repeats)]
+        rows.append(
+            {
+                "imports": label,
+                "run_s": round(statistics.median(r[0] for r in runs), 3),
+                "exit_s": round(statistics.median(r[1] for r in runs), 3),
+            }
+        )
+    return rows
+
+
+def _prompt_chars(request: CompletionRequest) -> int:
+    return sum(len(m.content) for m in request.messages)
+
+
+class _Recording:
+    """A scripted backend that keeps every request it is asked."""
+
+    def __init__(self, inner: ScriptedBackend, seen: list[CompletionRequest]) -> None:
+        self._inner = inner
+        self._seen = seen
+
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
+        self._seen.append(request)
+        return await self._inner.complete(request, sink=sink)
+
+
+def biggest_request(agents: int = 50) -> CompletionRequest:
+    """The biggest request of a scripted run of ``agents`` (run on a virtual clock)."""
+    seen: list[CompletionRequest] = []
+
+    def factory(agent: AgentConfig) -> LLMBackend:
+        policy = agent.backend
+        assert isinstance(policy, ScriptedBackendConfig)
+        return _Recording(ScriptedBackend(agent_id=agent.id, persona="", policy=policy), seen)
+
+    spec = RunSpec(task=TASK, config=Case(agents=agents, latency=0.2).config())
+    trio.run(
+        run,
+        attrs.evolve(spec, backend_factory=factory),
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )
+    return max(seen, key=_prompt_chars)
+
+
+async def _cpu_per_call(call: Callable[[], Awaitable[object]], repeats: int) -> float:
+    """Milliseconds of this process's CPU per ``call`` (after one call to warm up)."""
+    await call()
+    cpu = time.process_time()
+    for _ in range(repeats):
+        await call()
+    return (time.process_time() - cpu) / repeats * 1000
+
+
+LAYERS = (
+    "Conclave's backend (pool, hooks, reply assembled by hand)",
+    "the SDK: chat.completions.create(stream=True), chunks iterated",
+    "the SDK's request transform alone (async_maybe_transform)",
+    "httpx2 alone: POST, stream, json.loads per chunk",
+)
+
+
+async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[float]:
+    import httpx2
+    import openai
+    from openai._utils import async_maybe_transform
+    from openai.types.chat import completion_create_params
+
+    from actors.llm.pool import open_backends
+
+    key = "sk-bench-loopback"
+    backend_config = OpenAIBackendConfig(
+        model=model_name("a0", 0), base_url=url, api_key=Secret(key)
+    )
+    agent = AgentConfig(id="a0", backend=backend_config)
+    costs = []
+    async with open_backends() as pool:
+        backend = await pool.backend(agent)
+        costs.append(await _cpu_per_call(lambda: backend.complete(request), repeats))
+        # The very body Conclave sends (a private method, read here so the layers below
+        # send the same bytes).
+        body: dict[str, Any] = backend.inner._arguments(request)  # type: ignore[attr-defined]
+    body = {k: v for k, v in body.items() if k not in ("timeout", "stream")}
+    async with openai.AsyncOpenAI(
+        api_key=key, base_url=url, http_client=httpx2.AsyncClient()
+    ) as sdk:
+
+        async def create() -> None:
+            stream = await sdk.chat.completions.create(stream=True, **body)
+            async with stream:
+                async for _ in stream:
+                    pass
+
+        costs.append(await _cpu_per_call(create, repeats))
+        params = completion_create_params.CompletionCreateParamsStreaming
+        costs.append(
+            await _cpu_per_call(
+                lambda: async_maybe_transform({**body, "stream": True}, params), repeats
+            )
+        )
+    async with httpx2.AsyncClient() as http:
+        wire = {**body, "stream": True}
+
+        async def bare() -> None:
+            async with http.stream("POST", f"{url}/chat/completions", json=wire) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: {"):
+                        json.loads(line[6:])
+
+        costs.append(await _cpu_per_call(bare, repeats))
+    return costs
+
+
+def request_costs(repeats: int = 300) -> list[dict[str, Any]]:
+    """Client CPU per request, per layer of :data:`LAYERS`, against the server in its own
+    process replying at once."""
+    request = biggest_request()
+    size = _prompt_chars(request)
+    with open_server_process(latency=0.0, jitter=0.0) as server:
+        costs = trio.run(_layers, request, server.url, repeats)
+    return [
+        {"layer": layer, "prompt_chars": size, "client_cpu_ms_per_request": round(ms, 2)}
+        for layer, ms in zip(LAYERS, costs, strict=True)
+    ]
