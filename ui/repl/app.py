@@ -387,14 +387,13 @@ async def run_session(
         )
 
     def pre_run() -> None:
-        if welcome:
-            repl.say(welcome)
-        repl._flushing = False
-        if repl._pending:
-            repl._flushing = True
-            loop.call_soon(repl._start_flush)
         repl.app.create_background_task(start_runtime())
 
+    if welcome:
+        repl.say(welcome)
+    for block in repl._pending:  # before the first frame: straight to the terminal
+        repl._write(block)
+    repl._pending.clear()
     await repl.app.run_async(pre_run=pre_run)
     if not finished.done():
         repl.quit()

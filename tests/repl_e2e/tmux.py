@@ -1,0 +1,163 @@
+"""A real terminal for the REPL's end-to-end specs: ``conclave`` inside tmux, keys sent with
+``send-keys``, the screen read with ``capture-pane``.
+
+Each session runs on a tmux server of its own (``-L``, no user config), in a pane of fixed
+size, and is killed with its server at the end. Waits poll the screen with a deadline;
+nothing sleeps a fixed time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+CONCLAVE = Path(sys.executable).with_name("conclave")
+WIDTH, HEIGHT = 120, 40
+DEADLINE = 30.0
+MODE_BAR = "plan mode:"
+
+
+def require_tmux() -> str:
+    """tmux's path; without it the spec is skipped, or fails in CI (which installs it)."""
+    found = shutil.which("tmux")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("tmux is not installed; CI installs it (.ci/run): the REPL specs need it")
+        pytest.skip("tmux is not installed (CI installs it)")
+    return found
+
+
+class Terminal:
+    def __init__(self, tmux: str, socket: str) -> None:
+        self._tmux = tmux
+        self._socket = socket
+
+    def _run(self, *args: str) -> str:
+        done = subprocess.run(
+            [self._tmux, "-L", self._socket, "-f", os.devnull, *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return done.stdout
+
+    def keys(self, *keys: str) -> None:
+        """tmux key names (``Enter``, ``BTab``, ``C-o``, ``M-a``)."""
+        self._run("send-keys", "-t", "repl", *keys)
+
+    def type(self, text: str) -> None:
+        """``text`` typed as it is, then Enter."""
+        self._run("send-keys", "-t", "repl", "-l", text)
+        self._run("send-keys", "-t", "repl", "Enter")
+
+    def screen(self) -> str:
+        return self._run("capture-pane", "-p", "-t", "repl", "-S", "-200")
+
+    def dead(self) -> bool:
+        return self._run("display-message", "-p", "-t", "repl", "#{pane_dead}").strip() == "1"
+
+    def exit_status(self) -> int:
+        status = self._run("display-message", "-p", "-t", "repl", "#{pane_dead_status}")
+        return int(status.strip())
+
+    def wait(self, condition: Callable[[str], bool], what: str, timeout: float = DEADLINE) -> str:
+        """The screen once ``condition(screen)`` holds; fails after ``timeout`` showing it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
+            time.sleep(0.02)
+
+    def wait_for(self, text: str, timeout: float = DEADLINE) -> str:
+        return self.wait(lambda screen: text in screen, repr(text), timeout)
+
+    def wait_until_exited(self, timeout: float = DEADLINE) -> int:
+        deadline = time.monotonic() + timeout
+        while not self.dead():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"conclave did not exit; the screen:\n{self.screen()}")
+            time.sleep(0.02)
+        return self.exit_status()
+
+    def mode_bar(self) -> str:
+        """The mode bar as drawn now (the last one on the screen)."""
+        return [line for line in self.screen().splitlines() if MODE_BAR in line][-1]
+
+    def wait_bar(self, text: str) -> str:
+        """The mode bar once it shows ``text``."""
+        self.wait(lambda screen: text in self.mode_bar(), f"{text!r} on the mode bar")
+        return self.mode_bar()
+
+
+@contextmanager
+def terminal(cwd: Path, *args: str, tmux: str | None = None) -> Iterator[Terminal]:
+    """``conclave ARGS`` running in a tmux pane, until the block ends."""
+    found = tmux or require_tmux()
+    socket = f"conclave-e2e-{os.getpid()}-{time.monotonic_ns()}"
+    term = Terminal(found, socket)
+    env = {
+        "XDG_STATE_HOME": str(cwd / "state"),
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(cwd),
+        "LANG": "C.UTF-8",
+    }
+    command = " ".join(
+        [
+            "env",
+            *(f"{k}={_quoted(v)}" for k, v in env.items()),
+            _quoted(str(CONCLAVE)),
+            *(_quoted(a) for a in args),
+        ]
+    )
+    term._run(
+        "new-session",
+        "-d",
+        "-s",
+        "repl",
+        "-x",
+        str(WIDTH),
+        "-y",
+        str(HEIGHT),
+        "-c",
+        str(cwd),
+        command,
+        ";",
+        "set-option",
+        "-t",
+        "repl",
+        "remain-on-exit",
+        "on",
+    )
+    try:
+        yield term
+    finally:
+        subprocess.run(
+            [found, "-L", socket, "kill-server"], capture_output=True, timeout=10, check=False
+        )
+
+
+def _quoted(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def started(term: Terminal) -> str:
+    """The screen once the REPL's prompt and mode bar are up."""
+    return term.wait_for(MODE_BAR)
+
+
+def lines_with(screen: str, text: str) -> Sequence[str]:
+    return [line for line in screen.splitlines() if text in line]
