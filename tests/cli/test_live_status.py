@@ -15,6 +15,7 @@ import re
 import select
 import struct
 import subprocess
+import sys
 import termios
 import time
 import unicodedata
@@ -31,10 +32,12 @@ from actors.agent.events import (
     LlmRequestStarted,
     RoundStarted,
 )
-from actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
+from actors.coordination.events import AnswerAdded, RunStarted, VoteAdded, VotingComplete
 from actors.events import TextDelta, ToolCallStarted
 from actors.events.view import AgentView, RunView
+from actors.run.driver import RunSpec
 from actors.run.events import RunEnded
+from config.schema import AgentConfig, ConclaveConfig
 from tests.cli.helpers import CONCLAVE, TASK, write_config
 from ui.headless.live_status import (
     REDRAW_INTERVAL,
@@ -44,7 +47,7 @@ from ui.headless.live_status import (
     status_line,
     wants_live_status,
 )
-from ui.headless.progress import RunClock
+from ui.headless.progress import RunClock, RunProgress, TextProgress, make_progress
 
 SIZE = os.terminal_size((100, 24))
 ESCAPE = re.compile(r"\x1b\[(\d*)([A-Za-z])")
@@ -146,7 +149,7 @@ def slow_agents(n: int, latency: float = 0.3) -> list[dict[str, object]]:
     return [{"id": f"agent-{i}", "seed": i, "latency": latency * i} for i in range(1, n + 1)]
 
 
-BLOCK_HEADER = re.compile(r"^\w+, \d+\.\ds: \d+ answers?, \d+ votes?$")
+BLOCK_HEADER = re.compile(r"^[a-z ]+, \d+\.\ds: \d+ answers?, \d+ votes?$")
 AGENT_LINE = re.compile(r"^\S+ +.+ +\d+\.\ds +\d+ LLM calls? +[\d,]+ tokens")
 
 
@@ -236,6 +239,20 @@ class FakeTerminal(io.StringIO):
 def test_a_terminal_gets_the_live_block(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TERM", "xterm")
     assert wants_live_status(FakeTerminal())
+
+
+async def test_text_progress_to_a_terminal_is_the_live_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    spec = RunSpec(task="t", config=ConclaveConfig(agents=(AgentConfig(id="a1"),)))
+
+    def make(fmt: str) -> RunProgress:
+        return make_progress(spec, fmt, verbose=True, include_partial=False)
+
+    assert isinstance(make("text"), LiveStatus)
+    assert type(make("json")) is TextProgress  # --verbose progress beside JSON stays plain
 
 
 def test_a_dumb_terminal_gets_plain_lines(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -360,6 +377,13 @@ def test_the_block_shows_control_characters_escaped() -> None:
     view.apply(ToolCallStarted(at=12.0, agent="a1", tool="x\x1b[2J", call_id="c", arguments=""))
 
     assert "tool x\\x1b[2J" in status_block(view, 20.0, SIZE)[1]
+
+
+def test_the_runs_phase_reads_as_words() -> None:
+    view = view_of(1)
+    view.apply(VotingComplete(at=12.0, winner="a1", label="a1.1", tally={"a1.1": 1}))
+
+    assert status_block(view, 20.0, SIZE)[0].startswith("voting complete, 10.0s:")
 
 
 def test_a_run_not_started_has_no_block() -> None:

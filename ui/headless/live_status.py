@@ -95,8 +95,9 @@ def status_block(view: RunView, now: float, size: os.terminal_size) -> list[str]
         return []
     answers, votes = len(view.answers), len(view.votes)
     elapsed = 0.0 if view.started_at is None else max(0.0, now - view.started_at)
+    phase = view.phase.value.replace("_", " ")
     header = (
-        f"{view.phase.value}, {elapsed:.1f}s: {answers} answer{'' if answers == 1 else 's'}, "
+        f"{phase}, {elapsed:.1f}s: {answers} answer{'' if answers == 1 else 's'}, "
         f"{votes} vote{'' if votes == 1 else 's'}"
     )
     agents = list(view.agents.values())
