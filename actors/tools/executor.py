@@ -102,11 +102,13 @@ class AgentTools:
             arguments = parse_arguments(call.arguments, spec.parameters, tool=spec.name)
         except ArgumentError as exc:
             return ToolResult(ok=False, error=str(exc))
-        if self.before_call is not None:
-            refusal = await self.before_call(call)
-            if refusal is not None:
-                return ToolResult(ok=False, error=f"the call to {call.name} was refused: {refusal}")
         try:
+            if self.before_call is not None:
+                refusal = await self.before_call(call)
+                if refusal is not None:
+                    return ToolResult(
+                        ok=False, error=f"the call to {call.name} was refused: {refusal}"
+                    )
             return await spec.run(self.context, arguments)
         except (PathRefused, ToolError) as exc:
             return ToolResult(ok=False, error=str(exc))

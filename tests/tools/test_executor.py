@@ -205,3 +205,14 @@ async def test_the_sandbox_truncation_is_reported(tools: AgentTools, sandbox: Sh
     )
     result = await call(tools, "run_shell", command="yes")
     assert result.metadata.truncated_bytes == 7
+
+
+async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
+    make_tools: MakeTools, workspace: Path
+) -> None:
+    async def broken(call: ToolCall) -> str | None:
+        raise RuntimeError("gate down")
+
+    result = await call(make_tools(before_call=broken), "write_file", path="a.txt", content="x")
+    assert result.error == "the tool write_file failed: RuntimeError: gate down"
+    assert not (workspace / "a.txt").exists()
