@@ -44,7 +44,12 @@ def glob_regex(pattern: str) -> str:
             out.append("[^/]")
             i += 1
         elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            start = i + 1
+            if pattern[start : start + 1] in ("!", "^"):
+                start += 1
+            if pattern[start : start + 1] == "]":
+                start += 1  # a ']' first in a class is one of its characters
+            end = pattern.find("]", start)
             if end < 0:
                 out.append(re.escape(c))
                 i += 1
@@ -86,7 +91,11 @@ def _rule(line: str) -> _Rule | None:
     anchored = "/" in line
     line = line.lstrip("/")
     prefix = "" if anchored else "(?:.*/)?"
-    return _Rule(re.compile(f"^{prefix}{glob_regex(line)}$"), negate, dir_only)
+    try:
+        regex = re.compile(f"^{prefix}{glob_regex(line)}$")
+    except re.error:
+        return None  # as git does, a pattern that cannot match is ignored
+    return _Rule(regex, negate, dir_only)
 
 
 @attrs.frozen

@@ -129,8 +129,18 @@ def _walk_note(state: _Walk, ctx: ToolContext) -> str:
 # glob --------------------------------------------------------------------------------------
 
 
-def _glob(ctx: ToolContext, base: Path, shown: str, pattern: str) -> ToolResult:
-    regex = re.compile(f"^{glob_regex(pattern)}$")
+def _pattern(argument: str, glob: str) -> re.Pattern[str]:
+    try:
+        return re.compile(f"^{glob_regex(glob)}$")
+    except re.error as exc:
+        raise ToolError(
+            f"argument {argument!r} ({glob!r}) is not a valid glob: {exc}; check its [...] classes"
+        ) from None
+
+
+def _glob(
+    ctx: ToolContext, base: Path, shown: str, regex: re.Pattern[str], pattern: str
+) -> ToolResult:
     depth = None if "**" in pattern else pattern.count("/") + 1
     state = _Walk()
     cap = ctx.limits.glob_max_results
@@ -156,8 +166,11 @@ async def _glob_tool(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
             f"argument 'pattern' ({pattern!r}) must be relative to 'path'; "
             "put the directory in 'path' and the pattern (e.g. '**/*.py') in 'pattern'"
         )
+    regex = _pattern("pattern", pattern)
     base = ctx.readable(shown)
-    return await trio.to_thread.run_sync(_glob, ctx, base, shown, pattern, abandon_on_cancel=True)
+    return await trio.to_thread.run_sync(
+        _glob, ctx, base, shown, regex, pattern, abandon_on_cancel=True
+    )
 
 
 GLOB = ToolSpec(
@@ -269,7 +282,7 @@ async def _search_tool(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     only = args.get("glob")
     query = _Query(
         regex=regex,
-        only=re.compile(f"^{glob_regex(only)}$") if only else None,
+        only=_pattern("glob", only) if only else None,
         by_path=bool(only and "/" in only),
     )
     shown = args.get("path", ".")

@@ -105,3 +105,20 @@ async def test_a_nested_gitignore_applies_below_its_directory(
     (workspace / "src" / ".gitignore").write_text("b.txt\n")
     result = await call(tools, "glob", pattern="**/b.txt")
     assert result.output.startswith("no files match")
+
+
+def test_a_close_bracket_first_in_a_class_is_one_of_its_characters() -> None:
+    assert ignored(["[]a].txt"], "].txt")
+    assert not ignored(["[!]a].txt"], "a.txt")
+
+
+def test_a_line_that_is_not_a_valid_pattern_is_skipped() -> None:
+    assert ignored(["[z-a].txt", "*.log"], "x.log")
+    assert not ignored(["[z-a].txt"], "z.txt")
+
+
+async def test_an_invalid_glob_is_an_error_naming_the_argument(tools: AgentTools) -> None:
+    result = await call(tools, "glob", pattern="[z-a]")
+    assert (result.error or "").startswith("argument 'pattern' ('[z-a]') is not a valid glob")
+    searched = await call(tools, "search", pattern="x", glob="[z-a]")
+    assert (searched.error or "").startswith("argument 'glob' ('[z-a]') is not a valid glob")
