@@ -536,7 +536,7 @@ class SchemaWalker:
             got = MASK if secret else value
             self.problem(node, path, message, expected="${VAR} or ${VAR:-default}", got=got)
             return INVALID
-        if node.style is not None:  # quoted: a string, whatever it holds
+        if node.style:  # quoted or a block: a string, whatever it holds (plain: None or "")
             return text
         tag: str = self._resolver.resolve(  # type: ignore[no-untyped-call]
             yaml.ScalarNode, text, (True, False)
