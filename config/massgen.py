@@ -165,6 +165,7 @@ _ORCHESTRATOR_DROPS = {
     "answer_novelty_requirement": "Conclave refuses exact duplicate answers only",
     "debug_final_answer": "a MassGen debugging switch",
 }
+_CONTEXT_PATH_KEYS = ("path", "permission", "protected_paths")
 _COORDINATION_DROPS = {
     "enable_planning_mode": "plan mode is chosen per run in Conclave (Shift+Tab or /mode in "
     "the REPL), not in the config",
@@ -401,10 +402,29 @@ class _Converter:
                 for sub, _ in value.items():
                     reason = _COORDINATION_DROPS.get(sub, "not a coordination setting Conclave has")
                     self.dropped(f"{where}.{sub}", reason)
+            elif key == "context_paths" and _carry(key):
+                out[key] = self.context_paths(where, value)
             elif key in _ORCHESTRATOR_DROPS:
                 self.dropped(where, _ORCHESTRATOR_DROPS[key])
             else:
                 self.dropped(where, "not an orchestrator setting Conclave has")
+        return out
+
+    def context_paths(self, path: str, data: Any) -> Any:
+        """The same shape in both tools (``path``, ``permission``, ``protected_paths``);
+        anything else in an entry is dropped. Not a list: carried as is, for the loader to
+        name what it expected."""
+        if not isinstance(data, list):
+            return data
+        out = []
+        for i, entry in enumerate(data):
+            if not isinstance(entry, dict):
+                out.append(entry)
+                continue
+            kept = {k: v for k, v in entry.items() if k in _CONTEXT_PATH_KEYS}
+            for key in entry.keys() - kept.keys():
+                self.dropped(f"{path}[{i}].{key}", "not a context path setting Conclave has")
+            out.append(kept)
         return out
 
     def timeouts(self, path: str, data: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from config.limits import MAX_CONFIG_BYTES
-from config.loader import ConfigError, parse_config, parse_yaml
+from config.loader import ConfigError, parse_yaml, read_config_text
 from config.massgen import Conversion, MassGenError, NoteKind, convert_massgen
 from config.validation import check_runnable
 from ui.exit_codes import ExitCode
@@ -100,12 +100,14 @@ def render(conversion: Conversion, *, source: str) -> str:
 
 
 def _validate(text: str, *, source: str) -> None:
+    """Load ``text`` as ``conclave run`` would load the file (interpolation, the schema walk,
+    the whole-config checks); any problem refuses the import."""
     try:
-        config = parse_config(parse_yaml(text, source=source), source=source)
-        check_runnable(config, source=source)
+        loaded = read_config_text(text, source=source)
+        check_runnable(loaded.config, source=source, locations=loaded.locations)
     except ConfigError as exc:
         raise _Refused(
-            f"the converted config does not validate, so nothing was written: {exc}"
+            f"the converted config does not validate, so nothing was written:\n{exc}"
         ) from None
 
 

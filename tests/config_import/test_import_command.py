@@ -44,6 +44,50 @@ def test_a_converted_config_is_written_to_the_output_and_loads(tmp_path: Path) -
     assert config.orchestrator.run_timeout == 900
 
 
+def test_the_documented_mixed_panel_converts_into_a_config_that_loads(tmp_path: Path) -> None:
+    out = tmp_path / "conclave.yaml"
+
+    code = main(["import", "massgen", str(CONFIGS / "mixed_panel.yaml"), "-o", str(out)])
+
+    assert code == ExitCode.OK
+    config = load_config(out)
+    assert [a.backend.type for a in config.agents] == [
+        "openai", "openai", "anthropic", "openai", "openai",
+    ]  # fmt: skip
+    assert config.agents[0].system_prompt == "You are a researcher"
+
+
+def test_the_documented_single_agent_converts_into_a_config_that_loads(tmp_path: Path) -> None:
+    out = tmp_path / "conclave.yaml"
+
+    assert main(["import", "massgen", str(CONFIGS / "single_agent.yaml"), "-o", str(out)]) == 0
+
+    assert load_config(out).agents[0].system_prompt == "You are a helpful assistant"
+
+
+def test_a_context_path_that_exists_converts_into_one_conclave_reads(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent = {"id": "a", "backend": {"type": "claude", "model": "m"}}
+    paths = [{"path": str(project), "permission": "write"}]
+    source = _write(tmp_path / "m.yaml", {"agent": agent, "orchestrator": {"context_paths": paths}})
+    out = tmp_path / "conclave.yaml"
+
+    assert main(["import", "massgen", str(source), "-o", str(out)]) == ExitCode.OK
+
+    (context,) = load_config(out).orchestrator.context_paths
+    assert context.path == project.resolve()
+    assert context.writable
+
+
+def test_a_context_path_that_does_not_exist_fails_validation_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", "massgen", str(CONFIGS / "tools_to_drop.yaml")]) == ExitCode.USAGE
+
+    assert "/Users/me/project/src" in capsys.readouterr().err
+
+
 def test_without_an_output_the_config_goes_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["import", "massgen", str(VALID)]) == ExitCode.OK
 

@@ -183,12 +183,30 @@ def test_workspace_and_coordination_settings_are_dropped_each_with_a_reason() ->
     for key in (
         "orchestrator.snapshot_storage",
         "orchestrator.agent_temporary_workspace",
-        "orchestrator.context_paths",
         "orchestrator.coordination.enable_planning_mode",
         "orchestrator.coordination.max_orchestration_restarts",
     ):
         assert dropped[key]
-    assert "orchestrator" not in conversion.config
+    assert set(conversion.config["orchestrator"]) == {"context_paths"}
+
+
+def test_context_paths_carry_over_with_their_permissions() -> None:
+    conversion = convert_massgen(_load("tools_to_drop.yaml"))
+
+    assert conversion.config["orchestrator"]["context_paths"] == [
+        {"path": "/Users/me/project/src", "permission": "read"}
+    ]
+
+
+def test_a_context_path_setting_conclave_lacks_is_dropped_with_a_note() -> None:
+    entry = {"path": "/src", "permission": "write", "protected_paths": ["a"], "note": "x"}
+    data = {"agent": {"id": "a", "backend": {"type": "claude", "model": "m"}}}
+    conversion = convert_massgen({**data, "orchestrator": {"context_paths": [entry]}})
+
+    assert conversion.config["orchestrator"]["context_paths"] == [
+        {"path": "/src", "permission": "write", "protected_paths": ["a"]}
+    ]
+    assert "orchestrator.context_paths[0].note" in _notes(conversion, NoteKind.DROPPED)
 
 
 def test_the_ui_section_is_dropped_with_a_reason() -> None:
@@ -209,7 +227,6 @@ def test_every_dropped_key_has_exactly_one_note() -> None:
         "agents[1]",
         "agents[2].backend.enable_code_interpreter",
         "orchestrator.agent_temporary_workspace",
-        "orchestrator.context_paths",
         "orchestrator.coordination.enable_planning_mode",
         "orchestrator.coordination.max_orchestration_restarts",
         "orchestrator.snapshot_storage",
