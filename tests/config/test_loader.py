@@ -480,3 +480,33 @@ def test_a_section_refusing_itself_as_a_whole_is_a_problem_at_the_section(
     problem = _one(f"agents: [{{id: a}}]\norchestrator:\n  context_paths:\n    - path: {missing}\n")
     assert (problem.line, problem.path) == (4, "orchestrator.context_paths[0]")
     assert problem.message.startswith(f"context path '{missing}' does not exist")
+
+
+def test_parse_config_refuses_what_is_not_plain_data() -> None:
+    with pytest.raises(ConfigError, match="a config is plain data"):
+        parse_config({"agents": [{"id": "a", "persona": object()}]})
+
+
+def test_the_walker_refuses_to_guess_at_a_type_it_does_not_know() -> None:
+    @attrs.frozen
+    class Odd:
+        when: complex
+
+    node = compose_yaml("when: 1\n")
+    assert node is not None
+    with pytest.raises(TypeError, match=r"cannot check a field of type .*complex.* \(when\)"):
+        SchemaWalker(source=None, environ=None).walk(node, Odd, "")
+
+
+def test_without_libyaml_the_pure_python_composer_finds_the_same_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast = [(p.line, p.column, p.path) for p in _problems(BAD)]
+    monkeypatch.setattr("config.loader._FAST_LOADER", None)
+    assert [(p.line, p.column, p.path) for p in _problems(BAD)] == fast
+
+
+def test_without_libyaml_deep_nesting_is_still_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("config.loader._FAST_LOADER", None)
+    problem = _one("agents: " + "[" * 100 + "]" * 100)
+    assert "YAML nested more than 64 levels deep" in problem.message
