@@ -27,7 +27,7 @@ import trio
 from docker.models.containers import Container
 from docker.types import Mount as DockerMount
 
-from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN
+from actors.sandbox.engine import LABEL_AGENT, LABEL_RUN, owner_labels
 from actors.sandbox.output import CappedOutput
 from actors.sandbox.protocol import Mount, SandboxUnavailable, ShellOutcome
 from actors.sandbox.session import SESSION_SHELL, SessionEnded, ShellSession
@@ -101,9 +101,10 @@ class DockerSandbox:
         await self._teardown()
 
     async def run_shell(self, command: str, *, cwd: Path, timeout: float) -> ShellOutcome:
-        """Run ``command`` in the session shell. A timeout ends it inside the container
-        (exit code ``None``, ``timed_out``); cancellation kills its process group and
-        replaces the session before ``Cancelled`` propagates."""
+        """Run ``command`` in the session shell. At ``timeout`` its process group is killed
+        (exit code ``None``, ``timed_out``); on cancellation too, before ``Cancelled``
+        propagates. The session goes on when it can be read to the command's end, else the
+        next call opens a new one (and a new container, if this one stopped)."""
         async with self._lock:
             if self._closed:
                 raise RuntimeError(
@@ -119,7 +120,8 @@ class DockerSandbox:
                     exit_code = await session.run(command, cwd=cwd, timeout=timeout, output=output)
                     finished = True
             except SessionEnded as exc:
-                self._session = None
+                # Nothing left to kill: the container stopped. The next call gets a new one.
+                self._drop(session)
                 output.add(f"\n[{exc}]".encode())
                 return ShellOutcome(
                     exit_code=None,
@@ -129,7 +131,7 @@ class DockerSandbox:
                     truncated_bytes=output.truncated,
                 )
             finally:
-                if not finished:
+                if not finished and self._session is session:
                     await self._interrupt(session)
             return ShellOutcome(
                 exit_code=exit_code,
@@ -156,17 +158,23 @@ class DockerSandbox:
         cancellation too."""
         container = self._container
         with trio.CancelScope(shield=True), trio.move_on_after(_TEARDOWN_S):
-            pgid = None
-            with trio.move_on_after(_DRAIN_S):
-                pgid = await session.wait_pgid()
-            if pgid is not None and container is not None:
-                kill = ["kill", "-KILL", f"-{pgid}"]
-                await trio.to_thread.run_sync(
-                    lambda: _quietly(container.exec_run, kill, user=self._user())
-                )
-            with trio.move_on_after(_DRAIN_S):
-                if await session.drain():
-                    return
+            try:
+                pgid = None
+                with trio.move_on_after(_DRAIN_S):
+                    pgid = await session.wait_pgid()
+                if pgid is not None and container is not None:
+                    kill = ["kill", "-KILL", f"-{pgid}"]
+                    await trio.to_thread.run_sync(
+                        lambda: _quietly(container.exec_run, kill, user=self._user())
+                    )
+                with trio.move_on_after(_DRAIN_S):
+                    if await session.drain():
+                        return
+            except SessionEnded:
+                pass  # the container stopped meanwhile: nothing left to kill
+        self._drop(session)
+
+    def _drop(self, session: ShellSession) -> None:
         if self._session is session:
             self._session = None
         session.close()
@@ -200,11 +208,7 @@ class DockerSandbox:
             self._config.image,
             command=["sleep", "2147483647"],
             name=name,
-            labels={
-                LABEL_RUN: self._run_id,
-                LABEL_OWNER_PID: str(os.getpid()),
-                LABEL_AGENT: self._agent,
-            },
+            labels={LABEL_RUN: self._run_id, LABEL_AGENT: self._agent, **owner_labels()},
             init=True,  # reaps what commands leave behind, so zombies never fill the pid limit
             network_mode="none",
             mem_limit=memory,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 import docker
@@ -21,16 +22,23 @@ from actors.sandbox.protocol import SandboxUnavailable
 __all__ = [
     "LABEL_AGENT",
     "LABEL_OWNER_PID",
+    "LABEL_OWNER_STARTED",
     "LABEL_RUN",
     "OrphanRemoved",
     "connect",
     "labelled_containers",
+    "owner_alive",
+    "owner_labels",
     "pid_alive",
+    "process_started",
     "remove_orphans",
 ]
 
 LABEL_RUN = "conclave.run"
 LABEL_OWNER_PID = "conclave.owner_pid"
+LABEL_OWNER_STARTED = "conclave.owner_started"
+"""When the owner process started (clock ticks since boot): with the pid it names one
+process, where a pid alone names whichever process reuses it after the owner's death."""
 LABEL_AGENT = "conclave.agent"
 
 _API_TIMEOUT_S = 60
@@ -69,6 +77,37 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def process_started(pid: int) -> str | None:
+    """When process ``pid`` started, from ``/proc/PID/stat`` (field 22); ``None`` without
+    /proc or without that process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_labels() -> dict[str, str]:
+    """The labels that name this process as a container's owner."""
+    pid = os.getpid()
+    started = process_started(pid)
+    labels = {LABEL_OWNER_PID: str(pid)}
+    if started is not None:
+        labels[LABEL_OWNER_STARTED] = started
+    return labels
+
+
+def owner_alive(pid: int, started: str | None) -> bool:
+    """Whether the owner process still runs: its pid exists and, when its start time is
+    known, the process with that pid started then (else the pid was reused)."""
+    if not pid_alive(pid):
+        return False
+    if started is None:
+        return True
+    now = process_started(pid)
+    return now is None or now == started
+
+
 def labelled_containers(
     client: docker.DockerClient, *, run_id: str | None = None
 ) -> list[Container]:
@@ -86,7 +125,7 @@ class OrphanRemoved:
 
 
 def remove_orphans(
-    client: docker.DockerClient, *, alive: Callable[[int], bool] = pid_alive
+    client: docker.DockerClient, *, alive: Callable[[int, str | None], bool] = owner_alive
 ) -> list[OrphanRemoved]:
     """Remove Conclave's containers whose owner process is gone: after a SIGKILL no code of
     the owner ran, so this is the only way they go. A container whose owner label is not a
@@ -100,7 +139,7 @@ def remove_orphans(
         labels = container.labels
         raw = labels.get(LABEL_OWNER_PID, "")
         owner = int(raw) if raw.isdigit() else None
-        if owner is not None and alive(owner):
+        if owner is not None and alive(owner, labels.get(LABEL_OWNER_STARTED)):
             continue
         try:
             container.remove(force=True)

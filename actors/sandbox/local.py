@@ -156,15 +156,26 @@ class LocalSandbox:
             raise PermissionError(refused)
         started = trio.current_time()
         output = CappedOutput(self._limit)
-        process = await trio.lowlevel.open_process(
-            self.argv(command, cwd=cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=self._env,
-            start_new_session=True,
-        )
+        try:
+            process = await trio.lowlevel.open_process(
+                self.argv(command, cwd=cwd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=self._env,
+                start_new_session=True,
+            )
+        except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+            if str(exc.filename) != str(cwd):
+                raise
+            # As the docker sandbox's ``cd`` reports it: the shell's "cannot execute".
+            return ShellOutcome(
+                exit_code=126,
+                output=f"sh: cd: {cwd}: {exc.strerror}\n",
+                timed_out=False,
+                duration=trio.current_time() - started,
+            )
         assert process.stdout is not None
         stdout = process.stdout
         exit_code: int | None = None

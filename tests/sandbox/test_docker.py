@@ -15,7 +15,13 @@ from docker.models.containers import Container
 
 from actors.sandbox import Mount, Sandbox, open_sandbox
 from actors.sandbox.docker import DockerSandbox
-from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN
+from actors.sandbox.engine import (
+    LABEL_AGENT,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_STARTED,
+    LABEL_RUN,
+    process_started,
+)
 from config.schema.sandbox import SandboxConfig, SandboxKind
 from tests.sandbox.conftest import containers_of
 
@@ -63,6 +69,7 @@ async def test_the_container_is_labelled_with_the_run_the_owner_pid_and_the_agen
         labels = container_of(sandbox).labels
     assert labels[LABEL_RUN] == run_id
     assert labels[LABEL_OWNER_PID] == str(os.getpid())
+    assert labels[LABEL_OWNER_STARTED] == process_started(os.getpid())
     assert labels[LABEL_AGENT] == "agent1"
 
 
@@ -139,6 +146,27 @@ async def test_cancellation_kills_the_command_and_the_session_goes_on(
         left = await run(sandbox, "ps -o args | grep '^sleep 4' || true", workspace)
     assert scope.cancelled_caught
     assert left == ""
+
+
+async def test_a_container_killed_from_outside_ends_the_call_and_the_next_gets_a_new_one(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        first = container_of(sandbox)
+        async with trio.open_nursery() as nursery:
+
+            async def kill_soon() -> None:
+                await trio.sleep(0.5)
+                await trio.to_thread.run_sync(first.kill)
+
+            nursery.start_soon(kill_soon)
+            ended = await sandbox.run_shell("sleep 30", cwd=workspace, timeout=60)
+        after = await sandbox.run_shell("echo back", cwd=workspace, timeout=20)
+        assert container_of(sandbox).id != first.id
+    assert (ended.exit_code, ended.timed_out) == (None, False)
+    assert "the sandbox's shell ended" in ended.output
+    assert after.output == "back\n"
+    assert containers_of(engine, run_id) == []
 
 
 # --- read-only mounts, then recreated read-write ------------------------------------------

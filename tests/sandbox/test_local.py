@@ -3,7 +3,9 @@ bubblewrap's confinement where it works."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,33 @@ async def test_a_process_left_in_the_background_ends_with_the_call(workspace: Pa
     )
     assert (outcome.output, outcome.exit_code) == ("started\n", 0)
     assert processes_with(token) == []
+
+
+async def test_a_process_that_left_the_group_cannot_hold_the_call_open(workspace: Path) -> None:
+    seconds, token = sleeper()
+    sandbox = plain(workspace)
+    try:
+        with trio.fail_after(10):
+            outcome = await sandbox.run_shell(
+                f"setsid sleep {seconds} & echo started", cwd=workspace, timeout=60
+            )
+    finally:
+        for pid in processes_with(token):  # without bubblewrap it escapes: clean up after it
+            os.kill(pid, signal.SIGKILL)
+    assert (outcome.output, outcome.exit_code) == ("started\n", 0)
+
+
+async def test_a_missing_directory_is_exit_126_saying_so(workspace: Path) -> None:
+    outcome = await plain(workspace).run_shell("true", cwd=workspace / "gone", timeout=10)
+    assert outcome.exit_code == 126
+    assert str(workspace / "gone") in outcome.output
+
+
+async def test_a_closed_sandbox_runs_nothing(workspace: Path) -> None:
+    sandbox = plain(workspace)
+    await sandbox.aclose()
+    with pytest.raises(RuntimeError, match="closed sandbox"):
+        await sandbox.run_shell("true", cwd=workspace, timeout=10)
 
 
 # --- refusal without bubblewrap -----------------------------------------------------------

@@ -14,7 +14,14 @@ import pytest
 import trio
 
 from actors.sandbox import open_docker_engine
-from actors.sandbox.engine import LABEL_AGENT, LABEL_OWNER_PID, LABEL_RUN, remove_orphans
+from actors.sandbox.engine import (
+    LABEL_AGENT,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_STARTED,
+    LABEL_RUN,
+    process_started,
+    remove_orphans,
+)
 from actors.sandbox.image import DEFAULT_IMAGE
 from config.schema.sandbox import SandboxConfig, SandboxKind
 from tests.sandbox.conftest import containers_of
@@ -61,12 +68,13 @@ def gone_pid() -> int:
     return child.pid
 
 
-def labelled(client: docker.DockerClient, run_id: str, owner: int) -> None:
-    client.containers.create(
-        DEFAULT_IMAGE,
-        command=["true"],
-        labels={LABEL_RUN: run_id, LABEL_OWNER_PID: str(owner), LABEL_AGENT: "agent1"},
-    )
+def labelled(
+    client: docker.DockerClient, run_id: str, owner: int, started: str | None = None
+) -> None:
+    labels = {LABEL_RUN: run_id, LABEL_OWNER_PID: str(owner), LABEL_AGENT: "agent1"}
+    if started is not None:
+        labels[LABEL_OWNER_STARTED] = started
+    client.containers.create(DEFAULT_IMAGE, command=["true"], labels=labels)
 
 
 def test_a_sigkilled_owner_leaves_its_container_and_cleanup_removes_it(
@@ -85,7 +93,7 @@ def test_a_sigkilled_owner_leaves_its_container_and_cleanup_removes_it(
 def test_cleanup_leaves_the_containers_of_live_owners(
     engine: docker.DockerClient, run_id: str
 ) -> None:
-    labelled(engine, run_id, os.getpid())
+    labelled(engine, run_id, os.getpid(), started=process_started(os.getpid()))
     try:
         remove_orphans(engine)
         assert len(containers_of(engine, run_id)) == 1
@@ -94,6 +102,17 @@ def test_cleanup_leaves_the_containers_of_live_owners(
             all=True, filters={"label": LABEL_RUN + "=" + run_id}
         ):
             container.remove(force=True)
+
+
+def test_cleanup_removes_a_container_whose_owner_pid_now_names_another_process(
+    engine: docker.DockerClient, run_id: str
+) -> None:
+    started = process_started(os.getpid())
+    assert started is not None
+    labelled(engine, run_id, os.getpid(), started=str(int(started) - 1))
+    removed = remove_orphans(engine)
+    assert [o.run_id for o in removed if o.run_id == run_id] == [run_id]
+    assert containers_of(engine, run_id) == []
 
 
 def test_cleanup_removes_a_container_whose_owner_label_is_not_a_pid(
