@@ -123,15 +123,19 @@ LAYERS = (
     "Conclave's backend (pool, hooks, reply assembled by hand)",
     "the SDK: chat.completions.create(stream=True), chunks iterated",
     "the SDK's request transform alone (async_maybe_transform)",
+    "the SDK's client.post: no transform, chunks as typed models",
+    "the SDK's client.post: no transform, chunks as plain dicts",
     "httpx2 alone: POST, stream, json.loads per chunk",
 )
+"""From the whole path down to the bare HTTP client; the two ``client.post`` rows are what
+Conclave's backend would cost if it skipped the SDK's transform (and its chunk models)."""
 
 
 async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[float]:
     import httpx2
     import openai
     from openai._utils import async_maybe_transform
-    from openai.types.chat import completion_create_params
+    from openai.types.chat import ChatCompletionChunk, completion_create_params
 
     from actors.llm.pool import open_backends
 
@@ -165,6 +169,21 @@ async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[fl
                 lambda: async_maybe_transform({**body, "stream": True}, params), repeats
             )
         )
+        for chunk_type in (ChatCompletionChunk, dict):
+
+            async def post(cast: Any = chunk_type) -> None:
+                stream = await sdk.post(
+                    "/chat/completions",
+                    body={**body, "stream": True},
+                    cast_to=cast,
+                    stream=True,
+                    stream_cls=openai.AsyncStream[cast],
+                )
+                async with stream:
+                    async for _ in stream:
+                        pass
+
+            costs.append(await _cpu_per_call(post, repeats))
     async with httpx2.AsyncClient() as http:
         wire = {**body, "stream": True}
 
