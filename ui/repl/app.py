@@ -7,8 +7,8 @@ token; the service writes the state and invalidates the application, which redra
 every 50 ms however fast events arrive.
 
 Start-up: the prompt is drawn first, with only prompt-toolkit and the config loaded; the
-runtime (trio, the actors) is imported in a worker thread meanwhile and the guest starts
-when it is in. A line sent before then waits and is sent when the service is up.
+runtime (trio, the actors) is then imported in a worker thread and the guest starts when it
+is in. A line sent before then waits and is sent when the service is up.
 
 Leaving: Ctrl+D, ``/quit``, SIGTERM or SIGHUP send :class:`~ui.repl.protocol.Quit`; the
 service cancels any run, waits until its event log is closed, and ends; its end ends the
@@ -24,6 +24,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,9 @@ if TYPE_CHECKING:
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
 REDRAW_INTERVAL = 0.05
-"""At most one frame per this many seconds: a thousand agents' events cost 20 frames a second."""
+"""The runtime's changes are drawn at most once per this many seconds: a thousand agents'
+events cost 20 frames a second. Keys redraw at once (a typed character is echoed
+without waiting for the next frame)."""
 
 BackendFactory = Callable[[AgentConfig], "LLMBackend"]
 
@@ -114,12 +117,14 @@ class Repl:
             include_default_pygments_style=False,
             mouse_support=True,
             full_screen=False,
-            min_redraw_interval=REDRAW_INTERVAL,
             input=input,
             output=output,
         )
         self.app.ttimeoutlen = 0.05  # Esc alone is a key here: do not wait long for more
-        state.on_change = self.app.invalidate
+        self.app.after_render += self._drawn
+        state.on_change = self.changed
+        self._last_frame = 0.0
+        self._redraw_due = False
         self._token: trio.lowlevel.TrioToken | None = None
         self._channel: trio.MemorySendChannel[Command] | None = None
         self._early: list[Command] = []
@@ -154,6 +159,26 @@ class Repl:
             self._early.append(command)
             return
         self._token.run_sync_soon(self._channel.send_nowait, command)
+
+    # -- redraws -------------------------------------------------------------------------------
+
+    def changed(self) -> None:
+        """The state changed: draw it, at most once per :data:`REDRAW_INTERVAL`."""
+        if self._redraw_due:
+            return
+        wait = self._last_frame + REDRAW_INTERVAL - time.monotonic()
+        if wait <= 0 or self._loop is None:
+            self.app.invalidate()
+            return
+        self._redraw_due = True
+        self._loop.call_later(wait, self._redraw)
+
+    def _redraw(self) -> None:
+        self._redraw_due = False
+        self.app.invalidate()
+
+    def _drawn(self, _app: Application[None]) -> None:
+        self._last_frame = time.monotonic()
 
     # -- output above the prompt ---------------------------------------------------------------
 
@@ -386,8 +411,14 @@ async def run_session(
             host_uses_signal_set_wakeup_fd=True,
         )
 
+    def first_frame(app: Application[None]) -> None:
+        # Loaded once the prompt is on the screen: the import thread would otherwise take
+        # the GIL from the first frame half of the time.
+        app.after_render -= first_frame
+        app.create_background_task(start_runtime())
+
     def pre_run() -> None:
-        repl.app.create_background_task(start_runtime())
+        repl.app.after_render += first_frame
 
     if welcome:
         repl.say(welcome)
