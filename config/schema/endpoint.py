@@ -118,6 +118,13 @@ def _body(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
 def _secret(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not isinstance(value, Secret):
         raise ValueError(f"{attr.name!r} must be a Secret (a key), got {type(value).__name__}")
+    if isinstance(value, Secret) and not value.reveal().strip():
+        # Most often ${VAR} of a variable set to nothing: every request would be refused.
+        raise InvalidValue(
+            f"{attr.name!r} is empty; set the key (or the variable it names), or remove "
+            f"{attr.name!r} to read the backend's api_key_env",
+            expected="a key, or no api_key at all",
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -510,3 +510,21 @@ def test_without_libyaml_deep_nesting_is_still_refused(monkeypatch: pytest.Monke
     monkeypatch.setattr("config.loader._FAST_LOADER", None)
     problem = _one("agents: " + "[" * 100 + "]" * 100)
     assert "YAML nested more than 64 levels deep" in problem.message
+
+
+def test_a_key_that_is_empty_is_refused() -> None:
+    problem = _one(
+        "agents: [{id: a, backend: {type: openai, model: m, api_key: '${K}'}}]", env={"K": ""}
+    )
+    assert problem.path == "agents[0].backend.api_key"
+    assert problem.message.startswith("'api_key' is empty; set the key")
+    assert problem.got == "********"
+
+
+def test_an_unquoted_reference_to_nothing_is_null() -> None:
+    loaded = _load(
+        "agents:\n  - id: a\n    backend:\n      type: openai\n      model: m\n      api_key: ${K:-}\n"
+    )
+    backend = loaded.config.agents[0].backend
+    assert isinstance(backend, OpenAIBackendConfig)
+    assert backend.api_key is None
