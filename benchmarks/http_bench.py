@@ -209,6 +209,12 @@ def _timed_process(argv: list[str], cwd: Path) -> Finished:
         )
 
 
+def _since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What the server served between two readings of its statistics."""
+    counted = ("requests", "completions", "connections", "errors", "cpu_s")
+    return {**after, **{key: after[key] - before[key] for key in counted}}
+
+
 def _command_run(case: Case, scratch: Path) -> tuple[Finished, dict[str, Any], dict[str, Any]]:
     """``conclave run --config`` as a user runs it, against a fresh server: the process,
     its JSON result and what the server served."""
@@ -218,8 +224,9 @@ def _command_run(case: Case, scratch: Path) -> tuple[Finished, dict[str, Any], d
         config.write_text(yaml.safe_dump(config_data(case, server.url)), encoding="utf-8")
         argv = [str(conclave), "run", "--config", str(config), "--output-format", "json"]
         argv += ["--log-dir", str(scratch / "cli"), TASK]
+        before = server.stats()
         finished = _timed_process(argv, scratch)
-        served = server.stats()
+        served = _since(before, server.stats())
     result: dict[str, Any] = json.loads(finished.stdout)
     return finished, result, served
 
@@ -230,8 +237,9 @@ def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, An
     with open_server_process() as server:
         argv = [sys.executable, "-m", "benchmarks.http_bench", "--client"]
         argv += [json.dumps(attrs.asdict(case)), "--url", server.url, "--log-root", str(scratch)]
+        before = server.stats()
         finished = _timed_process(argv, scratch)
-        served = server.stats()
+        served = _since(before, server.stats())
     got: dict[str, Any] = json.loads(finished.stdout)
     return got, served
 
@@ -265,6 +273,7 @@ def measure(case: Case, log_root: Path) -> dict[str, Any]:
         "server_errors": served["errors"] + served_command["errors"],
         "connections": served["connections"],
         "client_cpu_ms_per_request": round(got["cpu_s"] / max(requests, 1) * 1000, 2),
+        "server_cpu_ms_per_request": round(served["cpu_s"] / max(requests, 1) * 1000, 2),
         "scripted_cpu_ms_per_request": round(
             got["scripted_cpu_s"] / max(got["scripted_llm_calls"], 1) * 1000, 2
         ),
@@ -288,7 +297,8 @@ def targets_met(row: dict[str, Any]) -> dict[str, bool]:
 COLUMNS = (
     "agents", "visibility", "process_wall_s", "process_cpu_s", "peak_rss_mb", "sdk_import_s",
     "wall_s", "ideal_s", "wall_over_ideal", "requests", "command_requests", "scripted_requests",
-    "client_cpu_ms_per_request", "scripted_cpu_ms_per_request", "server_errors",
+    "client_cpu_ms_per_request", "scripted_cpu_ms_per_request", "server_cpu_ms_per_request",
+    "server_errors",
     "failed_agents", "missed",
 )  # fmt: skip
 
