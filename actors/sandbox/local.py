@@ -71,6 +71,22 @@ def bubblewrap() -> str | None:
     return found if probe.returncode == 0 else None
 
 
+async def _wait(child: subprocess.Popen[bytes]) -> int:
+    """``child``'s exit status, waited for without blocking the loop: a pidfd where Linux
+    has them, else a worker thread (abandoned on cancellation; the caller kills the
+    child, and the thread then returns)."""
+    if child.returncode is not None:
+        return child.returncode
+    if not hasattr(os, "pidfd_open"):
+        return await trio.to_thread.run_sync(child.wait, abandon_on_cancel=True)
+    pidfd = os.pidfd_open(child.pid)
+    try:
+        await trio.lowlevel.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+    return child.wait()
+
+
 async def _read(stdout: trio.abc.ReceiveStream, output: CappedOutput) -> None:
     async for chunk in stdout:
         output.add(chunk)
@@ -157,7 +173,10 @@ class LocalSandbox:
         started = trio.current_time()
         output = CappedOutput(self._limit)
         try:
-            process = await trio.lowlevel.open_process(
+            # Started from this thread, not a worker thread as trio.lowlevel.open_process
+            # would: bubblewrap's --die-with-parent follows the thread that forked it, and an
+            # idle worker thread exits after 10 s, which would kill the command with it.
+            child = subprocess.Popen(  # noqa: ASYNC220 (a fork, not a wait: see above)
                 self.argv(command, cwd=cwd),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -176,26 +195,27 @@ class LocalSandbox:
                 timed_out=False,
                 duration=trio.current_time() - started,
             )
-        assert process.stdout is not None
-        stdout = process.stdout
+        assert child.stdout is not None
+        stdout = trio.lowlevel.FdStream(os.dup(child.stdout.fileno()))
+        child.stdout.close()
         exit_code: int | None = None
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_read, stdout, output)
                 with trio.move_on_after(timeout):
-                    status = await process.wait()
+                    status = await _wait(child)
                     # As a shell reports it: a command killed by signal N is 128 + N.
                     exit_code = status if status >= 0 else 128 - status
                 # The shell is done or out of time: kill what it left behind, so every writer
                 # of the pipe is gone and the reader meets its end. Only a process that left
                 # the group (possible without bubblewrap) could hold the pipe open: bounded.
-                _kill_group(process.pid)
+                _kill_group(child.pid)
                 nursery.cancel_scope.deadline = trio.current_time() + _DRAIN_S
         finally:
-            _kill_group(process.pid)
+            _kill_group(child.pid)
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(_REAP_S):
-                    await process.wait()
+                    await _wait(child)
                 await stdout.aclose()
         return ShellOutcome(
             exit_code=exit_code,

@@ -13,7 +13,7 @@ import trio
 from actors.sandbox.docker import DockerSandbox
 from actors.sandbox.engine import OrphanRemoved, connect, remove_orphans
 from actors.sandbox.image import image_present
-from actors.sandbox.local import LocalSandbox
+from actors.sandbox.local import LocalSandbox, bubblewrap
 from actors.sandbox.protocol import Mount, Sandbox, SandboxKind, SandboxUnavailable
 from config.schema.sandbox import SandboxConfig
 
@@ -65,6 +65,7 @@ async def open_sandbox(
     shielded and bounded). ``mounts`` are the paths besides ``workspace`` the commands may
     see, read-only unless writable. Without ``engine`` a docker sandbox opens its own."""
     if config.type is SandboxKind.LOCAL:
+        await trio.to_thread.run_sync(bubblewrap)  # probed once per process, off the loop
         local = LocalSandbox(
             workspace=workspace, mounts=mounts, max_output_bytes=config.max_output_bytes
         )

@@ -3,6 +3,7 @@ one shell session, read-only mounts until a remount recreates the container, no 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,7 +14,7 @@ import pytest
 import trio
 from docker.models.containers import Container
 
-from actors.sandbox import Mount, Sandbox, open_sandbox
+from actors.sandbox import Mount, Sandbox, open_docker_engine, open_sandbox
 from actors.sandbox.docker import DockerSandbox
 from actors.sandbox.engine import (
     LABEL_AGENT,
@@ -78,14 +79,19 @@ async def test_the_container_is_confined(
 ) -> None:
     async with docker_sandbox(run_id, workspace) as sandbox:
         host = container_of(sandbox).attrs["HostConfig"]
-        user = container_of(sandbox).attrs["Config"]["User"]
+        config = container_of(sandbox).attrs["Config"]
     assert host["NetworkMode"] == "none"
     assert host["CapDrop"] == ["ALL"]
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert host["Memory"] == 256 * 1024 * 1024
     assert host["PidsLimit"] == 64
+    assert host["MemorySwap"] == host["Memory"]  # no swap beyond the memory limit
     assert host["ReadonlyRootfs"] is True
-    assert user == f"{os.getuid()}:{os.getgid()}"
+    assert list(host["Tmpfs"]) == ["/tmp"]
+    assert host["Init"] is True  # an init reaps what commands leave, within the pid limit
+    assert config["User"] == f"{os.getuid()}:{os.getgid()}"
+    assert config["WorkingDir"] == str(workspace)
+    assert "HOME=/tmp" in config["Env"]
 
 
 async def test_the_container_has_no_network(
@@ -210,6 +216,38 @@ async def test_a_remount_replaces_the_container(
         await box.remount((Mount(path=context, writable=True),))
         after = containers_of(engine, run_id)
     assert len(after) == 1 and before not in after
+
+
+async def test_a_read_only_path_inside_a_writable_mount_stays_read_only(
+    engine: docker.DockerClient, run_id: str, workspace: Path, context: Path
+) -> None:
+    protected = context / "protected"
+    protected.mkdir()
+    mounts = (Mount(path=protected, writable=False), Mount(path=context, writable=True))
+    async with docker_sandbox(run_id, workspace, mounts) as box:
+        outside = await box.run_shell(f"touch {context}/new", cwd=workspace, timeout=20)
+        inside = await box.run_shell(f"touch {protected}/new", cwd=workspace, timeout=20)
+    assert outside.exit_code == 0
+    assert "Read-only file system" in inside.output
+
+
+async def test_sandboxes_opened_on_one_engine_each_get_their_own_container(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with open_docker_engine(DOCKER) as shared, contextlib.AsyncExitStack() as stack:
+        for agent in ("a1", "a2"):
+            await stack.enter_async_context(
+                open_sandbox(
+                    DOCKER,
+                    run_id=run_id,
+                    agent=agent,
+                    workspace=workspace,
+                    mounts=(),
+                    engine=shared,
+                )
+            )
+        assert len(await trio.to_thread.run_sync(containers_of, engine, run_id)) == 2
+    assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
 
 
 # --- no orphans ---------------------------------------------------------------------------

@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,26 +32,26 @@ def confined(workspace: Path, *, mounts: tuple[Mount, ...] = ()) -> LocalSandbox
     return sandbox
 
 
-def processes_with(token: str) -> list[int]:
-    """Host processes whose command line holds ``token``."""
+def sleeping(seconds: str) -> list[int]:
+    """Host processes, zombies aside, running ``sleep SECONDS`` (not a shell or a bwrap
+    whose command line merely mentions it)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if token.encode() in cmdline and state != "Z":
+        if argv[:2] == [b"sleep", seconds.encode()] and state != "Z":
             found.append(int(entry.name))
     return found
 
 
-def sleeper() -> tuple[str, str]:
-    """A ``sleep`` with a duration no other process has, to find it on the host."""
-    seconds = f"{30 + secrets.randbelow(10**6) / 10**6:.6f}"
-    return seconds, f"sleep {seconds}"
+def duration() -> str:
+    """A ``sleep`` duration no other process uses, to find that sleep on the host."""
+    return f"{30 + secrets.randbelow(10**6) / 10**6:.6f}"
 
 
 # --- output, exit code, working directory ----------------------------------------------
@@ -109,34 +113,34 @@ async def test_a_command_does_not_see_the_api_keys_of_the_process(
 
 
 async def test_a_timeout_kills_the_command_and_everything_it_started(workspace: Path) -> None:
-    seconds, token = sleeper()
+    seconds = duration()
     outcome = await plain(workspace).run_shell(
         f"sleep {seconds} & sleep {seconds}", cwd=workspace, timeout=0.5
     )
     assert (outcome.exit_code, outcome.timed_out) == (None, True)
-    assert processes_with(token) == []
+    assert sleeping(seconds) == []
 
 
 async def test_cancellation_kills_the_command_and_everything_it_started(workspace: Path) -> None:
-    seconds, token = sleeper()
+    seconds = duration()
     sandbox = plain(workspace)
     with trio.move_on_after(0.5) as scope:
         await sandbox.run_shell(f"sleep {seconds} & sleep {seconds}", cwd=workspace, timeout=60)
     assert scope.cancelled_caught
-    assert processes_with(token) == []
+    assert sleeping(seconds) == []
 
 
 async def test_a_process_left_in_the_background_ends_with_the_call(workspace: Path) -> None:
-    seconds, token = sleeper()
+    seconds = duration()
     outcome = await plain(workspace).run_shell(
         f"sleep {seconds} & echo started", cwd=workspace, timeout=60
     )
     assert (outcome.output, outcome.exit_code) == ("started\n", 0)
-    assert processes_with(token) == []
+    assert sleeping(seconds) == []
 
 
 async def test_a_process_that_left_the_group_cannot_hold_the_call_open(workspace: Path) -> None:
-    seconds, token = sleeper()
+    seconds = duration()
     sandbox = plain(workspace)
     try:
         with trio.fail_after(10):
@@ -144,7 +148,7 @@ async def test_a_process_that_left_the_group_cannot_hold_the_call_open(workspace
                 f"setsid sleep {seconds} & echo started", cwd=workspace, timeout=60
             )
     finally:
-        for pid in processes_with(token):  # without bubblewrap it escapes: clean up after it
+        for pid in sleeping(seconds):  # without bubblewrap it escapes: clean up after it
             os.kill(pid, signal.SIGKILL)
     assert (outcome.output, outcome.exit_code) == ("started\n", 0)
 
@@ -258,12 +262,83 @@ async def test_bubblewrap_gives_a_private_tmp(bwrap: str, workspace: Path) -> No
 async def test_bubblewrap_timeout_kills_even_what_left_the_process_group(
     bwrap: str, workspace: Path
 ) -> None:
-    seconds, token = sleeper()
+    seconds = duration()
     outcome = await confined(workspace).run_shell(
         f"setsid sleep {seconds} & sleep {seconds}", cwd=workspace, timeout=0.5
     )
     assert outcome.timed_out
-    assert processes_with(token) == []
+    assert sleeping(seconds) == []
+
+
+async def test_bubblewrap_keeps_a_read_only_path_inside_a_writable_mount_read_only(
+    bwrap: str, workspace: Path, tmp_path: Path
+) -> None:
+    context = tmp_path / "context"
+    protected = context / "protected"
+    protected.mkdir(parents=True)
+    # Child first: bubblewrap applies mounts in order, so the sandbox must sort them.
+    sandbox = confined(
+        workspace,
+        mounts=(Mount(path=protected, writable=False), Mount(path=context, writable=True)),
+    )
+    outside = await sandbox.run_shell(f"touch {context}/new", cwd=workspace, timeout=10)
+    inside = await sandbox.run_shell(f"touch {protected}/new", cwd=workspace, timeout=10)
+    assert outside.exit_code == 0
+    assert "Read-only file system" in inside.output
+
+
+_OWNER = """
+import sys, trio
+from pathlib import Path
+from actors.sandbox.local import LocalSandbox
+
+async def owner() -> None:
+    workspace = Path(sys.argv[1])
+    sandbox = LocalSandbox(workspace=workspace, mounts=(), max_output_bytes=1024)
+    print("ready", flush=True)
+    await sandbox.run_shell(sys.argv[2], cwd=workspace, timeout=60)
+
+trio.run(owner)
+"""
+
+
+def until(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    """Whether ``condition`` holds within ``seconds`` (polled: another process decides)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_bubblewrap_commands_die_with_a_sigkilled_owner(bwrap: str, workspace: Path) -> None:
+    seconds = duration()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(workspace), f"sleep {seconds}"],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert owner.stdout is not None
+    try:
+        assert owner.stdout.readline() == b"ready\n"
+        assert until(lambda: bool(sleeping(seconds)))
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        owner.stdout.close()
+    assert until(lambda: not sleeping(seconds))
+
+
+def test_bubblewrap_commands_outlive_the_thread_that_would_have_started_them(
+    bwrap: str, workspace: Path
+) -> None:
+    """--die-with-parent follows the thread that forked bubblewrap; trio's worker threads
+    exit after 10 s idle, so a command started from one died at 10 s."""
+    outcome = trio.run(
+        lambda: confined(workspace).run_shell("sleep 12; echo done", cwd=workspace, timeout=30)
+    )
+    assert (outcome.exit_code, outcome.output) == (0, "done\n")
 
 
 # --- open_sandbox -------------------------------------------------------------------------
