@@ -5,8 +5,8 @@
   several starts. Target: at most 0.6 s.
 * **key echo**: from ``send-keys`` of one character to that character on the screen, at an
   idle prompt (the floor: what tmux itself costs) and while a scripted run of 1,000 agents
-  streams its progress (type-ahead into the input line). Target while streaming: median at
-  most 50 ms, p99 at most 150 ms.
+  (visibility ring, as the load benchmarks run that many) streams its progress (type-ahead
+  into the input line). Target while streaming: median at most 50 ms, p99 at most 150 ms.
 
 Each figure includes the cost of the tmux client calls that send and read (a few
 milliseconds each), which the idle row shows. Prints a table and writes JSON (machine,
@@ -59,7 +59,7 @@ class _Pane:
         self.started = time.perf_counter()
         self._run(
             "new-session", "-d", "-s", "b", "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
-            command,
+            command, ";", "set-option", "-t", "b", "remain-on-exit", "on",
         )  # fmt: skip
 
     def _run(self, *args: str) -> str:
@@ -91,6 +91,14 @@ class _Pane:
         lines = self.screen().splitlines()
         bars = [i for i, line in enumerate(lines) if MODE_BAR in line]
         return lines[bars[-1] + 1] if bars and bars[-1] + 1 < len(lines) else ""
+
+    def wait_exited(self, timeout: float = DEADLINE) -> None:
+        """Until ``conclave`` has exited (after Ctrl+D it waits for its run's log to close)."""
+        deadline = time.perf_counter() + timeout
+        while self._run("display-message", "-p", "-t", "b", "#{pane_dead}").strip() != "1":
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"conclave did not exit; the screen:\n{self.screen()}")
+            time.sleep(0.05)
 
     def close(self) -> None:
         subprocess.run(
@@ -152,10 +160,12 @@ def run_benchmark(agents: int, samples: int, starts: int) -> dict[str, Any]:
     tmux = shutil.which("tmux")
     if tmux is None:
         raise RuntimeError("tmux is not installed; install it (apt-get install tmux) to run this")
-    with tempfile.TemporaryDirectory(prefix="conclave-repl-bench-") as scratch:
+    with tempfile.TemporaryDirectory(
+        prefix="conclave-repl-bench-", ignore_cleanup_errors=True
+    ) as scratch:
         cwd = Path(scratch)
         startup = [measure_start(tmux, cwd) for _ in range(starts)]
-        pane = _Pane(tmux, cwd, ["repl", "--agents", str(agents)])
+        pane = _Pane(tmux, cwd, ["repl", "--agents", str(agents), "--visibility", "ring"])
         try:
             pane.wait_for(MODE_BAR)
             idle = measure_echo(pane, samples, while_text=None)
@@ -165,6 +175,7 @@ def run_benchmark(agents: int, samples: int, starts: int) -> dict[str, Any]:
             pane.wait_for(RUNNING)
             streaming = measure_echo(pane, samples, while_text=RUNNING)
             pane.send("C-d")
+            pane.wait_exited()
         finally:
             pane.close()
     if not streaming:
@@ -173,6 +184,7 @@ def run_benchmark(agents: int, samples: int, starts: int) -> dict[str, Any]:
         "benchmark": "repl_bench",
         "machine": machine_info(),
         "parameters": {"agents": agents, "samples": samples, "starts": starts},
+        "load_average": os.getloadavg(),
         "startup_s": _summary(startup),
         "echo_idle_ms": _summary(idle),
         "echo_streaming_ms": _summary(streaming),
@@ -196,7 +208,8 @@ def format_table(report: dict[str, Any]) -> str:
         ),
     ]
     head = f"{'measure':<40} {'n':>4} {'min':>9} {'median':>9} {'p99':>9} {'max':>9}  target"
-    lines = [f"repl_bench: in tmux {WIDTH}x{HEIGHT}", head, "-" * len(head)]
+    load = ", ".join(f"{x:.1f}" for x in report["load_average"])
+    lines = [f"repl_bench: in tmux {WIDTH}x{HEIGHT}, load average {load}", head, "-" * len(head)]
     for name, figures, target in rows:
         lines.append(
             f"{name:<40} {figures['n']:>4} {figures['min']:>9.3f} {figures['median']:>9.3f} "

@@ -117,6 +117,9 @@ class Repl:
             include_default_pygments_style=False,
             mouse_support=True,
             full_screen=False,
+            # Draw as soon as asked: postponing until the loop is idle waits behind the
+            # runtime's work, which a big run never lets be idle.
+            max_render_postpone_time=None,
             input=input,
             output=output,
         )
@@ -478,22 +481,29 @@ class _UsageError(Exception):
 
 
 def _config(args: argparse.Namespace) -> ConclaveConfig:
-    """The config the flags name (the loader and its checks are imported only for a file:
-    they cost start-up time the default scripted agents do not need)."""
+    """The config the flags name, checked as ``conclave run`` checks it. The loader and the
+    checks are imported only when a flag changes the default three scripted agents (which
+    pass by construction): they cost start-up time a bare ``conclave`` does not need."""
+    import attrs
+
     from config.schema import default_config
 
     if args.config is None:
         config = default_config(args.agents or 3)
-    else:
-        if args.agents is not None:
-            raise _UsageError(
-                "--agents applies only to the default scripted agents; drop it or --config"
-            )
+    elif args.agents is not None:
+        raise _UsageError(
+            "--agents applies only to the default scripted agents; drop it or --config"
+        )
+    if args.visibility is not None or args.config is not None or args.agents is not None:
         from config.loader import ConfigError, load_config
         from config.validation import check_runnable
 
         try:
-            config = load_config(args.config)
+            if args.config is not None:
+                config = load_config(args.config)
+            if args.visibility is not None:
+                orchestrator = attrs.evolve(config.orchestrator, visibility=args.visibility)
+                config = attrs.evolve(config, orchestrator=orchestrator)
             check_runnable(config, source=args.config)
         except ConfigError as exc:
             raise _UsageError(str(exc)) from None

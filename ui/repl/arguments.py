@@ -30,6 +30,14 @@ def _agent_count(text: str) -> int:
     return value
 
 
+def _visibility(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"all|ring|islands:[1-9][0-9]{0,8}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of: all, ring, islands:K (K >= 1)")
+    return text
+
+
 def add_repl_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
     p.add_argument(
@@ -40,6 +48,7 @@ def add_repl_arguments(p: argparse.ArgumentParser) -> None:
         "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
     )
     p.add_argument("--refinement", choices=("on", "off"), default="on")
+    p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
     p.add_argument(
         "--mode",
         type=mode_argument,
