@@ -8,9 +8,10 @@ import asyncio
 import io
 
 import pytest
+from prompt_toolkit.application import Application
 from prompt_toolkit.data_structures import Point, Size
 from prompt_toolkit.input import create_pipe_input
-from prompt_toolkit.layout import Float
+from prompt_toolkit.layout import Float, Layout
 from prompt_toolkit.layout.containers import to_container
 from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 from prompt_toolkit.output import DummyOutput
@@ -184,3 +185,37 @@ def test_the_dialog_floats_its_container() -> None:
 
     assert isinstance(float_, Float)
     assert float_.content is to_container(dialog.container)
+
+
+PAGE_DOWN = "\x1b[6~"
+PAGE_UP = "\x1b[5~"
+
+
+def _scrolled(keys: str) -> int:
+    dialog = PlanDialog("\n".join(f"line {n}" for n in range(25)))
+
+    async def main() -> None:
+        with create_pipe_input() as pipe:
+            pipe.send_text(keys + "4")
+            app: Application[None] = Application(
+                layout=Layout(dialog.container, focused_element=dialog.focus),
+                input=pipe,
+                output=DummyOutput(),
+            )
+            dialog.on_decided.append(lambda decision: app.exit())
+            await app.run_async()
+
+    asyncio.run(main())
+    return dialog.scroll
+
+
+def test_page_down_scrolls_a_long_plan() -> None:
+    assert _scrolled(PAGE_DOWN) == 10
+
+
+def test_page_down_stops_at_the_plans_last_line() -> None:
+    assert _scrolled(PAGE_DOWN * 5) == 24
+
+
+def test_page_up_scrolls_back_to_the_top() -> None:
+    assert _scrolled(PAGE_DOWN + PAGE_UP + PAGE_UP) == 0

@@ -85,6 +85,8 @@ _FIELD_PROMPTS = {
 _HINT = "Up/Down + Enter, 1-4 or a click to choose; Esc cancels; PgUp/PgDn scroll the plan"
 _EMPTY_FEEDBACK = "Type your feedback first, or press Esc to go back to the choices."
 _PLAN_HEIGHT = Dimension(min=3, max=20, preferred=20)
+_PAGE = 10
+"""Plan lines a PgUp/PgDn moves by."""
 
 
 class PlanDialog:
@@ -99,9 +101,12 @@ class PlanDialog:
         self.decision: PlanDecision | None = None
         self.on_decided: list[Callable[[PlanDecision], None]] = []
         self._future: asyncio.Future[PlanDecision] | None = None
+        self._lines = plan_text.splitlines()
+        self.scroll = 0
+        """The first line of the plan shown (PgUp/PgDn move it)."""
 
-        self._plan_window = Window(
-            FormattedTextControl(plan_text),
+        plan_window = Window(
+            FormattedTextControl(lambda: "\n".join(self._lines[self.scroll :])),
             wrap_lines=True,
             height=_PLAN_HEIGHT,
         )
@@ -121,7 +126,7 @@ class PlanDialog:
         self.container = Frame(
             HSplit(
                 [
-                    self._plan_window,
+                    plan_window,
                     Window(height=1, char="─"),
                     self.focus,
                     ConditionalContainer(field_row, filter=editing),
@@ -239,11 +244,11 @@ class PlanDialog:
 
         @bindings.add("pageup")
         def _page_up(event: KeyPressEvent) -> None:
-            self._plan_window.vertical_scroll = max(0, self._plan_window.vertical_scroll - 10)
+            self.scroll = max(0, self.scroll - _PAGE)
 
         @bindings.add("pagedown")
         def _page_down(event: KeyPressEvent) -> None:
-            self._plan_window.vertical_scroll += 10
+            self.scroll = max(0, min(self.scroll + _PAGE, len(self._lines) - 1))
 
         return bindings
 
