@@ -106,10 +106,7 @@ class DockerSandbox:
         propagates. The session goes on when it can be read to the command's end, else the
         next call opens a new one (and a new container, if this one stopped)."""
         async with self._lock:
-            if self._closed:
-                raise RuntimeError(
-                    "run_shell on a closed sandbox; open a new one with open_sandbox"
-                )
+            self._check_open()
             session = await self._ensure_session()
             output = CappedOutput(self._config.max_output_bytes)
             started = trio.current_time()
@@ -184,11 +181,19 @@ class DockerSandbox:
 
     async def _replace_container(self) -> None:
         await self._teardown()
+        self._check_open()
         container = await trio.to_thread.run_sync(self._create)
         # No checkpoint between the thread's return and this line: a cancellation waits for
         # the thread, then arrives here, and ``aclose`` still finds the container.
         self._container = container
+        if self._closed:  # closed by another task while the container was being created
+            await self._teardown()
+            self._check_open()
         self._session = await self._open_session()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the sandbox is closed; open a new one with open_sandbox")
 
     def _create(self) -> Container:
         workspace = str(self._workspace)

@@ -100,7 +100,7 @@ def _kill_group(pgid: int) -> None:
 class LocalSandbox:
     """Runs each command as ``sh -c`` in a new session (so a new process group), killed
     whole on timeout, on cancellation and when the shell exits: nothing a command starts
-    outlives its call."""
+    outlives its call (without bubblewrap, a process that calls ``setsid`` can)."""
 
     def __init__(
         self,
@@ -109,13 +109,12 @@ class LocalSandbox:
         mounts: tuple[Mount, ...],
         max_output_bytes: int,
         use_bubblewrap: bool = True,
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._workspace = workspace
         self._mounts = mounts
         self._limit = max_output_bytes
         self._bwrap = bubblewrap() if use_bubblewrap else None
-        self._env = scrubbed_environment(os.environ if environ is None else environ)
+        self._env = scrubbed_environment(os.environ)
         self._closed = False
 
     @property

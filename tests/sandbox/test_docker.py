@@ -250,6 +250,38 @@ async def test_sandboxes_opened_on_one_engine_each_get_their_own_container(
     assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
 
 
+async def test_a_closed_sandbox_neither_runs_nor_remounts(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        await sandbox.aclose()
+        with pytest.raises(RuntimeError, match="sandbox is closed"):
+            await sandbox.run_shell("true", cwd=workspace, timeout=20)
+        with pytest.raises(RuntimeError, match="sandbox is closed"):
+            await sandbox.remount(())
+        assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
+
+
+async def test_a_close_while_a_remount_creates_the_container_leaves_no_container(
+    engine: docker.DockerClient,
+    run_id: str,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        create = sandbox._create
+
+        def create_while_another_task_closes() -> Container:
+            container = create()
+            sandbox._closed = True  # aclose ran meanwhile, and found no container to remove
+            return container
+
+        monkeypatch.setattr(sandbox, "_create", create_while_another_task_closes)
+        with pytest.raises(RuntimeError, match="sandbox is closed"):
+            await sandbox.remount(())
+        assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
+
+
 # --- no orphans ---------------------------------------------------------------------------
 
 

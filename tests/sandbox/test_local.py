@@ -166,6 +166,14 @@ async def test_a_closed_sandbox_runs_nothing(workspace: Path) -> None:
         await sandbox.run_shell("true", cwd=workspace, timeout=10)
 
 
+async def test_without_pidfds_the_command_is_waited_for_in_a_thread(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(os, "pidfd_open")  # as on macOS
+    outcome = await plain(workspace).run_shell("exit 5", cwd=workspace, timeout=10)
+    assert outcome.exit_code == 5
+
+
 # --- refusal without bubblewrap -----------------------------------------------------------
 
 
