@@ -132,8 +132,8 @@ class LocalSandbox:
             f" and {len(read_only) - 3} more" if len(read_only) > 3 else ""
         )
         return (
-            f"run_shell is refused: read-only paths ({shown}) must stay read-only, and without "
-            f"bubblewrap a shell command could write to them; {BWRAP_HELP}"
+            f"read-only paths ({shown}) must stay read-only, and without bubblewrap a shell "
+            f"command could write to them; {BWRAP_HELP}"
         )
 
     async def remount(self, mounts: tuple[Mount, ...]) -> None:
@@ -168,7 +168,7 @@ class LocalSandbox:
             raise RuntimeError("run_shell on a closed sandbox; open a new one with open_sandbox")
         refused = self.refusal()
         if refused is not None:
-            raise PermissionError(refused)
+            raise PermissionError(f"run_shell is refused: {refused}")
         started = trio.current_time()
         output = CappedOutput(self._limit)
         try:

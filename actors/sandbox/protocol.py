@@ -59,5 +59,7 @@ class Sandbox(Protocol):
 
     def refusal(self) -> str | None:
         """Why run_shell cannot run at all here (e.g. local without bubblewrap while
-        read-only context paths exist), or None."""
+        read-only context paths exist), or None. A reason, not a sentence about run_shell:
+        the caller says what was refused; ``run_shell`` raises ``PermissionError`` if called
+        anyway."""
         ...
