@@ -42,6 +42,17 @@ def test_build_image_is_refused_saying_what_to_do_when_busybox_is_not_static(
         build_image(engine, tag="conclave-sandbox:never", busybox=dynamic)
 
 
+def test_build_image_without_busybox_exits_1_saying_how_to_install_it(
+    engine: docker.DockerClient,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["sandbox", "build-image", "--tag", "conclave-sandbox:never"]) == ExitCode.FAILED
+    assert "busybox is not installed; install a static busybox" in capsys.readouterr().err
+
+
 def test_no_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
     with pytest.raises(SandboxUnavailable, match=r"no Docker engine is reachable.*start the"):
