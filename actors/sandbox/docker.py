@@ -162,7 +162,8 @@ class DockerSandbox:
                 if pgid is not None and container is not None:
                     kill = ["kill", "-KILL", f"-{pgid}"]
                     await trio.to_thread.run_sync(
-                        lambda: _quietly(container.exec_run, kill, user=self._user())
+                        lambda: _quietly(container.exec_run, kill, user=self._user()),
+                        abandon_on_cancel=True,  # so the bound holds; the kill goes on
                     )
                 with trio.move_on_after(_DRAIN_S):
                     if await session.drain():
@@ -266,7 +267,11 @@ class DockerSandbox:
         if container is None:
             return
         with trio.CancelScope(shield=True), trio.move_on_after(_TEARDOWN_S):
-            await trio.to_thread.run_sync(lambda: _quietly(container.remove, force=True))
+            # Abandoned past the bound (the removal goes on in its thread; if it never ends,
+            # the next start-up's orphan sweep removes the container).
+            await trio.to_thread.run_sync(
+                lambda: _quietly(container.remove, force=True), abandon_on_cancel=True
+            )
 
 
 def _quietly(call: Any, *args: Any, **kwargs: Any) -> None:

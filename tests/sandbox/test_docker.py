@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -15,6 +17,7 @@ import trio
 from docker.models.containers import Container
 
 from actors.sandbox import Mount, Sandbox, open_docker_engine, open_sandbox
+from actors.sandbox import docker as docker_sandbox_module
 from actors.sandbox.docker import DockerSandbox
 from actors.sandbox.engine import (
     LABEL_AGENT,
@@ -280,6 +283,29 @@ async def test_a_close_while_a_remount_creates_the_container_leaves_no_container
         with pytest.raises(RuntimeError, match="sandbox is closed"):
             await sandbox.remount(())
         assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
+
+
+async def test_a_slow_removal_does_not_hold_the_close_past_its_bound(
+    engine: docker.DockerClient,
+    run_id: str,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    remove = Container.remove
+
+    def slow_remove(self: Container, **kwargs: Any) -> None:
+        time.sleep(2)  # an engine under load
+        remove(self, **kwargs)
+
+    async with docker_sandbox(run_id, workspace) as sandbox:
+        monkeypatch.setattr(docker_sandbox_module, "_TEARDOWN_S", 0.2)
+        monkeypatch.setattr(Container, "remove", slow_remove)
+        started = trio.current_time()
+        await sandbox.aclose()
+        closing = trio.current_time() - started
+    assert closing < 1.5
+    await trio.sleep(3)  # the abandoned removal finishes in its thread
+    assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
 
 
 # --- no orphans ---------------------------------------------------------------------------
