@@ -28,7 +28,6 @@ import trio
 
 from actors.agent.events import (
     AgentStatusChanged,
-    LlmRequestFinished,
     LlmRequestStarted,
     RoundStarted,
 )
@@ -512,12 +511,23 @@ async def test_a_redraw_that_raises_stops_the_ticking_not_the_run(autojump_clock
     assert "run started" in line
 
 
-async def test_a_terminal_that_went_away_silences_it(autojump_clock: object) -> None:
-    out = io.StringIO()
-    status = live(out)
-    out.close()
+class GoneTerminal(io.StringIO):
+    """A terminal whose every write fails, as a closed one's does; counts the tries."""
 
-    status.record(started(trio.current_time()))
-    status.record(
-        LlmRequestFinished(at=trio.current_time(), agent="a1", purpose="round", outcome="ok")
-    )
+    writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        raise OSError(5, "Input/output error")
+
+
+async def test_a_terminal_that_went_away_silences_it(autojump_clock: object) -> None:
+    out = GoneTerminal()
+    status = LiveStatus(out, verbose=False, clock=RunClock(), size=lambda: SIZE)
+    status.start()
+
+    status.record(started(trio.current_time()))  # a line, then the block: the first fails
+    await trio.sleep(1.0)
+    status.record(AnswerAdded(at=trio.current_time(), agent="a1", label="g1.1", content="x"))
+
+    assert out.writes == 1

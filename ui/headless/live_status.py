@@ -31,6 +31,7 @@ __all__ = [
     "LiveStatus",
     "agent_state",
     "status_block",
+    "status_line",
     "wants_live_status",
 ]
 
@@ -207,8 +208,8 @@ class LiveStatus(TextProgress):
             return
         block = status_block(self.view, now, self._size())
         self._last_draw = now
-        self._write(self._erasing() + "".join(line + "\n" for line in block))
-        self._drawn = len(block)
+        if self._write(self._erasing() + "".join(line + "\n" for line in block)):
+            self._drawn = len(block)
 
     def _erasing(self) -> str:
         """The escape sequence that takes the cursor to the block's first line and clears
@@ -216,15 +217,17 @@ class LiveStatus(TextProgress):
         drawn, self._drawn = self._drawn, 0
         return f"\r\x1b[{drawn}A\x1b[J" if drawn else ""
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str) -> bool:
+        """Write ``text`` if any; ``False`` if the stream failed (then stay quiet)."""
         if not text:
-            return
+            return True
         try:
             self.stream.write(text)
             self.stream.flush()
-        except (OSError, ValueError):  # stderr went away (or was closed): stay quiet
+        except (OSError, ValueError):  # stderr went away, or was closed
             self._ended = True
-            self._drawn = 0
+            return False
+        return True
 
     def _terminal_size(self) -> os.terminal_size:
         try:
