@@ -38,7 +38,7 @@ ALT_R = "\x1br"
 ALT_RIGHT = "\x1b[1;3C"
 ESC = "\x1b"
 
-DEADLINE = 20.0
+DEADLINE = 60.0
 """Seconds a wait may take before the spec fails (runs take milliseconds)."""
 
 

@@ -163,6 +163,32 @@ def _help(repl: Repl, argument: str) -> None:
     repl.say("\n".join(lines))
 
 
+def _answers(repl: Repl, argument: str) -> None:
+    """The current (or last) run's answers: one line each, or one in full."""
+    view = repl.state.view
+    answers = view.answers if view is not None else []
+    if not answers:
+        repl.say("no answers yet: they appear here once agents answer")
+        return
+    if argument:
+        found = [a for a in answers if argument in (a.label, a.agent)]
+        if not found:
+            labels = ", ".join(a.label for a in answers[-10:])
+            repl.error(f'no answer "{argument}"; answers (latest): {labels}')
+            return
+        answer = found[-1]
+        from ui.repl.render import markdown  # loaded with the runtime, after start-up
+
+        title = ("class:user", f"answer {answer.label} by {answer.agent}:\n")
+        repl.print([title, *markdown(answer.content), ("", "\n")])
+        return
+    lines = [f"{len(answers):,} answers (/answers LABEL shows one in full):"]
+    for answer in answers[-20:]:
+        first = " ".join(answer.content.split())[:80]
+        lines.append(f"  {answer.label} ({answer.agent}): {first}")
+    repl.say("\n".join(lines))
+
+
 def _quit(repl: Repl, argument: str) -> None:
     repl.quit()
 
@@ -182,6 +208,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand(
         name="status", usage="/status", help="modes, the run, the conversation", run=_status
+    ),
+    SlashCommand(
+        name="answers",
+        usage="/answers [LABEL]",
+        help="the run's answers; with a label (agent1.2) or an agent id, one in full",
+        run=_answers,
     ),
     SlashCommand(name="cost", usage="/cost", help="tokens and cost so far", run=_cost),
     SlashCommand(name="log", usage="/log", help="the last run's log directory", run=_log),
@@ -234,6 +266,11 @@ class SlashCompleter(Completer):
             for mode in CollaborationMode:
                 if mode.value.startswith(argument):
                     yield Completion(mode.value, start_position=-len(argument))
+        elif name == "answers" and self.state.view is not None:
+            labels = [a.label for a in self.state.view.answers]
+            for label in labels[-100:]:
+                if label.startswith(argument):
+                    yield Completion(label, start_position=-len(argument))
         elif name == "agents":
             shown = 0
             for agent in self.state.agents:

@@ -16,7 +16,7 @@ from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
 from actors.events.view import PRESENTED, AgentView, RunView
 from actors.run.result import RunResult, Termination
-from ui.headless.result import display_path, plural, summary
+from ui.headless.result import display_path, plural, summary, writes_footer
 from ui.timeline import neutralise
 
 __all__ = [
@@ -70,6 +70,9 @@ def result_block(result: RunResult) -> StyleAndTextTuples:
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None and result.cost_usd else ""
     presenter = f", presented by {result.presenter}" if result.presenter else ""
     lines.append(("class:summary.detail", f"  tokens: {tokens}{cost}{presenter}\n"))
+    written = writes_footer(result)
+    if written is not None:
+        lines.append(("class:summary.detail", neutralise(written).rstrip("\n") + "\n"))
     if result.final_answer is None:
         lines.append(("class:warning", "  the run produced no answer\n"))
     return lines
