@@ -1,0 +1,22 @@
+"""docs/repl.md names every slash command the REPL has, and no other."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ui.repl.commands import COMMANDS
+
+PAGE = (Path(__file__).parents[2] / "docs" / "repl.md").read_text(encoding="utf-8")
+
+
+def test_every_slash_command_is_documented_and_nothing_else() -> None:
+    body = PAGE.split("## Commands\n", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `/([a-z]+)", body, flags=re.MULTILINE))
+    assert documented == {command.name for command in COMMANDS}
+
+
+def test_the_mode_error_is_quoted_as_the_repl_prints_it() -> None:
+    from ui.repl.commands import invalid_mode
+
+    assert invalid_mode("X") in PAGE
