@@ -28,6 +28,12 @@ from actors.coordination.events import (
 )
 from actors.events.view import AgentView, RunView
 from actors.run.events import RunEnded
+from actors.workspace.events import (
+    ContextPathsWritten,
+    FinalWorkspaceSaved,
+    PresentingForWrites,
+    SnapshotPublished,
+)
 from runtime import (
     ChildExited,
     ChildStopped,
@@ -112,6 +118,8 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return _one_line(
             f"{event.child} crashed while {event.supervisor} stopped it ({event.error})"
         )
+    if isinstance(event, PresentingForWrites):
+        return f"{event.presenter} presents to write the context paths: {event.reason}"
     if isinstance(event, TapFailed):
         # The run went on, but the tap hears nothing more: its log or view stops here.
         return _one_line(f"event tap {event.tap} removed: it raised {event.error}")
@@ -127,6 +135,16 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"{event.agent} → LLM ({event.purpose})"
     if isinstance(event, LlmRequestFinished):
         return _llm_finished(event)
+    if isinstance(event, SnapshotPublished):
+        return f"{event.agent}'s workspace for {event.label} published at {event.path}"
+    if isinstance(event, ContextPathsWritten):
+        listed = f" (listed in {event.list_file})" if event.list_file else ""
+        return (
+            f"context paths written: {len(event.new)} new, "
+            f"{len(event.modified)} modified file(s){listed}"
+        )
+    if isinstance(event, FinalWorkspaceSaved):
+        return f"{event.agent}'s workspace saved with the final answer at {event.path}"
     if isinstance(event, Held):
         payload = type(event.envelope.payload).__name__
         return f"held {payload} to {event.envelope.recipient}: {event.reason}"

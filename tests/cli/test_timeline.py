@@ -9,6 +9,12 @@ import pytest
 from actors.agent.events import LlmRequestFinished, LlmRequestStarted
 from actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
 from actors.events.view import RunView
+from actors.workspace.events import (
+    ContextPathsWritten,
+    FinalWorkspaceSaved,
+    PresentingForWrites,
+    SnapshotPublished,
+)
 from runtime import ChildStopped, Event, TapFailed
 from ui.timeline import agent_table, describe
 
@@ -122,3 +128,26 @@ def test_the_agent_table_neutralises_what_the_log_says() -> None:
 
 def test_a_view_without_agents_has_no_table() -> None:
     assert agent_table(RunView()) == []
+
+
+def test_a_presentation_run_for_writes_says_who_and_why() -> None:
+    event = PresentingForWrites(
+        at=0.0, presenter="a1", strategy="winner_reuse", reason="writable paths need a writer"
+    )
+    assert describe(event) == (
+        "a1 presents to write the context paths: writable paths need a writer"
+    )
+
+
+def test_workspace_steps_are_verbose_detail() -> None:
+    events = [
+        SnapshotPublished(at=0.0, agent="a1", label="agent1.1", path="/w/snapshots/agent1.1"),
+        ContextPathsWritten(at=0.0, new=("a.txt",), modified=(), list_file="/w/writes.txt"),
+        FinalWorkspaceSaved(at=0.0, agent="a1", path="/w/final"),
+    ]
+    assert [describe(event) for event in events] == [None, None, None]
+    assert [describe(event, verbose=True) for event in events] == [
+        "a1's workspace for agent1.1 published at /w/snapshots/agent1.1",
+        "context paths written: 1 new, 0 modified file(s) (listed in /w/writes.txt)",
+        "a1's workspace saved with the final answer at /w/final",
+    ]
