@@ -3,14 +3,16 @@ and refuse before a run starts."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from config.loader import ConfigError, parse_config
 from config.schema.context import ContextPath, ContextPermission, parse_context_flag
-from tests.cli.helpers import TASK
+from tests.cli.helpers import TASK, write_config
 from ui.cli import main
 from ui.exit_codes import ExitCode
 
@@ -100,3 +102,244 @@ def test_the_tools_switch_gives_tools_without_context_paths() -> None:
 def test_a_context_path_built_in_code_is_checked_too(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="does not exist"):
         ContextPath(path=tmp_path / "missing")
+
+
+# -- runs from the CLI: the footer and the writes in each case of the modes table ------------
+
+
+def _step(tool: str, **arguments: str) -> dict[str, object]:
+    return {"tool": tool, "arguments": arguments}
+
+
+def _run_config(
+    tmp_path: Path,
+    *,
+    agents: int = 2,
+    round_steps: list[dict[str, object]] | None = None,
+    present_steps: list[dict[str, object]] | None = None,
+    **orchestrator: object,
+) -> Path:
+    """Scripted agents that write into the context path ``tmp_path/ctx`` in their rounds
+    (``round_steps``) or their presentation (``present_steps``, by default one new file)."""
+    ctx = tmp_path / "ctx"
+    if present_steps is None:
+        present_steps = [_step("write_file", path=f"{ctx}/made-by-{{me}}.txt", content="x")]
+    backend = {
+        "latency": 0,
+        "tool_steps": round_steps or [],
+        "presentation_tool_steps": present_steps,
+    }
+    members = [{"id": f"a{i}", "seed": i, **backend} for i in range(1, agents + 1)]
+    return write_config(tmp_path / "conclave.yaml", members, **orchestrator)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Path:
+    path = tmp_path / "ctx"
+    path.mkdir()
+    (path / "existing.txt").write_text("before\n")
+    return path
+
+
+def _conclave(tmp_path: Path, config: Path, *flags: str) -> tuple[int, str, str]:
+    """Run ``conclave run`` in-process; (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    log = tmp_path / f"log{len(list(tmp_path.glob('log*')))}"
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["run", "--config", str(config), "--log-dir", str(log), *flags, TASK])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _stream(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def _presented(lines: list[dict[str, Any]]) -> bool:
+    """Whether a presentation call was made (one LLM call per tool step, then its text)."""
+    return any(e["type"] == "llm_request_started" and e["purpose"] == "present" for e in lines)
+
+
+def test_multi_agent_refinement_on_presents_with_write_access_and_shows_the_footer(
+    tmp_path: Path, ctx: Path
+) -> None:
+    code, out, err = _conclave(tmp_path, _run_config(tmp_path), "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    (made,) = ctx.glob("made-by-*.txt")
+    assert f"Files written to context paths:\n  {made}\n" in err
+    assert str(made) not in out
+
+
+def test_in_text_mode_stdout_is_the_bare_answer(tmp_path: Path, ctx: Path) -> None:
+    config = _run_config(tmp_path)
+    _, json_out, _ = _conclave(tmp_path, config, "--context", f"{ctx}:w", "--output-format", "json")
+    for made in ctx.glob("made-by-*.txt"):
+        made.unlink()
+
+    _, out, _ = _conclave(tmp_path, config, "--context", f"{ctx}:w")
+
+    assert out == json.loads(json_out)["final_answer"] + "\n"
+
+
+def test_the_json_result_holds_the_writes(tmp_path: Path, ctx: Path) -> None:
+    touch = _step("write_file", path=f"{ctx}/existing.txt", content="after\n")
+    config = _run_config(
+        tmp_path, present_steps=[_step("write_file", path=f"{ctx}/new.txt", content="x"), touch]
+    )
+
+    code, out, err = _conclave(tmp_path, config, "--context", f"{ctx}:w", "--output-format", "json")
+
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["writes"] == {
+        "new": [str(ctx / "new.txt")],
+        "modified": [str(ctx / "existing.txt")],
+    }
+
+
+def test_nothing_written_shows_no_footer(tmp_path: Path, ctx: Path) -> None:
+    config = _run_config(tmp_path, present_steps=[])
+
+    code, _, err = _conclave(tmp_path, config, "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    assert "written to context paths" not in err
+
+
+def test_more_than_five_files_are_counted_and_listed_in_the_log_dir(
+    tmp_path: Path, ctx: Path
+) -> None:
+    steps = [_step("write_file", path=f"{ctx}/f{i}.txt", content="x") for i in range(6)]
+
+    code, _, err = _conclave(
+        tmp_path, _run_config(tmp_path, present_steps=steps), "--context", f"{ctx}:w"
+    )
+
+    assert code == ExitCode.OK, err
+    listing = tmp_path / "log0" / "context_path_writes.txt"
+    assert f"6 files written to context paths; the full list is in {listing}" in err
+    assert listing.read_text().splitlines() == [str(ctx / f"f{i}.txt") for i in range(6)]
+
+
+def test_a_round_cannot_write_a_context_path_during_coordination(tmp_path: Path, ctx: Path) -> None:
+    early = _step("write_file", path=f"{ctx}/early.txt", content="too soon")
+    config = _run_config(tmp_path, round_steps=[early], present_steps=[])
+
+    code, out, err = _conclave(
+        tmp_path, config, "--context", f"{ctx}:w", "--output-format", "stream-json"
+    )
+
+    assert code == ExitCode.OK, err
+    assert not (ctx / "early.txt").exists()
+    refused = [e for e in _stream(out) if e["type"] == "tool_call_finished"]
+    assert refused and all(not e["ok"] and "read-only" in e["error"] for e in refused)
+
+
+def test_single_agent_refinement_off_writes_during_coordination_without_a_presentation(
+    tmp_path: Path, ctx: Path
+) -> None:
+    work = _step("write_file", path=f"{ctx}/by-the-agent.txt", content="x")
+    config = _run_config(tmp_path, round_steps=[work])
+    flags = ("--agent-mode", "single", "--refinement", "off", "--context", f"{ctx}:w")
+
+    _, stream, _ = _conclave(tmp_path, config, *flags, "--output-format", "stream-json")
+    (ctx / "by-the-agent.txt").unlink()
+    code, _, err = _conclave(tmp_path, config, *flags)
+
+    assert code == ExitCode.OK, err
+    assert not _presented(_stream(stream))
+    assert f"Files written to context paths:\n  {ctx / 'by-the-agent.txt'}\n" in err
+
+
+def test_multi_agent_refinement_off_synthesizes_with_write_access(
+    tmp_path: Path, ctx: Path
+) -> None:
+    flags = ("--refinement", "off", "--context", f"{ctx}:w")
+
+    code, _, err = _conclave(tmp_path, _run_config(tmp_path), *flags)
+
+    assert code == ExitCode.OK, err
+    (made,) = ctx.glob("made-by-*.txt")
+    assert f"Files written to context paths:\n  {made}\n" in err
+
+
+def test_winner_reuse_with_writable_paths_presents_anyway_and_says_so(
+    tmp_path: Path, ctx: Path
+) -> None:
+    flags = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
+    flags += ("--context", f"{ctx}:w", "--output-format", "stream-json")
+
+    code, out, err = _conclave(tmp_path, _run_config(tmp_path), *flags)
+
+    assert code == ExitCode.OK, err
+    lines = _stream(out)
+    (said,) = [e for e in lines if e["type"] == "presenting_for_writes"]
+    assert "writable context paths need someone to write them" in said["reason"]
+    assert _presented(lines)
+    result = lines[-1]
+    assert result["writes"]["new"] == [str(p) for p in ctx.glob("made-by-*.txt")]
+
+
+def test_winner_reuse_without_writable_paths_uses_the_answer_without_a_presentation(
+    tmp_path: Path, ctx: Path
+) -> None:
+    flags = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
+    flags += ("--context", str(ctx), "--output-format", "stream-json")
+
+    code, out, err = _conclave(tmp_path, _run_config(tmp_path), *flags)
+
+    assert code == ExitCode.OK, err
+    lines = _stream(out)
+    assert not _presented(lines)
+    assert not [e for e in lines if e["type"] == "presenting_for_writes"]
+    assert lines[-1]["writes"] == {"new": [], "modified": []}
+
+
+def test_synthesize_without_writable_paths_still_presents(tmp_path: Path, ctx: Path) -> None:
+    flags = ("--refinement", "off", "--context", str(ctx), "--output-format", "stream-json")
+
+    code, out, err = _conclave(tmp_path, _run_config(tmp_path), *flags)
+
+    assert code == ExitCode.OK, err
+    assert _presented(_stream(out))
+    assert list(ctx.glob("made-by-*.txt")) == []  # read-only: the presentation's write refused
+
+
+def test_with_refinement_on_the_baseline_is_taken_right_before_the_presentation(
+    tmp_path: Path, ctx: Path
+) -> None:
+    code, _, err = _conclave(tmp_path, _run_config(tmp_path), "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    kinds = [
+        json.loads(line) for line in (tmp_path / "log0" / "events.jsonl").read_text().splitlines()
+    ]
+    tracked = next(i for i, e in enumerate(kinds) if e["kind"] == "context_writes_tracked")
+    votes = [i for i, e in enumerate(kinds) if e["kind"] == "vote_added"]
+    presenting = [
+        i
+        for i, e in enumerate(kinds)
+        if e["kind"] == "llm_request_started" and e["purpose"] == "present"
+    ]
+    assert max(votes) < tracked < min(presenting)
+
+
+def test_protected_paths_stay_read_only_in_the_presentation(tmp_path: Path, ctx: Path) -> None:
+    (ctx / "keep").mkdir()
+    (ctx / "keep" / "rules.txt").write_text("do not touch\n")
+    steps = [
+        _step("write_file", path=f"{ctx}/keep/rules.txt", content="touched"),
+        _step("write_file", path=f"{ctx}/free.txt", content="x"),
+    ]
+    context = [{"path": str(ctx), "permission": "write", "protected_paths": ["keep"]}]
+    config = _run_config(tmp_path, present_steps=steps, context_paths=context)
+
+    code, out, err = _conclave(tmp_path, config, "--output-format", "stream-json")
+
+    assert code == ExitCode.OK, err
+    assert (ctx / "keep" / "rules.txt").read_text() == "do not touch\n"
+    (refused,) = [e for e in _stream(out) if e["type"] == "tool_call_finished" and not e["ok"]]
+    assert "protected" in refused["error"]
+    assert _stream(out)[-1]["writes"] == {"new": [str(ctx / "free.txt")], "modified": []}
