@@ -337,7 +337,7 @@ def run_http_bench(
     )
     print(_table(title, rows, COLUMNS))
     print(_table("start-up: a fresh process importing...", startup, ("imports", "run_s", "exit_s")))
-    columns = ("layer", "prompt_chars", "client_cpu_ms_per_request")
+    columns = ("layer", "prompt_chars", "first_call_cpu_ms", "client_cpu_ms_per_request")
     print(
         _table(
             "one request's client CPU, layer by layer (server replying at once)", layers, columns

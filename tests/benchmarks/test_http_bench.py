@@ -134,6 +134,7 @@ def test_the_report_says_what_one_request_costs_the_client_layer_by_layer(
 
     assert [r["layer"] for r in rows] == list(LAYERS)
     assert all(r["client_cpu_ms_per_request"] > 0 for r in rows)
+    assert all(r["first_call_cpu_ms"] > 0 for r in rows)
 
 
 def test_the_request_measured_layer_by_layer_is_a_runs_biggest_a_vote_showing_answers() -> None:
