@@ -201,3 +201,18 @@ def test_enter_while_a_run_executes_queues_the_turn_until_it_ends(tmp_path: Path
         assert [turn.task for turn in session.state.history] == ["first", "second"]
 
     play(scenario, tmp_path, conclave=config(latency=0.3, skip_voting=True))
+
+
+def test_ctrl_c_also_drops_the_queued_turns(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("first")
+        await session.until(lambda: session.state.running, "the first run")
+        session.type("second")
+        await session.until(lambda: session.state.queued == ["second"], "the queued turn")
+        session.press(CTRL_C)
+        await session.until(lambda: not session.state.running, "the cancel")
+        assert session.state.queued == []
+        assert session.state.usage.runs == 1
+        assert "1 queued turn(s) dropped" in session.transcript()
+
+    play(scenario, tmp_path, conclave=config(latency=5.0))

@@ -3,6 +3,9 @@ back from the screen."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from pathlib import Path
 
 import yaml
@@ -88,3 +91,16 @@ def test_ctrl_c_cancels_the_run_and_the_repl_stays(tmp_path: Path) -> None:
         term.wait_bar("plan mode: on")
         term.keys("C-d")
         assert term.wait_until_exited() == 0
+
+
+def test_sigterm_cancels_the_run_closes_its_log_and_exits_143(tmp_path: Path) -> None:
+    config = _slow_config(tmp_path / "slow.yaml")
+    with terminal(tmp_path, "repl", "--config", str(config)) as term:
+        started(term)
+        term.type(TASK)
+        term.wait_for("Running ·")
+        os.kill(term.pid(), signal.SIGTERM)
+        assert term.wait_until_exited() == 143
+    [log] = tmp_path.glob(".conclave/runs/*/events.jsonl")
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert (last["kind"], last["termination"]) == ("run_ended", "cancelled")

@@ -65,6 +65,10 @@ class Terminal:
     def dead(self) -> bool:
         return self._run("display-message", "-p", "-t", "repl", "#{pane_dead}").strip() == "1"
 
+    def pid(self) -> int:
+        """The process in the pane: ``conclave`` (``env`` execs it)."""
+        return int(self._run("display-message", "-p", "-t", "repl", "#{pane_pid}").strip())
+
     def exit_status(self) -> int:
         status = self._run("display-message", "-p", "-t", "repl", "#{pane_dead_status}")
         return int(status.strip())

@@ -169,10 +169,11 @@ class ReplService:
         dropped = len(self._queue)
         self._queue.clear()
         self.state.queued.clear()
+        if dropped:
+            self._print([("class:notice", f"{dropped} queued turn(s) dropped\n")])
         if self._handle is not None:
             self._handle.cancel()
-            note = f"; {dropped} queued turn(s) dropped" if dropped else ""
-            self.state.tell(f"cancelling the run{note}")
+            self.state.tell("cancelling the run")
 
     async def _decide(self, handle: RunHandle, command: Override | Continue) -> None:
         if isinstance(command, Override):
