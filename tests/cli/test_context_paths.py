@@ -268,7 +268,7 @@ def test_multi_agent_refinement_off_synthesizes_with_write_access(
 def test_winner_reuse_with_writable_paths_presents_anyway_and_says_so(
     tmp_path: Path, ctx: Path
 ) -> None:
-    flags = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
+    flags: tuple[str, ...] = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
     flags += ("--context", f"{ctx}:w", "--output-format", "stream-json")
 
     code, out, err = _conclave(tmp_path, _run_config(tmp_path), *flags)
@@ -285,7 +285,7 @@ def test_winner_reuse_with_writable_paths_presents_anyway_and_says_so(
 def test_winner_reuse_without_writable_paths_uses_the_answer_without_a_presentation(
     tmp_path: Path, ctx: Path
 ) -> None:
-    flags = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
+    flags: tuple[str, ...] = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
     flags += ("--context", str(ctx), "--output-format", "stream-json")
 
     code, out, err = _conclave(tmp_path, _run_config(tmp_path), *flags)
