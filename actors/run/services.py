@@ -38,6 +38,7 @@ from actors.workspace.grants import AgentWorkspace, context_mounts
 from actors.workspace.layout import RunLayout
 from actors.workspace.tracker import TrackerState
 from actors.workspace.workspaces import RunWorkspaces
+from config.modes import CollaborationMode
 from config.schema.context import ContextWritePhase
 from config.schema.sandbox import SandboxKind
 
@@ -53,6 +54,9 @@ class AgentTooling:
 
     tools: ToolExecutor = NO_TOOLS
     workspace: AgentWorkspace | None = None
+
+
+_NO_TOOLING = AgentTooling()
 
 
 class RunServices:
@@ -82,7 +86,7 @@ class RunServices:
         Raises what opening the sandbox raises (no docker engine, no image)."""
         workspaces = self.workspaces
         if workspaces is None or self._stack is None:
-            return AgentTooling()
+            return _NO_TOOLING
         # Imported here: it imports the docker SDK, which a run without tools never needs.
         from actors.sandbox.open import open_sandbox
 
@@ -152,7 +156,9 @@ async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
         excluded=excluded,
         writes_open=writes_open,
     )
-    writable = tuple(c for c in orchestrator.context_paths if c.writable)
+    # Plan mode writes nothing (its executors refuse every write): no writing phase to track.
+    planning = spec.mode is CollaborationMode.PLAN
+    writable = () if planning else tuple(c for c in orchestrator.context_paths if c.writable)
     tracker = (
         TrackerState(context_paths=writable, list_dir=spec.log_dir, excluded=excluded)
         if writable

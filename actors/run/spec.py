@@ -58,8 +58,9 @@ class RunSpec:
     """Where ``events.jsonl`` and the agents' transcripts (``agents/<id>.jsonl``) go;
     ``None``: the run keeps no log."""
     workdir: Path | None = None
-    """Where the agents' workspaces go, independent of ``log_dir``; ``None``: nowhere yet
-    (no agent has file tools)."""
+    """Where the agents' workspaces, the answers' snapshots and the deliverable (``final/``)
+    go when agents have tools (see :mod:`actors.run.services`); ``None``: the log dir, or a
+    new temporary directory for a run without one."""
     human: HumanGate | None = None
     """Who decides the override window (later: plans, questions, run approval); the run's
     timer is paused while it decides. ``None``: nobody is asked and the vote stands.

@@ -343,3 +343,10 @@ def test_protected_paths_stay_read_only_in_the_presentation(tmp_path: Path, ctx:
     (refused,) = [e for e in _stream(out) if e["type"] == "tool_call_finished" and not e["ok"]]
     assert "protected" in refused["error"]
     assert _stream(out)[-1]["writes"] == {"new": [str(ctx / "free.txt")], "modified": []}
+
+
+def test_the_text_summary_names_the_deliverable_workspace(tmp_path: Path, ctx: Path) -> None:
+    code, _, err = _conclave(tmp_path, _run_config(tmp_path), "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    assert f"; workspace {(tmp_path / 'log0' / 'final').resolve()}" in err

@@ -15,7 +15,9 @@ from actors.coordination.protocol import WrappedUp
 from actors.events.loop import ToolCallFinished
 from actors.run.driver import RunSpec, run
 from actors.run.result import Termination
-from actors.workspace.events import FinalWorkspaceSaved, SnapshotPublished
+from actors.workspace.events import FinalWorkspaceSaved, PresentingForWrites, SnapshotPublished
+from actors.workspace.writes import Writes
+from config.modes import CollaborationMode
 from config.schema import (
     AgentConfig,
     ConclaveConfig,
@@ -24,6 +26,7 @@ from config.schema import (
     ScriptedBackendConfig,
 )
 from config.schema.backends import ToolStep
+from config.schema.context import ContextPath, ContextPermission
 from runtime import Address, Delivered, Envelope, MemoryTap
 from tests.coordination.helpers import TASK, Recorder
 
@@ -210,3 +213,21 @@ async def test_a_coordinator_that_crashes_while_wrapping_up_wraps_up_again(
     assert result.termination is Termination.COMPLETED
     assert result.workspace_path is not None
     assert (Path(result.workspace_path) / "notes.txt").is_file()
+
+
+async def test_plan_mode_tracks_no_writes_and_presents_nothing_for_them(tmp_path: Path) -> None:
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    context = ContextPath(path=ctx, permission=ContextPermission.WRITE)
+    reuse = FinalAnswerStrategy.WINNER_REUSE
+    config = _config(*_agents(2), context_paths=(context,), final_answer_strategy=reuse)
+    tap = MemoryTap()
+
+    result = await run(
+        RunSpec(task=TASK, config=config, workdir=tmp_path / "work", mode=CollaborationMode.PLAN),
+        taps=[tap],
+    )
+
+    assert result.final_answer is not None
+    assert tap.of_type(PresentingForWrites) == []
+    assert result.writes == Writes()

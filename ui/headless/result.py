@@ -99,6 +99,8 @@ def summary(result: RunResult) -> str:
         line += f"; failed: {_one_line(result.failure_reason)}"
     if result.log_dir is not None:
         line += f"; log {display_path(os.path.join(result.log_dir, 'events.jsonl'))}"
+    if result.workspace_path is not None:
+        line += f"; workspace {display_path(result.workspace_path)}"
     return line
 
 
