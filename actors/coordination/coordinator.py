@@ -576,8 +576,9 @@ class Coordinator(Actor):
         state.presentation_error = error
         state.presenter = None
         # The fallback is the chosen answer; contents are unique (duplicates are refused).
-        chosen = next(a for a in state.latest.values() if a.content == pending.fallback)
-        self._wrap_up(pending.fallback, self._snapshot_of(chosen.label), chosen.agent)
+        chosen = next((a for a in state.latest.values() if a.content == pending.fallback), None)
+        label, author = (chosen.label, chosen.agent) if chosen is not None else ("", None)
+        self._wrap_up(pending.fallback, self._snapshot_of(label), author)
 
     def _wrap_up(self, content: str, source: str | None, agent: str | None) -> None:
         """The final answer is ``content``: diff the writes and save ``source`` in ``final/``

@@ -13,7 +13,9 @@ import trio
 from actors.coordination.events import AnswerAdded
 from actors.coordination.protocol import WrappedUp
 from actors.events.loop import ToolCallFinished
-from actors.run.driver import RunSpec, run
+from actors.llm.errors import FatalLLMError
+from actors.llm.protocol import CallPurpose, Completion, CompletionRequest, CompletionSink
+from actors.run.driver import RunSpec, build_backend, run
 from actors.run.result import Termination
 from actors.workspace.events import FinalWorkspaceSaved, PresentingForWrites, SnapshotPublished
 from actors.workspace.writes import Writes
@@ -231,3 +233,32 @@ async def test_plan_mode_tracks_no_writes_and_presents_nothing_for_them(tmp_path
     assert result.final_answer is not None
     assert tap.of_type(PresentingForWrites) == []
     assert result.writes == Writes()
+
+
+class _FailsToPresent:
+    """The scripted backend, except that every presentation call fails for good."""
+
+    def __init__(self, member: AgentConfig) -> None:
+        self.inner = build_backend(member)
+
+    async def complete(
+        self, request: CompletionRequest, *, sink: CompletionSink | None = None
+    ) -> Completion:
+        if request.purpose is CallPurpose.PRESENT:
+            raise FatalLLMError("the presentation is refused")
+        return await self.inner.complete(request, sink=sink)
+
+
+async def test_a_failed_presentation_delivers_the_chosen_answers_snapshot(
+    tmp_path: Path,
+) -> None:
+    config = _config(*_agents(2, tool_steps=(NOTES,)))
+    work = tmp_path / "work"
+
+    result = await run(
+        RunSpec(task=TASK, config=config, workdir=work, backend_factory=_FailsToPresent)
+    )
+
+    assert result.presentation_error is not None
+    assert result.workspace_path is not None
+    assert (Path(result.workspace_path) / "notes.txt").read_text() == f"by {result.winner}"
