@@ -64,7 +64,19 @@ def _width() -> int:
 
 def mode_bar(repl: Repl) -> StyleAndTextTuples:
     """Plan mode, agent mode, refinement and the collaboration-mode chip; dimmed while a
-    run executes (a click or key then says why instead of changing anything)."""
+    run executes (a click or key then says why instead of changing anything). The chip
+    comes first, so a narrow terminal cuts key hints, not modes; the hints are left out
+    when the bar would not fit."""
+    width = _width()
+    fragments = _mode_bar(repl, hints=True)
+    if sum(len(f[1]) for f in fragments) > width:
+        fragments = _mode_bar(repl, hints=False)
+    used = sum(len(f[1]) for f in fragments)
+    fragments.append(("class:bar", " " * max(0, width - used)))
+    return fragments
+
+
+def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
     state = repl.state
     busy = state.running
 
@@ -74,14 +86,17 @@ def mode_bar(repl: Repl) -> StyleAndTextTuples:
         click = _on_click(lambda: repl.toggle(toggle))
         value_style = "class:bar.disabled" if busy else ("class:bar.on" if on else "class:bar.off")
         label_style = "class:bar.disabled" if busy else "class:bar"
+        hint = f" ({key}) " if hints else " "
         return [
             (label_style, f" {name}: ", click),
             (value_style, value, click),
-            ("class:bar.disabled" if busy else "class:bar.key", f" ({key}) ", click),
+            ("class:bar.disabled" if busy else "class:bar.key", hint, click),
         ]
 
     single = state.modes.agent_mode is AgentMode.SINGLE
     fragments: StyleAndTextTuples = []
+    if state.collaboration is not CollaborationMode.DEFAULT:
+        fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
     fragments += item(
         "plan mode",
         "on" if state.plan_mode else "off",
@@ -101,11 +116,6 @@ def mode_bar(repl: Repl) -> StyleAndTextTuples:
         "alt+r",
         state.toggle_refinement,
     )
-    if state.collaboration is not CollaborationMode.DEFAULT:
-        fragments.append(("class:bar", " "))
-        fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
-    used = sum(len(f[1]) for f in fragments)
-    fragments.append(("class:bar", " " * max(0, _width() - used)))
     return fragments
 
 
