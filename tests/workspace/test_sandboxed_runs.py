@@ -1,0 +1,110 @@
+"""Context paths through real sandboxes in whole runs: a shell command cannot write a
+writable context path during coordination (it is mounted read-only), and can in the final
+presentation (remounted rw: bubblewrap's mounts, or docker's container recreated). Like
+tests/sandbox, these need bubblewrap and a Docker engine with the sandbox image: without
+them they skip saying why, and under ``CI=true`` (which installs both) they fail."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from actors.events.loop import ToolCallFinished
+from actors.run.driver import RunSpec, run
+from actors.sandbox.local import bubblewrap
+from actors.sandbox.protocol import SandboxUnavailable
+from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
+from config.schema.backends import ToolStep
+from config.schema.context import ContextPath, ContextPermission
+from config.schema.sandbox import SandboxConfig, SandboxKind
+from runtime import MemoryTap
+from tests.coordination.helpers import TASK
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: .ci/run installs it)")
+    pytest.skip(reason)
+
+
+def _engine_ready() -> None:
+    from actors.sandbox.engine import connect
+    from actors.sandbox.image import DEFAULT_IMAGE, image_present
+
+    try:
+        client = connect()
+    except SandboxUnavailable as exc:
+        _missing(f"no Docker engine: {exc}")
+        return
+    try:
+        if not image_present(client, DEFAULT_IMAGE):
+            _missing(f"the image {DEFAULT_IMAGE} is not built (conclave sandbox build-image)")
+    finally:
+        client.close()
+
+
+def _config(ctx: Path, sandbox: SandboxConfig) -> ConclaveConfig:
+    early = ToolStep(tool="run_shell", arguments={"command": f"echo early > {ctx}/early.txt"})
+    late = ToolStep(tool="run_shell", arguments={"command": f"echo late > {ctx}/late.txt"})
+    backend = ScriptedBackendConfig(tool_steps=(early,), presentation_tool_steps=(late,))
+    agents = tuple(AgentConfig(id=f"a{i}", backend=attrs.evolve(backend, seed=i)) for i in (1, 2))
+    context = ContextPath(path=ctx, permission=ContextPermission.WRITE)
+    orchestrator = OrchestratorConfig(quiet_period=None, context_paths=(context,), sandbox=sandbox)
+    return ConclaveConfig(agents=agents, orchestrator=orchestrator)
+
+
+async def _run_in(tmp_path: Path, sandbox: SandboxConfig) -> tuple[MemoryTap, Path, Any]:
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    tap = MemoryTap()
+    # The log dir's name is the run id that labels the run's containers.
+    spec = RunSpec(task=TASK, config=_config(ctx, sandbox), log_dir=tmp_path / "run-under-test")
+    result = await run(spec, taps=[tap])
+    return tap, ctx, result
+
+
+def _shells(tap: MemoryTap) -> list[ToolCallFinished]:
+    return [e for e in tap.of_type(ToolCallFinished) if e.tool == "run_shell"]
+
+
+async def test_bubblewrap_keeps_context_paths_read_only_until_the_presentation(
+    tmp_path: Path,
+) -> None:
+    if bubblewrap() is None:
+        _missing("bubblewrap is not installed or does not work here (apt-get install bubblewrap)")
+
+    tap, ctx, result = await _run_in(tmp_path, SandboxConfig(type=SandboxKind.LOCAL))
+
+    assert not (ctx / "early.txt").exists()
+    assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
+    assert (ctx / "late.txt").read_text() == "late\n"
+    assert result.writes.new == (str(ctx / "late.txt"),)
+
+
+async def test_docker_recreates_the_presenters_container_with_context_paths_writable(
+    tmp_path: Path,
+) -> None:
+    _engine_ready()
+
+    tap, ctx, result = await _run_in(tmp_path, SandboxConfig(type=SandboxKind.DOCKER))
+
+    assert not (ctx / "early.txt").exists()
+    assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
+    assert (ctx / "late.txt").read_text() == "late\n"
+    assert result.writes.new == (str(ctx / "late.txt"),)
+    assert _containers_of("run-under-test") == []
+
+
+def _containers_of(run_id: str) -> list[str]:
+    from actors.sandbox.engine import LABEL_RUN, connect
+
+    client = connect()
+    try:
+        found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        return [str(c.name) for c in found]
+    finally:
+        client.close()
