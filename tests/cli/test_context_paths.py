@@ -350,3 +350,13 @@ def test_the_text_summary_names_the_deliverable_workspace(tmp_path: Path, ctx: P
 
     assert code == ExitCode.OK, err
     assert f"; workspace {(tmp_path / 'log0' / 'final').resolve()}" in err
+
+
+def test_presenting_anyway_for_writes_is_said_in_the_progress(tmp_path: Path, ctx: Path) -> None:
+    flags = ("--refinement", "off", "--final-answer-strategy", "winner_reuse")
+
+    code, _, err = _conclave(tmp_path, _run_config(tmp_path), *flags, "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    assert "presents to write the context paths" in err
+    assert "writable context paths need someone to write them" in err
