@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from actors.run.result import DecidedBy, Termination
-from config.modes import AgentMode, CollaborationMode, ModeState
+from config.modes import AgentMode, CollaborationMode
 from tests.repl.harness import (
     ALT_A,
     ALT_R,
@@ -160,8 +160,7 @@ def test_ctrl_c_cancels_the_run_keeps_its_result_and_the_repl_goes_on(tmp_path: 
         assert result.termination is Termination.CANCELLED
         assert not session.state.running
         assert "cancelled" in session.transcript()
-        session.state.modes = ModeState()  # the REPL still takes keys and commands
-        session.press(SHIFT_TAB)
+        session.press(SHIFT_TAB)  # the REPL still takes keys
         await session.until(lambda: session.state.plan_mode, "plan mode after the cancel")
 
     play(scenario, tmp_path, conclave=config(latency=5.0))
@@ -194,13 +193,16 @@ def test_ctrl_d_cancels_the_run_and_exits_once_its_log_is_closed(tmp_path: Path)
 def test_enter_while_a_run_executes_queues_the_turn_until_it_ends(tmp_path: Path) -> None:
     async def scenario(session: Session) -> None:
         session.type("first")
-        await session.until(lambda: session.state.running, "the first run")
-        session.type("second")
+        await session.until(lambda: session.state.override is not None, "the first run's vote")
+        session.type("second")  # not a continue: the line has text
         await session.until(lambda: session.state.queued == ["second"], "the queued turn")
-        await session.until(lambda: session.state.usage.runs == 2, "both runs")
+        assert session.state.usage.runs == 0
+        await session.finish(0, "first")
+        await session.finish(1, "second")
         assert [turn.task for turn in session.state.history] == ["first", "second"]
+        assert session.state.queued == []
 
-    play(scenario, tmp_path, conclave=config(latency=0.3, skip_voting=True))
+    play(scenario, tmp_path)
 
 
 def test_ctrl_c_also_drops_the_queued_turns(tmp_path: Path) -> None:

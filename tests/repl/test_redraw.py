@@ -28,7 +28,7 @@ def test_changes_are_drawn_at_most_once_per_redraw_interval(tmp_path: Path) -> N
             await asyncio.sleep(0.001)
         await asyncio.sleep(REDRAW_INTERVAL * 2)  # the last change is drawn too
         gaps = [later - earlier for earlier, later in itertools.pairwise(frames)]
-        assert len(frames) >= 4
+        assert len(frames) >= 2
         assert min(gaps) >= REDRAW_INTERVAL * 0.9
 
     play(scenario, tmp_path)
