@@ -84,6 +84,9 @@ def test_ctrl_c_cancels_the_run_and_the_repl_stays(tmp_path: Path) -> None:
         started(term)
         term.type(TASK)
         term.wait_for("Running ·")
+        term.keys("BTab")  # refused while agents execute, and the whole reason is shown
+        term.wait_for("or wait for it to end")
+        assert "plan mode: off" in term.mode_bar()
         term.keys("C-c")
         screen = term.wait_for("cancelled: winner")
         assert "Running ·" not in screen

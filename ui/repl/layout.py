@@ -216,8 +216,11 @@ def _queued(state: ReplState) -> StyleAndTextTuples:
     ]
 
 
-def _lines(get: Callable[[], StyleAndTextTuples], when: Callable[[], bool]) -> ConditionalContainer:
-    """Lines of text, shown while ``when()``; no blank line after the last."""
+def _lines(
+    get: Callable[[], StyleAndTextTuples], when: Callable[[], bool], *, wrap: bool = False
+) -> ConditionalContainer:
+    """Lines of text, shown while ``when()``; no blank line after the last. Long lines are
+    cut at the edge unless ``wrap``."""
 
     def text() -> StyleAndTextTuples:
         fragments = get()
@@ -227,7 +230,7 @@ def _lines(get: Callable[[], StyleAndTextTuples], when: Callable[[], bool]) -> C
         return fragments
 
     return ConditionalContainer(
-        Window(FormattedTextControl(text), dont_extend_height=True, wrap_lines=False),
+        Window(FormattedTextControl(text), dont_extend_height=True, wrap_lines=wrap),
         filter=Condition(when),
     )
 
@@ -251,7 +254,7 @@ def build_layout(repl: Repl) -> Layout:
             _lines(lambda: tab_bar(repl), lambda: True),
             Window(FormattedTextControl(lambda: mode_bar(repl)), height=1),
             prompt_window,
-            _lines(lambda: [("class:notice", state.notice)], lambda: bool(state.notice)),
+            _lines(lambda: [("class:notice", state.notice)], lambda: bool(state.notice), wrap=True),
         ]
     )
     root = FloatContainer(
