@@ -15,6 +15,7 @@ log, its peers' workspaces or snapshots it was not shown through the context pat
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import attrs
@@ -40,7 +41,11 @@ class ContextGrant(PathGrant):
     def holds(self, path: str) -> bool:
         if not super().holds(path):
             return False
-        return not any(PathGrant(root=e, writable=False).holds(path) for e in self.excluded)
+        return not any(_within(path, str(e)) for e in self.excluded)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
 
 
 def context_mounts(
@@ -86,24 +91,25 @@ class AgentWorkspace:
         """Whether writable context paths may be written now."""
         self.readable: dict[str, Path] = {}
         """Snapshots this agent was shown, label → path."""
+        self._snapshot_grants: list[PathGrant] = []
         self.sandbox: Sandbox | None = None
         """Where its shell commands run, once the run opened it."""
         self._remounted = writes_open
         """Its sandbox has the writable context paths mounted rw."""
-        self._grants = self._build()
+        self._own = PathGrant(root=self.path, writable=True, label="workspace")
+        self._contexts = self._context_grants()
+        self._grants: tuple[PathGrant, ...] | None = None
+        """Built when asked after a change: answers arrive far more often than tools run."""
 
     # -- Grants -----------------------------------------------------------------------------
 
     def grants(self) -> tuple[PathGrant, ...]:
+        if self._grants is None:
+            self._grants = (self._own, *self._snapshot_grants, *self._contexts)
         return self._grants
 
-    def _build(self) -> tuple[PathGrant, ...]:
-        grants: list[PathGrant] = [PathGrant(root=self.path, writable=True, label="workspace")]
-        grants += [
-            PathGrant(root=path, writable=False, label=f"snapshot of answer {label}")
-            for label, path in self.readable.items()
-        ]
-        grants += [
+    def _context_grants(self) -> tuple[PathGrant, ...]:
+        return tuple(
             ContextGrant(
                 root=c.path,
                 writable=self.writes_open and c.writable,
@@ -112,8 +118,7 @@ class AgentWorkspace:
                 excluded=tuple(e for e in self._excluded if c.path in e.parents),
             )
             for c in self.context_paths
-        ]
-        return tuple(grants)
+        )
 
     # -- what the agent is shown ------------------------------------------------------------
 
@@ -121,7 +126,6 @@ class AgentWorkspace:
         """Take note of answers shown to the agent: their snapshots become readable, and each
         view says where its snapshot is (``workspace``)."""
         shown: list[AnswerView] = []
-        changed = False
         for view in views:
             path = self._published.get(view.label)
             if path is None:
@@ -129,10 +133,10 @@ class AgentWorkspace:
                 continue
             if view.label not in self.readable:
                 self.readable[view.label] = path
-                changed = True
+                label = f"snapshot of answer {view.label}"
+                self._snapshot_grants.append(PathGrant(root=path, writable=False, label=label))
+                self._grants = None
             shown.append(attrs.evolve(view, workspace=str(path)))
-        if changed:
-            self._grants = self._build()
         return tuple(shown)
 
     # -- the writing phases -------------------------------------------------------------------
@@ -152,7 +156,8 @@ class AgentWorkspace:
         if not writable or self._remounted:
             return
         self.writes_open = True
-        self._grants = self._build()
+        self._contexts = self._context_grants()
+        self._grants = None
         if self.sandbox is not None:
             await self.sandbox.remount(context_mounts(self.context_paths, writes_open=True))
         self._remounted = True  # only now: a failed remount is tried again by a new request

@@ -41,10 +41,12 @@ class RunLayout:
         self.final = self.root / "final"
 
     def create(self, agents: list[str]) -> None:
-        """Make the directories, one workspace per agent (blocking: call it in a thread for
-        many agents). An existing directory is kept: a workdir may be reused."""
+        """Make the directories, one workspace per agent (blocking: call it in a thread).
+        A reused workdir keeps its workspaces (work goes on from them), but snapshots belong
+        to one run's answers: an earlier run's are removed."""
         self.workspaces.mkdir(parents=True, exist_ok=True)
-        (self.snapshots / _STAGING).mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.snapshots, ignore_errors=True)
+        (self.snapshots / _STAGING).mkdir(parents=True)
         for agent in agents:
             self.workspace(agent).mkdir(exist_ok=True)
 
@@ -81,7 +83,7 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, partial, symlinks=True)
     old = target.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
     try:
-        os.rename(target, old)
+        os.rename(target, old)  # a directory cannot be renamed over a non-empty one
     except FileNotFoundError:
         os.rename(partial, target)
         return

@@ -85,3 +85,18 @@ def test_a_failed_copy_leaves_the_target_as_it_was(tmp_path: Path) -> None:
 
     assert (target / "kept.txt").read_text() == "kept"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]
+
+
+def test_a_reused_workdir_keeps_workspaces_and_drops_the_earlier_runs_snapshots(
+    tmp_path: Path,
+) -> None:
+    earlier = _layout(tmp_path)
+    (earlier.workspace("a1") / "notes.txt").write_text("earlier work")
+    earlier.stage("a1")
+    earlier.publish("a1", "agent1.1")
+
+    later = _layout(tmp_path)
+    later.stage("a1")
+
+    assert (later.workspace("a1") / "notes.txt").read_text() == "earlier work"
+    assert later.publish("a1", "agent1.1") == later.snapshots / "agent1.1"
