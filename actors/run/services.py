@@ -31,7 +31,6 @@ import attrs
 import trio
 
 from actors.run.spec import RunSpec
-from actors.tools.executor import agent_tools
 from actors.tools.paths import PathPolicy
 from actors.tools.protocol import NO_TOOLS, ToolExecutor
 from actors.workspace.grants import AgentWorkspace, context_mounts
@@ -87,8 +86,9 @@ class RunServices:
         workspaces = self.workspaces
         if workspaces is None or self._stack is None:
             return _NO_TOOLING
-        # Imported here: it imports the docker SDK, which a run without tools never needs.
+        # Imported here: they import the docker SDK, which a run without tools never needs.
         from actors.sandbox.open import open_sandbox
+        from actors.tools.executor import agent_tools
 
         workspace = workspaces.agents[agent]
         orchestrator = self.spec.config.orchestrator

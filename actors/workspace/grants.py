@@ -17,17 +17,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from actors.coordination.protocol import AnswerView
-from actors.sandbox.protocol import Mount, Sandbox
 from actors.tools.paths import PathGrant
 from actors.workspace.events import ContextWritesOpened
 from actors.workspace.layout import RunLayout
 from config.schema.context import ContextPath
 from runtime import ActorContext
+
+if TYPE_CHECKING:
+    # Importing the sandbox package loads the docker SDK (~0.2 s): a run without tools,
+    # which imports this module, never needs it.
+    from actors.sandbox.protocol import Mount, Sandbox
 
 __all__ = ["AgentWorkspace", "ContextGrant", "context_mounts"]
 
@@ -54,6 +59,8 @@ def context_mounts(
     """The context paths as a sandbox's mounts: read-only unless writable and
     ``writes_open``; a writable one's protected paths follow it, read-only (a later mount
     covers an earlier one)."""
+    from actors.sandbox.protocol import Mount
+
     mounts: list[Mount] = []
     for context in context_paths:
         writable = writes_open and context.writable
