@@ -262,3 +262,17 @@ async def test_a_failed_presentation_delivers_the_chosen_answers_snapshot(
     assert result.presentation_error is not None
     assert result.workspace_path is not None
     assert (Path(result.workspace_path) / "notes.txt").read_text() == f"by {result.winner}"
+
+
+def test_running_without_tools_never_imports_the_docker_sdk() -> None:
+    """Importing the docker SDK costs ~0.2 s of every command's start-up; only runs whose
+    agents have tools (and so may have docker sandboxes) load it."""
+    import subprocess
+    import sys
+
+    probe = "import sys, actors.run.driver; print('docker' in sys.modules)"
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+
+    assert found.stdout.strip() == "False"
