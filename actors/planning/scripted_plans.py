@@ -7,8 +7,10 @@ reply into one, reading the mode from the prompt as a model would (the plan-mode
 
 - a round's ``new_answer`` content becomes a plan whose steps are the text's lines (content
   that already is a plan stays as it is);
-- a presentation becomes one plan: under ``synthesize`` the answers' plans merged (steps in
-  order, without repeats), otherwise the presenter's own plan.
+- a presentation's text becomes one plan: under ``synthesize`` the answers' plans merged
+  (steps in order, without repeats), otherwise the presenter's own plan.
+
+Tool calls other than ``new_answer`` (votes, investigation) pass through as they are.
 
 Outside plan mode the reply is returned unchanged, as the same object.
 """
@@ -40,6 +42,8 @@ def as_plan_reply(messages: Sequence[ChatMessage], reply: ChatMessage) -> ChatMe
         return reply
     view = parse_prompt(messages)
     if view.presentation is not None:
+        if reply.tool_calls:  # a step of investigation before presenting: not the answer
+            return reply
         answers = [view.answers[label] for label in sorted(view.answers, key=Label.parse)]
         plans = [plan for plan in map(parse_plan, answers) if plan is not None]
         own = parse_plan(view.answers.get(view.own_label or "", ""))

@@ -169,3 +169,13 @@ def test_merging_keeps_the_first_goal_and_each_step_once() -> None:
 
     assert merged.goal == "A"
     assert [s.action for s in merged.steps] == ["x", "y", "z"]
+
+
+def test_a_tool_call_while_presenting_is_untouched() -> None:
+    answers = {"agent1.1": tagged(_plan("Mine", "Do it"))}
+    step = ChatMessage(
+        role="assistant",
+        tool_calls=(ToolCall(id="t", name="read_file", arguments='{"path": "notes.txt"}'),),
+    )
+
+    assert as_plan_reply(_presentation("winner_present", answers), step) is step
