@@ -108,3 +108,26 @@ def _containers_of(run_id: str) -> list[str]:
         return [str(c.name) for c in found]
     finally:
         client.close()
+
+
+async def test_bubblewrap_keeps_protected_paths_read_only_in_the_presentation(
+    tmp_path: Path,
+) -> None:
+    if bubblewrap() is None:
+        _missing("bubblewrap is not installed or does not work here (apt-get install bubblewrap)")
+    ctx = tmp_path / "ctx"
+    (ctx / "keep").mkdir(parents=True)
+    touch = ToolStep(tool="run_shell", arguments={"command": f"echo x > {ctx}/keep/f.txt"})
+    backend = ScriptedBackendConfig(presentation_tool_steps=(touch,))
+    context = ContextPath(path=ctx, permission=ContextPermission.WRITE, protected_paths=["keep"])
+    config = ConclaveConfig(
+        agents=(AgentConfig(id="a1", backend=backend),),
+        orchestrator=OrchestratorConfig(quiet_period=None, context_paths=(context,)),
+    )
+    tap = MemoryTap()
+
+    result = await run(RunSpec(task=TASK, config=config, workdir=tmp_path / "work"), taps=[tap])
+
+    assert not (ctx / "keep" / "f.txt").exists()
+    assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
+    assert result.writes.count == 0
