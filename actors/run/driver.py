@@ -154,10 +154,10 @@ async def open_run(
     own events are recorded. ``on_log_failure``: see :func:`drive`.
 
     Raises only before the run starts: if its event log cannot be created (the directory
-    already holds a run's log: :class:`~runtime.eventlog.EventLogExists`, or an ``OSError``),
-    or its services cannot be opened (the working directory cannot be made, no docker
-    engine: :class:`~actors.sandbox.SandboxUnavailable`). An exception raised by the block
-    itself propagates unchanged.
+    already holds a run's log: :class:`~runtime.eventlog.EventLogExists`, or an ``OSError``).
+    What fails as the actors start (the working directory cannot be made, no docker
+    engine) fails the run, saying why. An exception raised by the block itself propagates
+    unchanged.
     """
     config = spec.config
     state = CoordinationState(
@@ -298,6 +298,7 @@ async def _start(
     Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
     :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
     backends = _backends(spec, pool)
+    await services.start()
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)

@@ -4,11 +4,12 @@ Agents have tools when the config asks for them (``orchestrator.tools: true``) o
 context paths (``orchestrator.context_paths``, ``--context``): a run that only talks (every
 scripted load benchmark) opens nothing here and its requests carry no tool schemas.
 
-With tools, :func:`open_services` lays out the run's working directory
-(:mod:`actors.workspace.layout`): ``RunSpec.workdir``, or by default the run's log
-directory (so a headless run keeps everything in ``.conclave/runs/<id>/``), or, for a run
-without either, a new temporary directory that is kept (``final/`` is the deliverable).
-Each agent then gets, from :meth:`RunServices.agent_tools`, its
+With tools, the run's working directory (:mod:`actors.workspace.layout`) is
+``RunSpec.workdir``, or by default the run's log directory (so a headless run keeps
+everything in ``.conclave/runs/<id>/``), or, for a run without either, a new temporary
+directory that is kept (``final/`` is the deliverable). :meth:`RunServices.start` makes it
+(and connects to the docker engine) as the run starts, so a failure there fails the run
+with its reason. Each agent then gets, from :meth:`RunServices.agent_tools`, its
 :class:`~actors.workspace.grants.AgentWorkspace`, a sandbox (``orchestrator.sandbox``) that
 mounts the context paths read-only (writable ones rw only when the modes table puts the
 writing in coordination), and an executor whose path policy asks the workspace's grants.
@@ -69,7 +70,6 @@ class RunServices:
         workspaces: RunWorkspaces | None = None,
         tracker: TrackerState | None = None,
         stack: contextlib.AsyncExitStack | None = None,
-        engine: DockerEngine | None = None,
     ) -> None:
         self.spec = spec
         self.run_id = run_id
@@ -78,11 +78,27 @@ class RunServices:
         self.tracker = tracker
         """The WriteTracker's state; ``None`` when no context path is writable."""
         self._stack = stack
-        self._engine = engine
+        self._engine: DockerEngine | None = None
+
+    async def start(self) -> None:
+        """Make the working directory and, for docker sandboxes, connect to the engine (its
+        image checked, orphans of dead runs removed). Called as the run starts, so that what
+        goes wrong here (an unwritable workdir, no engine) fails the run and says why.
+        Nothing to do without tools."""
+        workspaces = self.workspaces
+        if workspaces is None or self._stack is None:
+            return
+        agents = list(workspaces.agents)
+        await trio.to_thread.run_sync(workspaces.layout.create, agents)
+        sandbox = self.spec.config.orchestrator.sandbox
+        if sandbox.type is SandboxKind.DOCKER:
+            from actors.sandbox.open import open_docker_engine
+
+            self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
 
     async def agent_tools(self, agent: str) -> AgentTooling:
-        """Open ``agent``'s sandbox (closed when the services close) and make its executor.
-        Raises what opening the sandbox raises (no docker engine, no image)."""
+        """Open ``agent``'s sandbox (closed when the services close) and make its executor,
+        once :meth:`start` has run. Raises what opening the sandbox raises."""
         workspaces = self.workspaces
         if workspaces is None or self._stack is None:
             return _NO_TOOLING
@@ -125,12 +141,11 @@ def workdir_of(spec: RunSpec) -> Path:
     return Path(tempfile.mkdtemp(prefix="conclave-run-"))
 
 
-def _lay_out(spec: RunSpec, agents: list[str]) -> tuple[RunLayout, tuple[Path, ...]]:
-    """The working directory, made (blocking), and the run's own directories, to be cut out
-    of any context path that holds them: the event log and the other agents' workspaces
-    are not the user's files."""
+def _plan(spec: RunSpec) -> tuple[RunLayout, tuple[Path, ...]]:
+    """The working directory's layout (not made yet), and the run's own directories, to be
+    cut out of any context path that holds them: the event log and the other agents'
+    workspaces are not the user's files."""
     layout = RunLayout(workdir_of(spec))
-    layout.create(agents)
     own = (layout.root, spec.log_dir)
     excluded = tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in own if p is not None))
     return layout, excluded
@@ -138,16 +153,16 @@ def _lay_out(spec: RunSpec, agents: list[str]) -> tuple[RunLayout, tuple[Path, .
 
 @contextlib.asynccontextmanager
 async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
-    """The run's services for its lifetime (see the module docstring). Raises before the
-    run starts if the working directory cannot be made, or the docker engine is needed
-    and cannot be reached."""
+    """The run's services for its lifetime (see the module docstring); every sandbox opened
+    through them is closed on the way out, however the block ends. Nothing is made on disk
+    or connected here: :meth:`RunServices.start` does that as the run starts."""
     run_id = spec.log_dir.name if spec.log_dir is not None else secrets.token_hex(6)
     orchestrator = spec.config.orchestrator
     if not orchestrator.agents_have_tools:
         yield RunServices(spec=spec, run_id=run_id)
         return
     agents = [a.id for a in spec.config.agents]
-    layout, excluded = await trio.to_thread.run_sync(_lay_out, spec, agents)
+    layout, excluded = _plan(spec)
     writes_open = orchestrator.context_write_phase is ContextWritePhase.COORDINATION
     workspaces = RunWorkspaces(
         layout=layout,
@@ -165,16 +180,6 @@ async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
         else None
     )
     async with contextlib.AsyncExitStack() as stack:
-        engine: DockerEngine | None = None
-        if orchestrator.sandbox.type is SandboxKind.DOCKER:
-            from actors.sandbox.open import open_docker_engine
-
-            engine = await stack.enter_async_context(open_docker_engine(orchestrator.sandbox))
         yield RunServices(
-            spec=spec,
-            run_id=run_id,
-            workspaces=workspaces,
-            tracker=tracker,
-            stack=stack,
-            engine=engine,
+            spec=spec, run_id=run_id, workspaces=workspaces, tracker=tracker, stack=stack
         )

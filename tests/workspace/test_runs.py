@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from actors.coordination.events import AnswerAdded
@@ -29,6 +30,7 @@ from config.schema import (
 )
 from config.schema.backends import ToolStep
 from config.schema.context import ContextPath, ContextPermission
+from config.schema.sandbox import SandboxConfig, SandboxKind
 from runtime import Address, Delivered, Envelope, MemoryTap
 from tests.coordination.helpers import TASK, Recorder
 
@@ -276,3 +278,26 @@ def test_running_without_tools_never_imports_the_docker_sdk() -> None:
     )
 
     assert found.stdout.strip() == "False"
+
+
+async def test_a_workdir_that_cannot_be_made_fails_the_run_saying_why(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    config = _config(*_agents(1))
+
+    result = await run(RunSpec(task=TASK, config=config, workdir=tmp_path / "a-file" / "work"))
+
+    assert result.termination is Termination.FAILED
+    assert "starting failed" in (result.failure_reason or "")
+    assert "a-file" in (result.failure_reason or "")
+
+
+async def test_an_unreachable_docker_engine_fails_the_run_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+    config = _config(*_agents(1), sandbox=SandboxConfig(type=SandboxKind.DOCKER))
+
+    result = await run(RunSpec(task=TASK, config=config, workdir=tmp_path / "work"))
+
+    assert result.termination is Termination.FAILED
+    assert "no Docker engine is reachable" in (result.failure_reason or "")
