@@ -104,7 +104,7 @@ class RunServices:
             return _NO_TOOLING
         # Imported here: they import the docker SDK, which a run without tools never needs.
         from actors.sandbox.open import open_sandbox
-        from actors.tools.executor import agent_tools
+        from actors.tools.executor import DEFAULT_LIMITS, agent_tools
 
         workspace = workspaces.agents[agent]
         orchestrator = self.spec.config.orchestrator
@@ -121,12 +121,21 @@ class RunServices:
             )
         )
         workspace.sandbox = sandbox
+        # A command without a timeout of its own gets the configured one (which may exceed
+        # the tools' default ceiling).
+        shell_timeout = orchestrator.sandbox.shell_timeout
+        limits = attrs.evolve(
+            DEFAULT_LIMITS,
+            shell_default_timeout=shell_timeout,
+            shell_max_timeout=max(DEFAULT_LIMITS.shell_max_timeout, shell_timeout),
+        )
         tools = agent_tools(
             agent=agent,
             mode=self.spec.mode,
             policy=PathPolicy(workspace, cwd=workspace.path),
             sandbox=sandbox,
             workspace=workspace.path,
+            limits=limits,
         )
         return AgentTooling(tools=tools, workspace=workspace)
 

@@ -301,3 +301,16 @@ async def test_an_unreachable_docker_engine_fails_the_run_saying_why(
 
     assert result.termination is Termination.FAILED
     assert "no Docker engine is reachable" in (result.failure_reason or "")
+
+
+async def test_a_shell_command_without_a_timeout_gets_the_configured_one(tmp_path: Path) -> None:
+    slow = ToolStep(tool="run_shell", arguments={"command": "sleep 30"})
+    sandbox = SandboxConfig(shell_timeout=0.2)
+    config = _config(*_agents(1, presentation_tool_steps=(slow,)), sandbox=sandbox)
+    tap = MemoryTap()
+
+    with trio.fail_after(20):
+        await run(RunSpec(task=TASK, config=config, workdir=tmp_path / "work"), taps=[tap])
+
+    (shell,) = [e for e in tap.of_type(ToolCallFinished) if e.tool == "run_shell"]
+    assert "killed after 0.2s" in (shell.error or "")
