@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from functools import cache, partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,8 @@ import attrs
 import trio
 import trio.testing
 
+from actors.batch.engine import split_slots
+from actors.batch.lanes import Counter, SharedCounter, run_lanes
 from actors.run.driver import RunSpec, run
 from actors.run.result import RunResult
 from benchmarks.bench_args import (
@@ -207,27 +208,23 @@ async def _run_batch(
     log_root: Path | None,
     claim: Callable[[], int | None],
 ) -> list[float]:
-    """Run configs in ``slots`` parallel lanes; each lane claims the next run index when it
-    is free, so processes sharing one claim counter balance themselves. Returns each run's
-    duration on the current clock."""
+    """Run configs in ``slots`` lanes of :func:`actors.batch.lanes.run_lanes` (the lanes
+    ``conclave batch`` runs); processes sharing one claim counter balance themselves.
+    Returns each run's duration on the current clock."""
     durations: list[float] = []
 
-    async def lane() -> None:
-        while (i := claim()) is not None:
-            started = trio.current_time()
-            log_dir = log_root / f"run{i}" if log_root is not None else None
-            await run(RunSpec(task=TASK, config=configs[i], log_dir=log_dir))
-            durations.append(trio.current_time() - started)
+    async def run_one(i: int) -> None:
+        started = trio.current_time()
+        log_dir = log_root / f"run{i}" if log_root is not None else None
+        await run(RunSpec(task=TASK, config=configs[i], log_dir=log_dir))
+        durations.append(trio.current_time() - started)
 
-    async with trio.open_nursery() as nursery:
-        for _ in range(slots):
-            nursery.start_soon(lane)
+    await run_lanes(slots, claim, run_one)
     return durations
 
 
 def _counter(runs: int) -> Callable[[], int | None]:
-    indices = iter(range(runs))
-    return lambda: next(indices, None)
+    return Counter(runs).claim
 
 
 @cache
@@ -251,28 +248,19 @@ def run_batch_worker(
     slots: int,
     latency: float,
     start_at: float,
-    next_run: Synchronized[int],
+    claims: SharedCounter,
     results: Connection,
 ) -> None:
-    """One worker process: ``slots`` lanes claiming runs from the shared ``next_run``
-    counter, each run with its own event log, starting at wall-clock ``start_at`` so that
-    workers start together."""
-
-    def claim() -> int | None:
-        with next_run.get_lock():
-            i = next_run.value
-            if i >= runs:
-                return None
-            next_run.value = i + 1
-        return i
-
+    """One worker process: ``slots`` lanes claiming runs from the shared ``claims`` (as
+    ``conclave batch --workers`` does), each run with its own event log, starting at
+    wall-clock ``start_at`` so that workers start together."""
     tune_gc_for_actors()
     # Parsed up front, as a batch file would be: the timed part is running them.
     configs = _batch_configs(runs, latency)
     with _log_scratch() as tmp:
         time.sleep(max(0.0, start_at - time.time()))
         cpu_started = time.process_time()
-        durations = trio.run(_run_batch, configs, slots, tmp, claim)
+        durations = trio.run(_run_batch, configs, slots, tmp, claims.claim)
         ended = time.time()
         cpu = time.process_time() - cpu_started
     results.send(
@@ -302,16 +290,14 @@ def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> 
     """
     ideal_latency, zero_cost_wall = virtual_batch(runs, concurrency, latency)
     context = multiprocessing.get_context("spawn")
-    next_run = context.Value("i", 0)
+    claims = SharedCounter(runs, context)
     start_at = time.time() + 2.0  # time for every worker to import before the start
-    slots = [
-        concurrency // workers + (1 if w < concurrency % workers else 0) for w in range(workers)
-    ]
+    slots = split_slots(concurrency, workers)
     pipes = [context.Pipe(duplex=False) for _ in range(workers)]
     procs = [
         context.Process(
             target=run_batch_worker,
-            args=(runs, slots[w], latency, start_at, next_run, pipes[w][1]),
+            args=(runs, slots[w], latency, start_at, claims, pipes[w][1]),
         )
         for w in range(workers)
     ]

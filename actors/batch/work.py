@@ -1,0 +1,87 @@
+"""What a batch runs: its jobs, and the work of running one of them.
+
+A :class:`BatchJob` is one run to make (a task in one mode, with its config already
+resolved); a :class:`JobOutcome` is what comes back when it ended. :class:`BatchWork` runs
+jobs by index with one backend pool shared by every run in the process (connections stay
+warm), and is picklable, so a worker process or a remote node runs exactly the same code as
+the batch's own process.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from actors.llm.pool import open_backends
+from actors.run.driver import RunSpec, run
+from config.modes import CollaborationMode
+from config.schema import ConclaveConfig
+
+__all__ = ["BatchJob", "BatchWork", "JobOutcome", "Report"]
+
+
+@attrs.frozen(kw_only=True)
+class BatchJob:
+    """One run of a batch: a task line in one mode."""
+
+    key: str
+    """Unique in the batch: the line's id and the mode's name."""
+    task: str
+    config: ConclaveConfig
+    """After flags, the mode's overrides and the line's own overrides."""
+    mode: CollaborationMode = CollaborationMode.DEFAULT
+    log_dir: Path | None = None
+
+
+@attrs.frozen(kw_only=True)
+class JobOutcome:
+    """A job that ran to its end (an interrupted run has no outcome)."""
+
+    index: int
+    """The job's index in the batch's job list."""
+    result: dict[str, Any]
+    """``RunResult.to_json()``: what ``conclave run --output-format json`` prints."""
+    node: str
+    """The host that ran it."""
+    started: float
+    """Wall-clock time (``time.time()``) the run started, for the batch's rate."""
+
+
+Report = Callable[[JobOutcome], None]
+"""Where outcomes go: called once per finished job, in the process that writes RESULTS."""
+
+
+@attrs.frozen(kw_only=True)
+class BatchWork:
+    """Runs ``jobs`` by index; see the module docstring."""
+
+    jobs: Sequence[BatchJob]
+
+    @asynccontextmanager
+    async def open(self, report: Report) -> AsyncIterator[Callable[[int], Awaitable[None]]]:
+        """Open the backend pool the runs share, and yield ``run_job(i)``: it runs job ``i``
+        and reports its outcome. Cancelled, the run in flight ends ``cancelled`` and is not
+        reported (it runs again on resume)."""
+        node = socket.gethostname()
+        async with open_backends() as pool:
+
+            async def run_job(index: int) -> None:
+                job = self.jobs[index]
+                spec = RunSpec(
+                    task=job.task,
+                    config=job.config,
+                    mode=job.mode,
+                    log_dir=job.log_dir,
+                    backends=pool,
+                )
+                started = time.time()
+                result = await run(spec)
+                report(JobOutcome(index=index, result=result.to_json(), node=node, started=started))
+
+            yield run_job
