@@ -19,6 +19,7 @@ from actors.llm.protocol import CallPurpose, Completion, CompletionRequest, Comp
 from actors.run.driver import RunSpec, build_backend, run
 from actors.run.result import Termination
 from actors.workspace.events import FinalWorkspaceSaved, PresentingForWrites, SnapshotPublished
+from actors.workspace.tracker import TakeBaseline
 from actors.workspace.writes import Writes
 from config.modes import CollaborationMode
 from config.schema import (
@@ -314,3 +315,40 @@ async def test_a_shell_command_without_a_timeout_gets_the_configured_one(tmp_pat
 
     (shell,) = [e for e in tap.of_type(ToolCallFinished) if e.tool == "run_shell"]
     assert "killed after 0.2s" in (shell.error or "")
+
+
+class _CrashAfter:
+    """Crashes ``actor`` once, right after it handled a ``payload`` message."""
+
+    def __init__(self, actor: str, payload: type[Any]) -> None:
+        self.actor = actor
+        self.payload = payload
+        self.crashed = 0
+
+    def crash_after(self, actor: Address, envelope: Envelope) -> str | None:
+        if actor.kind != self.actor or not isinstance(envelope.payload, self.payload):
+            return None
+        if self.crashed:
+            return None
+        self.crashed += 1
+        return f"{self.actor} crashes after {self.payload.__name__}"
+
+    def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
+        return None
+
+
+async def test_a_write_tracker_restarted_after_its_baseline_keeps_it(tmp_path: Path) -> None:
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    made = ToolStep(tool="write_file", arguments={"path": f"{ctx}/made.txt", "content": "x"})
+    context = ContextPath(path=ctx, permission=ContextPermission.WRITE)
+    config = _config(*_agents(2, presentation_tool_steps=(made,)), context_paths=(context,))
+    plan = _CrashAfter("write_tracker", TakeBaseline)
+
+    with trio.fail_after(30):
+        result = await run(
+            RunSpec(task=TASK, config=config, workdir=tmp_path / "work", faults=plan)
+        )
+
+    assert plan.crashed == 1
+    assert result.writes == Writes(new=(str(ctx / "made.txt"),))
