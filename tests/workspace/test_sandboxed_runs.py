@@ -110,10 +110,13 @@ def _containers_of(run_id: str) -> list[str]:
         client.close()
 
 
-async def test_bubblewrap_keeps_protected_paths_read_only_in_the_presentation(
-    tmp_path: Path,
+@pytest.mark.parametrize("kind", [SandboxKind.LOCAL, SandboxKind.DOCKER], ids=lambda k: k.value)
+async def test_protected_paths_stay_read_only_to_the_presentations_shell(
+    tmp_path: Path, kind: SandboxKind
 ) -> None:
-    if bubblewrap() is None:
+    if kind is SandboxKind.DOCKER:
+        _engine_ready()
+    elif bubblewrap() is None:
         _missing("bubblewrap is not installed or does not work here (apt-get install bubblewrap)")
     ctx = tmp_path / "ctx"
     (ctx / "keep").mkdir(parents=True)
@@ -122,7 +125,9 @@ async def test_bubblewrap_keeps_protected_paths_read_only_in_the_presentation(
     context = ContextPath(path=ctx, permission=ContextPermission.WRITE, protected_paths=["keep"])
     config = ConclaveConfig(
         agents=(AgentConfig(id="a1", backend=backend),),
-        orchestrator=OrchestratorConfig(quiet_period=None, context_paths=(context,)),
+        orchestrator=OrchestratorConfig(
+            quiet_period=None, context_paths=(context,), sandbox=SandboxConfig(type=kind)
+        ),
     )
     tap = MemoryTap()
 
