@@ -3,6 +3,7 @@ starts an execution turn, a revision, or nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from actors.llm.protocol import CompletionRequest
@@ -116,3 +117,49 @@ def test_planning_runs_in_plan_mode_and_the_execution_in_execute_mode(tmp_path: 
     assert execution
     assert all(PLAN_MODE_MARKER in r.messages[0].content for r in planning)
     assert all(r.messages[0].content.startswith("[EXECUTE MODE]") for r in execution)
+
+
+def test_the_dialog_takes_keys_before_it_is_first_drawn() -> None:
+    from prompt_toolkit.application.current import set_app
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.key_binding import KeyPress
+    from prompt_toolkit.output import DummyOutput
+
+    from actors.planning.plan import Plan, PlanStep, plan_json
+    from actors.run.result import RunResult, Termination
+    from ui.repl.app import Repl
+    from ui.repl.planning import PlanFlow
+    from ui.repl.protocol import Submit
+    from ui.repl.state import ReplState
+
+    plan = Plan(goal="a party", steps=(PlanStep(step_number=1, action="invite"),))
+    result = RunResult(
+        final_answer=plan_json(plan),
+        winner="a",
+        presenter="a",
+        strategy="winner_present",
+        answers=[],
+        votes={},
+        rounds=1,
+        llm_calls=1,
+        restarts=0,
+        termination=Termination.COMPLETED,
+        failed_agents={},
+        log_dir=None,
+        duration_s=0.1,
+    )
+
+    async def main() -> list[Dialog]:
+        with create_pipe_input() as keys:
+            state = ReplState(agents=("a",))
+            repl = Repl(state, input=keys, output=DummyOutput())
+            flow = PlanFlow(repl)
+            planning = Submit(task="plan", modes=state.modes, mode=CollaborationMode.PLAN)
+            flow.turn_ended(planning, result, None)
+            seen = [state.dialog]
+            with set_app(repl.app):  # no frame has been drawn since the dialog opened
+                repl.app.key_processor.feed(KeyPress("1"))
+                repl.app.key_processor.process_keys()
+            return [*seen, state.dialog]
+
+    assert asyncio.run(main()) == [Dialog.PLAN, Dialog.NONE]

@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
     from actors.llm.protocol import LLMBackend
     from ui.repl.planning import PlanFlow
-    from ui.repl.service import ReplService
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
@@ -136,7 +135,6 @@ class Repl:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.runtime_started = False
         self.quitting = False
-        self.service: ReplService | None = None
         self.plans: PlanFlow | None = None
 
     # -- the trio side ----------------------------------------------------------------------
@@ -162,6 +160,10 @@ class Repl:
             self._early.append(command)
             return
         self._token.run_sync_soon(self._channel.send_nowait, command)
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop the application runs on: redraws and prints are scheduled on it."""
+        self._loop = loop
 
     # -- redraws -------------------------------------------------------------------------------
 
@@ -210,6 +212,13 @@ class Repl:
                             self._write(block)
         finally:
             self._flushing = False
+
+    def write_pending(self) -> None:
+        """Write what waits to be printed straight to the terminal: before the application's
+        first frame and after its last, when there is no frame to print above."""
+        blocks, self._pending = self._pending, []
+        for block in blocks:
+            self._write(block)
 
     def _write(self, block: StyleAndTextTuples) -> None:
         print_formatted_text(
@@ -361,7 +370,6 @@ async def _trio_main(
         log_root=log_root,
         backend_factory=backend_factory,
     ) as service:
-        repl.service = service
         attach_plans(repl, service)
         repl.connect(trio.lowlevel.current_trio_token(), send)
         await service.serve(receive)
@@ -388,7 +396,7 @@ async def run_session(
     """Run the application and its trio guest until the person leaves; returns once the
     guest has ended (any run's log closed). Raises what the guest raised."""
     loop = asyncio.get_running_loop()
-    repl._loop = loop
+    repl.bind(loop)
     finished: asyncio.Future[Any] = loop.create_future()
 
     def guest_done(outcome: Any) -> None:
@@ -397,8 +405,9 @@ async def run_session(
 
     async def start_runtime() -> None:
         await asyncio.to_thread(_load_runtime)
-        if repl.quitting:
-            finished.set_result(None)
+        if repl.quitting:  # left while the runtime loaded: no guest to end
+            if not finished.done():
+                finished.set_result(None)
             return
         import trio
 
@@ -425,9 +434,7 @@ async def run_session(
 
     if welcome:
         repl.say(welcome)
-    for block in repl._pending:  # before the first frame: straight to the terminal
-        repl._write(block)
-    repl._pending.clear()
+    repl.write_pending()
     await repl.app.run_async(pre_run=pre_run)
     if not finished.done():
         repl.quit()
@@ -436,9 +443,7 @@ async def run_session(
     outcome = await finished
     if outcome is not None:
         outcome.unwrap()
-    for block in repl._pending:  # printed after the application's last frame
-        repl._write(block)
-    repl._pending.clear()
+    repl.write_pending()
 
 
 def run_repl(

@@ -88,6 +88,10 @@ class PlanFlow:
         self.dialog = dialog
         repl.plan_container = dialog.container
         repl.state.dialog = Dialog.PLAN
+        # prompt-toolkit finds a focused window's key bindings through its parents, known
+        # from the last frame; a key before the next frame would miss the dialog's (and
+        # the miss is cached for the dialog's life). Learn the parents now.
+        repl.app.layout.update_parents_relations()
         repl.app.layout.focus(dialog.focus)
         repl.state.on_change()
 

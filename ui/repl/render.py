@@ -16,7 +16,7 @@ from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
 from actors.events.view import PRESENTED, AgentView, RunView
 from actors.run.result import RunResult, Termination
-from ui.headless.result import display_path, plural, summary, writes_footer
+from ui.headless.result import plural, summary, writes_footer
 from ui.timeline import neutralise
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "agent_line",
     "answer_block",
     "fragments_text",
+    "markdown",
     "progress_lines",
     "result_block",
 ]
@@ -129,7 +130,3 @@ def progress_lines(
         what = ", ".join(f"{n:,} {doing}" for doing, n in counts.most_common(4))
         lines.append(("class:progress.agent", f"  … and {len(rest):,} more: {what}\n"))
     return lines
-
-
-def log_line(log_dir: str | None) -> str:
-    return "no log was kept" if log_dir is None else display_path(log_dir)
