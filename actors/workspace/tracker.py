@@ -104,7 +104,7 @@ class TrackerState:
             try:
                 write_list(writes, list_file)
             except OSError:
-                self.list_dir = None  # the footer names no file that is not there
+                self.list_dir = None  # events name no list file that is not there
         return writes
 
     def settle(self) -> Writes | None:

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from actors.run.result import RunResult, Termination, Writes
 from config.loader import ConfigError, parse_config
 from config.schema.context import ContextPath, ContextPermission, parse_context_flag
 from tests.cli.helpers import TASK, write_config
 from ui.cli import main
 from ui.exit_codes import ExitCode
+from ui.headless.result import writes_footer
 
 
 def _config(*context_paths: dict[str, object]) -> dict[str, object]:
@@ -360,3 +362,24 @@ def test_presenting_anyway_for_writes_is_said_in_the_progress(tmp_path: Path, ct
     assert code == ExitCode.OK, err
     assert "presents to write the context paths" in err
     assert "writable context paths need someone to write them" in err
+
+
+def test_the_footer_names_no_list_file_that_is_not_there(tmp_path: Path) -> None:
+    result = RunResult(
+        final_answer="x",
+        winner="a",
+        presenter="a",
+        strategy="winner_present",
+        answers=[],
+        votes={},
+        rounds=1,
+        llm_calls=1,
+        restarts=0,
+        termination=Termination.COMPLETED,
+        failed_agents={},
+        log_dir=str(tmp_path),
+        duration_s=0.1,
+        writes=Writes(new=tuple(f"/ctx/f{i}" for i in range(6))),
+    )
+
+    assert writes_footer(result) == "6 files written to context paths"

@@ -80,6 +80,8 @@ def writes_footer(result: RunResult) -> str | None:
     :func:`actors.workspace.writes.footer`); ``None`` when it wrote nothing."""
     log_dir = result.log_dir
     list_file = Path(log_dir) / WRITES_FILE if log_dir is not None else None
+    if list_file is not None and not list_file.is_file():
+        list_file = None  # it could not be written: name no file that is not there
     text = footer(result.writes, list_file)
     return None if text is None else display_path(text)
 
