@@ -80,6 +80,24 @@ def _register_run(sub: _Subcommands) -> None:
     run.set_defaults(handler=handle)
 
 
+def _register_batch(sub: _Subcommands) -> None:
+    from ui.batch.arguments import add_batch_arguments
+
+    batch = sub.add_parser(
+        "batch",
+        help="run every task of a JSON Lines file; resumable; results appended to --out",
+        description="See docs/batch.md: file formats, resume, grading, exit codes.",
+    )
+    add_batch_arguments(batch)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from ui.batch.command import batch_command
+
+        return batch_command(args)
+
+    batch.set_defaults(handler=handle)
+
+
 def _register_replay(sub: _Subcommands) -> None:
     replay = sub.add_parser("replay", help="print a finished run's timeline from its events.jsonl")
     replay.add_argument("events", metavar="EVENTS.jsonl")
@@ -179,6 +197,7 @@ def _register_repl(sub: _Subcommands) -> None:
 
 _COMMANDS = (
     _register_run,
+    _register_batch,
     _register_repl,
     _register_replay,
     _register_validate,
@@ -216,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``; nothing at all, with a terminal on
     stdin, is ``repl``."""
-    commands = {"run", "repl", "replay", "validate", "bench", "import", "sandbox"}
+    commands = {"run", "batch", "repl", "replay", "validate", "bench", "import", "sandbox"}
     commands |= {"-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
@@ -283,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_name(argv: list[str]) -> str:
     normalised = _normalise(argv)
     first = normalised[0] if normalised else ""
-    named = ("run", "repl", "replay", "validate", "bench", "import")
+    named = ("run", "batch", "repl", "replay", "validate", "bench", "import")
     return f"conclave {first}" if first in named else "conclave"
 
 
