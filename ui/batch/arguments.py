@@ -1,0 +1,133 @@
+"""``conclave batch``'s flags. Only argparse here (``conclave --help`` stays fast). The flags
+that shape each run are ``conclave run``'s, with its value checks
+(:mod:`ui.headless.arguments`); ``--max-cost`` and ``--log-dir`` mean the batch's."""
+
+from __future__ import annotations
+
+import argparse
+
+from ui.headless.arguments import (
+    _agent_count,
+    _dollars,
+    _model,
+    _timeout,
+    _visibility,
+    collaboration_mode,
+)
+
+__all__ = ["GRADES", "add_batch_arguments", "positive_count", "tolerance"]
+
+GRADES = ("exact", "contains", "regex", "number")
+
+
+def positive_count(text: str) -> int:
+    expected = "a whole number >= 1 and <= 100,000"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+    return value
+
+
+def tolerance(text: str) -> float:
+    expected = "a number >= 0, such as 0.01"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def add_batch_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "tasks",
+        metavar="TASKS.jsonl",
+        help='one task per line: {"id", "task", "overrides"?, "expected"?}',
+    )
+    p.add_argument(
+        "--out",
+        metavar="RESULTS.jsonl",
+        help="results are appended here, one JSON object per finished run; running again "
+        "skips the tasks it already holds (required unless --dry-run)",
+    )
+    p.add_argument(
+        "--concurrency", type=positive_count, default=8, metavar="N", help="runs at once (8)"
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_count,
+        default=1,
+        metavar="N",
+        help="worker processes sharing the runs (1: all in this process); use the cores",
+    )
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="also run again the tasks whose newest result did not complete",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="check every line (and its overrides), then exit"
+    )
+    p.add_argument(
+        "--max-cost",
+        type=_dollars,
+        metavar="USD",
+        help="for the whole batch: start no more runs once this much is spent (the runs in "
+        "flight finish)",
+    )
+    p.add_argument("--grade", choices=GRADES, help="score answers against each line's expected")
+    p.add_argument(
+        "--tolerance",
+        type=tolerance,
+        metavar="X",
+        help="--grade number: how far from expected still counts as correct (1e-6)",
+    )
+    p.add_argument(
+        "--compare-modes",
+        metavar="MODE,MODE",
+        help="run every task in each mode (single, multi, single-norefine, multi-norefine) "
+        "and compare them side by side",
+    )
+    p.add_argument(
+        "--summary-json", metavar="PATH", help="also write the summary as JSON to this file"
+    )
+    p.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="keep each run's event log under DIR/<id>-<mode>-<random>/ (default: no logs)",
+    )
+    p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
+    p.add_argument(
+        "--agents", type=_agent_count, metavar="N", help="number of scripted agents (no --config)"
+    )
+    p.add_argument("--agent-mode", choices=("single", "multi"), default="multi")
+    p.add_argument(
+        "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
+    )
+    p.add_argument("--refinement", choices=("on", "off"), default="on")
+    p.add_argument(
+        "--mode",
+        type=collaboration_mode,
+        default="default",
+        metavar="default|plan|execute",
+        help="the collaboration mode of every run",
+    )
+    p.add_argument(
+        "--final-answer-strategy", choices=("winner_reuse", "winner_present", "synthesize")
+    )
+    p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
+    p.add_argument(
+        "--context", action="append", metavar="PATH[:w]", help="as for conclave run; repeatable"
+    )
+    p.add_argument("--in-flight-policy", choices=("cancel", "finish", "inject"))
+    p.add_argument("--timeout", type=_timeout, metavar="SECONDS", help="per task: a run's timeout")
+    p.add_argument(
+        "--model",
+        type=_model,
+        metavar="NAME",
+        help="use this model for every openai/anthropic agent",
+    )

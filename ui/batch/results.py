@@ -1,0 +1,88 @@
+"""RESULTS.jsonl: one JSON object per finished run, appended as each run ends.
+
+Each line is written with one ``write`` to a file opened ``O_APPEND``, so lines never
+interleave and a crash (or a kill) loses at most the line being written. Such a cut line is
+the file's last and does not end in a newline: :func:`open_results` finds it, says so, and
+truncates the file back to the last whole line before anything is appended.
+
+Resume reads every line; for each key (the task's id and the mode) the newest line wins, so
+``--retry-failed`` simply appends a new line for a task instead of rewriting the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ui.headless.result import display_path
+
+__all__ = ["ResultsFile", "open_results", "result_key"]
+
+
+def result_key(id_: Any, mode: str) -> tuple[str, str]:
+    return (str(id_), mode)
+
+
+@attrs.define
+class ResultsFile:
+    """Appends result lines; see the module docstring. Close it with :meth:`close`."""
+
+    path: Path
+    fd: int
+    existing: dict[tuple[str, str], dict[str, Any]]
+    """The newest earlier line for each (id, mode)."""
+    notes: list[str] = attrs.field(factory=list)
+    """What reading found worth saying: a repaired last line, lines that are not results."""
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Write one line. Raises ``OSError`` (a full disk) with nothing half-written left
+        behind but, at worst, a cut last line that the next resume removes."""
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        written = os.write(self.fd, data)
+        while written < len(data):  # a short write: only on a full disk or a signal
+            written += os.write(self.fd, data[written:])
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def open_results(path: Path) -> ResultsFile:
+    """Open (or create) RESULTS for appending, after reading what it holds and cutting off a
+    last line an earlier crash left unfinished. Raises ``OSError`` when it cannot be read,
+    repaired or opened."""
+    existing: dict[tuple[str, str], dict[str, Any]] = {}
+    notes: list[str] = []
+    shown = display_path(path)
+    data = path.read_bytes() if path.exists() else b""
+    if data and not data.endswith(b"\n"):
+        whole = data.rfind(b"\n") + 1
+        notes.append(
+            f"{shown}: the last line was cut short ({len(data) - whole:,} bytes, from a run "
+            "interrupted while writing); it was removed, and that task runs again"
+        )
+        os.truncate(path, whole)
+        data = data[:whole]
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            record = None
+        if not isinstance(record, dict) or "id" not in record or "termination" not in record:
+            notes.append(f"{shown}:{number}: not a result line; ignored")
+            continue
+        existing[result_key(record["id"], str(record.get("mode", "")))] = record
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    return ResultsFile(path=path, fd=fd, existing=existing, notes=notes)
+
+
+def print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"conclave batch: {note}", file=sys.stderr)

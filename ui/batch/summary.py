@@ -1,0 +1,109 @@
+"""The summary table ``conclave batch`` prints at the end: one row per mode, so that with
+``--compare-modes`` the modes stand side by side (accuracy, cost and time)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+__all__ = ["ModeSummary", "render_table", "summarise"]
+
+_TIMED_OUT = ("timeout", "max_cost")
+
+
+@attrs.frozen(kw_only=True)
+class ModeSummary:
+    mode: str
+    tasks: int
+    completed: int
+    failed: int
+    timed_out: int
+    not_run: int
+    tokens: int
+    cost_usd: float | None
+    """``None`` when no run had a price."""
+    p50_s: float | None
+    p95_s: float | None
+    graded: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.graded if self.graded else None
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self) | {"accuracy": self.accuracy}
+
+
+def _percentile(values: Sequence[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p * len(ordered) + 0.5) - 1))]
+
+
+def summarise(
+    mode: str, records: Sequence[Mapping[str, Any] | None], grades: Sequence[bool | None]
+) -> ModeSummary:
+    """``records``: the newest result of each task in this mode (``None``: not run);
+    ``grades``: whether each was correct (``None``: not graded)."""
+    ran = [r for r in records if r is not None]
+    costs = [float(r["cost_usd"]) for r in ran if r.get("cost_usd") is not None]
+    durations = [float(r.get("duration_s", 0.0)) for r in ran]
+    graded: list[bool] = [g for g in grades if g is not None]
+    return ModeSummary(
+        mode=mode,
+        tasks=len(records),
+        completed=sum(r.get("termination") == "completed" for r in ran),
+        failed=sum(r.get("termination") == "failed" for r in ran),
+        timed_out=sum(r.get("termination") in _TIMED_OUT for r in ran),
+        not_run=len(records) - len(ran),
+        tokens=sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in ran),
+        cost_usd=round(sum(costs), 6) if costs else None,
+        p50_s=_percentile(durations, 0.5),
+        p95_s=_percentile(durations, 0.95),
+        graded=len(graded),
+        correct=sum(graded),
+    )
+
+
+_COLUMNS = (
+    "mode", "tasks", "completed", "failed", "timed out", "not run", "tokens", "cost",
+    "p50", "p95", "accuracy",
+)  # fmt: skip
+
+
+def render_table(rows: Sequence[ModeSummary]) -> str:
+    cells = [
+        [
+            row.mode,
+            f"{row.tasks:,}",
+            f"{row.completed:,}",
+            f"{row.failed:,}",
+            f"{row.timed_out:,}",
+            f"{row.not_run:,}",
+            f"{row.tokens:,}",
+            "-" if row.cost_usd is None else f"${row.cost_usd:.4f}",
+            "-" if row.p50_s is None else f"{row.p50_s:.2f}s",
+            "-" if row.p95_s is None else f"{row.p95_s:.2f}s",
+            "-" if row.accuracy is None else f"{row.accuracy:.1%} ({row.correct}/{row.graded})",
+        ]
+        for row in rows
+    ]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(_COLUMNS)]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(_COLUMNS, widths, strict=True))
+        )
+    ]
+    for r in cells:
+        lines.append(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w)
+                for i, (v, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+    return "\n".join(lines)

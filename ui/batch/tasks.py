@@ -1,0 +1,185 @@
+"""TASKS.jsonl: one task per line, ``{"id", "task", "overrides"?, "expected"?}``.
+
+Reading never stops at a bad line: each is reported with its line number and skipped, so one
+typo in a thousand lines costs one task, not the batch. A line is bad when it is not JSON,
+not an object, lacks ``id`` or ``task``, has a key not listed above, repeats an ``id`` seen
+on an earlier line (the first one runs), or carries ``overrides`` the config validator
+refuses. Blank lines are skipped silently.
+
+``overrides`` edit the config as the config file would: ``{"orchestrator": {...}}`` sets
+those orchestrator fields, ``{"agents": [...]}`` replaces the agents. They are checked with
+the loader's own walker (same messages as ``conclave validate``), applied before the mode
+table, and the result checked as ``conclave run`` checks its config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from config.limits import MAX_TASK_BYTES
+from config.loader import RENAMED
+from config.problems import ConfigError, Problem
+from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
+from config.walker import INVALID, SchemaWalker
+
+__all__ = ["KEYS", "BadLine", "TaskLine", "apply_overrides", "read_tasks"]
+
+KEYS = ("id", "task", "overrides", "expected")
+_OVERRIDE_KEYS = ("orchestrator", "agents")
+
+
+@attrs.frozen(kw_only=True)
+class TaskLine:
+    line: int
+    """1-based, as editors count."""
+    id: str | int
+    """As written (results echo it); :attr:`key` is its text."""
+    task: str
+    overrides: Mapping[str, Any] | None = None
+    expected: Any = None
+    """``None`` when the line has none."""
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+
+@attrs.frozen(kw_only=True)
+class BadLine:
+    line: int
+    reason: str
+
+    def render(self, source: str) -> str:
+        return f"{source}:{self.line}: {self.reason}; the line was skipped"
+
+
+def read_tasks(path: Path) -> tuple[list[TaskLine], list[BadLine]]:
+    """Every good line and every bad one, in file order. Raises ``OSError`` if the file
+    cannot be read at all."""
+    good: list[TaskLine] = []
+    bad: list[BadLine] = []
+    seen: dict[str, int] = {}
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            if not raw.strip():
+                continue
+            parsed = _parse(number, raw)
+            if isinstance(parsed, BadLine):
+                bad.append(parsed)
+                continue
+            first = seen.get(parsed.key)
+            if first is not None:
+                bad.append(
+                    BadLine(
+                        line=number,
+                        reason=f"id {parsed.key!r} is already used on line {first}; "
+                        "give every line its own id",
+                    )
+                )
+                continue
+            seen[parsed.key] = number
+            good.append(parsed)
+    return good, bad
+
+
+def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
+    def bad(reason: str) -> BadLine:
+        return BadLine(line=number, reason=reason)
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return bad(f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return bad(f"not JSON ({exc.msg} at column {exc.colno}); expected one object per line")
+    if not isinstance(data, dict):
+        return bad(f'expected an object such as {{"id": "q1", "task": "..."}}, got {_kind(data)}')
+    unknown = sorted(set(data) - set(KEYS))
+    if unknown:
+        return bad(f"unknown key {unknown[0]!r}; a line's keys are {', '.join(KEYS)}")
+    if "id" not in data:
+        return bad('the key "id" is missing; give the line an id (a string or a whole number)')
+    id_ = data["id"]
+    if isinstance(id_, bool) or not isinstance(id_, str | int) or str(id_).strip() == "":
+        return bad(f'"id" must be a non-empty string or a whole number, got {_kind(id_)}')
+    task = data.get("task")
+    if task is None:
+        return bad('the key "task" is missing; give the line its task as a string')
+    if not isinstance(task, str) or not task.strip():
+        return bad(f'"task" must be non-empty text, got {_kind(task)}')
+    if len(task.encode("utf-8", "surrogatepass")) > MAX_TASK_BYTES:
+        return bad(f'"task" is larger than {MAX_TASK_BYTES // 1_048_576} MiB; shorten it')
+    overrides = data.get("overrides")
+    if overrides is not None and not isinstance(overrides, dict):
+        return bad(
+            f'"overrides" must be an object such as {{"orchestrator": {{"run_timeout": 60}}}}, '
+            f"got {_kind(overrides)}"
+        )
+    return TaskLine(
+        line=number, id=id_, task=task.strip(), overrides=overrides, expected=data.get("expected")
+    )
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def apply_overrides(config: ConclaveConfig, overrides: Mapping[str, Any]) -> ConclaveConfig:
+    """``config`` with a line's overrides applied; :class:`ConfigError` lists every problem
+    (paths such as ``overrides.orchestrator.run_timeout``)."""
+    unknown = sorted(set(overrides) - set(_OVERRIDE_KEYS))
+    if unknown:
+        raise ConfigError(
+            problems=[
+                Problem(
+                    path=f"overrides.{unknown[0]}",
+                    message=f"unknown key {unknown[0]!r}; overrides may set "
+                    f"{' and '.join(_OVERRIDE_KEYS)}",
+                    expected=" or ".join(_OVERRIDE_KEYS),
+                    got=unknown[0],
+                )
+            ]
+        )
+    walker = SchemaWalker(source=None, environ=None, renamed=RENAMED)
+    changes: dict[str, Any] = {}
+    if "orchestrator" in overrides:
+        node = _node(overrides["orchestrator"])
+        walked = walker.walk(node, OrchestratorConfig, "overrides.orchestrator")
+        if walked is not INVALID and isinstance(overrides["orchestrator"], dict):
+            renamed = RENAMED.get(OrchestratorConfig, {})
+            given = {renamed.get(key, key) for key in overrides["orchestrator"]}
+            fields = {name: getattr(walked, name) for name in given}
+            changes["orchestrator"] = attrs.evolve(config.orchestrator, **fields)
+    if "agents" in overrides:
+        agents = walker.walk(
+            _node(overrides["agents"]), tuple[AgentConfig, ...], "overrides.agents"
+        )
+        if agents is not INVALID:
+            changes["agents"] = agents
+    if walker.errors:
+        raise ConfigError(problems=walker.errors)
+    try:
+        return attrs.evolve(config, **changes)
+    except ValueError as exc:
+        raise ConfigError(problems=[Problem(path="overrides", message=str(exc))]) from None
+
+
+def _node(data: Any) -> yaml.Node:
+    node: yaml.Node = yaml.representer.SafeRepresenter().represent_data(data)
+    return node
