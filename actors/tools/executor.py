@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from actors.llm.protocol import ToolCall, ToolSchema
-from actors.sandbox.protocol import Sandbox
 from actors.tools.arguments import ArgumentError, parse_arguments
 from actors.tools.catalogue import ALL_TOOLS
 from actors.tools.paths import PathPolicy, PathRefused
@@ -26,6 +26,10 @@ from actors.tools.protocol import ToolResult
 from actors.tools.spec import ToolContext, ToolError, ToolLimits, ToolSpec
 from actors.tools.text import cap
 from config.modes import CollaborationMode
+
+if TYPE_CHECKING:
+    # Types only: the sandbox package loads the docker SDK, which file tools never need.
+    from actors.sandbox.protocol import Sandbox
 
 __all__ = ["DEFAULT_LIMITS", "AgentTools", "BeforeCall", "ToolLimits", "agent_tools"]
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from actors.llm.protocol import ToolSchema
-from actors.sandbox.protocol import Sandbox
 from actors.tools.paths import PathPolicy, PathRefused
 from actors.tools.protocol import ToolResult
+
+if TYPE_CHECKING:
+    # Types only: the sandbox package loads the docker SDK, which file tools never need.
+    from actors.sandbox.protocol import Sandbox
 
 __all__ = ["ToolContext", "ToolError", "ToolLimits", "ToolRun", "ToolSpec", "WriteRefused"]
 
