@@ -62,16 +62,19 @@ class Terminal:
     def screen(self) -> str:
         return self._run("capture-pane", "-p", "-t", "repl", "-S", "-200")
 
-    def dead(self) -> bool:
-        return self._run("display-message", "-p", "-t", "repl", "#{pane_dead}").strip() == "1"
+    def _exit_status(self) -> int | None:
+        """The exit status once ``conclave`` has exited (tmux fills it in just after it
+        marks the pane dead), else ``None``."""
+        dead, _, status = (
+            self._run("display-message", "-p", "-t", "repl", "#{pane_dead} #{pane_dead_status}")
+            .strip()
+            .partition(" ")
+        )
+        return int(status) if dead == "1" and status.strip() else None
 
     def pid(self) -> int:
         """The process in the pane: ``conclave`` (``env`` execs it)."""
         return int(self._run("display-message", "-p", "-t", "repl", "#{pane_pid}").strip())
-
-    def exit_status(self) -> int:
-        status = self._run("display-message", "-p", "-t", "repl", "#{pane_dead_status}")
-        return int(status.strip())
 
     def wait(self, condition: Callable[[str], bool], what: str, timeout: float = DEADLINE) -> str:
         """The screen once ``condition(screen)`` holds; fails after ``timeout`` showing it."""
@@ -88,12 +91,13 @@ class Terminal:
         return self.wait(lambda screen: text in screen, repr(text), timeout)
 
     def wait_until_exited(self, timeout: float = DEADLINE) -> int:
+        """``conclave``'s exit status, once it has exited."""
         deadline = time.monotonic() + timeout
-        while not self.dead():
+        while (status := self._exit_status()) is None:
             if time.monotonic() > deadline:
                 raise AssertionError(f"conclave did not exit; the screen:\n{self.screen()}")
             time.sleep(0.02)
-        return self.exit_status()
+        return status
 
     def mode_bar(self) -> str:
         """The mode bar as drawn now (the last one on the screen)."""
