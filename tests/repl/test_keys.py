@@ -3,6 +3,7 @@ continue, cancel, clear and quit."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tests.repl.harness import (
 )
 from ui.repl.layout import mode_bar
 from ui.repl.render import fragments_text
+from ui.repl.service import TICK
 from ui.repl.state import BUSY, Dialog
 
 
@@ -218,3 +220,16 @@ def test_ctrl_c_also_drops_the_queued_turns(tmp_path: Path) -> None:
         assert "1 queued turn(s) dropped" in session.transcript()
 
     play(scenario, tmp_path, conclave=config(latency=5.0))
+
+
+def test_the_runs_timer_stands_still_while_the_vote_waits_for_a_person(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        await asyncio.sleep(3 * TICK)  # the screen has read the paused timer
+        shown = session.state.elapsed
+        await asyncio.sleep(5 * TICK)
+        assert session.state.elapsed == shown
+        assert session.state.running
+
+    play(scenario, tmp_path)
