@@ -70,3 +70,13 @@ def test_an_unknown_agent_names_the_configured_ones(capsys: pytest.CaptureFixtur
     argv = ["repl", "--agent-mode", "single", "--agent", "nobody"]
     assert cli.main(argv) == ExitCode.USAGE
     assert "configured agents: scripted1, scripted2, scripted3" in capsys.readouterr().err
+
+
+def test_the_repl_without_a_terminal_on_stdin_says_how_to_pipe_a_task(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("a task"))
+    assert cli.main(["repl"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "stdin is not a terminal, and the REPL needs one" in err
+    assert "echo TASK | conclave" in err

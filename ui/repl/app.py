@@ -530,6 +530,13 @@ def repl_command(args: argparse.Namespace) -> int:
         print(f"conclave: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     ids = [agent.id for agent in config.agents]
+    if sys.stdin is None or not sys.stdin.isatty():
+        print(
+            "conclave repl: stdin is not a terminal, and the REPL needs one; to run one task "
+            "from a pipe, use `echo TASK | conclave` or `conclave run TASK`",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     modes = ModeState(
         agent_mode=AgentMode(args.agent_mode),
         active_agent=args.agent,
