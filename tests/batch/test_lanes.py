@@ -1,0 +1,126 @@
+"""The lane driver and the engines (actors/batch): every job claimed once, stopping starts
+nothing new, halting cancels what runs and reports none of it."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import trio
+import trio.testing
+
+from actors.batch.engine import LocalEngine, split_slots
+from actors.batch.lanes import Counter, SharedCounter, run_lanes
+from actors.batch.work import BatchJob, BatchWork, JobOutcome
+from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+
+
+async def test_lanes_run_every_claimed_index_once_at_most_slots_at_a_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ran: list[int] = []
+    running = peak = 0
+
+    async def work(i: int) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await trio.sleep(1 + i % 3)
+        running -= 1
+        ran.append(i)
+
+    await run_lanes(3, Counter(10), work)
+
+    assert sorted(ran) == list(range(10))
+    assert peak == 3
+
+
+async def test_a_closed_counter_lets_the_jobs_in_flight_finish_and_starts_no_more(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    counter = Counter(100)
+    ran: list[int] = []
+
+    async def work(i: int) -> None:
+        if i == 1:
+            counter.close()
+        await trio.sleep(1)
+        ran.append(i)
+
+    await run_lanes(2, counter, work)
+
+    assert sorted(ran) == [0, 1]
+
+
+def test_a_shared_counter_hands_each_index_out_once_until_closed() -> None:
+    counter = SharedCounter(3, multiprocessing.get_context("spawn"))
+
+    assert [counter.claim(), counter.claim()] == [0, 1]
+    counter.close()
+    assert counter.claim() is None
+    assert counter.claimed == 3
+
+
+def test_slots_are_split_evenly_over_workers_and_each_gets_one() -> None:
+    assert split_slots(50, 2) == [25, 25]
+    assert split_slots(7, 3) == [3, 2, 2]
+    assert split_slots(1, 1) == [1]
+
+
+def _jobs(n: int, latency: float) -> BatchWork:
+    agent = AgentConfig(id="a", backend=ScriptedBackendConfig(seed=1, latency=latency))
+    config = ConclaveConfig(agents=(agent,))
+    return BatchWork(
+        jobs=tuple(BatchJob(key=str(i), task=f"t{i}", config=config) for i in range(n))
+    )
+
+
+async def test_the_local_engine_reports_each_job_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    reported: list[JobOutcome] = []
+
+    await LocalEngine(concurrency=3).run(_jobs(5, latency=1.0), reported.append)
+
+    assert sorted(o.index for o in reported) == [0, 1, 2, 3, 4]
+    assert {o.result["termination"] for o in reported} == {"completed"}
+
+
+class _Reported:
+    """Outcomes as reported; :attr:`two` is set when the second arrives."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[JobOutcome] = []
+        self.two = trio.Event()
+
+    def __call__(self, outcome: JobOutcome) -> None:
+        self.outcomes.append(outcome)
+        if len(self.outcomes) == 2:
+            self.two.set()
+
+
+async def test_halting_the_local_engine_cancels_the_runs_in_flight_and_reports_none(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    engine = LocalEngine(concurrency=2)
+    reported = _Reported()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(engine.run, _jobs(10, latency=10.0), reported)
+        await reported.two.wait()  # the next two runs are in flight
+        engine.halt()
+
+    assert len(reported.outcomes) == 2
+
+
+async def test_stop_starting_lets_the_runs_in_flight_finish_and_be_reported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    engine = LocalEngine(concurrency=2)
+    reported = _Reported()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(engine.run, _jobs(10, latency=10.0), reported)
+        await reported.two.wait()
+        engine.stop_starting()
+
+    assert len(reported.outcomes) == 4
