@@ -52,6 +52,10 @@ class BatchEngine(Protocol):
     written). Cancelling ``run`` itself abandons everything at once.
     """
 
+    lost: list[str]
+    """One line per part of the engine that ended without finishing its jobs (a worker
+    process that died): its runs in flight were not reported."""
+
     async def run(self, work: BatchWork, report: Report) -> None: ...
 
     def stop_starting(self) -> None:
@@ -80,6 +84,8 @@ class LocalEngine:
         self._counter: Counter | None = None
         self._halt = trio.CancelScope()
         self._stopped = False
+        self.lost: list[str] = []
+        """Always empty: a crash here is the batch's own."""
 
     async def run(self, work: BatchWork, report: Report) -> None:
         self._counter = Counter(len(work.jobs))

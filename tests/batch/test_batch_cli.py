@@ -284,3 +284,17 @@ def test_more_workers_than_concurrency_is_refused(tmp_path: Path, capsys: Capsys
 
     assert ran.code == 2
     assert "--workers 3 is more than --concurrency 2" in ran.err
+
+
+def test_summary_json_holds_the_table_and_the_sessions_times(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(3))
+
+    batch(capsys, source, "--out", "o.jsonl", "--config", fast_config, "--summary-json", "s.json")
+
+    data = json.loads((tmp_path / "s.json").read_text())
+    [mode] = data["modes"]
+    assert (mode["mode"], mode["tasks"], mode["completed"]) == ("multi", 3, 3)
+    assert data["session"]["runs"] == 3
+    assert 0 < data["session"]["runs_wall_s"] <= data["session"]["wall_s"]

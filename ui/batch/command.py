@@ -37,7 +37,7 @@ import attrs
 import trio
 
 from actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
-from actors.batch.work import BatchJob, BatchWork, JobOutcome
+from actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from config.discovery import discover_config
 from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
 from config.problems import ConfigError
@@ -271,6 +271,8 @@ class _Session:
     spent: float = 0.0
     budget_hit: bool = False
     signals: list[int] = attrs.field(factory=list)
+    runs: list[tuple[float, float]] = attrs.field(factory=list)
+    """(started, reported) wall-clock times of each run this session."""
 
 
 def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) -> int:
@@ -310,7 +312,6 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
     )
     progress = BatchProgress(len(session.jobs), sys.stderr, terminal=sys.stderr.isatty())
     started = time.time()
-    first_start: list[float] = []
     write_failure: list[OSError] = []
 
     def report(outcome: JobOutcome) -> None:
@@ -323,7 +324,7 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
             )
         record = {"id": line.id, "mode": mode.name, **result, "node": outcome.node}
         record["correct"] = correct
-        first_start.append(outcome.started)
+        session.runs.append((outcome.started, time.time()))
         try:
             results.append(record)
         except OSError as exc:
@@ -338,17 +339,16 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
         if args.max_cost is not None and session.spent >= args.max_cost and not session.budget_hit:
             session.budget_hit = True
             engine.stop_starting()
-            print(
-                f"\nconclave batch: --max-cost ${args.max_cost:.2f} reached "
-                f"(${session.spent:.4f} spent); starting no more runs, those in flight finish",
-                file=sys.stderr,
+            progress.say(
+                f"--max-cost ${args.max_cost:.2f} reached (${session.spent:.4f} spent); "
+                "starting no more runs, those in flight finish"
             )
 
     if session.jobs:
-        trio.run(_drive, engine, BatchWork(jobs=tuple(session.jobs)), report, session)
+        trio.run(_drive, engine, BatchWork(jobs=tuple(session.jobs)), report, session, progress)
     progress.finish()
     wall = time.time() - started
-    for lost in getattr(engine, "lost", []):
+    for lost in engine.lost:
         print(f"conclave batch: {lost}; its runs in flight were not written", file=sys.stderr)
     if write_failure:
         exc = write_failure[0]
@@ -360,16 +360,22 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
     rows = _summaries(setup, session)
     print(render_table(rows))
     if args.summary_json is not None:
-        _write_summary_json(Path(args.summary_json), rows, session, wall, first_start)
+        _write_summary_json(Path(args.summary_json), rows, session, wall)
     return exit_code(
         rows,
         setup.bad,
         session.signals,
-        lost=bool(getattr(engine, "lost", [])) or bool(write_failure),
+        lost=bool(engine.lost) or bool(write_failure),
     )
 
 
-async def _drive(engine: BatchEngine, work: BatchWork, report: Any, session: _Session) -> None:
+async def _drive(
+    engine: BatchEngine,
+    work: BatchWork,
+    report: Report,
+    session: _Session,
+    progress: BatchProgress,
+) -> None:
     """Run the engine, halting it at the first stop signal and abandoning it at the second."""
     with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
@@ -378,10 +384,8 @@ async def _drive(engine: BatchEngine, work: BatchWork, report: Any, session: _Se
                 async for signum in signals:
                     session.signals.append(signum)
                     if len(session.signals) == 1:
-                        print(
-                            "\nconclave batch: stopping; runs in flight are cancelled and "
-                            "will run again on resume",
-                            file=sys.stderr,
+                        progress.say(
+                            "stopping; runs in flight are cancelled and will run again on resume"
                         )
                         engine.halt()
                     else:
@@ -411,11 +415,15 @@ def _summaries(setup: _Setup, session: _Session) -> list[ModeSummary]:
 
 
 def _write_summary_json(
-    path: Path, rows: Sequence[ModeSummary], session: _Session, wall: float, starts: list[float]
+    path: Path, rows: Sequence[ModeSummary], session: _Session, wall: float
 ) -> None:
+    """The table's figures, and this session's: its runs, its wall time, and the time from
+    the first run's start to the last run's end (start-up left out: what a rate divides)."""
+    runs = session.runs
+    running = max(end for _, end in runs) - min(start for start, _ in runs) if runs else 0.0
     data = {
         "modes": [row.to_json() for row in rows],
-        "session": {"runs": len(starts), "wall_s": round(wall, 3)},
+        "session": {"runs": len(runs), "wall_s": round(wall, 3), "runs_wall_s": round(running, 3)},
     }
     try:
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -78,6 +78,14 @@ class BatchProgress:
             self._stream.write(f"conclave batch: {self.line(now)}\n")
         self._stream.flush()
 
+    def say(self, text: str) -> None:
+        """A message on its own line (below the bar, which is drawn again at the next run)."""
+        if self._terminal and self._shown_at != -float("inf"):
+            self._stream.write("\n")
+            self._shown_at = -float("inf")
+        self._stream.write(f"conclave batch: {text}\n")
+        self._stream.flush()
+
     def finish(self) -> None:
         """End the bar's line, so what follows starts on its own."""
         if self._terminal and self._shown_at != -float("inf"):
