@@ -1,0 +1,189 @@
+"""``conclave batch`` measured through the command itself: runs/s against the ideal.
+
+The same batch as ``conclave bench --scenario batch`` (M independent runs of three scripted
+agents, 200 ms ±50 % per call, each run with its event log) is written as a TASKS file and
+run by a real ``conclave batch`` process at concurrency C (and, where the machine has more
+than one core, over every core with ``--workers``). The rate is M over the time from the
+first run's start to the last run's end (``--summary-json``'s ``runs_wall_s``: the process's
+start-up is reported apart). The ideal is C over the mean run latency of the same runs on a
+virtual clock, where the runtime costs nothing (sampled over :data:`IDEAL_SAMPLE` tasks).
+
+``python -m benchmarks.batch_bench [--quick] [--json PATH]`` prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+import yaml
+
+from actors.batch.lanes import Counter, run_lanes
+from actors.run.driver import RunSpec, run
+from benchmarks.bench_args import write_report
+from benchmarks.load_bench import LOG_ROOT, Case, _table
+from benchmarks.machine import machine_info
+from config.loader import load_config
+
+__all__ = ["main", "measure", "settings"]
+
+CONCLAVE = Path(sys.executable).with_name("conclave")
+IDEAL_SAMPLE = 100
+LATENCY = 0.2
+COLUMNS = (
+    "runs", "concurrency", "workers", "runs_wall_s", "runs_per_s", "ideal_runs_per_s",
+    "fraction_of_ideal", "ideal_run_latency_s", "p50_s", "p95_s", "process_wall_s",
+    "completed",
+)  # fmt: skip
+
+
+def _config_data(latency: float) -> dict[str, Any]:
+    """The load bench's batch config (``Case(agents=3)``) as a config file says it."""
+    config = Case(agents=3, latency=latency).config()
+    orchestrator = config.orchestrator
+    return {
+        "agents": [
+            {
+                "id": agent.id,
+                "backend": {
+                    "seed": getattr(agent.backend, "seed", 0),
+                    "latency": latency,
+                    "jitter": 0.5 if latency else 0.0,
+                },
+            }
+            for agent in config.agents
+        ],
+        "orchestrator": {
+            "visibility": orchestrator.visibility,
+            "in_flight_policy": orchestrator.in_flight_policy.value,
+            "quiet_period": orchestrator.quiet_period,
+            "answer_preview_chars": orchestrator.answer_preview_chars,
+        },
+    }
+
+
+def _task(i: int) -> str:
+    return f"Propose a plan to cut the build time of monorepo #{i} in half."
+
+
+def ideal_latency(config_path: Path, runs: int) -> float:
+    """Mean run latency of the batch's first ``runs`` tasks on a virtual clock."""
+    config = load_config(config_path)
+    durations: list[float] = []
+
+    async def one(i: int) -> None:
+        started = trio.current_time()
+        await run(RunSpec(task=_task(i), config=config))
+        durations.append(trio.current_time() - started)
+
+    async def go() -> None:
+        await run_lanes(runs, Counter(runs), one)
+
+    trio.run(go, clock=trio.testing.MockClock(autojump_threshold=0))
+    return statistics.mean(durations)
+
+
+def measure(
+    runs: int, concurrency: int, workers: int, latency: float = LATENCY, *, ideal: float
+) -> dict[str, Any]:
+    """One ``conclave batch`` process over ``runs`` tasks; its figures as a table row."""
+    LOG_ROOT.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT))
+    try:
+        config = scratch / "config.yaml"
+        config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
+        tasks = scratch / "tasks.jsonl"
+        tasks.write_text(
+            "".join(json.dumps({"id": i, "task": _task(i)}) + "\n" for i in range(runs)),
+            encoding="utf-8",
+        )
+        summary = scratch / "summary.json"
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                str(CONCLAVE), "batch", str(tasks), "--out", str(scratch / "results.jsonl"),
+                "--config", str(config), "--concurrency", str(concurrency),
+                "--workers", str(workers), "--log-dir", str(scratch / "logs"),
+                "--summary-json", str(summary),
+            ],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        process_wall = time.perf_counter() - started
+        data = json.loads(summary.read_text(encoding="utf-8"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    [mode] = data["modes"]
+    running = data["session"]["runs_wall_s"]
+    rate = runs / running
+    ideal_rate = concurrency / ideal
+    return {
+        "runs": runs,
+        "concurrency": concurrency,
+        "workers": workers,
+        "runs_wall_s": round(running, 2),
+        "runs_per_s": round(rate, 1),
+        "ideal_runs_per_s": round(ideal_rate, 1),
+        "fraction_of_ideal": round(rate / ideal_rate, 2),
+        "ideal_run_latency_s": round(ideal, 3),
+        "p50_s": mode["p50_s"],
+        "p95_s": mode["p95_s"],
+        "process_wall_s": round(process_wall, 2),
+        "completed": mode["completed"],
+    }
+
+
+def settings(quick: bool) -> list[tuple[int, int, int]]:
+    """(runs, concurrency, workers): the load bench's batch settings."""
+    if quick:
+        return [(100, 50, 1)]
+    cores = os.cpu_count() or 1
+    return [(1_000, 50, 1), (1_000, 200, 1)] + ([(1_000, 200, cores)] if cores > 1 else [])
+
+
+def run_bench(
+    rows_settings: Sequence[tuple[int, int, int]], out: Path, latency: float = LATENCY
+) -> list[dict[str, Any]]:
+    scratch = Path(tempfile.mkdtemp())
+    try:
+        config = scratch / "config.yaml"
+        config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
+        sample = min(IDEAL_SAMPLE, max(runs for runs, _, _ in rows_settings))
+        ideal = ideal_latency(config, sample)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    rows = []
+    for runs, concurrency, workers in rows_settings:
+        print(f"conclave batch M={runs} C={concurrency} workers={workers} ...", file=sys.stderr)
+        rows.append(measure(runs, concurrency, workers, latency, ideal=ideal))
+    title = f"conclave batch (3 scripted agents per run, L = {latency * 1000:.0f} ms ±50 %)"
+    print(_table(title, rows, COLUMNS))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine_info(), "latency": latency, "rows": rows}
+    write_report(out, json.dumps(report, indent=2))
+    print(f"wrote {out}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.batch_bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="100 runs at C = 50 only")
+    parser.add_argument("--json", default="bench-results/batch_bench.json", metavar="PATH")
+    args = parser.parse_args(argv)
+    run_bench(settings(args.quick), Path(args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""The ``conclave batch`` benchmark, tiny: it runs the real command and its figures are
+what happened."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import batch_bench
+
+
+def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_ideal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # its scratch goes under .conclave/bench here
+    out = tmp_path / "report.json"
+
+    [row] = batch_bench.run_bench([(6, 3, 1)], out, latency=0.01)
+
+    assert row["completed"] == 6
+    assert row["ideal_runs_per_s"] == pytest.approx(3 / row["ideal_run_latency_s"], abs=0.2)
+    assert row["runs_per_s"] > 0
+    assert row["fraction_of_ideal"] > 0
+    assert row["runs_wall_s"] < row["process_wall_s"]
+    assert json.loads(out.read_text())["rows"] == [row]
+    assert "fraction_of_ideal" in capsys.readouterr().out
+    assert not any((tmp_path / ".conclave" / "bench").iterdir())  # scratch removed
+
+
+def test_the_full_settings_are_the_load_benchs_batch_settings() -> None:
+    rows = batch_bench.settings(quick=False)
+
+    assert rows[:2] == [(1_000, 50, 1), (1_000, 200, 1)]
