@@ -233,3 +233,14 @@ def test_the_runs_timer_stands_still_while_the_vote_waits_for_a_person(tmp_path:
         assert session.state.running
 
     play(scenario, tmp_path)
+
+
+def test_ctrl_c_right_after_enter_cancels_the_run_about_to_open(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press("a slow task" + ENTER + CTRL_C)  # read and sent together
+        await session.until(lambda: session.state.usage.runs == 1, "the cancelled run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.termination is Termination.CANCELLED
+
+    play(scenario, tmp_path, conclave=config(latency=5.0))

@@ -95,11 +95,11 @@ def build_keys(repl: Repl) -> KeyBindings:
     def _cancel(event: KeyPressEvent) -> None:
         if state.dialog is not Dialog.NONE:
             repl.close_dialog()
-        elif state.running:
-            repl.send(Cancel())
-        else:
+        elif event.current_buffer.text and not state.running:
             event.current_buffer.reset()
             state.notice = ""
+        else:  # a run, or one just sent that the screen does not show yet
+            repl.send(Cancel())
 
     @keys.add("c-d")
     def _quit(event: KeyPressEvent) -> None:

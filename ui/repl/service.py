@@ -39,6 +39,7 @@ from actors.run.result import RunResult, Termination
 from actors.run.turn import Turn
 from config.modes import CollaborationMode, apply_modes
 from config.schema import AgentConfig, ConclaveConfig
+from runtime import ConclaveRuntimeError
 from ui.headless.result import display_path
 from ui.repl.protocol import (
     Cancel,
@@ -59,7 +60,7 @@ TICK = 0.1
 
 
 class Printer(Protocol):
-    def __call__(self, block: StyleAndTextTuples) -> None:
+    def __call__(self, block: StyleAndTextTuples, /) -> None:
         """Print ``block`` above the prompt, in order."""
         ...
 
@@ -110,6 +111,8 @@ class ReplService:
         self._hub = hub
         self._backend_factory = backend_factory
         self._handle: RunHandle | None = None
+        self._cancel_asked = False
+        """Cancel came before the run's handle: the run is cancelled as soon as it opens."""
         self._queue: list[Submit] = []
         self._nursery: trio.Nursery | None = None
         self._idle = trio.Event()
@@ -126,9 +129,7 @@ class ReplService:
                 if isinstance(command, Quit):
                     break
                 self.handle(command)
-            self._queue.clear()
-            if self._handle is not None:
-                self._handle.cancel()
+            self._cancel()
             await self._idle.wait()
             nursery.cancel_scope.cancel()
 
@@ -160,7 +161,9 @@ class ReplService:
         self._nursery.start_soon(self._turns, submit)
 
     def _started(self, submit: Submit) -> None:
-        """The screen shows ``submit`` as running from the moment it is taken."""
+        """The screen shows ``submit`` as running from the moment it is taken (and a cancel
+        from then on is for it)."""
+        self._cancel_asked = False
         self.state.running = True
         self.state.status = submit.status or _STATUS[submit.mode]
         self.state.on_change()
@@ -171,15 +174,24 @@ class ReplService:
         self.state.queued.clear()
         if dropped:
             self._print([("class:notice", f"{dropped} queued turn(s) dropped\n")])
+        if not self.state.running:
+            return
+        self.state.tell("cancelling the run")
         if self._handle is not None:
             self._handle.cancel()
-            self.state.tell("cancelling the run")
+        else:
+            self._cancel_asked = True
 
     async def _decide(self, handle: RunHandle, command: Override | Continue) -> None:
-        if isinstance(command, Override):
-            verdict = await handle.override(command.agent)
-        else:
-            verdict = await handle.continue_()
+        """Tell the coordinator; the run may end first (a cancel), and then nobody answers."""
+        try:
+            if isinstance(command, Override):
+                verdict = await handle.override(command.agent)
+            else:
+                verdict = await handle.continue_()
+        except ConclaveRuntimeError:
+            self.state.tell("the run ended before the decision reached it")
+            return
         if not verdict.accepted:
             self.state.tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
 
@@ -248,6 +260,8 @@ class ReplService:
 
     def _opened(self, handle: RunHandle) -> None:
         self._handle = handle
+        if self._cancel_asked:
+            handle.cancel()
 
     async def _tick(self) -> None:
         while True:
