@@ -163,3 +163,19 @@ def test_mode_names_and_agent_ids_complete_after_their_command() -> None:
 
 def test_plain_text_is_not_completed() -> None:
     assert _completions("mo") == []
+
+
+def test_enter_on_a_prefix_with_one_completion_runs_that_command(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press("/hel")
+        await session.until(
+            lambda: (
+                session.repl.buffer.complete_state is not None
+                and len(session.repl.buffer.complete_state.completions) == 1
+            ),
+            "the completion menu",
+        )
+        session.press("\r")
+        await session.until(lambda: "keys:" in session.transcript(), "the help")
+
+    play(scenario, tmp_path)

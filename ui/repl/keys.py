@@ -72,14 +72,19 @@ def build_keys(repl: Repl) -> KeyBindings:
 
     @keys.add("enter", filter=no_dialog & has_completions)
     def _complete(event: KeyPressEvent) -> None:
-        """Enter on a highlighted completion takes it (the line is sent by the next Enter)."""
+        """Enter on a highlighted completion takes it (the line is sent by the next Enter);
+        with none highlighted, a lone completion is taken and the line sent (``/hel``
+        Enter is ``/help``), and otherwise the line is sent as typed."""
         buffer = event.current_buffer
-        completion = buffer.complete_state.current_completion if buffer.complete_state else None
-        if completion is None:
-            buffer.cancel_completion()
-            repl.accept()
+        state = buffer.complete_state
+        completion = state.current_completion if state is not None else None
+        if completion is not None:
+            buffer.apply_completion(completion)
             return
-        buffer.apply_completion(completion)
+        if state is not None and len(state.completions) == 1:
+            buffer.apply_completion(state.completions[0])
+        buffer.cancel_completion()
+        repl.accept()
 
     @keys.add("escape", "enter")
     @keys.add("c-j")
