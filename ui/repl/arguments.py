@@ -6,17 +6,9 @@ from __future__ import annotations
 import argparse
 
 from config.limits import MAX_AGENTS
+from ui.headless.arguments import collaboration_mode
 
-__all__ = ["add_repl_arguments", "mode_argument"]
-
-_MODES = ("default", "plan", "execute")
-
-
-def mode_argument(text: str) -> str:
-    """A collaboration mode's name; anything else is refused with the message ``/mode`` gives."""
-    if text.strip().lower() not in _MODES:
-        raise argparse.ArgumentTypeError(f'invalid mode "{text}". Valid modes: {", ".join(_MODES)}')
-    return text.strip().lower()
+__all__ = ["add_repl_arguments"]
 
 
 def _agent_count(text: str) -> int:
@@ -51,7 +43,7 @@ def add_repl_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
     p.add_argument(
         "--mode",
-        type=mode_argument,
+        type=collaboration_mode,
         default="default",
         metavar="default|plan|execute",
         help="the collaboration mode to start in (Shift+Tab and /mode change it)",
