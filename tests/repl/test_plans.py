@@ -42,6 +42,18 @@ def test_a_plan_opens_the_dialog_and_is_saved_under_the_runs_log_dir(tmp_path: P
     play(scenario, tmp_path, backend_factory=planners)
 
 
+def test_a_plan_answer_is_shown_readably_not_as_json(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        await _plan(session, "Plan a garden party")
+        text = session.transcript()
+        assert "Goal: Plan a garden party" in text
+        assert "Steps:\n  1. " in text
+        assert '"step_number"' not in text
+        session.press("4")
+
+    play(scenario, tmp_path, backend_factory=planners)
+
+
 def test_approving_with_an_addition_executes_the_plan_with_it(tmp_path: Path) -> None:
     statuses: list[str] = []
 

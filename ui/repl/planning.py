@@ -54,6 +54,11 @@ class PlanFlow:
         self._store: PlanStore | None = None
         self._revising = False
 
+    def shown(self, result: RunResult) -> str | None:
+        """A plan answer as the dialog shows it; the JSON stays in the log and the file."""
+        plan = parse_plan(result.final_answer) if result.final_answer is not None else None
+        return render_plan(plan) if plan is not None else None
+
     def turn_ended(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
         """A plan-mode turn ended: open the dialog if its answer is a plan."""
         revising, self._revising = self._revising, False

@@ -48,11 +48,13 @@ def markdown(text: str) -> StyleAndTextTuples:
     return to_formatted_text(PygmentsTokens(tokens))
 
 
-def answer_block(result: RunResult) -> StyleAndTextTuples:
-    """The final answer (rendered) followed by who won, how, and what it cost."""
+def answer_block(result: RunResult, *, shown: str | None = None) -> StyleAndTextTuples:
+    """The final answer (rendered; ``shown`` instead when given: a plan as a person reads
+    it) followed by who won, how, and what it cost."""
     block: StyleAndTextTuples = []
-    if result.final_answer is not None:
-        block += markdown(result.final_answer.rstrip("\n"))
+    text = shown if shown is not None else result.final_answer
+    if text is not None:
+        block += markdown(text.rstrip("\n"))
         block.append(("", "\n"))
     block += result_block(result)
     return block

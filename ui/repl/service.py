@@ -68,6 +68,11 @@ class Printer(Protocol):
 class PlanHook(Protocol):
     """What happens after a plan-mode turn (the plan approval flow, :mod:`ui.repl.planning`)."""
 
+    def shown(self, result: RunResult) -> str | None:
+        """A plan-mode turn's answer as the screen shows it (a plan, readably), or ``None``
+        to show it as it is."""
+        ...
+
     def turn_ended(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
         """Called once per plan-mode turn, after its result is shown."""
         ...
@@ -284,11 +289,12 @@ class ReplService:
                     run_id=log_dir.name if log_dir is not None else "",
                 )
             )
-        self._print(answer_block(result))
+        plans = self.plans if submit.mode is CollaborationMode.PLAN else None
+        self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:
             state.tell("run cancelled; its partial result is shown above")
-        if submit.mode is CollaborationMode.PLAN and self.plans is not None:
-            self.plans.turn_ended(submit, result, log_dir)
+        if plans is not None:
+            plans.turn_ended(submit, result, log_dir)
 
     def _new_log_dir(self) -> Path | None:
         if self._log_root is None:
