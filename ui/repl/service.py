@@ -127,7 +127,9 @@ class ReplService:
 
     async def serve(self, commands: trio.MemoryReceiveChannel[Command]) -> None:
         """Carry out commands until :class:`Quit` (or the channel closes); then cancel any
-        run and return once it has concluded (its log closed)."""
+        run and return once it has concluded (its log closed). Cancelling ``serve`` itself
+        ends a running run as cancelled too (``drive`` concludes it on the way out), without
+        waiting for anything else."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             async for command in commands:
