@@ -41,6 +41,7 @@ ECHO_P99_TARGET_MS = 150.0
 MODE_BAR = "plan mode:"
 RUNNING = "Running ·"
 VOTE = "Press Ctrl+O to override"
+EXITED = "[conclave exited]"
 WIDTH, HEIGHT = 120, 40
 DEADLINE = 120.0
 
@@ -53,13 +54,14 @@ class _Pane:
         self._socket = f"conclave-bench-{os.getpid()}-{time.monotonic_ns()}"
         conclave = Path(sys.executable).with_name("conclave")
         env = {"XDG_STATE_HOME": str(cwd / "state"), "HOME": str(cwd), "LANG": "C.UTF-8"}
-        assignments = [f"{k}={shlex.quote(v)}" for k, v in env.items()]
-        words = [shlex.quote(str(conclave)), *(shlex.quote(a) for a in args)]
-        command = " ".join(["env", *assignments, *words])
+        words = ["env", *(f"{k}={v}" for k, v in env.items()), str(conclave), *args]
+        # Under a shell that says when conclave has exited: tmux can be slow to reap it.
+        shell = f'"$@"; echo "{EXITED}"; exec sleep 3600'
+        command = " ".join(shlex.quote(word) for word in ["sh", "-c", shell, "sh", *words])
         self.started = time.perf_counter()
         self._run(
             "new-session", "-d", "-s", "b", "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
-            command, ";", "set-option", "-t", "b", "remain-on-exit", "on",
+            command,
         )  # fmt: skip
 
     def _run(self, *args: str) -> str:
@@ -94,11 +96,7 @@ class _Pane:
 
     def wait_exited(self, timeout: float = DEADLINE) -> None:
         """Until ``conclave`` has exited (after Ctrl+D it waits for its run's log to close)."""
-        deadline = time.perf_counter() + timeout
-        while self._run("display-message", "-p", "-t", "b", "#{pane_dead}").strip() != "1":
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"conclave did not exit; the screen:\n{self.screen()}")
-            time.sleep(0.05)
+        self.wait_for(EXITED, timeout)
 
     def close(self) -> None:
         subprocess.run(

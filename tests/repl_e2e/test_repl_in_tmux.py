@@ -43,13 +43,11 @@ def test_a_task_runs_the_vote_waits_for_enter_and_ctrl_d_quits(tmp_path: Path) -
 def test_shift_tab_turns_plan_mode_on_in_the_mode_bar(tmp_path: Path) -> None:
     with terminal(tmp_path) as term:
         started(term)
-        assert "plan mode: off" in term.mode_bar()
+        assert "[plan]" not in term.wait_bar("plan mode: off")
         term.keys("BTab")
-        term.wait_bar("plan mode: on")
-        assert "[plan]" in term.mode_bar()
+        assert "[plan]" in term.wait_bar("plan mode: on")
         term.keys("BTab")
-        term.wait_bar("plan mode: off")
-        assert "[plan]" not in term.mode_bar()
+        assert "[plan]" not in term.wait_bar("plan mode: off")
 
 
 def test_single_agent_with_refinement_off_answers_without_a_vote(tmp_path: Path) -> None:
@@ -86,7 +84,7 @@ def test_ctrl_c_cancels_the_run_and_the_repl_stays(tmp_path: Path) -> None:
         term.wait_for("Running ·")
         term.keys("BTab")  # refused while agents execute, and the whole reason is shown
         term.wait_for("or wait for it to end")
-        assert "plan mode: off" in term.mode_bar()
+        term.wait_bar("plan mode: off")
         term.keys("C-c")
         screen = term.wait_for("cancelled: winner")
         assert "Running ·" not in screen

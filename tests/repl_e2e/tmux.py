@@ -4,11 +4,16 @@
 Each session runs on a tmux server of its own (``-L``, no user config), in a pane of fixed
 size, and is killed with its server at the end. Waits poll the screen with a deadline;
 nothing sleeps a fixed time.
+
+``conclave`` runs under a shell that prints its exit status when it ends: tmux marks a pane
+dead only once it has reaped the process, and on a loaded machine an exited ``conclave``
+was seen to stay an unreaped zombie, its pane alive, for more than the deadline.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,9 +25,11 @@ from pathlib import Path
 import pytest
 
 CONCLAVE = Path(sys.executable).with_name("conclave")
+REPOSITORY = Path(__file__).parents[2]
 WIDTH, HEIGHT = 120, 40
 DEADLINE = 30.0
 MODE_BAR = "plan mode:"
+_EXITED = re.compile(r"\[conclave exited with (\d+)\]")
 
 
 def require_tmux() -> str:
@@ -62,19 +69,13 @@ class Terminal:
     def screen(self) -> str:
         return self._run("capture-pane", "-p", "-t", "repl", "-S", "-200")
 
-    def _exit_status(self) -> int | None:
-        """The exit status once ``conclave`` has exited (tmux fills it in just after it
-        marks the pane dead), else ``None``."""
-        dead, _, status = (
-            self._run("display-message", "-p", "-t", "repl", "#{pane_dead} #{pane_dead_status}")
-            .strip()
-            .partition(" ")
-        )
-        return int(status) if dead == "1" and status.strip() else None
-
     def pid(self) -> int:
-        """The process in the pane: ``conclave`` (``env`` execs it)."""
-        return int(self._run("display-message", "-p", "-t", "repl", "#{pane_pid}").strip())
+        """``conclave``'s process: the child of the pane's shell (``env`` execs it)."""
+        shell = self._run("display-message", "-p", "-t", "repl", "#{pane_pid}").strip()
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", shell], capture_output=True, text=True, check=True
+        )
+        return int(children.stdout.split()[0])
 
     def wait(self, condition: Callable[[str], bool], what: str, timeout: float = DEADLINE) -> str:
         """The screen once ``condition(screen)`` holds; fails after ``timeout`` showing it."""
@@ -91,17 +92,16 @@ class Terminal:
         return self.wait(lambda screen: text in screen, repr(text), timeout)
 
     def wait_until_exited(self, timeout: float = DEADLINE) -> int:
-        """``conclave``'s exit status, once it has exited."""
-        deadline = time.monotonic() + timeout
-        while (status := self._exit_status()) is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"conclave did not exit; the screen:\n{self.screen()}")
-            time.sleep(0.02)
-        return status
+        """``conclave``'s exit status, once it has exited (its shell prints it)."""
+        screen = self.wait(lambda screen: _EXITED.search(screen) is not None, "the exit", timeout)
+        found = _EXITED.search(screen)
+        assert found is not None
+        return int(found.group(1))
 
     def mode_bar(self) -> str:
         """The mode bar as drawn now (the last one on the screen)."""
-        return [line for line in self.screen().splitlines() if MODE_BAR in line][-1]
+        bars = [line for line in self.screen().splitlines() if MODE_BAR in line]
+        return bars[-1] if bars else ""  # "": caught while answers are printed above it
 
     def wait_bar(self, text: str) -> str:
         """The mode bar once it shows ``text``."""
@@ -110,8 +110,10 @@ class Terminal:
 
 
 @contextmanager
-def terminal(cwd: Path, *args: str, tmux: str | None = None) -> Iterator[Terminal]:
-    """``conclave ARGS`` running in a tmux pane, until the block ends."""
+def terminal(
+    cwd: Path, *args: str, tmux: str | None = None, program: Sequence[str] | None = None
+) -> Iterator[Terminal]:
+    """``conclave ARGS`` (or ``program ARGS``) running in a tmux pane, until the block ends."""
     found = tmux or require_tmux()
     socket = f"conclave-e2e-{os.getpid()}-{time.monotonic_ns()}"
     term = Terminal(found, socket)
@@ -120,15 +122,16 @@ def terminal(cwd: Path, *args: str, tmux: str | None = None) -> Iterator[Termina
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(cwd),
         "LANG": "C.UTF-8",
+        "PYTHONPATH": str(REPOSITORY),
     }
-    command = " ".join(
-        [
-            "env",
-            *(f"{k}={_quoted(v)}" for k, v in env.items()),
-            _quoted(str(CONCLAVE)),
-            *(_quoted(a) for a in args),
-        ]
-    )
+    words = [
+        "env",
+        *(f"{k}={v}" for k, v in env.items()),
+        *(program or [str(CONCLAVE)]),
+        *args,
+    ]
+    shell = '"$@"; echo "[conclave exited with $?]"; exec sleep 3600'
+    command = " ".join(_quoted(word) for word in ["sh", "-c", shell, "sh", *words])
     term._run(
         "new-session",
         "-d",
@@ -141,12 +144,6 @@ def terminal(cwd: Path, *args: str, tmux: str | None = None) -> Iterator[Termina
         "-c",
         str(cwd),
         command,
-        ";",
-        "set-option",
-        "-t",
-        "repl",
-        "remain-on-exit",
-        "on",
     )
     try:
         yield term
