@@ -51,7 +51,7 @@ class _Pane:
 
     def __init__(self, tmux: str, cwd: Path, args: Sequence[str]) -> None:
         self._tmux = tmux
-        self._socket = f"conclave-bench-{os.getpid()}-{time.monotonic_ns()}"
+        self._socket = str(cwd / f"tmux-{time.monotonic_ns()}.sock")  # goes with the scratch
         conclave = Path(sys.executable).with_name("conclave")
         env = {"XDG_STATE_HOME": str(cwd / "state"), "HOME": str(cwd), "LANG": "C.UTF-8"}
         words = ["env", *(f"{k}={v}" for k, v in env.items()), str(conclave), *args]
@@ -66,7 +66,7 @@ class _Pane:
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
-            [self._tmux, "-L", self._socket, "-f", os.devnull, *args],
+            [self._tmux, "-S", self._socket, "-f", os.devnull, *args],
             capture_output=True,
             text=True,
             timeout=30,
@@ -100,7 +100,7 @@ class _Pane:
 
     def close(self) -> None:
         subprocess.run(
-            [self._tmux, "-L", self._socket, "kill-server"],
+            [self._tmux, "-S", self._socket, "kill-server"],
             capture_output=True,
             timeout=30,
             check=False,

@@ -1,7 +1,8 @@
 """A real terminal for the REPL's end-to-end specs: ``conclave`` inside tmux, keys sent with
 ``send-keys``, the screen read with ``capture-pane``.
 
-Each session runs on a tmux server of its own (``-L``, no user config), in a pane of fixed
+Each session runs on a tmux server of its own (its socket in the test's directory, no
+user config), in a pane of fixed
 size, and is killed with its server at the end. Waits poll the screen with a deadline;
 nothing sleeps a fixed time.
 
@@ -43,13 +44,13 @@ def require_tmux() -> str:
 
 
 class Terminal:
-    def __init__(self, tmux: str, socket: str) -> None:
+    def __init__(self, tmux: str, socket: Path) -> None:
         self._tmux = tmux
         self._socket = socket
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
-            [self._tmux, "-L", self._socket, "-f", os.devnull, *args],
+            [self._tmux, "-S", str(self._socket), "-f", os.devnull, *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -115,7 +116,7 @@ def terminal(
 ) -> Iterator[Terminal]:
     """``conclave ARGS`` (or ``program ARGS``) running in a tmux pane, until the block ends."""
     found = tmux or require_tmux()
-    socket = f"conclave-e2e-{os.getpid()}-{time.monotonic_ns()}"
+    socket = cwd / "tmux.sock"  # goes with the test's directory
     term = Terminal(found, socket)
     env = {
         "XDG_STATE_HOME": str(cwd / "state"),
@@ -149,7 +150,10 @@ def terminal(
         yield term
     finally:
         subprocess.run(
-            [found, "-L", socket, "kill-server"], capture_output=True, timeout=10, check=False
+            [found, "-S", str(socket), "kill-server"],
+            capture_output=True,
+            timeout=10,
+            check=False,
         )
 
 
