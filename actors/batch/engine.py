@@ -137,14 +137,20 @@ class WorkerEngine:
         counter = self._counter = SharedCounter(len(work.jobs), self._context)
         if self._stopped:
             counter.close()
-        for slots in self.slots:
-            receiving, sending = self._context.Pipe(duplex=False)
-            process = self._context.Process(
-                target=worker_main, args=(work, slots, counter, sending), daemon=True
-            )
-            process.start()
-            sending.close()  # the worker holds the only sending end: EOF when it exits
-            self._workers.append(_Worker(process=process, outcomes=receiving))
+        # Started with SIGINT ignored, which a new interpreter keeps: Ctrl+C reaches every
+        # process of the terminal's group, and a worker still importing would die of it.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for slots in self.slots:
+                receiving, sending = self._context.Pipe(duplex=False)
+                process = self._context.Process(
+                    target=worker_main, args=(work, slots, counter, sending), daemon=True
+                )
+                process.start()
+                sending.close()  # the worker holds the only sending end: EOF when it exits
+                self._workers.append(_Worker(process=process, outcomes=receiving))
+        finally:
+            signal.signal(signal.SIGINT, previous)
         if self._halted:
             self.halt()
         try:
@@ -198,8 +204,9 @@ class WorkerEngine:
 
 def worker_main(work: BatchWork, slots: int, claims: SharedCounter, outcomes: Connection) -> None:
     """A worker process: ``slots`` lanes claiming from ``claims``, each outcome sent back on
-    ``outcomes``. SIGINT is ignored (Ctrl+C reaches every process of the terminal's group; the
-    parent decides what it means); SIGTERM cancels the runs in flight and ends the worker."""
+    ``outcomes``. SIGINT stays ignored (Ctrl+C reaches every process of the terminal's group;
+    the parent decides what it means); SIGTERM cancels the runs in flight and ends the
+    worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tune_gc_for_actors()
     try:

@@ -298,3 +298,23 @@ def test_summary_json_holds_the_table_and_the_sessions_times(
     assert (mode["mode"], mode["tasks"], mode["completed"]) == ("multi", 3, 3)
     assert data["session"]["runs"] == 3
     assert 0 < data["session"]["runs_wall_s"] <= data["session"]["wall_s"]
+
+
+def test_a_results_file_that_refuses_a_line_stops_the_batch_with_exit_code_1(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from ui.batch.results import ResultsFile
+
+    def full(self: ResultsFile, record: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ResultsFile, "append", full)
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(20))
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, "--concurrency", "1")
+
+    assert ran.code == 1
+    assert "cannot append to out.jsonl (No space left on device); stopped" in ran.err
+    assert ran.out.strip().splitlines()[1].split()[:6] == ["multi", "20", "0", "0", "0", "20"]

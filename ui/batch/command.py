@@ -291,7 +291,7 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
             config = setup.configs.get((line.key, mode.name), setup.bases[mode.name])
             session.jobs.append(
                 BatchJob(
-                    key=f"{line.key}\x00{mode.name}",
+                    key=f"{line.key} ({mode.name})",
                     task=line.task,
                     config=config,
                     mode=CollaborationMode(args.mode),
@@ -315,6 +315,8 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
     write_failure: list[OSError] = []
 
     def report(outcome: JobOutcome) -> None:
+        if write_failure:  # stopped: what workers still send is not written
+            return
         line, mode = session.lines[outcome.index]
         result = outcome.result
         correct = None
