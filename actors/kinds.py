@@ -11,9 +11,12 @@ import actors.agent.events
 import actors.agent.protocol
 import actors.coordination.events
 import actors.coordination.protocol
+import actors.events.base
 import actors.events.hub
 import actors.events.loop
 import actors.run.events
+import actors.workspace.events
+import actors.workspace.tracker
 
 __all__ = ["DOMAIN_MODULES"]
 
@@ -22,7 +25,10 @@ DOMAIN_MODULES = (
     actors.agent.protocol,
     actors.coordination.events,
     actors.coordination.protocol,
+    actors.events.base,
     actors.events.hub,
     actors.events.loop,
     actors.run.events,
+    actors.workspace.events,
+    actors.workspace.tracker,
 )

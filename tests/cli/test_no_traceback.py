@@ -68,7 +68,7 @@ def test_conclave_traceback_shows_where_an_unexpected_exception_came_from(
 def test_an_unexpected_exception_in_another_command_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def explode(path: str) -> int:
+    def explode(path: str, **_: object) -> int:
         raise Boom("validate broke")
 
     monkeypatch.setattr("ui.headless.validate.validate_command", explode)

@@ -34,7 +34,7 @@ async def test_an_agent_that_fails_three_tries_is_excluded_and_the_run_goes_on(
             agent("good1", seed=1, latency=0.2),
             agent("bad", seed=2, latency=0.2, misbehave=misbehaviour),
             agent("good2", seed=3, latency=0.2),
-            round_timeout=5.0,
+            call_timeout=5.0,
         )
     )
 
@@ -63,7 +63,7 @@ async def test_the_failing_round_costs_exactly_three_llm_calls(
         config(
             agent("good", seed=1, latency=0.2),
             agent("bad", seed=2, latency=0.2, misbehave=misbehaviour),
-            round_timeout=5.0,
+            call_timeout=5.0,
         )
     )
 

@@ -1,5 +1,5 @@
 """Time limits and cancellation: ``run_timeout`` ends the run with the best answer so far
-(most votes, else the newest answer); ``round_timeout`` makes a hung round a failed try;
+(most votes, else the newest answer); ``call_timeout`` makes a hung call a failed try;
 ``handle.cancel()`` ends the run as "cancelled" with a complete, readable event log."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ async def test_run_timeout_before_any_answer_has_no_final_answer(autojump_clock:
     assert run.result.answers == []
 
 
-async def test_a_round_past_round_timeout_is_a_failed_try_and_is_retried(
+async def test_a_call_past_call_timeout_is_a_failed_try_and_is_retried(
     autojump_clock: object,
 ) -> None:
     # The first call hangs; the retry answers.
@@ -75,7 +75,7 @@ async def test_a_round_past_round_timeout_is_a_failed_try_and_is_retried(
         config(
             agent("a", seed=1, latency=0.2),
             agent("hangs", seed=2, latency=0.2, misbehave=Misbehaviour.HANG, misbehave_calls=1),
-            round_timeout=5.0,
+            call_timeout=5.0,
         )
     )
 

@@ -3,12 +3,16 @@ kernel's (tests/runtime/test_codec.py): the event log, replay and the websocket 
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.events import DomainEvent
 from runtime import Event, Message, dumps, loads
+from runtime.messages import registered_kinds
 from tests.events.strategies import DOMAIN_CLASSES, strategy_for_class
 
 
@@ -40,3 +44,18 @@ def test_the_suite_knows_the_domain_kinds() -> None:
         DOMAIN_CLASSES
     )
     assert DomainEvent.kind in DOMAIN_CLASSES
+
+
+def test_every_module_of_the_domain_that_defines_kinds_is_registered_by_actors_kinds() -> None:
+    import actors
+    import actors.kinds
+
+    for info in pkgutil.walk_packages(actors.__path__, "actors."):
+        importlib.import_module(info.name)
+    defining = {
+        cls.__module__
+        for cls in registered_kinds().values()
+        if cls.__module__.startswith("actors.")
+    }
+
+    assert defining <= {module.__name__ for module in actors.kinds.DOMAIN_MODULES}
