@@ -523,7 +523,8 @@ def test_a_key_that_is_empty_is_refused() -> None:
 
 def test_an_unquoted_reference_to_nothing_is_null() -> None:
     loaded = _load(
-        "agents:\n  - id: a\n    backend:\n      type: openai\n      model: m\n      api_key: ${K:-}\n"
+        "agents:\n  - id: a\n    backend:\n      type: openai\n      model: m\n"
+        "      api_key: ${K:-}\n"
     )
     backend = loaded.config.agents[0].backend
     assert isinstance(backend, OpenAIBackendConfig)
