@@ -8,6 +8,7 @@ import attrs
 
 from config.schema.backends import BackendConfig, ScriptedBackendConfig
 from config.schema.checks import InvalidValue
+from config.schema.mcp import McpServerConfig, check_unique_servers
 
 __all__ = ["AgentConfig"]
 
@@ -31,3 +32,7 @@ class AgentConfig:
     """Custom instructions, added to Conclave's own system prompt (which carries the
     coordination rules and tools, and always comes first)."""
     backend: BackendConfig = attrs.field(factory=ScriptedBackendConfig)
+    mcp_servers: tuple[McpServerConfig, ...] = attrs.field(
+        default=(), validator=check_unique_servers
+    )
+    """MCP servers only this agent is offered, besides the top-level ones."""

@@ -7,6 +7,7 @@ import attrs
 from config.limits import MAX_AGENTS
 from config.schema.agents import AgentConfig
 from config.schema.backends import ScriptedBackendConfig
+from config.schema.mcp import McpServerConfig, check_unique_servers
 from config.schema.orchestrator import OrchestratorConfig
 
 __all__ = ["ConclaveConfig", "default_config"]
@@ -16,6 +17,25 @@ __all__ = ["ConclaveConfig", "default_config"]
 class ConclaveConfig:
     agents: tuple[AgentConfig, ...] = attrs.field()
     orchestrator: OrchestratorConfig = attrs.field(factory=OrchestratorConfig)
+    mcp_servers: tuple[McpServerConfig, ...] = attrs.field(
+        default=(), validator=check_unique_servers
+    )
+    """MCP servers whose tools every agent is offered (see :mod:`config.schema.mcp`)."""
+
+    @mcp_servers.validator
+    def _check_agent_servers(
+        self,
+        _attr: attrs.Attribute[tuple[McpServerConfig, ...]],
+        value: tuple[McpServerConfig, ...],
+    ) -> None:
+        shared = {s.name for s in value}
+        for agent in self.agents if isinstance(self.agents, tuple) else ():
+            for server in agent.mcp_servers:
+                if server.name in shared:
+                    raise ValueError(
+                        f"agent {agent.id!r} has an MCP server named {server.name!r}, like a "
+                        "top-level one: the tool names would clash; rename one of them"
+                    )
 
     @agents.validator
     def _check_agents(
