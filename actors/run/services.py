@@ -14,6 +14,10 @@ with its reason. Each agent then gets, from :meth:`RunServices.agent_tools`, its
 mounts the context paths read-only (writable ones rw only when the modes table puts the
 writing in coordination), and an executor whose path policy asks the workspace's grants.
 
+MCP servers (``mcp_servers``, top level and per agent: :mod:`actors.mcp`) are actors under
+the run's root supervisor, spawned by :meth:`RunServices.start` before the agents and so
+stopped after them; their tools are added to each agent's executor.
+
 Everything opened is closed when :func:`open_services` exits, after the run's actors have
 stopped: every docker container is removed, however the run ended.
 """
@@ -43,7 +47,9 @@ from config.schema.context import ContextWritePhase
 from config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
+    from actors.mcp.server import McpServers
     from actors.sandbox.open import DockerEngine
+    from runtime import ActorSystem
 
 __all__ = ["AgentTooling", "RunServices", "open_services", "workdir_of"]
 
@@ -79,12 +85,22 @@ class RunServices:
         """The WriteTracker's state; ``None`` when no context path is writable."""
         self._stack = stack
         self._engine: DockerEngine | None = None
+        self.mcp: McpServers | None = None
+        """The run's MCP servers, once :meth:`start` has spawned them."""
 
-    async def start(self) -> None:
+    async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
         image checked, orphans of dead runs removed). Called as the run starts, so that what
         goes wrong here (an unwritable workdir, no engine) fails the run and says why.
-        Nothing to do without tools."""
+        Nothing to do without tools. With ``system``, the configured MCP servers are spawned
+        under its root and their first starts awaited (a server that cannot start is
+        reported and offers no tools; the run goes on)."""
+        config = self.spec.config
+        if system is not None and (config.mcp_servers or any(a.mcp_servers for a in config.agents)):
+            from actors.mcp.server import spawn_servers
+
+            self.mcp = spawn_servers(system, config)
+            await self.mcp.settled()
         workspaces = self.workspaces
         if workspaces is None or self._stack is None:
             return
@@ -98,7 +114,18 @@ class RunServices:
 
     async def agent_tools(self, agent: str) -> AgentTooling:
         """Open ``agent``'s sandbox (closed when the services close) and make its executor,
-        once :meth:`start` has run. Raises what opening the sandbox raises."""
+        with its MCP tools, once :meth:`start` has run. Raises what opening the sandbox
+        raises."""
+        tooling = await self._builtin_tools(agent)
+        servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
+        if not servers:
+            return tooling
+        from actors.mcp.tools import with_mcp_tools
+
+        tools = with_mcp_tools(tooling.tools, servers, agent=agent, mode=self.spec.mode)
+        return attrs.evolve(tooling, tools=tools)
+
+    async def _builtin_tools(self, agent: str) -> AgentTooling:
         workspaces = self.workspaces
         if workspaces is None or self._stack is None:
             return _NO_TOOLING
