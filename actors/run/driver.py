@@ -298,7 +298,7 @@ async def _start(
     Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
     :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
     backends = _backends(spec, pool)
-    await services.start()
+    await services.start(system)
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
