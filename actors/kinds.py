@@ -14,6 +14,7 @@ import actors.coordination.protocol
 import actors.events.base
 import actors.events.hub
 import actors.events.loop
+import actors.mcp.events
 import actors.run.events
 import actors.workspace.events
 import actors.workspace.tracker
@@ -28,6 +29,7 @@ DOMAIN_MODULES = (
     actors.events.base,
     actors.events.hub,
     actors.events.loop,
+    actors.mcp.events,
     actors.run.events,
     actors.workspace.events,
     actors.workspace.tracker,
