@@ -3,6 +3,6 @@
 ``connection`` (one session with one server: start, handshake, tool list, stderr),
 ``server`` (each server a supervised actor of the run: started with it, restarted on a crash
 within bounds, stopped after the agents), ``tools`` (a server's tools as the executor's
-``ToolSpec``s, ``mcp__<server>__<tool>``), ``events`` (``McpServerReady``,
-``McpServerFailed``), ``listing`` (``conclave mcp list``).
+``ToolSpec``s, ``mcp__<server>__<tool>``), and ``events`` (``McpServerReady``,
+``McpServerFailed``).
 """
