@@ -179,6 +179,12 @@ def _register_sandbox(sub: _Subcommands) -> None:
     add_sandbox_command(sub)
 
 
+def _register_mcp(sub: _Subcommands) -> None:
+    from ui.mcp_command import add_mcp_command
+
+    add_mcp_command(sub)
+
+
 def _register_repl(sub: _Subcommands) -> None:
     from ui.repl.arguments import add_repl_arguments
 
@@ -204,6 +210,7 @@ _COMMANDS = (
     _register_bench,
     _register_import,
     _register_sandbox,
+    _register_mcp,
 )
 
 
@@ -235,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``; nothing at all, with a terminal on
     stdin, is ``repl``."""
-    commands = {"run", "batch", "repl", "replay", "validate", "bench", "import", "sandbox"}
+    commands = {"run", "batch", "repl", "replay", "validate", "bench", "import", "sandbox", "mcp"}
     commands |= {"-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
