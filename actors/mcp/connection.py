@@ -213,6 +213,7 @@ async def _stdio(config: StdioMcpServer, stderr: StderrTail) -> AsyncIterator[tu
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     env = {"PATH": os.environ.get("PATH", os.defpath), **config.env}
+    _check_command(config, env["PATH"])
     launcher = shutil.which("env") or "/usr/bin/env"
     args = ["-i", *(f"{k}={v}" for k, v in env.items()), config.command, *config.args]
     params = StdioServerParameters(
@@ -238,6 +239,18 @@ async def _stdio(config: StdioMcpServer, stderr: StderrTail) -> AsyncIterator[tu
 
 
 _STDERR_DRAIN_S = 1.0
+
+
+def _check_command(config: StdioMcpServer, path: str) -> None:
+    """Refuse a command that cannot run, saying so (``env`` would only say it on stderr)."""
+    command = config.command
+    if "/" in command and config.cwd is not None and not os.path.isabs(command):
+        command = os.path.join(config.cwd, command)
+    if shutil.which(command, path=path) is None:
+        raise FileNotFoundError(
+            f"the command {config.command!r} is not found: not on PATH, nor an executable "
+            "file; install the server or fix 'command'"
+        )
 
 
 async def _read_stderr(fd: int, tail: StderrTail, done: trio.Event) -> None:
