@@ -201,10 +201,29 @@ def _register_repl(sub: _Subcommands) -> None:
     repl.set_defaults(handler=handle)
 
 
+def _register_serve(sub: _Subcommands) -> None:
+    from ui.serve.arguments import add_serve_arguments
+
+    serve = sub.add_parser(
+        "serve",
+        help="the websocket API: clients start, watch and steer runs (docs/serve.md)",
+        description="See docs/serve.md: authentication, the protocol, an example client.",
+    )
+    add_serve_arguments(serve)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from ui.serve.command import serve_command
+
+        return serve_command(args)
+
+    serve.set_defaults(handler=handle)
+
+
 _COMMANDS = (
     _register_run,
     _register_batch,
     _register_repl,
+    _register_serve,
     _register_replay,
     _register_validate,
     _register_bench,
@@ -243,7 +262,7 @@ def _normalise(argv: list[str]) -> list[str]:
     """``-p TASK`` and a bare piped task become ``run``; nothing at all, with a terminal on
     stdin, is ``repl``."""
     commands = {"run", "batch", "repl", "replay", "validate", "bench", "import", "sandbox", "mcp"}
-    commands |= {"-h", "--help", "--version"}
+    commands |= {"serve", "-h", "--help", "--version"}
     if argv and argv[0] in commands:
         return argv
     if "-p" in argv or "--print" in argv:
@@ -309,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command_name(argv: list[str]) -> str:
     normalised = _normalise(argv)
     first = normalised[0] if normalised else ""
-    named = ("run", "batch", "repl", "replay", "validate", "bench", "import")
+    named = ("run", "batch", "repl", "serve", "replay", "validate", "bench", "import")
     return f"conclave {first}" if first in named else "conclave"
 
 
