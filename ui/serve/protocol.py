@@ -1,0 +1,446 @@
+"""The websocket protocol of ``conclave serve``: typed client and server messages.
+
+Every frame is UTF-8 text holding one or more lines of JSON (JSON Lines: a line never holds a
+raw line break, see :func:`ui.headless.progress.json_line`), each a JSON object whose first
+field is ``type``. A client sends one message per frame; the server may put several lines in
+one frame when a run produces events faster than it flushes (docs/serve.md).
+
+The messages are a tagged union on ``type``, as :mod:`runtime.codec` tags messages by
+``kind``: a registry maps each tag to a frozen attrs class, and a copy of the project's
+converter structures the fields. The copy is strict about JSON's primitive types (the
+project's converter would turn ``"false"`` into ``True`` and ``5`` into ``"5"``): a wire
+message with a wrong type is refused naming the field, never coerced.
+
+Lines about a run's events are not declared here: they are the stream-json schema
+(docs/stream-json.md), written by :class:`ui.headless.progress.StreamJson`. Server messages
+use types no event uses, so a client tells them apart by ``type`` alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn
+
+from actors.human.gate import OverrideRequest
+from config.limits import MAX_TASK_BYTES, MAX_TIMEOUT_S
+from config.modes import AgentMode, CollaborationMode
+from runtime.codec import converter
+from ui.headless.progress import json_line
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Accepted",
+    "Ack",
+    "Auth",
+    "Cancel",
+    "ClientMessage",
+    "CloseCode",
+    "Continue",
+    "ErrorCode",
+    "ErrorFrame",
+    "Override",
+    "OverrideWindow",
+    "ProtocolError",
+    "ServerMessage",
+    "Snapshot",
+    "StartRun",
+    "Subscribe",
+    "Unsubscribe",
+    "Verdict",
+    "Welcome",
+    "client_types",
+    "decode_client",
+    "encode_client",
+    "encode_server",
+]
+
+PROTOCOL_VERSION = 1
+
+
+class ErrorCode(enum.Enum):
+    """What an ``error`` frame is about: a closed set, documented in docs/serve.md."""
+
+    UNAUTHORIZED = "unauthorized"
+    """No token, or the wrong one; the connection closes (:attr:`CloseCode.UNAUTHORIZED`)."""
+    BAD_FRAME = "bad_frame"
+    """The frame is not UTF-8 JSON text holding one object."""
+    UNKNOWN_TYPE = "unknown_type"
+    """Its ``type`` is missing or names no client message."""
+    BAD_MESSAGE = "bad_message"
+    """A field is missing, unknown, of the wrong type, or out of range."""
+    UNKNOWN_RUN = "unknown_run"
+    """No run of this server has that ``run_id`` (or it was forgotten: the server keeps the
+    latest finished runs only)."""
+    BUSY = "busy"
+    """The server already runs as many runs as ``--max-runs`` allows."""
+    RUN_NOT_STARTED = "run_not_started"
+    """The run could not start (its options or its log directory were refused)."""
+    ALREADY_SUBSCRIBED = "already_subscribed"
+    NOT_SUBSCRIBED = "not_subscribed"
+    FELL_BEHIND = "fell_behind"
+    """The client read too slowly; the connection closes (:attr:`CloseCode.FELL_BEHIND`)."""
+    SHUTTING_DOWN = "shutting_down"
+    """The server is stopping; it starts no more runs."""
+
+
+class CloseCode(enum.IntEnum):
+    """Websocket close codes the server uses besides the standard ones (1000, 1001)."""
+
+    UNAUTHORIZED = 4401
+    FELL_BEHIND = 4413
+
+
+class ProtocolError(Exception):
+    """A client message the server refuses; becomes an ``error`` frame."""
+
+    def __init__(self, code: ErrorCode, message: str, *, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+# ------------------------------------------------------------------------------ validators
+
+
+def _task(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
+    if not value.strip():
+        raise ValueError("task is empty; send the task to run as a non-empty string")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_TASK_BYTES:
+        raise ValueError(f"task is {size:,} bytes; the limit is {MAX_TASK_BYTES:,}")
+
+
+def _seconds(_inst: object, attr: attrs.Attribute[Any], value: float | None) -> None:
+    if value is None:
+        return
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
+        raise ValueError(
+            f"{attr.name} must be a number of seconds > 0 and <= {MAX_TIMEOUT_S:.0f}, "
+            f"or null; got {value!r}"
+        )
+
+
+def _name(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
+    if not value.strip():
+        raise ValueError(f"{attr.name} is empty")
+
+
+# ------------------------------------------------------------------------------ client
+
+
+@attrs.frozen(kw_only=True)
+class _Client:
+    type: ClassVar[str]
+    request_id: str | None = None
+    """Echoed in the replies to this message (``run_accepted``, ``verdict``, ``ack``,
+    ``error``), so a client can pair them."""
+
+
+@attrs.frozen(kw_only=True)
+class Auth(_Client):
+    """The token, for clients that can set neither a header nor a subprotocol: must be the
+    first message of a connection that presented no token."""
+
+    type: ClassVar[str] = "auth"
+    token: str
+
+
+@attrs.frozen(kw_only=True)
+class StartRun(_Client):
+    """Start a run of the server's config on ``task``; the options are ``conclave run``'s."""
+
+    type: ClassVar[str] = "start_run"
+    task: str = attrs.field(validator=_task)
+    mode: CollaborationMode = CollaborationMode.DEFAULT
+    agent_mode: AgentMode = AgentMode.MULTI
+    agent: str | None = None
+    """In single mode, which agent runs (default: the first)."""
+    refinement: bool = True
+    timeout: float | None = attrs.field(default=None, validator=_seconds)
+    """Whole-run timeout in seconds (default: the config's ``run_timeout``)."""
+    override_window: bool = False
+    """Pause after the vote until a client sends ``override`` or ``continue`` (or
+    ``decision_timeout`` passes: the vote stands). The run's timer stops meanwhile."""
+    decision_timeout: float | None = attrs.field(default=300.0, validator=_seconds)
+    """With ``override_window``: seconds to wait for a decision; ``null`` waits until one
+    comes or the run is cancelled."""
+    after: str | None = None
+    """The ``run_id`` of an earlier run of this server to continue: its conversation (its
+    task and final answer, and the turns before it) is shown to the agents first."""
+    watch: bool = True
+    """Subscribe this client to the run at once (its events follow ``run_accepted``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Subscribe(_Client):
+    """Watch a run: a ``snapshot`` of it now, then its events as they happen."""
+
+    type: ClassVar[str] = "subscribe"
+    run_id: str
+
+
+@attrs.frozen(kw_only=True)
+class Unsubscribe(_Client):
+    type: ClassVar[str] = "unsubscribe"
+    run_id: str
+
+
+@attrs.frozen(kw_only=True)
+class Cancel(_Client):
+    """End a run now with its best answer so far (``termination: cancelled``)."""
+
+    type: ClassVar[str] = "cancel"
+    run_id: str
+
+
+@attrs.frozen(kw_only=True)
+class Override(_Client):
+    """While the run's override window is open: let ``agent`` present instead of the vote's
+    winner."""
+
+    type: ClassVar[str] = "override"
+    run_id: str
+    agent: str = attrs.field(validator=_name)
+
+
+@attrs.frozen(kw_only=True)
+class Continue(_Client):
+    """While the run's override window is open: keep the vote's winner."""
+
+    type: ClassVar[str] = "continue"
+    run_id: str
+
+
+ClientMessage = Auth | StartRun | Subscribe | Unsubscribe | Cancel | Override | Continue
+
+_CLIENT: dict[str, type[_Client]] = {
+    cls.type: cls for cls in (Auth, StartRun, Subscribe, Unsubscribe, Cancel, Override, Continue)
+}
+
+
+def client_types() -> tuple[str, ...]:
+    return tuple(_CLIENT)
+
+
+# ------------------------------------------------------------------------------ server
+
+
+@attrs.frozen(kw_only=True)
+class _Server:
+    type: ClassVar[str]
+
+
+@attrs.frozen(kw_only=True)
+class Welcome(_Server):
+    """The first frame of an authenticated connection."""
+
+    type: ClassVar[str] = "welcome"
+    server: str = "conclave"
+    version: str
+    protocol: int = PROTOCOL_VERSION
+    runs: list[dict[str, Any]]
+    """The runs the server knows: ``run_id``, ``task``, ``status`` (``running`` or
+    ``ended``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Accepted(_Server):
+    """A ``start_run`` was taken: the run exists and has this id."""
+
+    type: ClassVar[str] = "run_accepted"
+    run_id: str
+    request_id: str | None
+    log_dir: str | None
+
+
+@attrs.frozen(kw_only=True)
+class Snapshot(_Server):
+    """What a run looks like now, first thing after ``subscribe``: its
+    :class:`~actors.events.view.RunView`, its stream's ``run_started`` line, and the open
+    override window. Its events follow from ``next_seq`` on, without a gap."""
+
+    type: ClassVar[str] = "snapshot"
+    run_id: str
+    request_id: str | None
+    next_seq: int
+    view: dict[str, Any]
+    run_started: dict[str, Any] | None
+    override_window: dict[str, Any] | None
+    ended: bool
+
+
+@attrs.frozen(kw_only=True)
+class OverrideWindow(_Server):
+    """The vote is over and the run waits for ``override`` or ``continue``."""
+
+    type: ClassVar[str] = "override_window"
+    run_id: str
+    winner: str
+    label: str
+    tally: dict[str, int]
+    answers: dict[str, str]
+    """Agent → the label of its latest answer: who may be chosen instead."""
+
+    @classmethod
+    def of(cls, run_id: str, request: OverrideRequest) -> OverrideWindow:
+        return cls(
+            run_id=run_id,
+            winner=request.winner,
+            label=request.label,
+            tally=dict(request.tally),
+            answers=dict(request.answers),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Verdict(_Server):
+    """Whether an ``override`` or ``continue`` was taken, and if not, why."""
+
+    type: ClassVar[str] = "verdict"
+    run_id: str
+    request_id: str | None
+    decision: str
+    """``override`` or ``continue``."""
+    agent: str | None
+    accepted: bool
+    error: str | None
+
+
+@attrs.frozen(kw_only=True)
+class Ack(_Server):
+    """A ``cancel`` or ``unsubscribe`` was carried out."""
+
+    type: ClassVar[str] = "ack"
+    request: str
+    run_id: str | None
+    request_id: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ErrorFrame(_Server):
+    type: ClassVar[str] = "error"
+    code: ErrorCode
+    message: str
+    request_id: str | None = None
+
+
+ServerMessage = Welcome | Accepted | Snapshot | OverrideWindow | Verdict | Ack | ErrorFrame
+
+
+# ------------------------------------------------------------------------------ the wire
+
+
+def _strict(kind: type[Any], name: str) -> Callable[[Any, type[Any]], Any]:
+    def structure(value: Any, _: type[Any]) -> Any:
+        if type(value) is bool and kind is not bool:
+            raise TypeError(f"expected {name}, got a boolean ({json.dumps(value)})")
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {name}, got {json.dumps(value)[:80]}")
+        return value
+
+    return structure
+
+
+def _number(value: Any, _: type[Any]) -> float:
+    if type(value) is bool or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {json.dumps(value)[:80]}")
+    return float(value)
+
+
+def _is_enum(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, enum.Enum)
+
+
+def _enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
+    try:
+        return cls(value)
+    except ValueError:
+        known = ", ".join(str(member.value) for member in cls)
+        raise ValueError(f"expected one of {known}, got {json.dumps(value)[:80]}") from None
+
+
+def _describe(exc: BaseException, _type: Any = None) -> str:
+    """One validation failure in words (``cattrs.transform_error`` adds where)."""
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        return f"unknown field(s) {', '.join(sorted(exc.extra_fields))}"
+    return str(exc)
+
+
+_wire = converter.copy()
+_wire.register_structure_hook_func(_is_enum, _enum)
+_wire.register_structure_hook(str, _strict(str, "a string"))
+_wire.register_structure_hook(bool, _strict(bool, "true or false"))
+_wire.register_structure_hook(int, _strict(int, "a whole number"))
+_wire.register_structure_hook(float, _number)
+
+_C = TypeVar("_C", bound=_Client)
+_structure_fns: dict[type[_Client], Callable[[dict[str, Any], type[Any]], Any]] = {}
+
+
+def decode_client(frame: str | bytes) -> ClientMessage:
+    """The client message ``frame`` holds; :class:`ProtocolError` says what is wrong with it
+    (naming the field) and carries the ``request_id`` when one could be read."""
+    if isinstance(frame, bytes):
+        try:
+            frame = frame.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(
+                ErrorCode.BAD_FRAME, f"the frame is not UTF-8 text (byte {exc.start})"
+            ) from None
+    try:
+        data = json.loads(frame)
+    except ValueError as exc:
+        raise ProtocolError(
+            ErrorCode.BAD_FRAME, f"the frame is not JSON ({exc}); send one JSON object per frame"
+        ) from None
+    if not isinstance(data, dict):
+        raise ProtocolError(
+            ErrorCode.BAD_FRAME,
+            f"the frame holds a JSON {type(data).__name__}; send one JSON object per frame",
+        )
+    request_id = data.get("request_id")
+    request_id = request_id if isinstance(request_id, str) else None
+    tag = data.get("type")
+    cls = _CLIENT.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        known = ", ".join(_CLIENT)
+        got = "no type" if tag is None else f"type {json.dumps(tag)[:60]}"
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_TYPE,
+            f"{got}: expected one of {known}",
+            request_id=request_id,
+        )
+    fn = _structure_fns.get(cls)
+    if fn is None:
+        fn = _structure_fns[cls] = make_dict_structure_fn(
+            cls, _wire, _cattrs_forbid_extra_keys=True
+        )
+    body = {k: v for k, v in data.items() if k != "type"}
+    try:
+        message: ClientMessage = fn(body, cls)
+    except cattrs.BaseValidationError as exc:
+        notes = "; ".join(cattrs.transform_error(exc, path=cls.type, format_exception=_describe))
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, notes, request_id=request_id) from None
+    except (ValueError, TypeError) as exc:
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"{tag}: {exc}", request_id=request_id) from None
+    return message
+
+
+def encode_server(message: ServerMessage) -> str:
+    """``message`` as one line of JSON (no newline), ``type`` first."""
+    return json_line({"type": message.type, **_wire.unstructure(message)})
+
+
+def encode_client(message: ClientMessage) -> str:
+    """``message`` as a client sends it (for Python clients and tests)."""
+    return json_line({"type": message.type, **_wire.unstructure(message)})

@@ -1,0 +1,516 @@
+"""The websocket server: connections, their sessions, and an orderly stop.
+
+``async with open_server(settings, host=..., port=...) as server:`` listens (a backlog of
+:data:`BACKLOG`), serves until the block ends, then stops in order (:meth:`Server.stop`):
+it stops listening, cancels every run (each concludes with its best answer so far), lets
+clients receive the runs' last lines for up to ``shutdown_grace`` seconds, and closes every
+connection with 1001. Cancelling the block instead stops everything at once; runs still
+conclude (their logs end with ``run_ended``).
+
+Each connection is read for its request head first (:mod:`ui.serve.health`): ``GET
+/health`` is answered in plain HTTP, a websocket handshake goes to trio-websocket. A
+handshake is checked before it is accepted: an ``Origin`` not allowed gets 403, a wrong
+token 401; one without a token is accepted and must send ``auth`` first.
+
+A :class:`Session` serves one authenticated connection: it reads client messages, replies,
+and runs one task per watched run (a *pump*) that sends the run's lines as they come,
+coalesced into frames at most every ``flush_interval`` seconds during a burst. Nothing a
+client sends can crash the server: every bad frame gets an ``error`` frame. A client that
+reads too slowly is dropped: told ``fell_behind`` if its socket still takes data, and
+closed (:attr:`CloseCode.FELL_BEHIND`), or cut off after ``shutdown_grace`` seconds if not.
+The runs never wait for a client.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import trio
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketConnection,
+    WebSocketRequest,
+    wrap_server_stream,
+)
+
+from actors.llm.pool import open_backends
+from ui.serve.auth import (
+    SUBPROTOCOL,
+    presented_token,
+    refused_origin,
+    token_matches,
+)
+from ui.serve.feed import Watcher
+from ui.serve.health import ReplayStream, read_head, respond_json
+from ui.serve.protocol import (
+    Accepted,
+    Ack,
+    Auth,
+    Cancel,
+    ClientMessage,
+    CloseCode,
+    Continue,
+    ErrorCode,
+    ErrorFrame,
+    Override,
+    ProtocolError,
+    ServerMessage,
+    Snapshot,
+    StartRun,
+    Subscribe,
+    Unsubscribe,
+    Verdict,
+    Welcome,
+    decode_client,
+    encode_server,
+)
+from ui.serve.runs import RunRegistry, ServedRun, ServeSettings
+
+__all__ = ["BACKLOG", "Server", "Session", "open_server"]
+
+BACKLOG = 1024
+"""Pending connections the kernel queues: many clients connecting at once are not refused."""
+HEAD_TIMEOUT = 10.0
+"""Seconds a new connection has to send its request head."""
+MAX_CLIENT_MESSAGE = 2 * 1024 * 1024
+"""The largest frame a client may send (a task may be 1 MiB; JSON escapes grow it)."""
+REPLY_BUFFER = 256
+"""Replies a client may have unread before it is dropped as too slow."""
+
+
+def _version() -> str:
+    try:
+        return version("conclave")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Server:
+    """The listening server; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: ServeSettings,
+        registry: RunRegistry,
+        listeners: list[trio.SocketListener],
+        connections: trio.Nursery,
+        say: Callable[[str], None],
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.listeners = listeners
+        self.sessions: set[Session] = set()
+        self._connections = connections
+        self._say = say
+        self._names = itertools.count(1)
+        self._listening = trio.CancelScope()
+        self._stopped = False
+
+    @property
+    def port(self) -> int:
+        port: int = self.listeners[0].socket.getsockname()[1]
+        return port
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "stopping" if self.registry.closing else "ok",
+            "version": _version(),
+            "runs": self.registry.active,
+            "clients": len(self.sessions),
+        }
+
+    async def _listen(self) -> None:
+        with self._listening:
+            await trio.serve_listeners(
+                self._connection, self.listeners, handler_nursery=self._connections
+            )
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        """One TCP connection, from its first byte to its close."""
+        async with stream:
+            try:
+                with trio.fail_after(HEAD_TIMEOUT):
+                    head = await read_head(stream)
+            except ValueError as exc:
+                status = 431 if "too long" in str(exc) else 400
+                await _quietly(respond_json(stream, status, {"error": str(exc)}))
+                return
+            except (trio.TooSlowError, trio.BrokenResourceError):
+                return
+            if head is None:
+                return
+            if not head.upgrade:
+                await _quietly(self._plain(stream, head.method, head.path))
+                return
+            async with trio.open_nursery() as nursery:
+                request = await wrap_server_stream(
+                    nursery, ReplayStream(stream, head.data), max_message_size=MAX_CLIENT_MESSAGE
+                )
+                try:
+                    await self._handshake(request, stream)
+                finally:
+                    nursery.cancel_scope.cancel()
+
+    async def _plain(self, stream: trio.SocketStream, method: str, path: str) -> None:
+        head_only = method == "HEAD"
+        if path != "/health":
+            body = {"error": f"no page {path!r}: GET /health, or open a websocket on this port"}
+            await respond_json(stream, 404, body, head_only=head_only)
+        elif method not in ("GET", "HEAD"):
+            await respond_json(stream, 405, {"error": "/health answers GET"})
+        else:
+            await respond_json(stream, 200, self.health(), head_only=head_only)
+
+    async def _handshake(self, request: WebSocketRequest, stream: trio.SocketStream) -> None:
+        """Check the handshake; accept it and serve the session, or reject it."""
+        settings = self.settings
+        origin = refused_origin(request.headers, settings.allowed_origins)
+        if origin is not None:
+            reason = (
+                f"origin {origin!r} is not allowed; start conclave serve with "
+                f"--allow-origin {origin} to let pages from it connect\n"
+            )
+            await _quietly(request.reject(403, body=reason.encode("utf-8")))
+            return
+        proposed = request.proposed_subprotocols
+        token = presented_token(request.headers, proposed)
+        if token is not None and not token_matches(token, settings.token):
+            reason = "wrong token: present the token conclave serve printed or read from its file\n"
+            await _quietly(request.reject(401, body=reason.encode("utf-8")))
+            return
+        try:
+            ws = await request.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in proposed else None)
+        except ConnectionClosed:
+            return
+        session = Session(self, ws, stream, name=f"client-{next(self._names)}")
+        self.sessions.add(session)
+        try:
+            await session.serve(authenticated=token is not None)
+        finally:
+            self.sessions.discard(session)
+            with trio.move_on_after(1.0) as scope:
+                scope.shield = True
+                await ws.aclose()
+
+    async def stop(self) -> None:
+        """Stop in order; see the module docstring. Bounded by about twice
+        ``shutdown_grace`` seconds; a second call returns at once."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._listening.cancel()
+        self.registry.cancel_all()
+        grace = self.settings.shutdown_grace
+        with trio.move_on_after(grace):
+            await self.registry.wait_idle()
+        with trio.move_on_after(grace):
+            async with trio.open_nursery() as nursery:
+                for session in list(self.sessions):
+                    nursery.start_soon(session.drain)
+
+
+async def _quietly(operation: Any) -> None:
+    """Send a last answer to a peer that may already be gone."""
+    with suppress(trio.BrokenResourceError, trio.ClosedResourceError, ConnectionClosed):
+        await operation
+
+
+class _Subscription:
+    """A session's watch of one run: its watcher, the lines to send before the run's
+    (``run_accepted`` or ``snapshot``), and the scope its pump waits in."""
+
+    def __init__(self, run: ServedRun, watcher: Watcher, preamble: list[str]) -> None:
+        self.run = run
+        self.watcher = watcher
+        self.preamble = preamble
+        self.stopped = False
+        self.waiting = trio.CancelScope()
+
+    def stop(self) -> None:
+        """End the pump at its next wait (never in the middle of a frame)."""
+        self.stopped = True
+        self.waiting.cancel()
+        self.watcher.close()
+
+
+class Session:
+    """One authenticated client connection; see the module docstring."""
+
+    def __init__(
+        self, server: Server, ws: WebSocketConnection, stream: trio.SocketStream, *, name: str
+    ) -> None:
+        self.server = server
+        self.ws = ws
+        self.name = name
+        self.subscriptions: dict[str, _Subscription] = {}
+        self._stream = stream
+        self._send_reply, self._replies = trio.open_memory_channel[str](REPLY_BUFFER)
+        self._nursery: trio.Nursery | None = None
+        self._expelled: str | None = None
+        self._quiet = trio.Event()
+        """Set when no pump is running (for :meth:`drain` and expulsion)."""
+        self._quiet.set()
+
+    # ------------------------------------------------------------------ life
+
+    async def serve(self, *, authenticated: bool) -> None:
+        """Until the client leaves (or is dropped, or the server stops). Cancelling it
+        ends the session at once; the runs it started go on."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if not authenticated and not await self._authenticate():
+                nursery.cancel_scope.cancel()
+                return
+            nursery.start_soon(self._reply_pump)
+            runs = [run.summary() for run in self.server.registry.runs()]
+            self.reply(Welcome(version=_version(), runs=runs))
+            await self._read()
+            nursery.cancel_scope.cancel()
+
+    async def _authenticate(self) -> bool:
+        """The first message must be ``auth`` with the token, within ``auth_timeout``."""
+        settings = self.server.settings
+        error = "the first message must be auth with the token (or send it in the handshake)"
+        with trio.move_on_after(settings.auth_timeout) as scope:
+            try:
+                frame = await self.ws.get_message()
+            except ConnectionClosed:
+                return False
+            try:
+                message = decode_client(frame)
+            except ProtocolError as exc:
+                error = f"{error}: {exc.message}"
+            else:
+                if isinstance(message, Auth):
+                    if token_matches(message.token, settings.token):
+                        return True
+                    error = "wrong token: present the token conclave serve printed or read"
+        if scope.cancelled_caught:
+            error = f"no auth message within {settings.auth_timeout:g} s; {error}"
+        frame_text = encode_server(ErrorFrame(code=ErrorCode.UNAUTHORIZED, message=error))
+        with trio.move_on_after(1.0):
+            try:
+                await self.ws.send_message(frame_text)
+                await self.ws.aclose(CloseCode.UNAUTHORIZED, "unauthorized")
+            except ConnectionClosed:
+                pass
+        return False
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                frame = await self.ws.get_message()
+            except ConnectionClosed:
+                return
+            try:
+                self._handle(decode_client(frame))
+            except ProtocolError as exc:
+                self.reply(
+                    ErrorFrame(code=exc.code, message=exc.message, request_id=exc.request_id)
+                )
+
+    async def drain(self) -> None:
+        """The server stops: let the pumps send the (ended) runs' last lines, then close
+        with 1001."""
+        await self._quiet.wait()
+        with suppress(ConnectionClosed):
+            await self.ws.aclose(1001, "the server is stopping")
+
+    # ------------------------------------------------------------------ messages
+
+    def _handle(self, message: ClientMessage) -> None:
+        registry = self.server.registry
+        rid = message.request_id
+        if isinstance(message, Auth):
+            self.reply(Ack(request="auth", run_id=None, request_id=rid))
+        elif isinstance(message, StartRun):
+            run = registry.start(message)
+            accepted = Accepted(
+                run_id=run.run_id,
+                request_id=rid,
+                log_dir=str(run.spec.log_dir) if run.spec.log_dir else None,
+            )
+            if message.watch:
+                self._subscribe(run, [encode_server(accepted)])
+            else:
+                self.reply(accepted)
+        elif isinstance(message, Subscribe):
+            run = registry.get(message.run_id, request_id=rid)
+            if run.run_id in self.subscriptions:
+                raise ProtocolError(
+                    ErrorCode.ALREADY_SUBSCRIBED,
+                    f"already subscribed to run {run.run_id!r}",
+                    request_id=rid,
+                )
+            self._subscribe(run, [encode_server(self._snapshot(run, rid))])
+        elif isinstance(message, Unsubscribe):
+            subscription = self.subscriptions.pop(message.run_id, None)
+            if subscription is None:
+                raise ProtocolError(
+                    ErrorCode.NOT_SUBSCRIBED,
+                    f"not subscribed to run {message.run_id!r}",
+                    request_id=rid,
+                )
+            subscription.stop()
+            self.reply(Ack(request="unsubscribe", run_id=message.run_id, request_id=rid))
+        elif isinstance(message, Cancel):
+            registry.get(message.run_id, request_id=rid).cancel()
+            self.reply(Ack(request="cancel", run_id=message.run_id, request_id=rid))
+        elif isinstance(message, Override | Continue):
+            run = registry.get(message.run_id, request_id=rid)
+            assert self._nursery is not None
+            self._nursery.start_soon(self._decide, run, message)
+
+    def _snapshot(self, run: ServedRun, request_id: str | None) -> Snapshot:
+        feed = run.feed
+        return Snapshot(
+            run_id=run.run_id,
+            request_id=request_id,
+            next_seq=feed.next_seq,
+            view=feed.snapshot(),
+            run_started=feed.run_started,
+            override_window=feed.override_window,
+            ended=feed.finished,
+        )
+
+    async def _decide(self, run: ServedRun, message: Override | Continue) -> None:
+        agent = message.agent if isinstance(message, Override) else None
+        accepted, error = await run.decide(agent)
+        self.reply(
+            Verdict(
+                run_id=run.run_id,
+                request_id=message.request_id,
+                decision=message.type,
+                agent=agent,
+                accepted=accepted,
+                error=error,
+            )
+        )
+
+    def reply(self, message: ServerMessage) -> None:
+        """Queue a reply; a client that leaves too many unread is dropped."""
+        try:
+            self._send_reply.send_nowait(encode_server(message))
+        except trio.WouldBlock:
+            self._expel(f"it left {REPLY_BUFFER} replies unread")
+
+    async def _reply_pump(self) -> None:
+        async for line in self._replies:
+            lines = [line]
+            while len(lines) < 64:
+                try:
+                    lines.append(self._replies.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            if not await self._send(lines):
+                return
+
+    # ------------------------------------------------------------------ watching
+
+    def _subscribe(self, run: ServedRun, preamble: list[str]) -> None:
+        """Watch ``run`` from now on. Synchronous with the snapshot in ``preamble``: no line
+        is published between them, so the lines that follow fit it exactly."""
+        settings = self.server.settings
+        watcher = run.feed.watch(
+            limit=settings.client_buffer, on_drop=self._expel, name=f"serve {self.name}"
+        )
+        if run.feed.finished and run.feed.result_line is not None:
+            preamble.append(run.feed.result_line)
+        subscription = _Subscription(run, watcher, preamble)
+        self.subscriptions[run.run_id] = subscription
+        assert self._nursery is not None
+        self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
+        self._nursery.start_soon(self._pump, subscription)
+
+    async def _pump(self, subscription: _Subscription) -> None:
+        """Send the run's lines to the client as they are published; see the module
+        docstring. Ends after the run's ``result`` line, on ``unsubscribe``, or when the
+        client is dropped or leaves."""
+        settings = self.server.settings
+        watcher = subscription.watcher
+        next_flush = 0.0
+        try:
+            if not await self._send(subscription.preamble):
+                return
+            while not watcher.done:
+                subscription.waiting = trio.CancelScope()
+                with subscription.waiting:
+                    await watcher.wait()
+                    await trio.sleep_until(next_flush)
+                if subscription.stopped or watcher.dropped is not None or self._expelled:
+                    return
+                lines = watcher.take(settings.frame_bytes)
+                if lines:
+                    next_flush = trio.current_time() + settings.flush_interval
+                    if not await self._send(lines):
+                        return
+        finally:
+            watcher.close()
+            if self.subscriptions.get(subscription.run.run_id) is subscription:
+                del self.subscriptions[subscription.run.run_id]
+            if not self.subscriptions:
+                self._quiet.set()
+
+    async def _send(self, lines: list[str]) -> bool:
+        """One frame; ``False`` if the connection is gone or the client was dropped."""
+        if self._expelled is not None:
+            return False
+        try:
+            await self.ws.send_message("\n".join(lines))
+        except ConnectionClosed:
+            return False
+        return self._expelled is None
+
+    def _expel(self, reason: str) -> None:
+        """Drop this client (it reads too slowly): from the feed's scan or a full reply
+        queue, synchronously; the closing happens in :meth:`_close_expelled`."""
+        if self._expelled is not None or self._nursery is None:
+            return
+        self._expelled = reason
+        for subscription in list(self.subscriptions.values()):
+            subscription.stop()
+        self._nursery.start_soon(self._close_expelled, reason)
+
+    async def _close_expelled(self, reason: str) -> None:
+        """Tell the client why and close, once its frame in flight is sent; if its socket
+        takes nothing for ``shutdown_grace`` seconds, cut the connection."""
+        assert self._nursery is not None
+        frame = encode_server(ErrorFrame(code=ErrorCode.FELL_BEHIND, message=f"dropped: {reason}"))
+        with trio.move_on_after(self.server.settings.shutdown_grace) as scope:
+            await self._quiet.wait()
+            try:
+                await self.ws.send_message(frame)
+                await self.ws.aclose(CloseCode.FELL_BEHIND, "fell behind")
+            except ConnectionClosed:
+                pass
+        if scope.cancelled_caught:
+            await trio.aclose_forcefully(self._stream)
+        self._nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def open_server(
+    settings: ServeSettings,
+    *,
+    host: str,
+    port: int,
+    say: Callable[[str], None] = lambda line: None,
+) -> AsyncIterator[Server]:
+    """Listen on ``host:port`` (``port`` 0: any free port, see :attr:`Server.port`) until the
+    block ends, then stop in order. Raises ``OSError`` if it cannot listen (the port is
+    taken)."""
+    listeners = await trio.open_tcp_listeners(port, host=host, backlog=BACKLOG)
+    async with open_backends() as pool, trio.open_nursery() as runs, trio.open_nursery() as rest:
+        registry = RunRegistry(settings, backends=pool, nursery=runs, say=say)
+        server = Server(settings, registry, listeners, rest, say)
+        rest.start_soon(server._listen)
+        try:
+            yield server
+            await server.stop()
+        finally:
+            rest.cancel_scope.cancel()
+            runs.cancel_scope.cancel()
