@@ -81,22 +81,32 @@ async def _call(
     name = tool_name(state.config.name, tool)
     timeout = state.config.call_timeout
     deadline = trio.current_time() + timeout
-    try:
-        connection = await state.connection(deadline)
-    except ServerDown as exc:
-        raise ToolError(str(exc)) from None
+    # A read-only call the server lost (it crashed) is made once more on the restarted
+    # server; any other may have done its work before the server went, so it is not.
+    tries = 2 if read_only else 1
+    result = None
     with trio.move_on_at(deadline) as scope:
-        try:
-            result = await connection.client.call_tool(tool, dict(arguments))
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+        for attempt in range(1, tries + 1):
+            try:
+                connection = await state.connection(deadline)
+            except ServerDown as exc:
+                raise ToolError(str(exc)) from None
+            try:
+                result = await connection.client.call_tool(tool, dict(arguments))
+                break
+            except MCPError as exc:
+                if exc.code != CONNECTION_CLOSED:
+                    raise ToolError(
+                        f"the MCP server {state.key!r} refused the call: {exc}"
+                    ) from None
                 connection.mark_lost()
-                raise ToolError(_gone(state)) from None
-            raise ToolError(f"the MCP server {state.key!r} refused the call: {exc}") from None
-        except OSError as exc:
-            connection.mark_lost()
-            raise ToolError(f"{_gone(state)} ({exc})") from None
-    if scope.cancelled_caught:
+                if attempt == tries:
+                    raise ToolError(_gone(state)) from None
+            except OSError as exc:
+                connection.mark_lost()
+                if attempt == tries:
+                    raise ToolError(f"{_gone(state)} ({exc})") from None
+    if scope.cancelled_caught or result is None:
         raise ToolError(
             f"{name} took longer than {timeout:g} s (the call_timeout of MCP server "
             f"{state.key!r}) and was cancelled"
