@@ -1,0 +1,131 @@
+"""A real ``conclave serve`` server in the test's trio run, and real websocket clients of it
+(trio-websocket's own client) over loopback. Runs use scripted agents: no network."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+from trio_websocket import WebSocketConnection, open_websocket
+
+from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from config.schema.orchestrator import OrchestratorConfig
+from ui.serve.runs import ServeSettings
+from ui.serve.server import Server, open_server
+
+TOKEN = "test-token-0123456789abcdef"
+TASK = "Name three uses of a paperclip"
+BIG = 2**24
+"""Clients accept frames this large: a result line of a big run is long."""
+
+
+def scripted_config(agents: int = 3, latency: float = 0.0, **orchestrator: Any) -> ConclaveConfig:
+    return ConclaveConfig(
+        agents=tuple(
+            AgentConfig(
+                id=f"agent-{i}",
+                backend=ScriptedBackendConfig(seed=i, latency=latency, jitter=0.0),
+            )
+            for i in range(1, agents + 1)
+        ),
+        orchestrator=OrchestratorConfig(quiet_period=None, **orchestrator),
+    )
+
+
+def settings(tmp_path: Path, **changes: Any) -> ServeSettings:
+    base = ServeSettings(config=scripted_config(), token=TOKEN, log_root=tmp_path / "runs")
+    return attrs.evolve(base, **changes)
+
+
+@asynccontextmanager
+async def serving(tmp_path: Path, **changes: Any) -> AsyncIterator[Server]:
+    async with open_server(settings(tmp_path, **changes), host="127.0.0.1", port=0) as server:
+        yield server
+
+
+def bearer(token: str = TOKEN) -> list[tuple[bytes, bytes]]:
+    return [(b"authorization", f"Bearer {token}".encode())]
+
+
+class Client:
+    """A websocket client that reads the server's frames as lines of JSON."""
+
+    def __init__(self, ws: WebSocketConnection) -> None:
+        self.ws = ws
+        self._pending: list[dict[str, Any]] = []
+
+    async def send(self, **message: Any) -> None:
+        await self.ws.send_message(json.dumps(message))
+
+    async def next(self) -> dict[str, Any]:
+        """The next line from the server, whatever its type."""
+        while not self._pending:
+            frame = await self.ws.get_message()
+            assert isinstance(frame, str)
+            self._pending = [json.loads(line) for line in frame.split("\n")]
+        return self._pending.pop(0)
+
+    async def until(self, kind: str) -> list[dict[str, Any]]:
+        """Every line up to and including the first of type ``kind``."""
+        lines = []
+        while True:
+            line = await self.next()
+            lines.append(line)
+            if line["type"] == kind:
+                return lines
+
+    async def start_run(self, **options: Any) -> str:
+        """Start a run (watched), and return its id from ``run_accepted``."""
+        await self.send(type="start_run", task=TASK, **options)
+        accepted = await self.next()
+        assert accepted["type"] == "run_accepted", accepted
+        run_id: str = accepted["run_id"]
+        return run_id
+
+
+@asynccontextmanager
+async def connect(
+    server: Server,
+    *,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    subprotocols: list[str] | None = None,
+    welcome: bool = True,
+) -> AsyncIterator[Client]:
+    """A client with the server's token in its header (unless ``headers`` says otherwise),
+    past the ``welcome`` frame (unless ``welcome`` is false)."""
+    async with open_websocket(
+        "127.0.0.1",
+        server.port,
+        "/",
+        use_ssl=False,
+        extra_headers=bearer() if headers is None else headers,
+        subprotocols=subprotocols,
+        max_message_size=BIG,
+    ) as ws:
+        client = Client(ws)
+        if welcome:
+            first = await client.next()
+            assert first["type"] == "welcome", first
+        yield client
+
+
+async def http_get(port: int, path: str) -> tuple[int, bytes]:
+    """A plain HTTP/1.1 GET on loopback: the status and the body."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), body
+
+
+def events_of(log_dir: str | Path) -> list[dict[str, Any]]:
+    path = Path(log_dir) / "events.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

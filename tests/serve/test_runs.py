@@ -1,0 +1,360 @@
+"""Runs through the websocket: started, watched by many, joined late, steered, outliving
+their clients, and never slowed or broken by one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+from trio_websocket import ConnectionClosed
+
+from actors.events import DomainEvent
+from actors.events.view import RunView
+from runtime import converter
+from runtime.eventlog import read_event_log
+from tests.serve.helpers import TASK, connect, events_of, http_get, scripted_config, serving
+from ui.serve.protocol import CloseCode
+
+COMMON = ["type", "run_id", "seq", "t", "time"]
+"""Every stream-json line starts with these fields, in this order (docs/stream-json.md)."""
+
+
+def events(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stream-json lines among ``lines`` (protocol lines carry no ``seq``)."""
+    return [line for line in lines if "seq" in line]
+
+
+async def test_a_started_run_streams_run_started_to_result_in_the_stream_json_schema(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        run_id = await client.start_run()
+        lines = await client.until("result")
+
+    stream = events(lines)
+    assert stream[0]["type"] == "run_started"
+    assert stream[-2]["type"] == "run_ended"
+    assert stream[-1]["type"] == "result"
+    assert [line["seq"] for line in stream] == list(range(len(stream)))
+    assert all(list(line)[:5] == COMMON for line in stream)
+    assert {line["run_id"] for line in stream} == {run_id}
+    assert stream[-1]["termination"] == "completed"
+
+
+async def test_every_event_of_the_log_reaches_the_client_with_the_same_fields(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        await client.start_run()
+        stream = events(await client.until("result"))
+
+    logged = [e for e in events_of(stream[-1]["log_dir"]) if e["kind"] == stream[1]["type"]]
+    sent = [line for line in stream if line["type"] == stream[1]["type"]]
+    strip = {"type", "run_id", "seq", "t", "time"}
+    assert [{k: v for k, v in line.items() if k not in strip} for line in sent] == [
+        {k: v for k, v in event.items() if k not in ("kind", "at")} for event in logged
+    ]
+
+
+async def test_many_concurrent_clients_watching_one_run_get_the_same_lines(
+    tmp_path: Path,
+) -> None:
+    clients = 40
+    got: list[list[dict[str, Any]]] = []
+    async with serving(tmp_path, config=scripted_config(5, latency=0.05)) as server:
+        async with connect(server) as starter:
+            await starter.send(type="start_run", task=TASK, watch=False)
+            run_id = (await starter.next())["run_id"]
+
+            async def watch() -> None:
+                async with connect(server) as client:
+                    await client.send(type="subscribe", run_id=run_id)
+                    got.append(await client.until("result"))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(clients):
+                    nursery.start_soon(watch)
+
+    assert len(got) == clients
+    results = [lines[-1] for lines in got]
+    assert all(result == results[0] for result in results)
+    assert all(lines[0]["type"] == "snapshot" for lines in got)
+    for lines in got:  # each client's events follow its snapshot without a gap
+        seqs = [line["seq"] for line in events(lines)]
+        assert seqs == list(range(lines[0]["next_seq"], lines[0]["next_seq"] + len(seqs)))
+
+
+async def test_a_late_joiner_gets_a_snapshot_that_the_following_events_continue(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path, config=scripted_config(4, latency=0.05)) as server:
+        async with connect(server) as starter:
+            run_id = await starter.start_run()
+            await starter.until("answer_added")
+            async with connect(server) as late:
+                await late.send(type="subscribe", run_id=run_id)
+                snapshot = await late.next()
+                rest = events(await late.until("result"))
+
+    assert snapshot["type"] == "snapshot"
+    assert snapshot["next_seq"] == rest[0]["seq"] > 1
+    assert snapshot["run_started"]["task"] == TASK
+    # The snapshot's view is the view of the log's first ``next_seq`` domain events (the
+    # stream's lines 0 .. next_seq - 1), times aside (the snapshot gives them as ``t``).
+    logged = read_event_log(Path(rest[-1]["log_dir"]) / "events.jsonl").events
+    domain = [event for event in logged if isinstance(event, DomainEvent)]
+    expected = converter.unstructure(RunView.from_events(domain[: snapshot["next_seq"]]))
+    assert without_times(snapshot["view"]) == without_times(expected)
+    assert snapshot["view"]["answers"]
+
+
+def without_times(view: dict[str, Any]) -> dict[str, Any]:
+    times = ("started_at", "now", "stopped_at")
+    agents = {
+        name: {k: v for k, v in agent.items() if k not in times}
+        for name, agent in view["agents"].items()
+    }
+    return {**{k: v for k, v in view.items() if k not in times}, "agents": agents}
+
+
+async def test_a_subscriber_after_the_end_gets_the_snapshot_and_the_result(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        run_id = await client.start_run()
+        await client.until("result")
+        await client.send(type="subscribe", run_id=run_id)
+        snapshot = await client.next()
+        result = await client.next()
+
+    assert snapshot["ended"] is True
+    assert snapshot["view"]["phase"] == "ended"
+    assert result["type"] == "result"
+    assert result["termination"] == "completed"
+
+
+async def test_a_client_that_disconnects_does_not_stop_its_run(tmp_path: Path) -> None:
+    async with serving(tmp_path, config=scripted_config(3, latency=0.1)) as server:
+        async with connect(server) as starter:
+            run_id = await starter.start_run()
+        async with connect(server) as watcher:
+            await watcher.send(type="subscribe", run_id=run_id)
+            result = (await watcher.until("result"))[-1]
+
+    assert result["termination"] == "completed"
+    assert result["final_answer"]
+
+
+async def test_a_slow_client_is_dropped_and_the_run_goes_on(tmp_path: Path) -> None:
+    config = scripted_config(300, latency=0.0, visibility="ring")
+    async with serving(tmp_path, config=config, client_buffer=400, shutdown_grace=30) as server:
+        async with connect(server) as fast, connect(server) as slow:
+            run_id = await fast.start_run()
+            await slow.send(type="subscribe", run_id=run_id)
+            # ``slow`` reads nothing until the run is over: its socket fills, the server
+            # stops being able to send to it, and its unread lines pile up.
+            started = trio.current_time()
+            result = (await fast.until("result"))[-1]
+            elapsed = trio.current_time() - started
+            lines: list[dict[str, Any]] = []
+            try:
+                while True:
+                    lines.append(await slow.next())
+            except ConnectionClosed as closed:
+                reason = closed.reason
+
+    assert result["termination"] == "completed"
+    assert elapsed < 30
+    assert lines[-1]["type"] == "error"
+    assert lines[-1]["code"] == "fell_behind"
+    assert "result" not in [line["type"] for line in lines]
+    assert reason.code == CloseCode.FELL_BEHIND
+    dropped = [e for e in events_of(result["log_dir"]) if e["kind"] == "subscriber_dropped"]
+    assert [e["cause"] for e in dropped] == ["fell_behind"]
+
+
+async def test_a_malformed_frame_gets_an_error_and_the_connection_stays_usable(
+    tmp_path: Path,
+) -> None:
+    frames: list[str | bytes] = [
+        "{not json",
+        b"\xff\xfe binary",
+        "[1]",
+        '{"type": "launch_missiles"}',
+        '{"type": "start_run"}',
+        '{"type": "start_run", "task": "x", "refinement": "no"}',
+        '{"type": "subscribe", "run_id": "no-such-run", "request_id": "q1"}',
+        '{"type": "cancel", "run_id": "no-such-run"}',
+        '{"type": "unsubscribe", "run_id": "no-such-run"}',
+        '{"type": "start_run", "task": "x", "agent": "agent-1"}',
+        '{"type": "start_run", "task": "x", "after": "no-such-run"}',
+    ]
+    async with serving(tmp_path) as server, connect(server) as client:
+        for frame in frames:
+            await client.ws.send_message(frame)
+        errors = [await client.next() for _ in frames]
+        run_id = await client.start_run()
+        result = (await client.until("result"))[-1]
+
+    assert [e["type"] for e in errors] == ["error"] * len(frames)
+    assert [e["code"] for e in errors] == [
+        "bad_frame",
+        "bad_frame",
+        "bad_frame",
+        "unknown_type",
+        "bad_message",
+        "bad_message",
+        "unknown_run",
+        "unknown_run",
+        "not_subscribed",
+        "bad_message",
+        "unknown_run",
+    ]
+    assert errors[6]["request_id"] == "q1"
+    assert result["run_id"] == run_id and result["termination"] == "completed"
+
+
+async def test_cancel_ends_the_run_with_its_best_answer_so_far(tmp_path: Path) -> None:
+    async with serving(tmp_path, config=scripted_config(3, latency=0.2)) as server:
+        async with connect(server) as client:
+            run_id = await client.start_run()
+            await client.until("answer_added")
+            await client.send(type="cancel", run_id=run_id, request_id="c")
+            lines = await client.until("result")
+
+    acks = [line for line in lines if line["type"] == "ack"]
+    assert acks == [{"type": "ack", "request": "cancel", "run_id": run_id, "request_id": "c"}]
+    assert lines[-1]["termination"] == "cancelled"
+    assert lines[-1]["final_answer"]
+
+
+async def test_override_in_the_window_lets_another_agent_present(tmp_path: Path) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        run_id = await client.start_run(override_window=True)
+        window = (await client.until("override_window"))[-1]
+        other = next(agent for agent in window["answers"] if agent != window["winner"])
+        await client.send(type="override", run_id=run_id, agent=other, request_id="o")
+        lines = await client.until("result")
+
+    verdict = next(line for line in lines if line["type"] == "verdict")
+    assert verdict["accepted"] is True
+    assert verdict["request_id"] == "o"
+    result = lines[-1]
+    assert result["decided_by"] == "override"
+    assert result["presenter"] == other
+
+
+async def test_continue_in_the_window_keeps_the_winner(tmp_path: Path) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        run_id = await client.start_run(override_window=True)
+        window = (await client.until("override_window"))[-1]
+        await client.send(type="continue", run_id=run_id)
+        lines = await client.until("result")
+
+    assert next(line for line in lines if line["type"] == "verdict")["accepted"] is True
+    assert lines[-1]["decided_by"] == "votes"
+    assert lines[-1]["winner"] == window["winner"]
+
+
+async def test_a_window_nobody_decides_closes_after_the_decision_timeout(tmp_path: Path) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        await client.start_run(override_window=True, decision_timeout=0.2)
+        lines = await client.until("result")
+
+    assert "override_window" in [line["type"] for line in lines]
+    assert lines[-1]["decided_by"] == "votes"
+
+
+async def test_a_late_joiner_sees_the_open_override_window_in_its_snapshot(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        run_id = await client.start_run(override_window=True)
+        window = (await client.until("override_window"))[-1]
+        async with connect(server) as late:
+            await late.send(type="subscribe", run_id=run_id)
+            snapshot = await late.next()
+            await late.send(type="continue", run_id=run_id)
+            lines = await late.until("result")
+
+    assert snapshot["override_window"] == {k: v for k, v in window.items() if k != "type"}
+    assert lines[-1]["decided_by"] == "votes"
+
+
+async def test_override_without_a_window_is_not_taken_and_says_why(tmp_path: Path) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        run_id = await client.start_run()
+        await client.send(type="override", run_id=run_id, agent="agent-2")
+        lines = await client.until("verdict")
+        if lines[-1]["type"] != "result":
+            await client.until("result")
+
+    verdict = lines[-1]
+    assert verdict["accepted"] is False
+    assert verdict["error"]
+
+
+async def test_a_second_turn_after_a_run_continues_its_conversation(tmp_path: Path) -> None:
+    async with serving(tmp_path) as server, connect(server) as client:
+        first = await client.start_run()
+        answer = (await client.until("result"))[-1]["final_answer"]
+        await client.send(type="start_run", task="Now shorter", after=first)
+        second = (await client.next())["run_id"]
+        result = (await client.until("result"))[-1]
+        history = server.registry.get(second).spec.history
+
+    assert result["termination"] == "completed"
+    assert [(turn.task, turn.final_answer, turn.run_id) for turn in history] == [
+        (TASK, answer, first)
+    ]
+
+
+async def test_runs_beyond_max_runs_are_refused_as_busy(tmp_path: Path) -> None:
+    config = scripted_config(2, latency=0.3)
+    async with serving(tmp_path, config=config, max_runs=1) as server, connect(server) as client:
+        run_id = await client.start_run()
+        await client.send(type="start_run", task=TASK, request_id="second")
+        error = await client.next()
+        while error["type"] != "error":
+            error = await client.next()
+        await client.send(type="cancel", run_id=run_id)
+        await client.until("result")
+
+    assert error["code"] == "busy"
+    assert error["request_id"] == "second"
+
+
+async def test_stopping_the_server_cancels_runs_and_clients_get_their_last_lines(
+    tmp_path: Path,
+) -> None:
+    config = scripted_config(3, latency=0.5)
+    lines: list[dict[str, Any]] = []
+    async with serving(tmp_path, config=config) as server, connect(server) as client:
+        await client.start_run()
+        await client.until("round_started")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.stop)
+            try:
+                while True:
+                    lines.append(await client.next())
+            except ConnectionClosed as closed:
+                reason = closed.reason
+
+    assert lines[-1]["type"] == "result"
+    assert lines[-1]["termination"] == "cancelled"
+    assert reason.code == 1001
+    assert events_of(lines[-1]["log_dir"])[-1]["kind"] == "run_ended"
+
+
+async def test_health_answers_plain_http_get_on_the_same_port(tmp_path: Path) -> None:
+    async with serving(tmp_path) as server:
+        status, body = await http_get(server.port, "/health")
+        missing, _ = await http_get(server.port, "/elsewhere")
+
+    assert status == 200
+    health = json.loads(body)
+    assert health["status"] == "ok"
+    assert health["runs"] == 0
+    assert missing == 404
