@@ -27,6 +27,7 @@ from actors.coordination.events import (
     VotingComplete,
 )
 from actors.events.view import AgentView, RunView
+from actors.planning.plan import parse_plan
 from actors.run.events import RunEnded
 from actors.workspace.events import (
     ContextPathsWritten,
@@ -60,6 +61,10 @@ def neutralise(text: str) -> str:
 
 
 def _first_line(text: str, width: int = 90) -> str:
+    """The answer's first line; for a plan (plan mode), its goal, not its opening tag."""
+    plan = parse_plan(text) if "{" in text else None
+    if plan is not None:
+        text = f"plan: {plan.goal} ({len(plan.steps)} steps)"
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
 

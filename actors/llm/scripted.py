@@ -31,6 +31,7 @@ from actors.llm.protocol import (
     ToolCall,
     Usage,
 )
+from actors.planning.scripted_plans import as_plan_reply
 from actors.prompts.coordination import PromptView, parse_prompt
 from config.schema import Misbehaviour, ScriptedBackendConfig
 from config.schema.backends import ToolStep
@@ -105,6 +106,10 @@ class ScriptedBackend:
                 if m.content.startswith("Error:") and not _is_step_result(m)
             )
             message = self._round(view, offered, misbehave, retries, done)
+        if policy.answer_text is None:
+            # In plan mode a model answers with plans: so does this one (actors.planning);
+            # a configured answer_text is given exactly as written, plan or not.
+            message = as_plan_reply(request.messages, message)
         return Completion(message=message, usage=_usage(request, message))
 
     def _step(

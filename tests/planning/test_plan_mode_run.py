@@ -6,20 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
-
 from actors.llm.protocol import (
     CallPurpose,
-    Completion,
-    CompletionRequest,
-    CompletionSink,
-    LLMBackend,
 )
 from actors.planning.plan import parse_plan
-from actors.planning.scripted_plans import as_plan_reply
-from actors.run.driver import build_backend
 from config.modes import CollaborationMode
-from config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
+from config.schema import ConclaveConfig, FinalAnswerStrategy
 from config.schema.context import ContextPath
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
@@ -72,29 +64,11 @@ async def test_the_same_run_outside_plan_mode_offers_tools_that_write(tmp_path: 
     assert any(not read_only for _, read_only in _offered(recorder))
 
 
-class _Planning:
-    """The scripted backend answering as a planning model (actors.planning.scripted_plans)."""
-
-    def __init__(self, inner: LLMBackend) -> None:
-        self.inner = inner
-
-    async def complete(
-        self, request: CompletionRequest, *, sink: CompletionSink | None = None
-    ) -> Completion:
-        completion = await self.inner.complete(request, sink=sink)
-        return attrs.evolve(completion, message=as_plan_reply(request.messages, completion.message))
-
-
-def _planning(member: AgentConfig) -> LLMBackend:
-    return _Planning(build_backend(member))
-
-
 async def test_a_plan_mode_run_on_scripted_agents_ends_with_a_plan(
     autojump_clock: object,
 ) -> None:
     run = await run_tapped(
         config(agent("a", seed=1, latency=0.2), agent("b", seed=2, latency=0.3)),
-        backend_factory=_planning,
         mode=CollaborationMode.PLAN,
     )
 
@@ -112,7 +86,6 @@ async def test_a_synthesized_plan_run_presents_one_plan_with_every_agents_steps(
             agent("b", seed=2, latency=0.3),
             final_answer_strategy=FinalAnswerStrategy.SYNTHESIZE,
         ),
-        backend_factory=_planning,
         mode=CollaborationMode.PLAN,
     )
 

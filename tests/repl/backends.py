@@ -1,13 +1,13 @@
-"""Backends for the REPL specs: the scripted one, watched or turned into a planner."""
+"""Backends for the REPL specs: the scripted one, watched, or deaf to plan mode."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import attrs
 
 from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.planning.scripted_plans import as_plan_reply
 from actors.run.spec import build_backend
 from config.schema import AgentConfig
 
@@ -37,9 +37,11 @@ def recording(
     return factory
 
 
-class Planner:
-    """The scripted backend answering as a planning model does when the prompt is in plan
-    mode (JSON plans); otherwise as it is."""
+class Prose:
+    """The scripted backend as a model that ignores plan mode: every answer and
+    presentation is prose (the scripted backend alone answers plan mode with plans)."""
+
+    TEXT = "Just water the plants every morning."
 
     def __init__(self, inner: LLMBackend) -> None:
         self.inner = inner
@@ -48,19 +50,18 @@ class Planner:
         self, request: CompletionRequest, *, sink: CompletionSink | None = None
     ) -> Completion:
         completion = await self.inner.complete(request, sink=sink)
-        return attrs.evolve(completion, message=as_plan_reply(request.messages, completion.message))
+        message = completion.message
+        calls = tuple(
+            attrs.evolve(call, arguments=json.dumps({"content": self.TEXT}))
+            if call.name == "new_answer"
+            else call
+            for call in message.tool_calls
+        )
+        content = self.TEXT if message.content and not calls else message.content
+        return attrs.evolve(
+            completion, message=attrs.evolve(message, content=content, tool_calls=calls)
+        )
 
 
-def planners(agent: AgentConfig) -> LLMBackend:
-    return Planner(build_backend(agent))
-
-
-def recording_planners(
-    requests: dict[str, list[CompletionRequest]],
-) -> Callable[[AgentConfig], LLMBackend]:
-    """:func:`planners` whose requests are recorded by agent into ``requests``."""
-
-    def factory(agent: AgentConfig) -> LLMBackend:
-        return Planner(Recording(build_backend(agent), requests.setdefault(agent.id, [])))
-
-    return factory
+def prose(agent: AgentConfig) -> LLMBackend:
+    return Prose(build_backend(agent))

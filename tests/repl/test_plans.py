@@ -10,7 +10,7 @@ from actors.llm.protocol import CompletionRequest
 from actors.planning.plan import parse_plan
 from actors.prompts.modes import PLAN_MODE_MARKER
 from config.modes import CollaborationMode
-from tests.repl.backends import planners, recording_planners
+from tests.repl.backends import prose, recording
 from tests.repl.harness import CTRL_C, SHIFT_TAB, Session, play
 from ui.repl.planning import EXECUTING
 from ui.repl.state import Dialog
@@ -39,7 +39,7 @@ def test_a_plan_opens_the_dialog_and_is_saved_under_the_runs_log_dir(tmp_path: P
         session.press("4")  # Cancel
         await session.until(lambda: session.state.dialog is Dialog.NONE, "the dialog closed")
 
-    play(scenario, tmp_path, backend_factory=planners)
+    play(scenario, tmp_path)
 
 
 def test_a_plan_answer_is_shown_readably_not_as_json(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_a_plan_answer_is_shown_readably_not_as_json(tmp_path: Path) -> None:
         assert '"step_number"' not in text
         session.press("4")
 
-    play(scenario, tmp_path, backend_factory=planners)
+    play(scenario, tmp_path)
 
 
 def test_approving_with_an_addition_executes_the_plan_with_it(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_approving_with_an_addition_executes_the_plan_with_it(tmp_path: Path) ->
         statuses.append(session.state.status)
         await session.finish(runs, "the execution")
 
-    state = play(scenario, tmp_path, backend_factory=planners)
+    state = play(scenario, tmp_path)
     assert statuses == [EXECUTING]
     execution = state.history[-1]
     assert "bring umbrellas" in execution.task
@@ -94,7 +94,7 @@ def test_revising_plans_again_with_the_feedback_and_saves_the_next_version(
         session.press(CTRL_C)  # as Cancel
         await session.until(lambda: session.state.dialog is Dialog.NONE, "the dialog closed")
 
-    play(scenario, tmp_path, backend_factory=planners)
+    play(scenario, tmp_path)
 
 
 def test_an_answer_that_is_not_a_plan_is_shown_as_text_without_a_dialog(
@@ -109,7 +109,7 @@ def test_an_answer_that_is_not_a_plan_is_shown_as_text_without_a_dialog(
         assert result.final_answer.splitlines()[0] in session.transcript()
         assert session.state.dialog is Dialog.NONE
 
-    play(scenario, tmp_path)  # the plain scripted backend answers in prose
+    play(scenario, tmp_path, backend_factory=prose)
 
 
 def test_planning_runs_in_plan_mode_and_the_execution_in_execute_mode(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_planning_runs_in_plan_mode_and_the_execution_in_execute_mode(tmp_path: 
         await session.until(lambda: session.state.running, "the execution run")
         await session.finish(runs, "the execution")
 
-    play(scenario, tmp_path, backend_factory=recording_planners(requests))
+    play(scenario, tmp_path, backend_factory=recording(requests))
     planning, execution = requests["agent-1"][: calls[0]], requests["agent-1"][calls[0] :]
     assert execution
     assert all(PLAN_MODE_MARKER in r.messages[0].content for r in planning)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from tests.repl_e2e.tmux import started, terminal
 
 VOTE_PROMPT = "Press Ctrl+O to override, Enter to continue"
-PLANNING_REPL = [sys.executable, "-m", "tests.repl_e2e.planning_repl"]
-"""The REPL whose scripted agents plan (the scripted backend alone answers in prose)."""
 
 
 def test_a_plan_is_approved_with_an_addition_and_executed(tmp_path: Path) -> None:
-    with terminal(tmp_path, program=PLANNING_REPL) as term:
+    with terminal(tmp_path) as term:
         started(term)
         term.keys("BTab")
         term.wait_bar("[plan]")
