@@ -9,7 +9,7 @@ Per call, the same work (echo a short message) three ways, each timed over N cal
 * **built-in**: an in-process echo tool through the same executor class: what the same work
   costs as a built-in tool.
 
-The figure that matters is executor − sdk (what Conclave adds; target ≤ 2 ms). Start-up: the
+The figure that matters is executor - sdk (what Conclave adds; target ≤ 2 ms). Start-up: the
 time from spawning 3 stdio servers (filesystem, everything, time) to all three ready, as a
 run does before its agents start. Prints a table and writes JSON.
 
@@ -92,7 +92,7 @@ async def per_call(n: int) -> dict[str, dict[str, float]]:
             mode=CollaborationMode.DEFAULT,
         )
         builtin_call = ToolCall(id="c", name="echo", arguments='{"message": "hi"}')
-        results = {}
+        results: dict[str, dict[str, float]] = {}
         for _ in range(3):  # interleaved repeats; the best median of each is kept
             for name, fn in (
                 ("sdk", lambda: client.call_tool("echo", {"message": "hi"})),
@@ -111,7 +111,10 @@ async def per_call(n: int) -> dict[str, dict[str, float]]:
 async def startup() -> float:
     root = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     configs: list[tuple[str, McpServerConfig]] = [
-        ("fs", StdioMcpServer(name="fs", command=_program("mcp-server-filesystem"), args=(str(root),))),
+        (
+            "fs",
+            StdioMcpServer(name="fs", command=_program("mcp-server-filesystem"), args=(str(root),)),
+        ),
         ("every", StdioMcpServer(name="every", command=_program("mcp-server-everything"))),
         ("time", StdioMcpServer(name="time", command=_program("mcp-server-time"))),
     ]

@@ -4,6 +4,7 @@ problems reported like every other."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -67,9 +68,7 @@ def test_a_scripted_run_lists_and_reads_files_and_the_git_log_through_mcp(
     assert done.returncode == 0, done.stderr
     lines = events(done.stdout)
     ready = {e["server"] for e in lines if e["type"] == "mcp_server_ready"}
-    calls = {
-        (e["agent"], e["tool"]): e for e in lines if e["type"] == "tool_call_finished"
-    }
+    calls = {(e["agent"], e["tool"]): e for e in lines if e["type"] == "tool_call_finished"}
     assert ready == {"fs", "git"}
     assert calls[("lister", "mcp__fs__list_directory")]["ok"] is True
     assert "notes.txt" in str(calls[("lister", "mcp__fs__list_directory")]["output"])
@@ -108,7 +107,9 @@ def test_mcp_list_starts_the_servers_lists_their_tools_read_only_or_not_and_stop
     done = conclave("mcp", "list", "--config", str(config), cwd=tmp_path)
 
     assert done.returncode == 0, done.stderr
-    rows = {line.split()[1]: line.split()[0] for line in done.stdout.splitlines() if line[:2] == "  "}
+    rows = {
+        line.split()[1]: line.split()[0] for line in done.stdout.splitlines() if line[:2] == "  "
+    }
     assert rows["mcp__fs__read_text_file"] == "ro"
     assert rows["mcp__fs__write_file"] == "rw"
     assert rows["mcp__git__git_log"] == "ro"
@@ -161,8 +162,6 @@ def _processes() -> str:
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
+            with contextlib.suppress(OSError):
                 out.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                pass
     return "\n".join(out)

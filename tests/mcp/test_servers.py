@@ -48,9 +48,12 @@ async def test_a_servers_tools_are_offered_as_mcp_server_tool_with_their_schemas
 
 async def test_read_only_comes_from_the_tools_read_only_hint(time_server: str) -> None:
     async with open_started(stdio("time", time_server)) as started:
-        flags = {t.name: t.read_only for t in with_mcp_tools(
-            NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT
-        ).schemas()}
+        flags = {
+            t.name: t.read_only
+            for t in with_mcp_tools(
+                NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT
+            ).schemas()
+        }
 
     assert flags == {"mcp__time__get_current_time": True, "mcp__time__convert_time": True}
 
@@ -114,9 +117,7 @@ async def test_plan_mode_offers_only_read_only_tools_and_refuses_the_others(
             NO_TOOLS, started.servers.all(), agent="a", mode=CollaborationMode.PLAN
         )
         offered = names(tools)
-        refused = await call(
-            tools, "mcp__fs__write_file", path=str(files / "new.txt"), content="x"
-        )
+        refused = await call(tools, "mcp__fs__write_file", path=str(files / "new.txt"), content="x")
         read = await call(tools, "mcp__fs__read_text_file", path=str(files / "notes.txt"))
 
     assert "mcp__fs__read_text_file" in offered
@@ -130,7 +131,7 @@ async def test_a_server_that_never_starts_offers_nothing_and_says_why_with_its_s
     tmp_path: Path,
 ) -> None:
     script = tmp_path / "broken-server"
-    script.write_text("#!/bin/sh\necho \"cannot open database: token $TOKEN refused\" >&2\nexit 3\n")
+    script.write_text('#!/bin/sh\necho "cannot open database: token $TOKEN refused" >&2\nexit 3\n')
     script.chmod(0o755)
     secret = "tok-0123456789abcdef"
     async with open_started(stdio("broken", str(script), env={"TOKEN": secret})) as started:
@@ -174,7 +175,9 @@ async def test_a_call_that_takes_longer_than_call_timeout_is_cancelled_and_says_
     async with open_started(config) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         before = trio.current_time()
-        result = await call(tools, "mcp__every__trigger-long-running-operation", duration=30, steps=3)
+        result = await call(
+            tools, "mcp__every__trigger-long-running-operation", duration=30, steps=3
+        )
         took = trio.current_time() - before
         after = await call(tools, "mcp__every__echo", message="still here")
 
