@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 import trio
-from trio_websocket import WebSocketConnection, open_websocket
+from trio_websocket import CloseReason, ConnectionClosed, WebSocketConnection, open_websocket
 
 from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 from config.schema.orchestrator import OrchestratorConfig
@@ -129,3 +129,12 @@ async def http_get(port: int, path: str) -> tuple[int, bytes]:
 def events_of(log_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(log_dir) / "events.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def code_of_reason(reason: CloseReason | None) -> int | None:
+    return reason.code if reason is not None else None
+
+
+def code_of(closed: ConnectionClosed) -> int | None:
+    """The close code the server sent (``None``: the connection ended without one)."""
+    return code_of_reason(closed.reason)

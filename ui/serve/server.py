@@ -265,9 +265,11 @@ class Session:
             if not authenticated and not await self._authenticate():
                 nursery.cancel_scope.cancel()
                 return
-            nursery.start_soon(self._reply_pump)
             runs = [run.summary() for run in self.server.registry.runs()]
-            self.reply(Welcome(version=_version(), runs=runs))
+            # Sent before anything is read, so it is the first frame whatever follows.
+            if not await self._send([encode_server(Welcome(version=_version(), runs=runs))]):
+                return
+            nursery.start_soon(self._reply_pump)
             await self._read()
             nursery.cancel_scope.cancel()
 
