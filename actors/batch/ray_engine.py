@@ -1,0 +1,335 @@
+"""The Ray engine: a batch's runs as Ray tasks on a cluster (``conclave batch --engine ray``).
+
+Ray schedules; each Ray task runs one job with its own ``trio.run`` (the same
+:class:`~actors.batch.work.BatchWork` code the other engines run, over a one-job work) and
+returns the :class:`~actors.batch.work.JobOutcome`, which names the host that ran it. The
+batch's process keeps ``concurrency`` tasks in flight with the same lanes as the other
+engines, and reports each outcome as its task ends: it stays the only writer of RESULTS.
+
+Each task asks Ray for ``CPUs / concurrency`` of a CPU (runs wait on LLMs, not on cores), so
+``--concurrency`` runs fit on the cluster at once; Ray runs each in a worker process of its
+own, reused from task to task.
+
+Ray is an optional dependency: nothing here imports it until :meth:`RayEngine.run` (or
+:func:`require_ray`) is called, so ``conclave`` starts as fast without it.
+
+Stopping: :meth:`RayEngine.stop_starting` closes the claims (the tasks in flight finish and
+are reported); :meth:`RayEngine.halt` also cancels every task in flight (``ray.cancel``: a
+KeyboardInterrupt inside the task's ``trio.run``) and reports none of them.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import logging
+import math
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from types import ModuleType
+from typing import Any
+
+import attrs
+import trio
+
+from actors.batch.lanes import Counter, run_lanes
+from actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
+from runtime.gc_tuning import tune_gc_for_actors
+
+__all__ = [
+    "INSTALL_HINT",
+    "LOCAL_OBJECT_STORE_BYTES",
+    "LOOPBACK_ONLY_ENV",
+    "PROBE_TIMEOUT_S",
+    "TASK_NAME",
+    "Cluster",
+    "RayEngine",
+    "RayMissing",
+    "RayUnavailable",
+    "TaskOutcome",
+    "cpus_per_run",
+    "require_ray",
+    "run_one",
+]
+
+INSTALL_HINT = "pip install 'conclave[ray]'"
+
+LOCAL_OBJECT_STORE_BYTES = 100 * 2**20
+"""The object store of a local cluster started for a batch: jobs and outcomes are a few
+kilobytes each, so Ray's default (30 % of memory) would only reserve shared memory."""
+
+TASK_NAME = "conclave-batch-run"
+"""What Ray calls each task (``ray::conclave-batch-run`` is its worker's process title while
+it runs one)."""
+
+PROBE_TIMEOUT_S = 5.0
+"""How long ``--address`` may take to accept a connection: Ray itself retries an address
+where nothing listens for minutes before it gives up."""
+
+
+class RayMissing(Exception):
+    """Ray is not installed (or cannot be imported); the message says how to install it."""
+
+
+class RayUnavailable(Exception):
+    """No Ray cluster could be reached or started; the message says what to do."""
+
+
+LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Set to ``0`` before Ray is imported, Ray takes the node's address to be 127.0.0.1 (as it
+always does on Windows and macOS): a cluster started for one batch listens on loopback only,
+and is not reachable from (nor talks to) the network."""
+
+
+def require_ray(address: str | None = None) -> ModuleType:
+    """``ray``, imported now; :class:`RayMissing` if it cannot be. Without ``address`` (nor
+    ``RAY_ADDRESS``) the batch will start its own cluster: then, unless Ray was imported
+    already, it will listen on loopback only (:data:`LOOPBACK_ONLY_ENV`)."""
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault(LOOPBACK_ONLY_ENV, "0")
+    try:
+        return importlib.import_module("ray")
+    except ImportError as exc:
+        raise RayMissing(
+            f"--engine ray needs Ray, which is not installed ({exc}); install it with "
+            f"{INSTALL_HINT}, or drop --engine ray to run the batch on this machine"
+        ) from None
+
+
+def cpus_per_run(cpus: float, concurrency: int) -> float:
+    """What each task asks of Ray so that ``concurrency`` of them fit in ``cpus``: rounded
+    down to Ray's precision (1/10,000), at least that much. A cluster that reports no CPUs
+    (one that scales up on demand) is asked for a whole CPU per run."""
+    if cpus <= 0:
+        return 1.0
+    return max(math.floor(cpus / concurrency * 10_000) / 10_000, 0.0001)
+
+
+@attrs.frozen(kw_only=True)
+class TaskOutcome:
+    """What a Ray task sends back: the job's outcome and the worker process that ran it."""
+
+    outcome: JobOutcome
+    pid: int
+
+
+def run_one(job: BatchJob, index: int) -> TaskOutcome:
+    """The body of one Ray task: ``job`` run to its end in a ``trio.run`` of its own, its
+    outcome returned under the batch's ``index``. Cancelled by ``ray.cancel``, the run is
+    interrupted and the task ends without an outcome."""
+    tune_gc_for_actors()
+    outcomes: list[JobOutcome] = []
+
+    async def main() -> None:
+        async with BatchWork(jobs=(job,)).open(outcomes.append) as run_job:
+            await run_job(0)
+
+    trio.run(main)
+    [outcome] = outcomes
+    return TaskOutcome(outcome=attrs.evolve(outcome, index=index), pid=os.getpid())
+
+
+@attrs.frozen(kw_only=True)
+class Cluster:
+    """The cluster a batch runs on, as it was when the batch connected."""
+
+    address: str | None
+    """As given; ``None`` for a cluster started for the batch."""
+    started: bool
+    """Started by this batch (then shut down with it)."""
+    nodes: int
+    cpus: float
+
+    def describe(self) -> str:
+        where = (
+            "started a local Ray cluster"
+            if self.address is None and self.started
+            else f"connected to the Ray cluster at {self.address or 'the current session'}"
+        )
+        return f"{where} ({_count(self.nodes, 'node')}, {self.cpus:g} CPUs)"
+
+
+class RayEngine:
+    """Runs the batch's jobs as Ray tasks; see the module docstring.
+
+    Without an ``address`` and without a Ray session already open in the process (a test's,
+    say), ``run`` starts a local cluster and shuts it down when it returns; ``RAY_ADDRESS``
+    is honoured as Ray honours it. A session that was already open is used and left open.
+    """
+
+    def __init__(
+        self,
+        concurrency: int,
+        *,
+        address: str | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.concurrency = concurrency
+        self.address = address
+        self._say = say or (lambda _: None)
+        self._counter: Counter | None = None
+        self._halt = trio.CancelScope()
+        self._stopped = False
+        self.lost: list[str] = []
+        """One line per task Ray could not run to its end (its worker or node died, past
+        Ray's retries): that run was not reported."""
+        self.nodes: collections.Counter[str] = collections.Counter()
+        """Host → runs it reported."""
+        self.workers: set[tuple[str, int]] = set()
+        """(host, pid) of every Ray worker process that reported a run."""
+        self.cluster: Cluster | None = None
+
+    async def run(self, work: BatchWork, report: Report) -> None:
+        """Connect (or start a cluster), keep ``concurrency`` tasks in flight until the jobs
+        run out, then disconnect. Raises :class:`RayMissing` or :class:`RayUnavailable`
+        before anything runs. Cancelled (or halted), every task in flight is cancelled."""
+        ray = require_ray(self.address)
+        self._counter = Counter(len(work.jobs))
+        if self._stopped:
+            self._counter.close()
+        with self._halt, _open_cluster(ray, self.address) as cluster:
+            self.cluster = cluster
+            self._say(cluster.describe())
+            task = ray.remote(run_one).options(
+                num_cpus=cpus_per_run(cluster.cpus, self.concurrency),
+                name=TASK_NAME,
+                # A retry would reuse the run's log directory, which a run creates
+                # exclusively; a lost run runs again on resume, in a new one.
+                max_retries=0,
+            )
+            token = trio.lowlevel.current_trio_token()
+
+            async def run_job(index: int) -> None:
+                ref = task.remote(work.jobs[index], index)
+                finished = False
+                try:
+                    ran = await _result(ref, token)
+                    finished = True
+                except ray.exceptions.RayError as exc:
+                    finished = True
+                    key = work.jobs[index].key
+                    self.lost.append(f"the Ray worker running {key} failed ({_first(exc)})")
+                    return
+                finally:
+                    if not finished:
+                        ray.cancel(ref)
+                self.nodes[ran.outcome.node] += 1
+                self.workers.add((ran.outcome.node, ran.pid))
+                report(ran.outcome)
+
+            await run_lanes(self.concurrency, self._counter, run_job)
+        if self.nodes:
+            ran = ", ".join(f"{host} ({n:,})" for host, n in self.nodes.most_common())
+            processes = _count(len(self.workers), "worker process", "worker processes")
+            self._say(f"Ray: {_count(self.nodes.total(), 'run')} in {processes} on {ran}")
+
+    def stop_starting(self) -> None:
+        self._stopped = True
+        if self._counter is not None:
+            self._counter.close()
+
+    def halt(self) -> None:
+        self.stop_starting()
+        self._halt.cancel()
+
+
+async def _result(ref: Any, token: trio.lowlevel.TrioToken) -> TaskOutcome:
+    """The outcome of the task behind ``ref``, awaited without a thread: Ray completes its
+    future in a thread of its own, which wakes this task through the trio token."""
+    future = ref.future()
+    done = trio.Event()
+
+    def wake(_: object) -> None:
+        with suppress(trio.RunFinishedError):  # the batch was abandoned meanwhile
+            token.run_sync_soon(done.set)
+
+    future.add_done_callback(wake)
+    await done.wait()
+    ran = future.result()
+    assert isinstance(ran, TaskOutcome)
+    return ran
+
+
+@contextmanager
+def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
+    """The Ray session the batch runs in: the process's own if one is open, else one
+    connected to ``address`` (or ``RAY_ADDRESS``), else a local cluster started for the
+    batch; shut down on the way out."""
+    if ray.is_initialized():
+        yield _cluster(ray, address, started=False)
+        return
+    flag = "--address"
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address, flag = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
+    if address is not None:
+        _probe(address, flag)
+    options: dict[str, Any] = {
+        "address": address,
+        "log_to_driver": False,
+        "logging_level": logging.ERROR,
+    }
+    if address is None:
+        options |= {
+            "include_dashboard": False,
+            "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
+        }
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
+    try:
+        ray.init(**options)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"{flag} {address}" if address is not None else "a local Ray cluster"
+        raise RayUnavailable(
+            f"{where}: Ray could not start ({_first(exc)}); check the address, or start a "
+            "cluster with `ray start --head` and pass the address it prints"
+        ) from None
+    finally:
+        # ray.init takes SIGTERM over (to exit at once); the batch's own handling stands.
+        if main_thread:
+            signal.signal(signal.SIGTERM, sigterm)
+    try:
+        yield _cluster(ray, address, started=address is None)
+    finally:
+        ray.shutdown()
+
+
+def _cluster(ray: ModuleType, address: str | None, *, started: bool) -> Cluster:
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    cpus = float(ray.cluster_resources().get("CPU", 0.0))
+    return Cluster(address=address, started=started, nodes=len(nodes), cpus=cpus)
+
+
+def _probe(address: str, flag: str) -> None:
+    """Fail at once, and clearly, when nothing listens at ``address`` (``host:port``, or
+    ``ray://host:port`` for Ray Client); ``auto`` is left to Ray."""
+    host_port = address.removeprefix("ray://")
+    host, sep, port = host_port.rpartition(":")
+    if not sep or not port.isdigit():
+        if address == "auto":
+            return
+        raise RayUnavailable(
+            f"{flag} {address}: expected HOST:PORT (as `ray start --head` prints it), "
+            "ray://HOST:PORT or auto"
+        )
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise RayUnavailable(
+            f"{flag} {address}: nothing answers there ({exc.strerror or exc}); start a "
+            "cluster with `ray start --head` and pass the address it prints, or leave out "
+            "--address to start a local one"
+        ) from None
+
+
+def _first(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _count(n: int, noun: str, nouns: str | None = None) -> str:
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
