@@ -15,9 +15,10 @@ from ui.headless.arguments import (
     collaboration_mode,
 )
 
-__all__ = ["GRADES", "add_batch_arguments", "positive_count", "tolerance"]
+__all__ = ["ENGINES", "GRADES", "add_batch_arguments", "positive_count", "tolerance"]
 
 GRADES = ("exact", "contains", "regex", "number")
+ENGINES = ("local", "ray")
 
 
 def positive_count(text: str) -> int:
@@ -63,6 +64,19 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="worker processes sharing the runs (1: all in this process); use the cores",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where the runs execute: local (this machine) or ray (Ray tasks on a cluster; "
+        "pip install 'conclave[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="--engine ray: the cluster's address, HOST:PORT (default: RAY_ADDRESS, else a "
+        "local cluster started for the batch)",
     )
     p.add_argument(
         "--retry-failed",

@@ -37,6 +37,7 @@ import attrs
 import trio
 
 from actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
+from actors.batch.ray_engine import RayEngine, RayMissing, RayUnavailable, require_ray
 from actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from config.discovery import discover_config
 from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
@@ -139,6 +140,18 @@ def batch_command(args: argparse.Namespace) -> int:
 def _setup(args: argparse.Namespace) -> _Setup:
     if args.out is None and not args.dry_run:
         raise UsageError("--out RESULTS.jsonl is required (where results are appended)")
+    if args.engine == "ray":
+        if args.workers > 1:
+            raise UsageError(
+                "--workers is for --engine local; on Ray every run is a task of its own: "
+                "drop --workers"
+            )
+        try:
+            require_ray(args.address)
+        except RayMissing as exc:
+            raise UsageError(str(exc)) from None
+    elif args.address is not None:
+        raise UsageError("--address is the Ray cluster's; add --engine ray or drop --address")
     if args.workers > args.concurrency:
         raise UsageError(
             f"--workers {args.workers} is more than --concurrency {args.concurrency}: each "
@@ -305,12 +318,14 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
             "skipped",
             file=sys.stderr,
         )
+    progress = BatchProgress(len(session.jobs), sys.stderr, terminal=sys.stderr.isatty())
     engine: BatchEngine = (
-        WorkerEngine(args.concurrency, args.workers)
+        RayEngine(args.concurrency, address=args.address, say=progress.say)
+        if args.engine == "ray"
+        else WorkerEngine(args.concurrency, args.workers)
         if args.workers > 1
         else LocalEngine(args.concurrency)
     )
-    progress = BatchProgress(len(session.jobs), sys.stderr, terminal=sys.stderr.isatty())
     started = time.time()
     write_failure: list[OSError] = []
 
@@ -346,9 +361,16 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
                 "starting no more runs, those in flight finish"
             )
 
+    unavailable: list[RayUnavailable] = []
     if session.jobs:
-        trio.run(_drive, engine, BatchWork(jobs=tuple(session.jobs)), report, session, progress)
+        try:
+            trio.run(_drive, engine, BatchWork(jobs=tuple(session.jobs)), report, session, progress)
+        except* RayUnavailable as group:
+            unavailable.extend(e for e in group.exceptions if isinstance(e, RayUnavailable))
     progress.finish()
+    if unavailable:
+        print(f"conclave batch: {unavailable[0]}", file=sys.stderr)
+        return ExitCode.USAGE
     wall = time.time() - started
     for lost in engine.lost:
         print(f"conclave batch: {lost}; its runs in flight were not written", file=sys.stderr)
