@@ -14,7 +14,9 @@ which then runs whatever the strategy) or ``coordination`` (single agent, refine
 agent writes while it works, and no final presentation call is made). It is set here, in the
 one table, so nothing else infers it.
 
-Plan mode is orthogonal: it selects the collaboration mode, never these overrides.
+The collaboration mode (``default | plan | execute``) is orthogonal: it changes what each
+agent's loop is told and offered (plan: read-only tools and the planning instructions;
+execute: the autonomy instructions), never these overrides.
 """
 
 from __future__ import annotations
@@ -43,15 +45,16 @@ class CollaborationMode(enum.Enum):
 
 @attrs.frozen(kw_only=True)
 class ModeState:
-    plan_mode: bool = False
+    collaboration: CollaborationMode = CollaborationMode.DEFAULT
+    """Plan mode on is :attr:`CollaborationMode.PLAN` (Shift+Tab in the REPL)."""
     agent_mode: AgentMode = AgentMode.MULTI
     active_agent: str | None = None
     """In single mode, which configured agent runs (default: the first)."""
     refinement: bool = True
 
     @property
-    def collaboration_mode(self) -> CollaborationMode:
-        return CollaborationMode.PLAN if self.plan_mode else CollaborationMode.DEFAULT
+    def plan_mode(self) -> bool:
+        return self.collaboration is CollaborationMode.PLAN
 
 
 def overrides(state: ModeState) -> dict[str, Any]:

@@ -44,14 +44,16 @@ TABLE: dict[tuple[AgentMode, bool], dict[str, Any]] = {
     (AgentMode.MULTI, False): MULTI_OFF,
 }
 COMBINATIONS = [
-    ModeState(agent_mode=mode, refinement=refinement, plan_mode=plan)
-    for mode, refinement, plan in itertools.product(AgentMode, (True, False), (False, True))
+    ModeState(agent_mode=mode, refinement=refinement, collaboration=collaboration)
+    for mode, refinement, collaboration in itertools.product(
+        AgentMode, (True, False), CollaborationMode
+    )
 ]
 
 
 def _name(state: ModeState) -> str:
     refinement = "refinement-on" if state.refinement else "refinement-off"
-    return f"{state.agent_mode.value}-{refinement}-{'plan' if state.plan_mode else 'default'}"
+    return f"{state.agent_mode.value}-{refinement}-{state.collaboration.value}"
 
 
 @pytest.mark.parametrize("state", COMBINATIONS, ids=_name)
@@ -60,10 +62,15 @@ def test_overrides_are_exactly_the_tables_row(state: ModeState) -> None:
 
 
 @pytest.mark.parametrize("state", COMBINATIONS, ids=_name)
-def test_plan_mode_picks_the_collaboration_mode_only(state: ModeState) -> None:
-    expected = CollaborationMode.PLAN if state.plan_mode else CollaborationMode.DEFAULT
-    assert state.collaboration_mode is expected
-    assert overrides(state) == overrides(attrs.evolve(state, plan_mode=not state.plan_mode))
+def test_the_collaboration_mode_changes_no_override(state: ModeState) -> None:
+    for other in CollaborationMode:
+        assert overrides(state) == overrides(attrs.evolve(state, collaboration=other))
+
+
+def test_plan_mode_is_the_plan_collaboration_mode() -> None:
+    assert [ModeState(collaboration=mode).plan_mode for mode in CollaborationMode] == [
+        mode is CollaborationMode.PLAN for mode in CollaborationMode
+    ]
 
 
 @pytest.mark.parametrize("state", COMBINATIONS, ids=_name)

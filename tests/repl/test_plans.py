@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import attrs
+
 from actors.llm.protocol import CompletionRequest
 from actors.planning.plan import parse_plan
 from actors.prompts.modes import PLAN_MODE_MARKER
@@ -166,7 +168,8 @@ def test_the_dialog_takes_keys_before_it_is_first_drawn() -> None:
             state = ReplState(agents=("a",))
             repl = Repl(state, input=keys, output=DummyOutput())
             flow = PlanFlow(repl)
-            planning = Submit(task="plan", modes=state.modes, mode=CollaborationMode.PLAN)
+            modes = attrs.evolve(state.modes, collaboration=CollaborationMode.PLAN)
+            planning = Submit(task="plan", modes=modes)
             flow.turn_ended(planning, result, None)
             seen = [state.dialog]
             with set_app(repl.app):  # no frame has been drawn since the dialog opened

@@ -274,7 +274,7 @@ class Repl:
     def submit(self, task: str, **how: Any) -> None:
         """Send ``task`` as the next turn with the modes on the bar now."""
         state = self.state
-        self.send(Submit(task=task, modes=state.modes, mode=state.collaboration, **how))
+        self.send(Submit(task=task, modes=state.modes, **how))
 
     def open_override(self) -> None:
         window = self.state.override

@@ -21,6 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 from actors.planning.flow import PlanStore, execution_task, revision_task
 from actors.planning.plan import Plan, parse_plan, render_plan
 from actors.run.result import RunResult, Termination
@@ -120,8 +122,7 @@ class PlanFlow:
             repl.send(
                 Submit(
                     task=execution_task(plan, additions),
-                    modes=state.modes,
-                    mode=CollaborationMode.EXECUTE,
+                    modes=attrs.evolve(state.modes, collaboration=CollaborationMode.EXECUTE),
                     status=EXECUTING,
                     shown_task=shown,
                 )
@@ -131,8 +132,7 @@ class PlanFlow:
             repl.send(
                 Submit(
                     task=revision_task(decision.feedback),
-                    modes=state.modes,
-                    mode=CollaborationMode.PLAN,
+                    modes=attrs.evolve(state.modes, collaboration=CollaborationMode.PLAN),
                     status="Revising the plan",
                     shown_task=f"Revise the plan: {decision.feedback.strip()}",
                 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from config.modes import CollaborationMode, ModeState
+from config.modes import ModeState
 
 __all__ = ["Cancel", "ClearHistory", "Command", "Continue", "Override", "Quit", "Submit"]
 
@@ -16,7 +16,7 @@ class Submit:
 
     task: str
     modes: ModeState
-    mode: CollaborationMode = CollaborationMode.DEFAULT
+    """The collaboration mode included."""
     status: str = ""
     """What the screen calls the turn while it runs (default: by its mode)."""
     shown_task: str | None = None

@@ -172,7 +172,7 @@ class ReplService:
         from then on is for it)."""
         self._cancel_asked = False
         self.state.running = True
-        self.state.status = submit.status or _STATUS[submit.mode]
+        self.state.status = submit.status or _STATUS[submit.modes.collaboration]
         self.state.on_change()
 
     def _cancel(self) -> None:
@@ -232,7 +232,7 @@ class ReplService:
         spec = RunSpec(
             task=submit.task,
             config=config,
-            mode=submit.mode,
+            mode=submit.modes.collaboration,
             history=tuple(state.history),
             log_dir=log_dir,
             human=_WindowGate(self),
@@ -291,7 +291,7 @@ class ReplService:
                     run_id=log_dir.name if log_dir is not None else "",
                 )
             )
-        plans = self.plans if submit.mode is CollaborationMode.PLAN else None
+        plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:
             state.tell("run cancelled; its partial result is shown above")

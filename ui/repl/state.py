@@ -99,8 +99,7 @@ class ReplState:
     agents: tuple[str, ...]
     """The configured agents, in config order: the tab bar."""
     modes: ModeState = attrs.Factory(ModeState)
-    collaboration: CollaborationMode = CollaborationMode.DEFAULT
-    """``/mode`` and Shift+Tab; plan mode on is :attr:`CollaborationMode.PLAN`."""
+    """The bar: collaboration mode (``/mode``, Shift+Tab), agent mode, refinement."""
 
     running: bool = False
     status: str = ""
@@ -135,8 +134,12 @@ class ReplState:
         return self.modes.active_agent or self.agents[0]
 
     @property
+    def collaboration(self) -> CollaborationMode:
+        return self.modes.collaboration
+
+    @property
     def plan_mode(self) -> bool:
-        return self.collaboration is CollaborationMode.PLAN
+        return self.modes.plan_mode
 
     # -- toggles: each returns why it was refused, or None ---------------------------------
 
@@ -148,8 +151,7 @@ class ReplState:
     def set_collaboration(self, mode: CollaborationMode) -> str | None:
         if self.running:
             return BUSY
-        self.collaboration = mode
-        self.modes = attrs.evolve(self.modes, plan_mode=mode is CollaborationMode.PLAN)
+        self.modes = attrs.evolve(self.modes, collaboration=mode)
         return None
 
     def toggle_agent_mode(self) -> str | None:
