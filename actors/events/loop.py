@@ -2,8 +2,8 @@
 
 The loop engine records these once real backends and tools exist; they are declared now so
 the stream-json schema, the hub and :class:`~actors.events.view.RunView` know them.
-Tool arguments and outputs are cut to :data:`PREVIEW_BYTES` by the classes themselves, so
-no emitter can put a megabyte file into every subscriber's buffer.
+Tool arguments, outputs and errors are cut to :data:`PREVIEW_BYTES` by the classes
+themselves, so no emitter can put a megabyte file into every subscriber's buffer.
 """
 
 from __future__ import annotations
@@ -85,4 +85,6 @@ class ToolCallFinished(DomainEvent):
     """What the tool returned to the model, cut to :data:`PREVIEW_BYTES`."""
     duration: float
     ok: bool
-    error: str | None
+    error: str | None = attrs.field(converter=attrs.converters.optional(clip))
+    """Why the call failed, cut to :data:`PREVIEW_BYTES` like the output (a tool's error
+    may quote what it was given)."""
