@@ -67,3 +67,38 @@ def test_cutting_is_idempotent_so_a_cut_event_round_trips() -> None:
 
     assert clip(event.arguments) == event.arguments
     assert loads(dumps(event), ToolCallStarted) == event
+
+
+def test_a_tool_error_past_2_kb_is_cut_too_and_round_trips() -> None:
+    finished = ToolCallFinished(
+        at=0.0,
+        agent="a1",
+        tool="write_file",
+        call_id="c1",
+        arguments="{}",
+        output="",
+        duration=0.1,
+        ok=False,
+        error="no such path: " + "p" * 5000,
+    )
+
+    assert finished.error is not None
+    assert len(finished.error.encode()) <= PREVIEW_BYTES
+    assert finished.error.endswith("…[5014 bytes, cut]")
+    assert loads(dumps(finished), ToolCallFinished) == finished
+
+
+def test_a_call_without_an_error_keeps_none() -> None:
+    finished = ToolCallFinished(
+        at=0.0,
+        agent="a1",
+        tool="read_file",
+        call_id="c1",
+        arguments="{}",
+        output="ok",
+        duration=0.1,
+        ok=True,
+        error=None,
+    )
+
+    assert finished.error is None
