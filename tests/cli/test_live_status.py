@@ -471,11 +471,12 @@ async def test_streamed_text_is_never_shown(autojump_clock: object) -> None:
 async def test_the_block_is_redrawn_while_no_event_arrives(autojump_clock: object) -> None:
     out = io.StringIO()
     status = live(out)
-    status.start()
-    status.record(started(trio.current_time()))
-    status.record(RoundStarted(at=trio.current_time(), agent="a1", round=1, tools=()))
-
-    await trio.sleep(1.05)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(status.animate)
+        status.record(started(trio.current_time()))
+        status.record(RoundStarted(at=trio.current_time(), agent="a1", round=1, tools=()))
+        await trio.sleep(1.05)
+        nursery.cancel_scope.cancel()
 
     assert re.search(r"a1 +thinking +1\.0s", out.getvalue())
     assert out.getvalue().count("coordinating") == 11
@@ -484,13 +485,16 @@ async def test_the_block_is_redrawn_while_no_event_arrives(autojump_clock: objec
 async def test_the_ticker_erases_the_block_when_the_run_ends(autojump_clock: object) -> None:
     out = io.StringIO()
     status = live(out)
-    status.start()
-    status.record(started(trio.current_time()))
-    await trio.sleep(0.5)
-    status.record(
-        RunEnded(at=trio.current_time(), termination="completed", winner=None, final_answer=None)
-    )
-    await trio.sleep(0.5)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(status.animate)
+        status.record(started(trio.current_time()))
+        await trio.sleep(0.5)
+        status.record(
+            RunEnded(
+                at=trio.current_time(), termination="completed", winner=None, final_answer=None
+            )
+        )
+    # The nursery closed by itself: animating ended with the run.
 
     assert not [line for line in screen_of(out) if line.startswith("coordinating")]
 
@@ -503,9 +507,10 @@ async def test_a_redraw_that_raises_stops_the_ticking_not_the_run(autojump_clock
 
     out = io.StringIO()
     status = LiveStatus(out, verbose=False, clock=RunClock(), size=size)
-    status.start()
-    status.record(started(trio.current_time()))
-    await trio.sleep(0.5)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(status.animate)
+        status.record(started(trio.current_time()))
+    # The nursery closed by itself: the failed redraw ended the animation, raising nothing.
 
     [line] = screen_of(out)  # the block erased, the timeline kept
     assert "run started" in line
@@ -524,10 +529,11 @@ class GoneTerminal(io.StringIO):
 async def test_a_terminal_that_went_away_silences_it(autojump_clock: object) -> None:
     out = GoneTerminal()
     status = LiveStatus(out, verbose=False, clock=RunClock(), size=lambda: SIZE)
-    status.start()
-
-    status.record(started(trio.current_time()))  # a line, then the block: the first fails
-    await trio.sleep(1.0)
-    status.record(AnswerAdded(at=trio.current_time(), agent="a1", label="g1.1", content="x"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(status.animate)
+        status.record(started(trio.current_time()))  # a line, then the block: the first fails
+        await trio.sleep(1.0)
+        status.record(AnswerAdded(at=trio.current_time(), agent="a1", label="g1.1", content="x"))
+        nursery.cancel_scope.cancel()
 
     assert out.writes == 1

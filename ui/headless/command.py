@@ -223,6 +223,7 @@ async def _run(
                     stop()
 
             nursery.start_soon(on_signals)
+            nursery.start_soon(progress.animate)
             with hard_stop:
                 await drive(spec, hub, on_open=opened, on_log_failure=_report_log_failure)
             nursery.cancel_scope.cancel()

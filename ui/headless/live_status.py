@@ -145,8 +145,8 @@ def _columns(text: str) -> int:
 class LiveStatus(TextProgress):
     """Text progress for a terminal: the timeline lines, and the live block below them.
 
-    Event times and the redraw clock are the run's (trio's) clock. Call :meth:`start` in
-    the run's trio context to redraw while no event arrives; without it the block moves
+    Event times and the redraw clock are the run's (trio's) clock. Run :meth:`animate` beside
+    the run to redraw while no event arrives; without it the block moves
     only with events."""
 
     def __init__(
@@ -163,17 +163,12 @@ class LiveStatus(TextProgress):
         """Lines of the block on the screen now, above the cursor."""
         self._last_draw = -math.inf
 
-    def start(self) -> None:
-        """Redraw every :data:`REDRAW_INTERVAL` in a trio system task, so elapsed times move
-        while the agents wait on their models. A system task because the renderer is made
-        inside the run's trio context but owns no nursery; it ends when the run ends, or is
-        cancelled when the trio run exits, and either way erases the block."""
-        trio.lowlevel.spawn_system_task(self._tick, name="conclave live status")
-
-    async def _tick(self) -> None:
-        """Redraw until the run ends. A redraw that raises ends the ticking (the block then
-        moves with events only): a display bug must not crash the run, as a system task
-        that raises would."""
+    async def animate(self) -> None:
+        """Redraw every :data:`REDRAW_INTERVAL` until the run ends, so elapsed times move
+        while the agents wait on their models; start it in the nursery the run is driven
+        in. Cancelled, or at the run's end, it erases the block. A redraw that raises ends
+        the ticking (the block then moves with events only): a display bug must not crash
+        the run beside it."""
         try:
             while not self._ended:
                 await trio.sleep(REDRAW_INTERVAL)

@@ -68,6 +68,11 @@ class RunProgress(Protocol):
         """The run is over and ``result`` is what it returned: write the last of it."""
         ...
 
+    async def animate(self) -> None:
+        """Redraw while no event arrives, until the run ends (run it beside the run);
+        renderers that move only with events return at once."""
+        ...
+
 
 def make_progress(
     spec: RunSpec, output_format: str, *, verbose: bool, include_partial: bool
@@ -91,9 +96,7 @@ def make_progress(
         from ui.headless.live_status import LiveStatus, wants_live_status
 
         if wants_live_status(sys.stderr):
-            live = LiveStatus(sys.stderr, verbose=verbose, clock=clock)
-            live.start()
-            return live
+            return LiveStatus(sys.stderr, verbose=verbose, clock=clock)
     return TextProgress(sys.stderr, verbose=verbose, clock=clock)
 
 
@@ -139,6 +142,9 @@ class Silent:
 
     def record(self, event: Event) -> None:
         """Never called: it subscribes to nothing."""
+
+    async def animate(self) -> None:
+        """Nothing to animate: it moves with events only."""
 
     def finish(self, result: RunResult) -> None:
         """The result is printed by :func:`ui.headless.result.print_result`."""
@@ -188,6 +194,9 @@ class TextProgress:
             print(line, file=self.stream, flush=True)
         except BrokenPipeError:
             self._ended = True
+
+    async def animate(self) -> None:
+        """Nothing to animate: it moves with events only."""
 
     def finish(self, result: RunResult) -> None:
         """The summary is printed by :func:`ui.headless.result.print_result`."""
@@ -300,6 +309,9 @@ class StreamJson:
         del data["kind"], data["at"]
         self._write(event.kind, event.at, data)
         self._ended = isinstance(event, RunEnded)
+
+    async def animate(self) -> None:
+        """Nothing to animate: it moves with events only."""
 
     def finish(self, result: RunResult) -> None:
         """Write the ``result`` line, the last. If the run stopped before the coordinator
