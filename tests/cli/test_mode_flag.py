@@ -166,3 +166,14 @@ def test_outside_plan_mode_a_plan_shaped_answer_is_printed_as_given(
     data = parse_json(capsys.readouterr().out)
     assert "plan" not in data
     assert not (tmp_path / "run" / "plans").exists()
+
+
+def test_plan_mode_stream_json_ends_with_the_plan_in_its_result_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(_planner(tmp_path), tmp_path / "run", "--mode", "plan", "--output-format", "stream-json")
+
+    last = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert last["type"] == "result"
+    assert last["plan"]["goal"] == PLAN["goal"]
+    assert last["plan_path"] == str(tmp_path / "run" / "plans" / "plan-v1.json")

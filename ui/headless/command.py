@@ -147,7 +147,8 @@ def _print(
     that left (``| head``) ends quietly with the run's own exit code."""
     try:
         if fmt == "stream-json":
-            progress.finish(result)  # the stream's last line, ``result``
+            extra = planned.fields() if planned is not None else {}
+            progress.finish(result, extra=extra)  # the stream's last line, ``result``
         else:
             print_result(result, fmt, planned=planned)
     except BrokenPipeError:

@@ -17,6 +17,8 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Protocol, TextIO
 
 import trio
@@ -53,6 +55,8 @@ __all__ = [
     "run_id_of",
 ]
 
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+
 
 class RunProgress(Protocol):
     """What the headless command needs of a renderer."""
@@ -64,8 +68,9 @@ class RunProgress(Protocol):
 
     def record(self, event: Event) -> None: ...
 
-    def finish(self, result: RunResult) -> None:
-        """The run is over and ``result`` is what it returned: write the last of it."""
+    def finish(self, result: RunResult, *, extra: Mapping[str, Any] = _NOTHING) -> None:
+        """The run is over and ``result`` is what it returned: write the last of it.
+        ``extra`` is added to the result's fields (a plan-mode run's plan fields)."""
         ...
 
     async def animate(self) -> None:
@@ -146,7 +151,7 @@ class Silent:
     async def animate(self) -> None:
         """Nothing to animate: it moves with events only."""
 
-    def finish(self, result: RunResult) -> None:
+    def finish(self, result: RunResult, *, extra: Mapping[str, Any] = _NOTHING) -> None:
         """The result is printed by :func:`ui.headless.result.print_result`."""
 
 
@@ -198,7 +203,7 @@ class TextProgress:
     async def animate(self) -> None:
         """Nothing to animate: it moves with events only."""
 
-    def finish(self, result: RunResult) -> None:
+    def finish(self, result: RunResult, *, extra: Mapping[str, Any] = _NOTHING) -> None:
         """The summary is printed by :func:`ui.headless.result.print_result`."""
 
 
@@ -313,7 +318,7 @@ class StreamJson:
     async def animate(self) -> None:
         """Nothing to animate: it moves with events only."""
 
-    def finish(self, result: RunResult) -> None:
+    def finish(self, result: RunResult, *, extra: Mapping[str, Any] = _NOTHING) -> None:
         """Write the ``result`` line, the last. If the run stopped before the coordinator
         recorded ``run_started`` (Ctrl+C at once), ``run_started`` is made from the spec so
         the stream's shape holds."""
@@ -337,7 +342,7 @@ class StreamJson:
                 )
             )
         self._ended = True
-        self._write("result", now, result.to_json())
+        self._write("result", now, result.to_json() | dict(extra))
 
     def _write(self, kind: str, at: float, fields: dict[str, Any]) -> None:
         if self._broken:
