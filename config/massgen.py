@@ -14,9 +14,11 @@ What maps where (MassGen's documented YAML schema, ``docs/source/reference/yaml_
   API there) → ``openai`` (Chat Completions here); ``claude`` → ``anthropic``.
   ``claude_code`` and ``ag2`` agents are frameworks of their own and are dropped.
 - ``orchestrator`` and ``timeout_settings``: the keys Conclave shares.
+- A backend's ``mcp_servers`` (and the MCP tools its ``exclude_tools`` names) → the agent's
+  ``mcp_servers`` (:mod:`config.massgen_mcp`).
 
-Everything else (MCP servers, built-in provider tools, workspaces, UI and memory settings)
-has no Conclave equivalent and is dropped, each with a note saying why.
+Everything else (built-in provider tools, workspaces, UI and memory settings) has no Conclave
+equivalent and is dropped, each with a note saying why.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from config.massgen_mcp import STDIO_ENVIRONMENT, convert_servers
 from config.schema.orchestrator import OrchestratorConfig
 
 __all__ = [
@@ -139,12 +142,11 @@ _BUILT_IN_TOOLS = (
     "provider built-in tools are not offered by Conclave's backends; Conclave's agents use "
     "their own tools"
 )
-_MCP = "MCP servers are not supported by Conclave yet"
+_MCP_KEYS = ("mcp_servers", "exclude_tools")
+"""Backend keys about MCP servers: they become the agent's ``mcp_servers``."""
 _BACKEND_DROPS = {
-    "mcp_servers": _MCP,
-    "exclude_tools": "it filters MCP and built-in tools, which Conclave does not offer",
-    "allowed_tools": "it filters MCP and built-in tools, which Conclave does not offer",
-    "disallowed_tools": "it filters MCP and built-in tools, which Conclave does not offer",
+    "allowed_tools": "it filters Claude Code's tools; Conclave's agents use their own tools",
+    "disallowed_tools": "it filters Claude Code's tools; Conclave's agents use their own tools",
     "enable_web_search": _BUILT_IN_TOOLS,
     "enable_code_execution": _BUILT_IN_TOOLS,
     "enable_code_interpreter": _BUILT_IN_TOOLS,
@@ -281,7 +283,36 @@ class _Converter:
         if converted is None:
             return None
         agent["backend"] = converted
+        servers = self.mcp_servers(f"{path}.backend", backend)
+        if servers:
+            agent["mcp_servers"] = servers
         return agent
+
+    def mcp_servers(self, path: str, backend: dict[str, Any]) -> list[dict[str, Any]]:
+        """The backend's MCP servers, now the agent's; its ``exclude_tools`` filters them."""
+        exclude = backend.get("exclude_tools")
+        if "mcp_servers" not in backend:
+            if exclude is not None:
+                self.dropped(
+                    f"{path}.exclude_tools",
+                    "it filters MCP tools, and the backend has no mcp_servers",
+                )
+            return []
+        where = f"{path}.mcp_servers"
+        first = len(self.notes)
+        servers = convert_servers(
+            where,
+            backend["mcp_servers"],
+            self,
+            exclude=exclude,
+            exclude_path=f"{path}.exclude_tools",
+        )
+        if servers:
+            message = "now the agent's 'mcp_servers' (its tools offered to it alone)"
+            if any(s.get("type", "stdio") == "stdio" for s in servers):
+                message += f"; {STDIO_ENVIRONMENT}"
+            self.notes.insert(first, Note(kind=NoteKind.CHANGED, path=where, message=message))
+        return servers
 
     def agent_id(self, path: str, value: Any) -> Any:
         if not isinstance(value, str):
@@ -353,6 +384,8 @@ class _Converter:
                 for other in value:
                     if other != "effort":
                         self.dropped(f"{where}.{other}", "Chat Completions has no such setting")
+            elif key in _MCP_KEYS:
+                continue  # the agent's mcp_servers: see mcp_servers()
             elif key in _SAMPLING:
                 extra_body[key] = value
                 self.changed(where, "sent as is, in 'extra_body'")

@@ -160,13 +160,11 @@ def test_temperature_is_carried_over() -> None:
     assert _backend("gemini", temperature=0.3)["temperature"] == 0.3
 
 
-def test_mcp_servers_and_built_in_tools_are_dropped_each_with_a_reason() -> None:
+def test_built_in_tools_are_dropped_each_with_a_reason() -> None:
     dropped = _notes(convert_massgen(_load("tools_to_drop.yaml")), NoteKind.DROPPED)
 
-    assert "MCP" in dropped["agents[0].backend.mcp_servers"]
     assert "built-in tools" in dropped["agents[0].backend.enable_web_search"]
     assert "built-in tools" in dropped["agents[2].backend.enable_code_interpreter"]
-    assert "agents[0].backend.exclude_tools" in dropped
 
 
 def test_a_claude_code_agent_is_dropped_whole_and_the_others_are_kept() -> None:
@@ -222,8 +220,6 @@ def test_every_dropped_key_has_exactly_one_note() -> None:
     assert sorted(paths) == [
         "agents[0].backend.enable_code_execution",
         "agents[0].backend.enable_web_search",
-        "agents[0].backend.exclude_tools",
-        "agents[0].backend.mcp_servers",
         "agents[1]",
         "agents[2].backend.enable_code_interpreter",
         "orchestrator.agent_temporary_workspace",
