@@ -36,6 +36,7 @@ import attrs
 from actors.coordination.protocol import AnswerView
 from actors.llm.protocol import ChatMessage
 from actors.prompts.modes import mode_prefix, presentation_mode_note
+from actors.prompts.workspace import WorkspaceNote, parse_workspace, workspace_section
 from actors.run.turn import Turn
 from config.modes import CollaborationMode
 from config.schema import FinalAnswerStrategy
@@ -67,7 +68,7 @@ _INSTRUCTIONS = "\n\nInstructions from the user who configured you:\n{instructio
 _NO_ANSWERS = "(no answers yet)"
 _WORKSPACES = (
     "Each answer's workspace as it was when the answer was given (read-only for you; read "
-    "its files with your file tools):\n"
+    "its files with your file tools), quoted between tags ending in {fence}:\n"
 )
 _FENCE_LENGTH = 12
 
@@ -89,14 +90,18 @@ def round_messages(
     history: Sequence[Turn] = (),
     mode: CollaborationMode = CollaborationMode.DEFAULT,
     instructions: str = "",
+    workspace: WorkspaceNote | None = None,
 ) -> list[ChatMessage]:
     """A coordination round's prompt: system, history, then the task and the answers.
 
-    The system message is the collaboration mode's prefix, Conclave's rules, then the
-    configured ``instructions`` (an agent's ``system_prompt``): the user's own words follow
-    ours, so they refine the rules without displacing them."""
+    The system message is the collaboration mode's prefix, Conclave's rules, where the
+    agent works (``workspace``: its directory and the context paths, see
+    :mod:`actors.prompts.workspace`), then the configured ``instructions`` (an agent's
+    ``system_prompt``): the user's own words follow ours, so they refine the rules without
+    displacing them."""
     answers = tuple(answers)
-    fence = _choose_fence([task, *_history_texts(history)], answers)
+    workspace = _for_mode(workspace, mode)
+    fence = _choose_fence([task, *_history_texts(history), *_paths(workspace)], answers)
     tool_names = " or ".join(tools) or "none"
     perspective = _PERSONA.format(persona=persona) if persona else ""
     system = _SYSTEM.format(
@@ -106,7 +111,7 @@ def round_messages(
         fence_note=_FENCE_NOTE.format(fence=fence),
         persona=perspective,
     ).strip()
-    system = mode_prefix(mode) + system + _instructions(instructions)
+    system = mode_prefix(mode) + system + _files(workspace, fence) + _instructions(instructions)
     body = _task_block(task, fence) + _answers_block(answers, fence)
     return [
         ChatMessage(role="system", content=system),
@@ -126,12 +131,17 @@ def presentation_messages(
     history: Sequence[Turn] = (),
     mode: CollaborationMode = CollaborationMode.DEFAULT,
     instructions: str = "",
+    workspace: WorkspaceNote | None = None,
 ) -> list[ChatMessage]:
     """The presenter's prompt: system, history, then what to do, the task and the answers.
-    A plan run presents a plan (:func:`~actors.prompts.modes.presentation_mode_note`)."""
+    A plan run presents a plan (:func:`~actors.prompts.modes.presentation_mode_note`).
+    ``workspace`` is said as in :func:`round_messages` (the presenter's context paths are
+    writable now when the presentation writes them)."""
     strategy = FinalAnswerStrategy(strategy).value
     answers = tuple(answers)
-    fence = _choose_fence([task, strategy, own_label, *_history_texts(history)], answers)
+    workspace = _for_mode(workspace, mode)
+    stable = [task, strategy, own_label, *_history_texts(history), *_paths(workspace)]
+    fence = _choose_fence(stable, answers)
     if strategy == FinalAnswerStrategy.SYNTHESIZE.value:
         instruction = (
             "Coordination is over. Write the final answer by merging the best of every answer "
@@ -144,7 +154,8 @@ def presentation_messages(
         )
     perspective = _PERSONA.format(persona=persona) if persona else ""
     system = f"You are {me}. {_FENCE_NOTE.format(fence=fence)}{perspective}".strip()
-    system = presentation_mode_note(mode) + system + _instructions(instructions)
+    system = presentation_mode_note(mode) + system + _files(workspace, fence)
+    system += _instructions(instructions)
     body = (
         f"<PRESENTATION strategy={strategy} own={own_label} {fence}>\n{instruction}\n"
         f"</PRESENTATION {fence}>\n\n" + _task_block(task, fence) + _answers_block(answers, fence)
@@ -162,6 +173,21 @@ def update_message(answers: Iterable[AnswerView]) -> ChatMessage:
     fence = _choose_fence([], answers)
     header = _UPDATE.format(fence=fence)
     return ChatMessage(role="user", content=f"{header}\n\n{_answers_block(answers, fence, 'NEW')}")
+
+
+def _for_mode(workspace: WorkspaceNote | None, mode: CollaborationMode) -> WorkspaceNote | None:
+    """Plan mode writes nothing (its executors refuse every write): no path is writable."""
+    if workspace is not None and mode is CollaborationMode.PLAN:
+        return workspace.read_only()
+    return workspace
+
+
+def _paths(workspace: WorkspaceNote | None) -> list[str]:
+    return workspace.texts() if workspace is not None else []
+
+
+def _files(workspace: WorkspaceNote | None, fence: str) -> str:
+    return workspace_section(workspace, fence) if workspace is not None else ""
 
 
 def _instructions(instructions: str) -> str:
@@ -213,16 +239,21 @@ def _answers_block(answers: Iterable[AnswerView], fence: str, which: str = "CURR
     parts = [f"<{a.label} {fence}>\n{a.content}\n<end of {a.label} {fence}>" for a in answers]
     inner = "\n".join(parts) if parts else _NO_ANSWERS
     block = f"<{which} ANSWERS from the agents {fence}>\n{inner}\n</{which} ANSWERS {fence}>\n"
-    return block + _workspaces(answers)
+    return block + _workspaces(answers, fence)
 
 
-def _workspaces(answers: Sequence[AnswerView]) -> str:
-    """Where each answer's workspace snapshot is, after the answers (outside every tag, so
-    the answers parse as before): the files an answer comes with, to read and judge."""
-    lines = [f"- {a.label}: {a.workspace}" for a in answers if a.workspace is not None]
-    if not lines:
+def _workspaces(answers: Sequence[AnswerView], fence: str) -> str:
+    """Where each answer's workspace snapshot is, after the answers block (so the answers
+    parse as before): the files an answer comes with, to read and judge. A path is content
+    (the run's directory is the user's choice), so each is quoted between fenced tags."""
+    quoted = [
+        f"<workspace of {a.label} {fence}>\n{a.workspace}\n</workspace of {a.label} {fence}>\n"
+        for a in answers
+        if a.workspace is not None
+    ]
+    if not quoted:
         return ""
-    return _WORKSPACES + "\n".join(lines) + "\n"
+    return _WORKSPACES.format(fence=fence) + "".join(quoted)
 
 
 @attrs.frozen(kw_only=True)
@@ -234,6 +265,8 @@ class PromptView:
     answers: dict[str, str]
     presentation: str | None
     own_label: str | None
+    workspace: WorkspaceNote | None = None
+    """Where the agent works, when the system message says it."""
 
 
 _ME = re.compile(r"You are (agent\d+)")
@@ -275,6 +308,7 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
         answers={**answers, **updates},
         presentation=presentation,
         own_label=own_label,
+        workspace=parse_workspace(system, fence),
     )
 
 

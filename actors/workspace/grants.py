@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from actors.coordination.protocol import AnswerView
+from actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
 from actors.tools.paths import PathGrant
 from actors.workspace.events import ContextWritesOpened
 from actors.workspace.layout import RunLayout
@@ -128,6 +129,26 @@ class AgentWorkspace:
         )
 
     # -- what the agent is shown ------------------------------------------------------------
+
+    def note(self) -> WorkspaceNote:
+        """What the agent's prompt says about its files: its workspace, and each context path
+        with what the agent may do there now (its grants, said in words)."""
+        return WorkspaceNote(
+            workspace=str(self.path),
+            context_paths=tuple(
+                ContextNote(
+                    path=str(c.path),
+                    access=self._access(c),
+                    protected=tuple(str(p) for p in c.protected) if c.writable else (),
+                )
+                for c in self.context_paths
+            ),
+        )
+
+    def _access(self, context: ContextPath) -> ContextAccess:
+        if not context.writable:
+            return ContextAccess.READ_ONLY
+        return ContextAccess.WRITABLE_NOW if self.writes_open else ContextAccess.WRITABLE_LATER
 
     def see(self, views: tuple[AnswerView, ...]) -> tuple[AnswerView, ...]:
         """Take note of answers shown to the agent: their snapshots become readable, and each
