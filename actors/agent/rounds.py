@@ -342,6 +342,7 @@ class Rounds:
             history=setup.history,
             mode=setup.mode,
             instructions=setup.instructions,
+            workspace=setup.workspace.note() if setup.workspace is not None else None,
         )
 
     # -- presentation -----------------------------------------------------------------------
@@ -370,6 +371,7 @@ class Rounds:
                 history=setup.history,
                 mode=setup.mode,
                 instructions=setup.instructions,
+                workspace=workspace.note() if workspace is not None else None,
             )
 
         first = prompt(answers)
