@@ -14,8 +14,12 @@ Ray is an optional dependency: nothing here imports it until :meth:`RayEngine.ru
 :func:`require_ray`) is called, so ``conclave`` starts as fast without it.
 
 Stopping: :meth:`RayEngine.stop_starting` closes the claims (the tasks in flight finish and
-are reported); :meth:`RayEngine.halt` also cancels every task in flight (``ray.cancel``: a
-KeyboardInterrupt inside the task's ``trio.run``) and reports none of them.
+are reported); :meth:`RayEngine.halt` stops waiting for the tasks in flight and reports none
+of them. They are not cancelled one by one: ``ray.cancel`` of a task whose reply is on its
+way races in Ray's own bookkeeping and can abort the calling process (``Check failed: ...
+Tried to complete task that was not pending``). They end with the batch's Ray session
+instead: the engine shuts the session down as ``run`` returns, Ray ends the job, and kills
+its worker processes with the runs they were running.
 """
 
 from __future__ import annotations
@@ -119,8 +123,8 @@ class TaskOutcome:
 
 def run_one(job: BatchJob, index: int) -> TaskOutcome:
     """The body of one Ray task: ``job`` run to its end in a ``trio.run`` of its own, its
-    outcome returned under the batch's ``index``. Cancelled by ``ray.cancel``, the run is
-    interrupted and the task ends without an outcome."""
+    outcome returned under the batch's ``index``. Its worker killed (the batch's session
+    ended), the run ends with it, without an outcome."""
     tune_gc_for_actors()
     outcomes: list[JobOutcome] = []
 
@@ -186,7 +190,9 @@ class RayEngine:
     async def run(self, work: BatchWork, report: Report) -> None:
         """Connect (or start a cluster), keep ``concurrency`` tasks in flight until the jobs
         run out, then disconnect. Raises :class:`RayMissing` or :class:`RayUnavailable`
-        before anything runs. Cancelled (or halted), every task in flight is cancelled."""
+        before anything runs. Cancelled (or halted), it stops waiting at once and ends the
+        session, which ends the tasks in flight (in a session it did not open, they run to
+        their end, unreported)."""
         ray = require_ray(self.address)
         self._counter = Counter(len(work.jobs))
         if self._stopped:
@@ -205,18 +211,12 @@ class RayEngine:
 
             async def run_job(index: int) -> None:
                 ref = task.remote(work.jobs[index], index)
-                finished = False
                 try:
                     ran = await _result(ref, token)
-                    finished = True
                 except ray.exceptions.RayError as exc:
-                    finished = True
                     key = work.jobs[index].key
                     self.lost.append(f"the Ray worker running {key} failed ({_first(exc)})")
                     return
-                finally:
-                    if not finished:
-                        ray.cancel(ref)
                 self.nodes[ran.outcome.node] += 1
                 self.workers.add((ran.outcome.node, ran.pid))
                 report(ran.outcome)
