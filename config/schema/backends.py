@@ -54,14 +54,24 @@ def voted_agent_number(vote: str) -> int | None:
 
 
 _TOOL_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+_MCP_TOOL_NAME = re.compile(r"^mcp__[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*__[A-Za-z0-9_-]+$")
+"""``mcp__<server>__<tool>``: a server name as config.schema.mcp takes it, and a tool name as
+MCP servers give them (``get-sum``, ``Get-Sum``) that an LLM API accepts (actors.mcp.tools
+offers no other)."""
+_MCP_TOOL_MAX = 64
 _WORKFLOW = ("new_answer", "vote")
 
 
 def _check_tool(_inst: object, _attr: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not _TOOL_NAME.match(value):
+    if not isinstance(value, str) or not (
+        _MCP_TOOL_NAME.match(value) and len(value) <= _MCP_TOOL_MAX
+        if value.startswith("mcp__")  # the executor sends every mcp__ name to an MCP server
+        else _TOOL_NAME.match(value)
+    ):
         raise ValueError(
-            f"tool {value!r} is not a tool name: use lower case letters, digits and _ "
-            "(e.g. read_file)"
+            f"tool {value!r} is not a tool name: a built-in tool is lower case letters, digits "
+            "and _ (read_file); an MCP tool is mcp__<server>__<tool>, at most 64 letters, "
+            "digits, _ or - (mcp__every__get-sum)"
         )
     if value in _WORKFLOW:
         raise ValueError(
