@@ -1,11 +1,19 @@
 """Where agents' shell commands run: ``local`` (bubblewrap where present) or ``docker``."""
 
 from actors.sandbox.open import DockerEngine, open_docker_engine, open_sandbox
-from actors.sandbox.protocol import Mount, Sandbox, SandboxKind, SandboxUnavailable, ShellOutcome
+from actors.sandbox.protocol import (
+    Mount,
+    RunDirs,
+    Sandbox,
+    SandboxKind,
+    SandboxUnavailable,
+    ShellOutcome,
+)
 
 __all__ = [
     "DockerEngine",
     "Mount",
+    "RunDirs",
     "Sandbox",
     "SandboxKind",
     "SandboxUnavailable",

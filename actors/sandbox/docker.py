@@ -3,8 +3,11 @@
 The container has no network, memory and pid limits, no capabilities, no new privileges, a
 read-only root with a private /tmp, and runs as the user's uid:gid; the workspace is mounted
 read-write and every other mount at the same path as on the host, read-only unless it is
-writable. A mount's mode cannot change once the container exists, so ``remount`` replaces
-the container.
+writable. The run's answer snapshots are mounted read-only at their host path too (the
+directory, so a snapshot published later appears in it); a hidden directory of the run (the
+event log's, the live workspaces, the staged copies) is covered by an empty read-only tmpfs
+where a mount would expose it. A mount's mode cannot change once the container exists, so
+``remount`` replaces the container.
 
 Every docker SDK call runs in a thread (``trio.to_thread.run_sync``); a thread cannot be
 cancelled, so cancellation waits for the call (each is a bounded request) and commands are
@@ -29,7 +32,7 @@ from docker.types import Mount as DockerMount
 
 from actors.sandbox.engine import LABEL_AGENT, LABEL_RUN, owner_labels
 from actors.sandbox.output import CappedOutput
-from actors.sandbox.protocol import Mount, SandboxUnavailable, ShellOutcome
+from actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, SandboxUnavailable, ShellOutcome
 from actors.sandbox.session import SESSION_SHELL, SessionEnded, ShellSession
 from config.schema.sandbox import SandboxConfig
 
@@ -58,6 +61,7 @@ class DockerSandbox:
         agent: str,
         workspace: Path,
         mounts: tuple[Mount, ...],
+        run_dirs: RunDirs = NO_RUN_DIRS,
     ) -> None:
         self._client = client
         self._config = config
@@ -65,6 +69,7 @@ class DockerSandbox:
         self._agent = agent
         self._workspace = workspace
         self._mounts = mounts
+        self._run_dirs = run_dirs
         self._container: Container | None = None
         self._session: ShellSession | None = None
         self._lock = trio.Lock()
@@ -196,16 +201,37 @@ class DockerSandbox:
         if self._closed:
             raise RuntimeError("the sandbox is closed; open a new one with open_sandbox")
 
+    def _mount_list(self) -> list[DockerMount]:
+        """The container's mounts, parents before children (blocking: it checks which of the
+        run's directories exist)."""
+        binds = [Mount(path=self._workspace, writable=True)]
+        binds += [m for m in self._mounts if m.path != self._workspace]
+        binds += [Mount(path=p, writable=False) for p in self._run_dirs.shared if p.exists()]
+        # A hidden directory needs covering only where a mount would show it.
+        covers = [
+            p
+            for p in self._run_dirs.hidden
+            if p.is_dir() and any(b.path in p.parents or b.path == p for b in binds)
+        ]
+        mounts = [
+            (
+                b.path,
+                DockerMount(
+                    target=str(b.path), source=str(b.path), type="bind", read_only=not b.writable
+                ),
+            )
+            for b in binds
+        ]
+        mounts += [
+            (p, DockerMount(target=str(p), source=None, type="tmpfs", read_only=True))
+            for p in covers
+        ]
+        mounts.sort(key=lambda m: len(m[0].parts))
+        return [m for _, m in mounts]
+
     def _create(self) -> Container:
         workspace = str(self._workspace)
-        mounts = [DockerMount(target=workspace, source=workspace, type="bind", read_only=False)]
-        mounts += [
-            DockerMount(
-                target=str(m.path), source=str(m.path), type="bind", read_only=not m.writable
-            )
-            for m in self._mounts
-            if m.path != self._workspace
-        ]
+        mounts = self._mount_list()
         name = "-".join(
             ["conclave", _name_part(self._run_id), _name_part(self._agent), secrets.token_hex(3)]
         )

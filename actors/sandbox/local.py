@@ -3,9 +3,14 @@ group, with an environment scrubbed of secrets; inside bubblewrap where it is in
 
 bubblewrap makes the whole root read-only, the workspace and writable mounts writable,
 gives the command a private /tmp, no network, and its own pid namespace, so everything a
-command starts dies with it. Without bubblewrap a command could write anywhere the user
-can, so ``refusal()`` refuses ``run_shell`` while any read-only mount exists: that is a
-promise only bubblewrap can keep.
+command starts dies with it. The run's own directories (:class:`RunDirs`) are laid over
+that: the answer snapshots read-only, the event log's directory and the other agents' live
+workspaces covered by empty read-only directories. So a command reads what the user can
+(the root is bound whole), minus the run's private directories, and writes only its
+workspace and the mounts that are writable now. Without bubblewrap a command could write
+anywhere the user can, so ``refusal()`` refuses ``run_shell`` while any read-only mount
+exists: that is a promise only bubblewrap can keep (the run's own directories are not
+guarded then: documented in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pathlib import Path
 import trio
 
 from actors.sandbox.output import CappedOutput
-from actors.sandbox.protocol import Mount, ShellOutcome
+from actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
 
 __all__ = ["BWRAP_HELP", "LocalSandbox", "bubblewrap", "scrubbed_environment"]
 
@@ -108,10 +113,12 @@ class LocalSandbox:
         workspace: Path,
         mounts: tuple[Mount, ...],
         max_output_bytes: int,
+        run_dirs: RunDirs = NO_RUN_DIRS,
         use_bubblewrap: bool = True,
     ) -> None:
         self._workspace = workspace
         self._mounts = mounts
+        self._run_dirs = run_dirs
         self._limit = max_output_bytes
         self._bwrap = bubblewrap() if use_bubblewrap else None
         self._env = scrubbed_environment(os.environ)
@@ -151,12 +158,19 @@ class LocalSandbox:
             return shell
         binds: list[tuple[str, Path]] = [("--bind", self._workspace)]
         binds += [("--bind" if m.writable else "--ro-bind", m.path) for m in self._mounts]
-        # Parents before children, so a read-only path inside a writable one stays read-only.
+        # Checked at each command: a directory made after the sandbox opened is covered too.
+        shared = [p for p in self._run_dirs.shared if p.exists()]
+        hidden = [p for p in self._run_dirs.hidden if p.is_dir()]
+        binds += [("--ro-bind", p) for p in shared] + [("--tmpfs", p) for p in hidden]
+        # Parents before children, so a read-only path inside a writable one stays read-only,
+        # and what is exposed inside a hidden directory is mounted over its empty cover.
         binds.sort(key=lambda b: len(b[1].parts))
         argv = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         argv += ["--tmpfs", "/tmp"]
         for flag, path in binds:
-            argv += [flag, str(path), str(path)]
+            argv += [flag, str(path)] if flag == "--tmpfs" else [flag, str(path), str(path)]
+        for path in hidden:  # only the cover: the mounts inside it keep their own mode
+            argv += ["--remount-ro", str(path)]
         argv += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd)]
         return [*argv, "--", *shell]
 

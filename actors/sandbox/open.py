@@ -14,7 +14,14 @@ from actors.sandbox.docker import DockerSandbox
 from actors.sandbox.engine import OrphanRemoved, connect, remove_orphans
 from actors.sandbox.image import image_present
 from actors.sandbox.local import LocalSandbox, bubblewrap
-from actors.sandbox.protocol import Mount, Sandbox, SandboxKind, SandboxUnavailable
+from actors.sandbox.protocol import (
+    NO_RUN_DIRS,
+    Mount,
+    RunDirs,
+    Sandbox,
+    SandboxKind,
+    SandboxUnavailable,
+)
 from config.schema.sandbox import SandboxConfig
 
 __all__ = ["DockerEngine", "open_docker_engine", "open_sandbox"]
@@ -58,16 +65,21 @@ async def open_sandbox(
     agent: str,
     workspace: Path,
     mounts: tuple[Mount, ...],
+    run_dirs: RunDirs = NO_RUN_DIRS,
     engine: DockerEngine | None = None,
 ) -> AsyncIterator[Sandbox]:
     """The sandbox ``config.type`` names, for one agent, closed on exit however the block
     ends (normally, by an exception, or cancelled: the docker container is removed,
     shielded and bounded). ``mounts`` are the paths besides ``workspace`` the commands may
-    see, read-only unless writable. Without ``engine`` a docker sandbox opens its own."""
+    see, read-only unless writable; ``run_dirs`` the run's own directories, shared read-only
+    or hidden (they stay across remounts). Without ``engine`` a docker sandbox opens its own."""
     if config.type is SandboxKind.LOCAL:
         await trio.to_thread.run_sync(bubblewrap)  # probed once per process, off the loop
         local = LocalSandbox(
-            workspace=workspace, mounts=mounts, max_output_bytes=config.max_output_bytes
+            workspace=workspace,
+            mounts=mounts,
+            max_output_bytes=config.max_output_bytes,
+            run_dirs=run_dirs,
         )
         try:
             yield local
@@ -84,6 +96,7 @@ async def open_sandbox(
             agent=agent,
             workspace=workspace,
             mounts=mounts,
+            run_dirs=run_dirs,
         )
         await sandbox.start()
         try:

@@ -14,7 +14,15 @@ import attrs
 
 from config.schema.sandbox import SandboxKind
 
-__all__ = ["Mount", "Sandbox", "SandboxKind", "SandboxUnavailable", "ShellOutcome"]
+__all__ = [
+    "NO_RUN_DIRS",
+    "Mount",
+    "RunDirs",
+    "Sandbox",
+    "SandboxKind",
+    "SandboxUnavailable",
+    "ShellOutcome",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -23,6 +31,26 @@ class Mount:
 
     path: Path
     writable: bool
+
+
+@attrs.frozen(kw_only=True)
+class RunDirs:
+    """The run's own directories, as every agent's sandbox shows them. Unlike the context
+    paths' mounts they never change (a remount keeps them), and they are the same for every
+    agent. Each is exposed at its host path; one that does not exist (yet) is left out."""
+
+    shared: tuple[Path, ...] = ()
+    """Read-only in every sandbox: the answer snapshots (``snapshots/``), where a snapshot
+    appears (a rename) as soon as its answer is accepted."""
+    hidden: tuple[Path, ...] = ()
+    """Covered by an empty, read-only directory: the event log's directory, the agents' live
+    workspaces, the copies being staged. A shared path or the agent's own workspace inside one
+    is still exposed (the deeper mount wins)."""
+
+
+NO_RUN_DIRS = RunDirs()
+"""A sandbox outside a run (the ``conclave sandbox`` commands, tests): nothing to share or
+hide."""
 
 
 @attrs.frozen(kw_only=True)

@@ -33,7 +33,7 @@ from runtime import ActorContext
 if TYPE_CHECKING:
     # Importing the sandbox package loads the docker SDK (~0.2 s): a run without tools,
     # which imports this module, never needs it.
-    from actors.sandbox.protocol import Mount, Sandbox
+    from actors.sandbox.protocol import Mount, RunDirs, Sandbox
 
 __all__ = ["AgentWorkspace", "ContextGrant", "context_mounts"]
 
@@ -127,6 +127,17 @@ class AgentWorkspace:
             )
             for c in self.context_paths
         )
+
+    def run_dirs(self) -> RunDirs:
+        """What this agent's sandbox shows of the run's own directories: every answer
+        snapshot, read-only (the file tools still read only those the agent was shown); the
+        run's directory, the log's, the live workspaces and the staged copies hidden (its own
+        workspace, mounted writable by the sandbox, stays)."""
+        from actors.sandbox.protocol import RunDirs
+
+        layout = self.layout
+        hidden = dict.fromkeys((*self._excluded, layout.workspaces, layout.staging_root))
+        return RunDirs(shared=(layout.snapshots,), hidden=tuple(hidden))
 
     # -- what the agent is shown ------------------------------------------------------------
 

@@ -38,6 +38,7 @@ class RunLayout:
         self.root = Path(os.path.realpath(root))
         self.workspaces = self.root / "workspaces"
         self.snapshots = self.root / "snapshots"
+        self.staging_root = self.snapshots / _STAGING
         self.final = self.root / "final"
 
     def create(self, agents: list[str]) -> None:
@@ -46,7 +47,7 @@ class RunLayout:
         to one run's answers: an earlier run's are removed."""
         self.workspaces.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.snapshots, ignore_errors=True)
-        (self.snapshots / _STAGING).mkdir(parents=True)
+        self.staging_root.mkdir(parents=True)
         for agent in agents:
             self.workspace(agent).mkdir(exist_ok=True)
 
@@ -54,7 +55,7 @@ class RunLayout:
         return self.workspaces / agent
 
     def staging(self, agent: str) -> Path:
-        return self.snapshots / _STAGING / agent
+        return self.staging_root / agent
 
     def snapshot(self, label: str) -> Path:
         return self.snapshots / label
