@@ -12,7 +12,9 @@ directory that is kept (``final/`` is the deliverable). :meth:`RunServices.start
 with its reason. Each agent then gets, from :meth:`RunServices.agent_tools`, its
 :class:`~actors.workspace.grants.AgentWorkspace`, a sandbox (``orchestrator.sandbox``) that
 mounts the context paths read-only (writable ones rw only when the modes table puts the
-writing in coordination), and an executor whose path policy asks the workspace's grants.
+writing in coordination) and the answer snapshots read-only, hides the run's own
+directories (the log, the live workspaces), and an executor whose path policy asks the
+workspace's grants.
 
 MCP servers (``mcp_servers``, top level and per agent: :mod:`actors.mcp`) are actors under
 the run's root supervisor, spawned by :meth:`RunServices.start` before the agents and so
@@ -144,6 +146,7 @@ class RunServices:
                 mounts=context_mounts(
                     orchestrator.context_paths, writes_open=workspace.writes_open
                 ),
+                run_dirs=workspace.run_dirs(),
                 engine=self._engine,
             )
         )
