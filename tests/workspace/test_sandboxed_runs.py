@@ -136,3 +136,51 @@ async def test_protected_paths_stay_read_only_to_the_presentations_shell(
     assert not (ctx / "keep" / "f.txt").exists()
     assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
     assert result.writes.count == 0
+
+
+@pytest.mark.parametrize("kind", [SandboxKind.LOCAL, SandboxKind.DOCKER], ids=lambda k: k.value)
+async def test_an_agents_shell_reads_its_peers_snapshots_and_cannot_write_them(
+    tmp_path: Path, kind: SandboxKind
+) -> None:
+    if kind is SandboxKind.DOCKER:
+        _engine_ready()
+    elif bubblewrap() is None:
+        _missing("bubblewrap is not installed or does not work here (apt-get install bubblewrap)")
+    work = (tmp_path / "run-under-test").resolve()  # the log dir, so the workdir too
+    notes = ToolStep(tool="write_file", arguments={"path": "notes.txt", "content": "by {agent}"})
+    snapshots = work / "snapshots"
+    peek = ToolStep(
+        tool="run_shell",
+        arguments={
+            "command": f"cat {snapshots}/agent1.1/notes.txt {snapshots}/agent2.1/notes.txt; "
+            f"echo forged > {snapshots}/agent1.1/notes.txt; cat {work}/events.jsonl"
+        },
+    )
+    backend = ScriptedBackendConfig(tool_steps=(notes,), vote_tool_steps=(peek,))
+    agents = tuple(AgentConfig(id=f"a{i}", backend=attrs.evolve(backend, seed=i)) for i in (1, 2))
+    orchestrator = OrchestratorConfig(
+        quiet_period=None,
+        tools=True,
+        defer_voting_until_all_answered=True,
+        sandbox=SandboxConfig(type=kind),
+    )
+    tap = MemoryTap()
+
+    await run(
+        RunSpec(
+            task=TASK,
+            config=ConclaveConfig(agents=agents, orchestrator=orchestrator),
+            log_dir=work,
+        ),
+        taps=[tap],
+    )
+
+    peeks = _shells(tap)
+    assert len(peeks) == 2
+    for peeked in peeks:
+        assert "by a1" in peeked.output and "by a2" in peeked.output
+        assert "Read-only file system" in peeked.output
+        assert "events.jsonl" in peeked.output  # cat's complaint: no such file
+        assert "run_started" not in peeked.output
+    written = {p.read_text() for p in snapshots.glob("agent*.1/notes.txt")}
+    assert written == {"by a1", "by a2"}
