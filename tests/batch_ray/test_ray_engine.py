@@ -1,0 +1,242 @@
+"""The Ray engine on a real local Ray cluster, started once for this module (2 CPUs, a
+100 MB object store, no dashboard, listening on loopback): jobs as Ray tasks, stopping and
+halting, a worker that dies; ``conclave batch --engine ray`` in this process (on the
+module's session) and as its own process (``--address``), to the end, resumed, and stopped
+by Ctrl+C or SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import ray
+import trio
+
+from actors.batch.ray_engine import TASK_NAME, RayEngine
+from actors.batch.work import BatchJob, BatchWork, JobOutcome
+from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from tests.batch.helpers import batch, results, tasks, write_tasks
+from tests.batch_ray.helpers import wait_for_lines
+from tests.cli.helpers import conclave, finish, start
+
+Capsys = pytest.CaptureFixture[str]
+CPUS = 2
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A local Ray cluster for the module; its address (``HOST:PORT``)."""
+    sigterm = signal.getsignal(signal.SIGTERM)
+    ray.init(
+        num_cpus=CPUS,
+        object_store_memory=100 * 2**20,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
+    signal.signal(signal.SIGTERM, sigterm)  # ray.init takes it over
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+
+
+def _jobs(n: int, latency: float) -> BatchWork:
+    agent = AgentConfig(id="a", backend=ScriptedBackendConfig(seed=1, latency=latency))
+    config = ConclaveConfig(agents=(agent,))
+    return BatchWork(
+        jobs=tuple(BatchJob(key=f"j{i}", task=f"t{i}", config=config) for i in range(n))
+    )
+
+
+def _free_cpus() -> float:
+    resources = ray.available_resources()  # type: ignore[no-untyped-call]
+    return float(resources.get("CPU", 0.0))
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 60) -> None:
+    """Poll ``condition`` (Ray's state has nothing to wait on) until it holds."""
+    with trio.fail_after(timeout):
+        while True:
+            if condition():
+                return
+            await trio.sleep(0.05)
+
+
+def _wait_for_free_cpus(timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while _free_cpus() < CPUS and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _free_cpus() == CPUS, "the batch's Ray tasks still hold the cluster's CPUs"
+
+
+def _running_task_pids() -> list[int]:
+    title = f"ray::{TASK_NAME}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(title):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+async def test_every_job_runs_once_in_a_ray_worker_and_its_outcome_names_the_host(
+    cluster: str,
+) -> None:
+    engine = RayEngine(concurrency=4)
+    reported: list[JobOutcome] = []
+
+    await engine.run(_jobs(12, latency=0), reported.append)
+
+    assert sorted(o.index for o in reported) == list(range(12))
+    assert {o.result["termination"] for o in reported} == {"completed"}
+    assert {o.node for o in reported} == {socket.gethostname()}
+    assert engine.workers
+    assert os.getpid() not in {pid for _, pid in engine.workers}  # not in this process
+    assert engine.lost == []
+
+
+async def test_stop_starting_lets_the_ray_tasks_in_flight_finish_and_be_reported(
+    cluster: str,
+) -> None:
+    engine = RayEngine(concurrency=2)
+    reported: list[JobOutcome] = []
+    two = trio.Event()
+
+    def report(outcome: JobOutcome) -> None:
+        reported.append(outcome)
+        if len(reported) == 2:
+            two.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(engine.run, _jobs(10, latency=0.3), report)
+        await two.wait()  # the next two are in flight
+        engine.stop_starting()
+
+    assert len(reported) == 4
+
+
+async def test_halting_returns_at_once_and_reports_none_of_the_ray_tasks_in_flight(
+    cluster: str,
+) -> None:
+    engine = RayEngine(concurrency=CPUS)  # a whole CPU per task: both running is none free
+    reported: list[JobOutcome] = []
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(engine.run, _jobs(10, latency=1.0), reported.append)
+        await _until(lambda: _free_cpus() == 0)
+        halted = trio.current_time()
+        engine.halt()
+
+    assert trio.current_time() - halted < 1
+    assert reported == []
+
+
+async def test_a_ray_worker_that_dies_loses_its_run_and_the_others_are_reported(
+    cluster: str,
+) -> None:
+    engine = RayEngine(concurrency=2)
+    reported: list[JobOutcome] = []
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(engine.run, _jobs(3, latency=1.0), reported.append)
+        await _until(lambda: bool(_running_task_pids()))
+        os.kill(_running_task_pids()[0], signal.SIGKILL)
+
+    assert len(reported) == 2
+    [lost] = engine.lost
+    assert lost.startswith("the Ray worker running j")
+
+
+def test_a_ray_batch_appends_one_result_per_task_naming_the_node_that_ran_it(
+    cluster: str, tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", tasks(12))
+
+    ran = batch(capsys, "tasks.jsonl", "--out", "out.jsonl", "--config", fast_config,
+                "--engine", "ray", "--concurrency", "4")  # fmt: skip
+
+    assert ran.code == 0, ran.err
+    assert "connected to the Ray cluster at the current session (1 node, 2 CPUs)" in ran.err
+    assert "Ray: 12 runs in " in ran.err
+    written = results(tmp_path / "out.jsonl")
+    assert sorted(r["id"] for r in written) == sorted(f"t{i}" for i in range(12))
+    assert {r["node"] for r in written} == {socket.gethostname()}
+    assert {r["mode"] for r in written} == {"multi"}
+    assert {r["termination"] for r in written} == {"completed"}
+    assert ran.out.splitlines()[1].split()[:3] == ["multi", "12", "12"]
+
+
+def test_a_ray_batch_resumes_running_only_the_tasks_not_in_results(
+    cluster: str, tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    write_tasks(tmp_path / "first.jsonl", tasks(5))
+    write_tasks(tmp_path / "tasks.jsonl", tasks(10))
+    flags = ("--out", "out.jsonl", "--config", fast_config)
+    assert batch(capsys, "first.jsonl", *flags).code == 0  # t0..t4 on this machine
+
+    resumed = batch(capsys, "tasks.jsonl", *flags, "--engine", "ray")
+
+    assert resumed.code == 0, resumed.err
+    assert "5 runs already in out.jsonl; skipped" in resumed.err
+    written = [r["id"] for r in results(tmp_path / "out.jsonl")]
+    assert sorted(written[5:]) == [f"t{i}" for i in range(5, 10)]  # only these ran on Ray
+    again = batch(capsys, "tasks.jsonl", *flags, "--engine", "ray")
+    assert "10 runs already in out.jsonl; skipped" in again.err
+    assert len(results(tmp_path / "out.jsonl")) == 10
+
+
+def test_ctrl_c_stops_a_ray_batch_with_130_its_tasks_end_and_a_resume_completes_it(
+    cluster: str, tmp_path: Path, slow_config: Path
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", tasks(200))
+    flags = ("batch", "tasks.jsonl", "--out", "out.jsonl", "--config", str(slow_config),
+             "--engine", "ray", "--address", cluster, "--concurrency", "2")  # fmt: skip
+    process = start(*flags, cwd=tmp_path)
+    wait_for_lines(tmp_path / "out.jsonl", 4)
+
+    process.send_signal(signal.SIGINT)
+    _, err = finish(process, timeout=60)
+
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    interrupted = results(tmp_path / "out.jsonl")  # every line whole
+    assert 4 <= len(interrupted) < 200
+    assert len({r["id"] for r in interrupted}) == len(interrupted)
+    assert {r["termination"] for r in interrupted} == {"completed"}
+    _wait_for_free_cpus()  # the interrupted runs' tasks ended with the batch's job
+
+    resumed = conclave(*flags, cwd=tmp_path, timeout=180)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(interrupted)} runs already in out.jsonl; skipped" in resumed.stderr
+    final = results(tmp_path / "out.jsonl")
+    assert sorted(r["id"] for r in final) == sorted(f"t{i}" for i in range(200))
+
+
+def test_sigterm_stops_a_ray_batch_with_143_and_prints_the_summary(
+    cluster: str, tmp_path: Path, slow_config: Path
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", tasks(200))
+    process = start("batch", "tasks.jsonl", "--out", "out.jsonl", "--config", str(slow_config),
+                    "--engine", "ray", "--address", cluster, "--concurrency", "2",
+                    cwd=tmp_path)  # fmt: skip
+    wait_for_lines(tmp_path / "out.jsonl", 2)
+
+    process.send_signal(signal.SIGTERM)
+    out, err = finish(process, timeout=60)
+
+    assert process.returncode == 143, err
+    written = results(tmp_path / "out.jsonl")
+    assert 2 <= len(written) < 200
+    assert out.splitlines()[0].split()[0] == "mode"
+    _wait_for_free_cpus()
