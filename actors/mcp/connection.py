@@ -12,6 +12,10 @@ into a bounded buffer (the last :data:`STDERR_KEEP` bytes), redacted when shown.
 
 ``lost`` is set when the server goes away: its stdout closed (a stdio server exited), or a
 call failed because the connection is gone (:meth:`Connection.mark_lost`).
+
+A streamable-HTTP server that answers the start with an HTTP error (401 for a wrong token,
+404 for a wrong path) fails with :class:`HttpRefused`, naming the status: the SDK reports
+only "Server returned an error response".
 """
 
 from __future__ import annotations
@@ -30,7 +34,14 @@ import trio
 from actors.llm.redaction import redact
 from config.schema.mcp import McpServerConfig, StdioMcpServer
 
-__all__ = ["STDERR_KEEP", "Connection", "ListedTool", "StderrTail", "open_connection"]
+__all__ = [
+    "STDERR_KEEP",
+    "Connection",
+    "HttpRefused",
+    "ListedTool",
+    "StderrTail",
+    "open_connection",
+]
 
 STDERR_KEEP = 8192
 """Bytes of a server's stderr kept for messages (the last ones)."""
@@ -124,6 +135,32 @@ class Connection:
         self.lost.set()
 
 
+class HttpRefused(Exception):
+    """A streamable-HTTP server answered the start with an HTTP error; the message says
+    which and what to check."""
+
+
+class _HttpErrors:
+    """The first HTTP error status a server answered with, from the client's response hook."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.reason = ""
+
+    async def hook(self, response: Any) -> None:
+        if response.status_code >= 400 and self.status is None:
+            self.status = response.status_code
+            self.reason = response.reason_phrase
+
+    def refused(self, url: str) -> HttpRefused:
+        what = f"the server at {url} answered HTTP {self.status} {self.reason}".rstrip()
+        if self.status in (401, 403):
+            return HttpRefused(f"{what}: check its 'headers' (a missing or wrong token?)")
+        if self.status in (404, 405):
+            return HttpRefused(f"{what}: check the path in 'url' (servers often serve /mcp)")
+        return HttpRefused(what)
+
+
 def secrets_of(config: McpServerConfig) -> tuple[str, ...]:
     """Values a message about ``config`` must not show: its env and header values."""
     if isinstance(config, StdioMcpServer):
@@ -139,17 +176,25 @@ async def open_connection(config: McpServerConfig, stderr: StderrTail) -> AsyncI
     from mcp import Client
 
     lost = trio.Event()
+    http = _HttpErrors()
+    started = False
     # The deadline's scope encloses the whole connection (a scope left while the SDK's task
     # groups inside it are still open would corrupt trio's scope stack); once started, the
     # deadline is lifted.
     with trio.CancelScope(deadline=trio.current_time() + config.startup_timeout) as startup:
-        async with (
-            _transport(config, stderr) as transport,
-            Client(_WatchedTransport(transport, lost), cache=None) as client,
-        ):
-            tools = await _list_tools(client)
-            startup.deadline = math.inf
-            yield Connection(client, tools, lost)
+        try:
+            async with (
+                _transport(config, stderr, http) as transport,
+                Client(_WatchedTransport(transport, lost), cache=None) as client,
+            ):
+                tools = await _list_tools(client)
+                startup.deadline = math.inf
+                started = True
+                yield Connection(client, tools, lost)
+        except Exception as exc:
+            if started or http.status is None or isinstance(config, StdioMcpServer):
+                raise
+            raise http.refused(config.url) from exc
     if startup.cancelled_caught:
         raise trio.TooSlowError(f"not started within {config.startup_timeout:g} s")
 
@@ -191,7 +236,9 @@ async def _list_tools(client: Any) -> tuple[ListedTool, ...]:
 
 
 @contextlib.asynccontextmanager
-async def _transport(config: McpServerConfig, stderr: StderrTail) -> AsyncIterator[tuple[Any, Any]]:
+async def _transport(
+    config: McpServerConfig, stderr: StderrTail, errors: _HttpErrors
+) -> AsyncIterator[tuple[Any, Any]]:
     if isinstance(config, StdioMcpServer):
         async with _stdio(config, stderr) as streams:
             yield streams
@@ -199,10 +246,9 @@ async def _transport(config: McpServerConfig, stderr: StderrTail) -> AsyncIterat
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with (
-        create_mcp_http_client(headers=dict(config.headers)) as http,
-        streamable_http_client(config.url, http_client=http) as streams,
-    ):
+    client = create_mcp_http_client(headers=dict(config.headers))
+    client.event_hooks = {"request": [], "response": [errors.hook]}
+    async with client as http, streamable_http_client(config.url, http_client=http) as streams:
         yield streams
 
 

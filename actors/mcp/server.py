@@ -30,9 +30,16 @@ from collections.abc import Callable, Iterable
 import attrs
 import trio
 
-from actors.mcp.connection import Connection, ListedTool, StderrTail, open_connection, secrets_of
+from actors.mcp.connection import (
+    Connection,
+    HttpRefused,
+    ListedTool,
+    StderrTail,
+    open_connection,
+    secrets_of,
+)
 from actors.mcp.events import McpServerFailed, McpServerReady
-from config.schema.mcp import McpServerConfig, StdioMcpServer
+from config.schema.mcp import McpServerConfig, StdioMcpServer, StreamableHttpMcpServer
 from config.schema.root import ConclaveConfig
 from runtime import (
     Actor,
@@ -227,6 +234,13 @@ def describe_failure(exc: BaseException, config: McpServerConfig) -> str:
         return f"it did not start within {config.startup_timeout:g} s (startup_timeout)"
     if isinstance(exc, FileNotFoundError) and isinstance(config, StdioMcpServer):
         return str(exc)
+    if isinstance(exc, HttpRefused):
+        return str(exc)
+    if isinstance(config, StreamableHttpMcpServer):
+        import httpx2
+
+        if isinstance(exc, httpx2.ConnectError):
+            return f"cannot reach {config.url} ({exc}): is the server running, and is 'url' right?"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from actors.mcp.server import McpServers, McpServerState, spawn_listed
@@ -107,3 +110,61 @@ async def open_started(*configs: McpServerConfig) -> AsyncIterator[Started]:
         servers = spawn_listed(system, [(c.name, c) for c in configs])
         await servers.settled()
         yield Started(servers, tap)
+
+
+HTTP_SERVER = Path(__file__).parent / "http_server.py"
+_LISTEN_WAIT_S = 30.0
+
+
+@attrs.frozen(kw_only=True)
+class HttpServer:
+    """The specs' streamable-HTTP server (tests/mcp/http_server.py), running as a process."""
+
+    url: str
+    """Its MCP endpoint, ``http://127.0.0.1:<port>/mcp``."""
+    token: str
+    """The bearer token it accepts."""
+    log: Path
+
+    def seen(self) -> list[str]:
+        """The ``Authorization`` header of every request it got, in order (``-``: none)."""
+        return self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+    """The server started; ready once it printed its port (it binds before it prints)."""
+    token = "spec-token-7f3a9c"
+    log = tmp_path / "http-server-headers.log"
+    process = subprocess.Popen(
+        [sys.executable, str(HTTP_SERVER), "--token", token, "--log", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        ready, _, _ = select.select([process.stdout], [], [], _LISTEN_WAIT_S)
+        line = process.stdout.readline() if ready else ""
+        if not line.strip().isdigit():
+            process.kill()
+            pytest.fail(f"the HTTP MCP server did not start: {process.stderr.read()[-2000:]}")
+        yield HttpServer(url=f"http://127.0.0.1:{int(line)}/mcp", token=token, log=log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port

@@ -15,9 +15,17 @@ import pytest
 CONCLAVE = [str(Path(sys.executable).parent / "conclave")]
 
 
-def conclave(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def conclave(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CONCLAVE, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [*CONCLAVE, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
