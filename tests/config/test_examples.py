@@ -33,6 +33,7 @@ def test_the_examples_cover_every_documented_setup() -> None:
     assert [p.stem for p in ALL] == [
         "anthropic",
         "local",
+        "mcp",
         "mixed",
         "openai",
         "openrouter",
@@ -48,6 +49,14 @@ def test_every_example_validates_without_keys(
     report = json.loads(capsys.readouterr().out)
     assert report["errors"] == []
     assert all("no API key" in w["message"] for w in report["warnings"])
+
+
+def test_the_mcp_example_offers_filesystem_and_git_servers_to_scripted_agents() -> None:
+    config = load_config(EXAMPLES / "mcp.yaml")
+
+    assert [s.name for s in config.mcp_servers] == ["fs", "git"]
+    steps = [s.tool for a in config.agents for s in a.backend.tool_steps]  # type: ignore[union-attr]
+    assert {t.split("__")[1] for t in steps} == {"fs", "git"}
 
 
 def test_the_openrouter_example_sends_its_ranking_headers() -> None:

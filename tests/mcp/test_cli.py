@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,30 @@ def test_a_scripted_run_lists_and_reads_files_and_the_git_log_through_mcp(
     assert "the first commit" in str(calls[("lister", "mcp__git__git_log")]["output"])
     assert calls[("reader", "mcp__fs__read_text_file")]["output"] == "alpha notes\n"
     assert lines[-1]["type"] == "result" and lines[-1]["termination"] == "completed"
+
+
+def test_the_mcp_example_runs_end_to_end_in_a_git_repository(
+    fs_server: str, git_server: str, repo: Path
+) -> None:
+    (repo / "README.md").write_text("# the example's project\n")
+    example = Path(__file__).parents[2] / "config" / "examples" / "mcp.yaml"
+    servers = os.pathsep.join({str(Path(fs_server).parent), str(Path(git_server).parent)})
+    env = {**os.environ, "PATH": servers + os.pathsep + os.environ["PATH"]}
+
+    done = conclave(
+        "run", "What is this project?", "--config", str(example), "--output-format",
+        "stream-json", cwd=repo, env=env,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    lines = events(done.stdout)
+    calls = {e["tool"]: e for e in lines if e["type"] == "tool_call_finished"}
+    assert all(e["ok"] for e in calls.values()), calls
+    assert "[FILE] README.md" in str(calls["mcp__fs__list_directory"]["output"])
+    assert calls["mcp__fs__read_text_file"]["output"] == "# the example's project"  # head: 20
+    assert "the first commit" in str(calls["mcp__git__git_log"]["output"])
+    assert "mcp__git__git_status" in calls
+    assert lines[-1]["termination"] == "completed"
 
 
 def test_a_run_whose_server_cannot_start_goes_on_and_says_which_and_why(
