@@ -27,6 +27,7 @@ from actors.coordination.events import (
     VotingComplete,
 )
 from actors.events.view import AgentView, RunView
+from actors.mcp.events import McpServerFailed, McpServerReady
 from actors.planning.plan import parse_plan
 from actors.run.events import RunEnded
 from actors.workspace.events import (
@@ -128,6 +129,12 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, TapFailed):
         # The run went on, but the tap hears nothing more: its log or view stops here.
         return _one_line(f"event tap {event.tap} removed: it raised {event.error}")
+    if isinstance(event, McpServerReady):
+        tools = "1 tool" if len(event.tools) == 1 else f"{len(event.tools):,} tools"
+        again = f" (restarted, incarnation {event.incarnation})" if event.incarnation > 1 else ""
+        return f"mcp server {event.server} ready: {tools}{again}"
+    if isinstance(event, McpServerFailed):
+        return _one_line(f"mcp server {event.server} failed: {event.reason}")
     if not verbose:
         return None
     if isinstance(event, AgentStatusChanged):
