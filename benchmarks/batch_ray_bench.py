@@ -1,0 +1,146 @@
+"""``conclave batch`` on local worker processes and on Ray, the same batch on both.
+
+The batch is :mod:`benchmarks.batch_bench`'s (M runs of three scripted agents, 200 ms ±50 %
+per call, an event log per run), run by a real ``conclave batch`` process at concurrency C:
+once with ``--workers`` (one per core) and once with ``--engine ray`` on the local cluster
+the command starts for itself (every core, a 100 MB object store, loopback only). Rates are
+M over the first run's start to the last run's end; ``process_wall_s`` includes start-up
+and shut-down (Ray's cluster and its worker processes), ``overhead_s`` is the process's wall
+time outside that span. The ideal is C over the mean run latency on a virtual clock.
+
+``python -m benchmarks.batch_ray_bench [--quick] [--runs M] [--concurrency C ...]
+[--json PATH]`` prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.batch_bench import CONCLAVE, IDEAL_SAMPLE, LATENCY, _config_data, _task
+from benchmarks.batch_bench import ideal_latency as _ideal_latency
+from benchmarks.bench_args import write_report
+from benchmarks.load_bench import LOG_ROOT, _table
+from benchmarks.machine import machine_info
+
+__all__ = ["main", "measure"]
+
+ENGINES = ("workers", "ray")
+COLUMNS = (
+    "engine", "runs", "concurrency", "runs_wall_s", "runs_per_s", "ideal_runs_per_s",
+    "fraction_of_ideal", "p50_s", "p95_s", "overhead_s", "process_wall_s", "completed",
+)  # fmt: skip
+
+
+def _engine_flags(engine: str, concurrency: int) -> list[str]:
+    if engine == "ray":
+        return ["--engine", "ray"]
+    return ["--workers", str(min(os.cpu_count() or 1, concurrency))]
+
+
+def measure(engine: str, runs: int, concurrency: int, *, ideal: float) -> dict[str, Any]:
+    """One ``conclave batch`` process over ``runs`` tasks on ``engine``; a table row."""
+    LOG_ROOT.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT))
+    try:
+        config = scratch / "config.yaml"
+        config.write_text(yaml.safe_dump(_config_data(LATENCY)), encoding="utf-8")
+        tasks = scratch / "tasks.jsonl"
+        tasks.write_text(
+            "".join(json.dumps({"id": i, "task": _task(i)}) + "\n" for i in range(runs)),
+            encoding="utf-8",
+        )
+        summary = scratch / "summary.json"
+        results = scratch / "results.jsonl"
+        started = time.time()
+        subprocess.run(
+            [
+                str(CONCLAVE), "batch", str(tasks), "--out", str(results),
+                "--config", str(config), "--concurrency", str(concurrency),
+                *_engine_flags(engine, concurrency), "--log-dir", str(scratch / "logs"),
+                "--summary-json", str(summary),
+            ],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        process_wall = time.time() - started
+        data = json.loads(summary.read_text(encoding="utf-8"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    [mode] = data["modes"]
+    running = data["session"]["runs_wall_s"]
+    rate = runs / running
+    ideal_rate = concurrency / ideal
+    return {
+        "engine": engine,
+        "runs": runs,
+        "concurrency": concurrency,
+        "runs_wall_s": round(running, 2),
+        "runs_per_s": round(rate, 1),
+        "ideal_runs_per_s": round(ideal_rate, 1),
+        "fraction_of_ideal": round(rate / ideal_rate, 2),
+        "p50_s": mode["p50_s"],
+        "p95_s": mode["p95_s"],
+        "overhead_s": round(process_wall - running, 2),
+        "process_wall_s": round(process_wall, 2),
+        "completed": mode["completed"],
+    }
+
+
+def run_bench(
+    runs: int, concurrencies: Sequence[int], engines: Sequence[str], out: Path
+) -> list[dict[str, Any]]:
+    scratch = Path(tempfile.mkdtemp())
+    try:
+        config = scratch / "config.yaml"
+        config.write_text(yaml.safe_dump(_config_data(LATENCY)), encoding="utf-8")
+        ideal = _ideal_latency(config, min(IDEAL_SAMPLE, runs))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    rows = []
+    for concurrency in concurrencies:
+        for engine in engines:
+            print(f"conclave batch M={runs} C={concurrency} on {engine} ...", file=sys.stderr)
+            rows.append(measure(engine, runs, concurrency, ideal=ideal))
+    title = (
+        f"conclave batch on local workers and on local Ray (3 scripted agents per run, "
+        f"L = {LATENCY * 1000:.0f} ms ±50 %, ideal run latency {ideal:.3f} s)"
+    )
+    print(_table(title, rows, COLUMNS))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine_info(), "latency": LATENCY, "ideal_run_latency_s": ideal}
+    write_report(out, json.dumps({**report, "rows": rows}, indent=2))
+    print(f"wrote {out}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.batch_ray_bench", description=__doc__
+    )
+    parser.add_argument("--quick", action="store_true", help="100 runs at C = 16")
+    parser.add_argument("--runs", type=int, default=1_000, metavar="M")
+    parser.add_argument(
+        "--concurrency", type=int, action="append", metavar="C", help="repeatable (50)"
+    )
+    parser.add_argument("--engine", choices=ENGINES, action="append", help="repeatable (both)")
+    parser.add_argument("--json", default="bench-results/batch_ray_bench.json", metavar="PATH")
+    args = parser.parse_args(argv)
+    runs = 100 if args.quick else args.runs
+    concurrencies = [16] if args.quick else args.concurrency or [50]
+    run_bench(runs, concurrencies, args.engine or list(ENGINES), Path(args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
