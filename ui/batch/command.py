@@ -9,8 +9,9 @@ What it does, in order (docs/batch.md is the user's page):
    is; ``--dry-run`` stops here (exit 0 when every line is good, else 2).
 3. Open RESULTS (repairing a last line cut by a crash), skip what it already holds (unless
    ``--retry-failed`` and it did not complete), and run the rest on an engine
-   (:mod:`actors.batch.engine`): in this process, or ``--workers N`` processes. Every run
-   shares its process's backend pool. Each result is appended as its run ends.
+   (:mod:`actors.batch.engine`): in this process, or ``--workers N`` processes, or Ray tasks
+   (``--engine ray``, :mod:`actors.batch.ray_engine`). Every run shares its process's backend
+   pool (on Ray, each run has its own). Each result is appended as its run ends.
 4. Print the summary table on stdout (one row per mode) and exit: see :func:`exit_code`.
 
 Signals: the first SIGINT, SIGTERM or SIGHUP halts the engine: nothing new starts, runs in
