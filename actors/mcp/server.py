@@ -112,6 +112,10 @@ class McpServerState:
         self.stderr = StderrTail()
         self.settled = trio.Event()
         """Set when the first start is over, up or failed."""
+        self.incarnation = 0
+        """The incarnation that came up last (0: none yet)."""
+        self.gave_up = False
+        """Failed after it had run (restarted too often), rather than never started."""
         self._connection: Connection | None = None
         self._changed = trio.Event()
 
@@ -131,14 +135,34 @@ class McpServerState:
             self.tools = connection.tools
         self._connection = connection
         self.status = ServerStatus.UP
+        self.incarnation = incarnation
         self.settled.set()
         self._notify()
+        self.record(self._ready())
+
+    def _ready(self) -> McpServerReady:
         offered = tuple(tool_name(self.config.name, t.name) for t in self.offered())
-        self.record(
-            McpServerReady(
-                at=trio.current_time(), server=self.key, tools=offered, incarnation=incarnation
-            )
+        return McpServerReady(
+            at=trio.current_time(), server=self.key, tools=offered, incarnation=self.incarnation
         )
+
+    def _failed(self) -> McpServerFailed:
+        return McpServerFailed(
+            at=trio.current_time(),
+            server=self.key,
+            reason=self.failure or "",
+            stderr=self.stderr.text(self.secrets()),
+            gave_up=self.gave_up,
+        )
+
+    def as_event(self) -> McpServerReady | McpServerFailed | None:
+        """The event that says how the server is now (up, or failed and why); ``None`` while
+        it starts or restarts. A run lent a session's servers records these first."""
+        if self.status is ServerStatus.UP:
+            return self._ready()
+        if self.status is ServerStatus.FAILED:
+            return self._failed()
+        return None
 
     def down(self) -> None:
         self._connection = None
@@ -152,17 +176,10 @@ class McpServerState:
         self._connection = None
         self.status = ServerStatus.FAILED
         self.failure = reason
+        self.gave_up = gave_up
         self.settled.set()
         self._notify()
-        self.record(
-            McpServerFailed(
-                at=trio.current_time(),
-                server=self.key,
-                reason=reason,
-                stderr=self.stderr.text(self.secrets()),
-                gave_up=gave_up,
-            )
-        )
+        self.record(self._failed())
 
     def offered(self) -> tuple[ListedTool, ...]:
         """The listed tools the config's ``tools`` filter lets through."""
