@@ -40,8 +40,7 @@ def test_without_ray_installed_engine_ray_says_how_to_install_it_and_exits_2(
 
 def test_conclave_never_imports_ray_on_its_own() -> None:
     code = (
-        "import sys, ui.cli, ui.batch.command, actors.batch.ray_engine;"
-        "print('ray' in sys.modules)"
+        "import sys, ui.cli, ui.batch.command, actors.batch.ray_engine;print('ray' in sys.modules)"
     )
     shown = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
