@@ -98,7 +98,12 @@ class RunServices:
         under its root and their first starts awaited (a server that cannot start is
         reported and offers no tools; the run goes on)."""
         config = self.spec.config
-        if system is not None and (config.mcp_servers or any(a.mcp_servers for a in config.agents)):
+        lent = self.spec.mcp
+        if system is not None and lent is not None and self._stack is not None:
+            self.mcp = await self._stack.enter_async_context(lent.lend(system.record))
+        elif system is not None and (
+            config.mcp_servers or any(a.mcp_servers for a in config.agents)
+        ):
             from actors.mcp.server import spawn_servers
 
             self.mcp = spawn_servers(system, config)
@@ -198,7 +203,8 @@ async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
     run_id = spec.log_dir.name if spec.log_dir is not None else secrets.token_hex(6)
     orchestrator = spec.config.orchestrator
     if not orchestrator.agents_have_tools:
-        yield RunServices(spec=spec, run_id=run_id)
+        async with contextlib.AsyncExitStack() as stack:  # holds a lent MCP session's loan
+            yield RunServices(spec=spec, run_id=run_id, stack=stack)
         return
     agents = [a.id for a in spec.config.agents]
     layout, excluded = _plan(spec)

@@ -16,6 +16,7 @@ from actors.human.gate import HumanGate
 from actors.llm.pool import BackendPool
 from actors.llm.protocol import LLMBackend
 from actors.llm.scripted import ScriptedBackend
+from actors.mcp.session import McpSession
 from actors.run.faults import FaultPlan
 from actors.run.turn import Turn
 from config.modes import CollaborationMode
@@ -69,6 +70,9 @@ class RunSpec:
     backends: BackendPool | None = None
     """A pool that outlives the run (the REPL's, a batch's); ``None``: the run opens its own
     and closes it when it ends."""
+    mcp: McpSession | None = None
+    """MCP servers that outlive the run (a REPL session's), lent to it while it runs;
+    ``None``: the run starts its configured servers itself and stops them when it ends."""
     backend_factory: Callable[[AgentConfig], LLMBackend] | None = None
     """A seam for tests: each agent's backend from this instead of the pool."""
     max_cost_usd: float | None = attrs.field(default=None, validator=_positive_budget)

@@ -34,6 +34,7 @@ from actors.events.view import RunView
 from actors.human.gate import OverrideChoice, OverrideRequest
 from actors.llm.pool import BackendPool, open_backends
 from actors.llm.protocol import LLMBackend
+from actors.mcp.session import McpSession, open_session_servers
 from actors.run.driver import RunHandle, RunSpec, drive
 from actors.run.result import RunResult, Termination
 from actors.run.turn import Turn
@@ -105,6 +106,7 @@ class ReplService:
         log_root: Path | None,
         backends: BackendPool,
         hub: EventHub,
+        mcp: McpSession | None = None,
         backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
     ) -> None:
         self.config = config
@@ -114,6 +116,7 @@ class ReplService:
         self._log_root = log_root
         self._backends = backends
         self._hub = hub
+        self._mcp = mcp
         self._backend_factory = backend_factory
         self._handle: RunHandle | None = None
         self._cancel_asked = False
@@ -237,6 +240,7 @@ class ReplService:
             log_dir=log_dir,
             human=_WindowGate(self),
             backends=self._backends,
+            mcp=self._mcp,
             backend_factory=self._backend_factory,
         )
         view = RunView()
@@ -354,10 +358,13 @@ async def open_repl_service(
     log_root: Path | None,
     backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
 ) -> AsyncIterator[ReplService]:
-    """The session's pool and hub, and a service using them; both close on leaving."""
-    async with open_backends() as pool:
+    """The session's pool, MCP servers and hub, and a service using them; all close on
+    leaving. The servers start in the background (the prompt does not wait for them) and are
+    lent to each turn's run, so a turn does not pay their start-up again."""
+    async with open_backends() as pool, open_session_servers(config) as mcp:
         with EventHub() as hub:
             yield ReplService(
+                mcp=mcp,
                 config=config,
                 state=state,
                 printer=printer,
