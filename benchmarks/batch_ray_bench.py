@@ -34,7 +34,7 @@ from benchmarks.bench_args import write_report
 from benchmarks.load_bench import LOG_ROOT, _table
 from benchmarks.machine import machine_info
 
-__all__ = ["main", "measure"]
+__all__ = ["main", "measure", "run_bench"]
 
 ENGINES = ("workers", "ray")
 COLUMNS = (
@@ -49,13 +49,15 @@ def _engine_flags(engine: str, concurrency: int) -> list[str]:
     return ["--workers", str(min(os.cpu_count() or 1, concurrency))]
 
 
-def measure(engine: str, runs: int, concurrency: int, *, ideal: float) -> dict[str, Any]:
+def measure(
+    engine: str, runs: int, concurrency: int, latency: float = LATENCY, *, ideal: float
+) -> dict[str, Any]:
     """One ``conclave batch`` process over ``runs`` tasks on ``engine``; a table row."""
     LOG_ROOT.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT))
     try:
         config = scratch / "config.yaml"
-        config.write_text(yaml.safe_dump(_config_data(LATENCY)), encoding="utf-8")
+        config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
         tasks = scratch / "tasks.jsonl"
         tasks.write_text(
             "".join(json.dumps({"id": i, "task": _task(i)}) + "\n" for i in range(runs)),
@@ -98,12 +100,16 @@ def measure(engine: str, runs: int, concurrency: int, *, ideal: float) -> dict[s
 
 
 def run_bench(
-    runs: int, concurrencies: Sequence[int], engines: Sequence[str], out: Path
+    runs: int,
+    concurrencies: Sequence[int],
+    engines: Sequence[str],
+    out: Path,
+    latency: float = LATENCY,
 ) -> list[dict[str, Any]]:
     scratch = Path(tempfile.mkdtemp())
     try:
         config = scratch / "config.yaml"
-        config.write_text(yaml.safe_dump(_config_data(LATENCY)), encoding="utf-8")
+        config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
         ideal = _ideal_latency(config, min(IDEAL_SAMPLE, runs))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -111,14 +117,14 @@ def run_bench(
     for concurrency in concurrencies:
         for engine in engines:
             print(f"conclave batch M={runs} C={concurrency} on {engine} ...", file=sys.stderr)
-            rows.append(measure(engine, runs, concurrency, ideal=ideal))
+            rows.append(measure(engine, runs, concurrency, latency, ideal=ideal))
     title = (
         f"conclave batch on local workers and on local Ray (3 scripted agents per run, "
-        f"L = {LATENCY * 1000:.0f} ms ±50 %, ideal run latency {ideal:.3f} s)"
+        f"L = {latency * 1000:.0f} ms ±50 %, ideal run latency {ideal:.3f} s)"
     )
     print(_table(title, rows, COLUMNS))
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine_info(), "latency": LATENCY, "ideal_run_latency_s": ideal}
+    report = {"machine": machine_info(), "latency": latency, "ideal_run_latency_s": ideal}
     write_report(out, json.dumps({**report, "rows": rows}, indent=2))
     print(f"wrote {out}")
     return rows
