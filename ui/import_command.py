@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
@@ -44,7 +45,13 @@ def import_massgen_command(args: argparse.Namespace) -> int:
             print(f"{_PROG}: {note.line()}", file=sys.stderr)
         target = args.output if args.output is not None else "the converted config"
         text = render(conversion, source=display_path(args.source))
-        _validate(text, source=display_path(target))
+        unset = _validate(text, source=display_path(target))
+        for name in unset:
+            print(
+                f"{_PROG}: the config names ${{{name}}}, which is not set here; set {name} "
+                "before running it",
+                file=sys.stderr,
+            )
         if args.output is None:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -99,16 +106,43 @@ def render(conversion: Conversion, *, source: str) -> str:
     return header + body
 
 
-def _validate(text: str, *, source: str) -> None:
+class _StandIns(Mapping[str, str]):
+    """The environment, with a stand-in value for each variable it lacks (remembered): a
+    converted config naming ``${BRAVE_API_KEY}`` is right as written; the variable is for
+    the person to set before running it, not a reason to refuse the import."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.unset: list[str] = []
+
+    def __getitem__(self, name: str) -> str:
+        value = self._environ.get(name)
+        if value is not None:
+            return value
+        if name not in self.unset:
+            self.unset.append(name)
+        return "unset-at-import"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+
+def _validate(text: str, *, source: str) -> list[str]:
     """Load ``text`` as ``conclave run`` would load the file (interpolation, the schema walk,
-    the whole-config checks); any problem refuses the import."""
+    the whole-config checks); any problem refuses the import. The environment variables it
+    names that are not set are returned, not refused."""
+    environ = _StandIns(os.environ)
     try:
-        loaded = read_config_text(text, source=source)
+        loaded = read_config_text(text, source=source, environ=environ)
         check_runnable(loaded.config, source=source, locations=loaded.locations)
     except ConfigError as exc:
         raise _Refused(
             f"the converted config does not validate, so nothing was written:\n{exc}"
         ) from None
+    return environ.unset
 
 
 def _write(path: Path, text: str, *, force: bool) -> None:

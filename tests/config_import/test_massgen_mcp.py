@@ -161,3 +161,18 @@ def test_the_import_writes_a_config_whose_servers_load(
     assert [s.name for s in agents[1].mcp_servers] == ["weather", "my_odd_server-name"]
     assert "${BRAVE_API_KEY}" in out.read_text()  # the key itself is never written
     assert "mcp_servers[0].security" in capsys.readouterr().err
+
+
+def test_a_variable_the_config_names_but_nobody_set_is_said_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    monkeypatch.setenv("TRACKER_TOKEN", "tracker-token")
+    out = tmp_path / "conclave.yaml"
+
+    assert main(["import", "massgen", str(SOURCE), "-o", str(out)]) == ExitCode.OK
+
+    assert "${BRAVE_API_KEY}" in out.read_text()
+    err = capsys.readouterr().err
+    assert "the config names ${BRAVE_API_KEY}, which is not set here; set BRAVE_API_KEY" in err
+    assert "TRACKER_TOKEN" not in err
