@@ -1,18 +1,31 @@
-"""What watching a run over ``conclave serve`` costs: fan-out latency, and the run's time.
+"""What watching a run over ``conclave serve`` costs: the run's time, the server's CPU, and
+fan-out latency.
 
 A real ``conclave serve`` process (scripted agents, ring visibility, 200 ms ±50 % per call)
-runs one N-agent run twice, interleaved over the repeats:
+runs one N-agent run per measurement, alternating over the repeats (so a change in the
+machine's load hits both alike):
 
 * **no clients**: started with ``watch: false``; its result is read once it has ended;
-* **C clients**: C websocket clients (trio-websocket, in this process) subscribe as soon as
-  the run exists and read every line to ``result``.
+* **C clients**: C websocket clients subscribe as soon as the run exists and read every
+  frame to the ``result`` line.
 
-Fan-out latency is, per line a client receives, the wall time it arrives minus the wall
-time of its event (the stream's ``t`` plus the run's start, which the lines' ``time`` fields
-give to the millisecond): p50 and p99 over every line of every client. The run's time is the
-result's ``duration_s``; the target is C clients within 10 % of none (median of repeats).
-Client and server share the machine's cores, as they would on one machine in use.
-Prints a table and writes JSON (machine, parameters, figures).
+The run's time is the result's ``duration_s``; the target is C clients within 10 % of none
+(median of the repeats). Because the machine may be shared, the server's CPU seconds per run
+(from ``/proc``) are reported too: what the clients add to the server's work, whatever else
+the machine is doing. The load average is shown before and after.
+
+Fan-out latency is, per line a client receives, the wall time its frame arrives minus the
+wall time of its event (the stream's ``t`` plus the run's start, which the lines' ``time``
+fields give to the millisecond): p50 and p99 over every line of every client.
+
+The clients measure without standing in the server's way. They stand for programs on other
+machines, but run here, in this process, on the same cores as the server: so each reads with
+large socket reads (256 KiB, not trio-websocket's default 4 KiB) and does per-frame work
+only: one regular-expression scan of the frame for its lines' ``t`` (never a ``json.loads``
+or a split per line), one parse of the first line's ``time``, and a ``json.loads`` of the
+``result`` line alone. Their CPU seconds per watched run are reported.
+
+Prints a table and writes JSON (machine, parameters, load, figures).
 
     .venv/bin/python -m benchmarks.serve_bench [--agents N] [--clients C] [--repeats R]
         [--json PATH]
@@ -23,6 +36,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -41,10 +55,15 @@ from benchmarks.machine import machine_info
 
 __all__ = ["main"]
 
-_T = re.compile(r'"t": ([0-9.e-]+), "time": "([^"]+)"')
-"""The ``t`` and ``time`` of a stream-json line: read without parsing the whole line, so
-the clients' own cost stays small next to the server's."""
+_T = re.compile(r'"t": ([0-9.e-]+), "time": "')
+"""A stream-json line's ``t``, found in a whole frame at once (``"t": `` with an unescaped
+quote can only be a key, never inside a string value)."""
+_TIME = re.compile(r'"t": ([0-9.e-]+), "time": "([^"]+)"')
+_RESULT = '{"type": "result"'
 _MAX_FRAME = 2**26
+_READ_BYTES = 256 * 1024
+"""The clients' socket reads: trio-websocket's default (4 KiB) would make the clients, not
+the server, the bottleneck of a run that sends megabytes to each."""
 
 
 def _config(path: Path, agents: int) -> Path:
@@ -87,6 +106,12 @@ class _Server:
         self.url = self.process.stdout.readline().split("listening on ")[1].strip()
         self.token = self.process.stdout.readline().split("token: ")[1].strip()
 
+    def cpu(self) -> float:
+        """The server's CPU seconds so far (user and system), from ``/proc``."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -98,72 +123,80 @@ class _Server:
 
 async def _connect(server: _Server) -> Any:
     headers = [(b"authorization", f"Bearer {server.token}".encode())]
-    return open_websocket_url(server.url, extra_headers=headers, max_message_size=_MAX_FRAME)
+    return open_websocket_url(
+        server.url,
+        extra_headers=headers,
+        max_message_size=_MAX_FRAME,
+        receive_buffer_size=_READ_BYTES,
+    )
 
 
-async def _lines(ws: WebSocketConnection) -> list[str]:
-    frame = await ws.get_message()
-    return str(frame).split("\n")
+async def _frame(ws: WebSocketConnection) -> str:
+    return str(await ws.get_message())
 
 
-async def _until_result(ws: WebSocketConnection, arrivals: list[tuple[float, float, float]]) -> str:
-    """Read lines until ``result`` (returned); each event line's (arrival wall time, t,
-    time-as-unix) goes to ``arrivals``."""
+async def _until_result(ws: WebSocketConnection, arrivals: list[tuple[float, float, str]]) -> str:
+    """Read frames until the ``result`` line (returned); each frame's (arrival wall time,
+    origin estimate, its lines' ``t`` as text joined by spaces) goes to ``arrivals``."""
     while True:
-        lines = await _lines(ws)
+        frame = await _frame(ws)
         now = time.time()
-        for line in lines:
-            match = _T.search(line, 0, 300)
-            if match is not None:
-                wall = datetime.datetime.fromisoformat(match.group(2)).timestamp()
-                arrivals.append((now, float(match.group(1)), wall))
-            if line.startswith('{"type": "result"'):
-                return line
+        first = _TIME.search(frame, 0, 400)
+        if first is not None:
+            wall = datetime.datetime.fromisoformat(first.group(2)).timestamp()
+            arrivals.append((now, wall - float(first.group(1)), " ".join(_T.findall(frame))))
+        last = frame.rfind("\n") + 1
+        if frame.startswith(_RESULT, last):
+            return frame[last:]
 
 
-async def _alone(server: _Server) -> float:
-    """A run nobody watches: its duration."""
+async def _alone(server: _Server) -> dict[str, Any]:
+    """A run nobody watches: its duration and the server's CPU seconds."""
+    cpu = server.cpu()
     async with await _connect(server) as ws:
-        await _lines(ws)  # welcome
+        await _frame(ws)  # welcome
         start = {"type": "start_run", "task": "Name three uses of a paperclip", "watch": False}
         await ws.send_message(json.dumps(start))
-        run_id = json.loads((await _lines(ws))[0])["run_id"]
+        run_id = json.loads(await _frame(ws))["run_id"]
     while True:  # poll as a dashboard would; a subscriber after the end gets the result
         await trio.sleep(0.25)
         async with await _connect(server) as ws:
-            await _lines(ws)
+            await _frame(ws)
             await ws.send_message(json.dumps({"type": "subscribe", "run_id": run_id}))
-            lines = [json.loads(line) for line in await _lines(ws)]
-            if lines[0]["ended"]:
-                result = (
-                    lines[-1]
-                    if lines[-1]["type"] == "result"
-                    else json.loads((await _lines(ws))[0])
-                )
-                return float(result["duration_s"])
+            lines = (await _frame(ws)).split("\n")
+            if json.loads(lines[0])["ended"]:
+                result = json.loads(lines[-1] if len(lines) > 1 else await _frame(ws))
+                return {
+                    "duration_s": float(result["duration_s"]),
+                    "server_cpu_s": server.cpu() - cpu,
+                }
 
 
 async def _watched(server: _Server, clients: int) -> dict[str, Any]:
-    """A run C clients watch from its start: its duration and every line's latency."""
-    arrivals: list[tuple[float, float, float]] = []
+    """A run C clients watch from its start: its duration, the server's and the clients' CPU
+    seconds, and every line's latency."""
+    arrivals: list[tuple[float, float, str]] = []
     run_id: list[str] = []
     known = trio.Event()
     ready = 0
     all_ready = trio.Event()
     results: list[dict[str, Any]] = []
+    cpu: list[float] = []
 
     async def client(index: int) -> None:
         nonlocal ready
         async with await _connect(server) as ws:
-            await _lines(ws)
+            await _frame(ws)
             ready += 1
             if ready == clients:
                 all_ready.set()
             if index == 0:
                 await all_ready.wait()
+                cpu.extend((server.cpu(), time.process_time()))
                 start = {"type": "start_run", "task": "Name three uses of a paperclip"}
                 await ws.send_message(json.dumps(start))
-                run_id.append(json.loads((await _lines(ws))[0])["run_id"])
+                frame = await _frame(ws)
+                run_id.append(json.loads(frame.split("\n", 1)[0])["run_id"])
                 known.set()
             else:
                 await known.wait()
@@ -173,11 +206,17 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
     async with trio.open_nursery() as nursery:
         for index in range(clients):
             nursery.start_soon(client, index)
-    origin = max(wall - t for _, t, wall in arrivals)  # ``time`` is cut to the millisecond
-    latencies = sorted(max(0.0, now - (origin + t)) for now, t, _ in arrivals)
+    server_cpu, client_cpu = server.cpu() - cpu[0], time.process_time() - cpu[1]
+    origin = max(estimate for _, estimate, _ in arrivals)  # ``time`` is cut to the millisecond
+    latencies = sorted(
+        max(0.0, now - origin - float(t)) for now, _, ts in arrivals for t in ts.split()
+    )
     return {
         "duration_s": float(results[0]["duration_s"]),
-        "lines": len(arrivals),
+        "server_cpu_s": server_cpu,
+        "client_cpu_s": client_cpu,
+        "lines": len(latencies),
+        "frames": len(arrivals),
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "max_ms": 1000 * latencies[-1],
@@ -186,21 +225,32 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
 
 
 async def _measure(server: _Server, clients: int, repeats: int) -> dict[str, Any]:
-    alone: list[float] = []
+    alone: list[dict[str, Any]] = []
     watched: list[dict[str, Any]] = []
     for _ in range(repeats):
         alone.append(await _alone(server))
         watched.append(await _watched(server, clients))
-    base = statistics.median(alone)
-    with_clients = statistics.median(w["duration_s"] for w in watched)
+
+    def median(runs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(float(run[key]) for run in runs)
+
+    base, with_clients = median(alone, "duration_s"), median(watched, "duration_s")
     return {
-        "alone_s": alone,
+        "alone": alone,
         "watched": watched,
         "alone_median_s": base,
         "watched_median_s": with_clients,
         "overhead_pct": 100 * (with_clients - base) / base,
-        "p50_ms": statistics.median(w["p50_ms"] for w in watched),
-        "p99_ms": statistics.median(w["p99_ms"] for w in watched),
+        "overhead_pct_each": [
+            100 * (w["duration_s"] - a["duration_s"]) / a["duration_s"]
+            for a, w in zip(alone, watched, strict=True)
+        ],
+        "alone_server_cpu_s": median(alone, "server_cpu_s"),
+        "watched_server_cpu_s": median(watched, "server_cpu_s"),
+        "client_cpu_s": median(watched, "client_cpu_s"),
+        "p50_ms": median(watched, "p50_ms"),
+        "p99_ms": median(watched, "p99_ms"),
+        "frames": median(watched, "frames"),
     }
 
 
@@ -208,13 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serve_bench")
     parser.add_argument("--agents", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default="bench-results/serve_bench.json", metavar="PATH")
     args = parser.parse_args(argv)
     problem = check_report_path(args.json)
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as scratch:
         root = Path(scratch)
         server = _Server(_config(root / "agents.yaml", args.agents), root / "runs")
@@ -222,15 +273,27 @@ def main(argv: list[str] | None = None) -> int:
             figures = trio.run(_measure, server, args.clients, args.repeats)
         finally:
             server.stop()
+    load_after = os.getloadavg()
     verdict = "ok" if figures["overhead_pct"] <= 10 else "OVER the 10 % target"
+    each = ", ".join(f"{pct:+.0f}" for pct in figures["overhead_pct_each"])
+    watched = figures["watched"][0]
     rows = [
         ("agents", f"{args.agents:,}"),
         ("clients", f"{args.clients:,}"),
-        ("repeats", f"{args.repeats}"),
+        ("repeats (alternated)", f"{args.repeats}"),
+        ("load average (1 min) before, after", f"{load_before[0]:.2f}, {load_after[0]:.2f}"),
         ("run, no clients (median s)", f"{figures['alone_median_s']:.2f}"),
         (f"run, {args.clients} clients (median s)", f"{figures['watched_median_s']:.2f}"),
         ("run time overhead", f"{figures['overhead_pct']:+.1f} % ({verdict})"),
-        ("lines delivered per watched run (all clients)", f"{figures['watched'][0]['lines']:,}"),
+        ("run time overhead, each repeat (%)", each),
+        ("server CPU per run, no clients (median s)", f"{figures['alone_server_cpu_s']:.2f}"),
+        (
+            f"server CPU per run, {args.clients} clients (median s)",
+            f"{figures['watched_server_cpu_s']:.2f}",
+        ),
+        (f"clients' CPU per run, all {args.clients} (median s)", f"{figures['client_cpu_s']:.2f}"),
+        ("lines delivered per watched run (all clients)", f"{watched['lines']:,}"),
+        ("frames delivered per watched run (all clients)", f"{figures['frames']:,.0f}"),
         ("fan-out latency p50 (ms)", f"{figures['p50_ms']:.1f}"),
         ("fan-out latency p99 (ms)", f"{figures['p99_ms']:.1f}"),
     ]
@@ -242,12 +305,14 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "serve_bench",
         "machine": machine_info(),
+        "load_average": {"before": list(load_before), "after": list(load_after)},
         "parameters": {
             "agents": args.agents,
             "clients": args.clients,
             "repeats": args.repeats,
             "latency_s": 0.2,
             "visibility": "ring",
+            "client_read_bytes": _READ_BYTES,
         },
         "figures": figures,
         "target_overhead_pct": 10,

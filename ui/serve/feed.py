@@ -1,27 +1,38 @@
-"""RunFeed: one run's stream-json lines, written once and read by any number of watchers.
+"""RunFeed: one run's stream-json lines, written once and sent as the same frames to every
+watcher.
 
 The feed is a synchronous subscriber of the run's :class:`~actors.events.EventHub`. For each
 event it folds the event into a :class:`~actors.events.view.RunView` (the snapshot a late
 joiner gets first) and hands it to :class:`ui.headless.progress.StreamJson`, the encoder of
-``conclave run --output-format stream-json``, whose lines it appends to one list. So the
-lines every watcher gets are exactly the stream-json schema, each encoded once however many
-watch.
+``conclave run --output-format stream-json``. So the lines every watcher gets are exactly the
+stream-json schema.
+
+Fan-out costs per frame, not per line and client. The feed gathers the lines published since
+its last frame and *seals* them into one :class:`Frame`: joined once, encoded to UTF-8 once,
+and given its websocket header once (:func:`text_frame`), so the same ``bytes`` go to every
+watcher as they are. Its :meth:`RunFeed.flush_until_finished` task seals at once after a
+quiet spell and at most once per interval during a burst; the interval grows with the
+number of watchers (:meth:`RunFeed.interval`), so a run's fan-out sends at most about
+``fanout_rate`` frames a second in all, however many watch: their cost to the run stays
+bounded, and only their latency grows. A frame also seals when it reaches ``frame_bytes``.
 
 Publishing never waits and costs the run O(1) per line, whatever the number of watchers: a
-watcher is a cursor into the list, and its own task (:meth:`Watcher.take`) copies the lines
-it has not sent yet. A watcher that falls more than ``limit`` lines behind is dropped (its
-``on_drop`` is called, and the hub's :class:`~actors.events.SubscriberDropped` is recorded in
-the run's log); the run never waits for it. Lines every watcher has taken are let go of, so
-a feed holds at most about ``limit`` lines per watcher's lag.
+watcher is a cursor into the sealed frames, and its own task (:meth:`Watcher.take`) sends
+those it has not sent yet. A watcher that falls more than ``limit`` lines behind is dropped
+(its ``on_drop`` is called, and the hub's :class:`~actors.events.SubscriberDropped` is
+recorded in the run's log); the run never waits for it. Frames every watcher has taken are
+let go of, so a feed holds at most about ``limit`` lines per watcher's lag.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import struct
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import trio
 
 from actors.events import DomainEvent, DropCause, SubscriberDropped
@@ -30,11 +41,35 @@ from actors.run.result import RunResult
 from runtime import Event, LogOpened, converter
 from ui.headless.progress import StreamJson
 
-__all__ = ["SCAN_EVERY", "RunFeed", "Watcher"]
+__all__ = ["SCAN_EVERY", "Frame", "RunFeed", "Watcher", "text_frame"]
 
 SCAN_EVERY = 64
 """Lines published between two checks of the watchers' lag: a check walks every watcher,
 so doing it every 64 lines keeps publishing O(1) amortised."""
+
+
+def text_frame(payload: bytes) -> bytes:
+    """``payload`` (UTF-8 text) as one final, unmasked websocket text frame, as a server
+    sends it (RFC 6455 section 5.2): built once, sent to every watcher as it is."""
+    size = len(payload)
+    if size < 126:
+        head = struct.pack("!BB", 0x81, size)
+    elif size < 1 << 16:
+        head = struct.pack("!BBH", 0x81, 126, size)
+    else:
+        head = struct.pack("!BBQ", 0x81, 127, size)
+    return head + payload
+
+
+@attrs.frozen(kw_only=True)
+class Frame:
+    """Lines sealed together, shared by every watcher that sends them."""
+
+    first: int
+    """The number (since the feed began) of its first line."""
+    lines: int
+    wire: bytes
+    """The websocket frame: header, then the lines joined by ``\\n``, UTF-8."""
 
 
 class _Sink(io.StringIO):
@@ -56,11 +91,19 @@ class Watcher:
     """One watcher's place in a feed. Its task calls :meth:`wait` and :meth:`take`."""
 
     def __init__(
-        self, feed: RunFeed, cursor: int, limit: int, on_drop: Callable[[str], None], name: str
+        self,
+        feed: RunFeed,
+        cursor: int,
+        frame: int,
+        limit: int,
+        on_drop: Callable[[str], None],
+        name: str,
     ) -> None:
         self.feed = feed
         self.cursor = cursor
         """The number (since the feed began) of the next line to take."""
+        self.frame = frame
+        """The number (since the feed began) of the next frame to take."""
         self.limit = limit
         self.name = name
         self.taken = 0
@@ -74,25 +117,29 @@ class Watcher:
     @property
     def done(self) -> bool:
         """Every line is taken and the feed will publish no more."""
-        return self.feed.finished and self.cursor == self.feed.total
+        return self.feed.finished and self.frame == self.feed.sealed
 
     async def wait(self) -> None:
-        """Until there is a line to take, or the feed is finished."""
-        await self.feed._wait_past(self.cursor)
+        """Until there is a frame to take, or the feed is finished."""
+        await self.feed._wait_past(self.frame)
 
-    def take(self, max_bytes: int) -> list[str]:
-        """The lines not taken yet, oldest first, up to about ``max_bytes`` (at least one)."""
+    def take(self, max_bytes: int) -> bytes:
+        """The frames not taken yet, oldest first, up to about ``max_bytes`` (at least one
+        if there is one), as the bytes to send."""
         feed = self.feed
-        start = self.cursor - feed.base
+        frames = feed.frames
+        start = self.frame - feed.frame_base
         end = start
         size = 0
-        lines = feed.lines
-        while end < len(lines) and (end == start or size + len(lines[end]) <= max_bytes):
-            size += len(lines[end]) + 1
+        while end < len(frames) and (end == start or size + len(frames[end].wire) <= max_bytes):
+            size += len(frames[end].wire)
+            self.cursor += frames[end].lines
+            self.taken += frames[end].lines
             end += 1
-        self.cursor += end - start
-        self.taken += end - start
-        return lines[start:end]
+        self.frame += end - start
+        if end == start + 1:
+            return frames[start].wire
+        return b"".join(frame.wire for frame in frames[start:end])
 
     def close(self) -> None:
         """Stop watching (idempotent)."""
@@ -109,23 +156,44 @@ class Watcher:
 
 class RunFeed:
     """See the module docstring. Make it in the run's trio context, just before the run
-    opens (the stream's clock starts then), and subscribe :meth:`record` to the run's hub
-    for :attr:`kinds`."""
+    opens (the stream's clock starts then), subscribe :meth:`record` to the run's hub for
+    :attr:`kinds`, and run :meth:`flush_until_finished` beside the run."""
 
     kinds: tuple[type[Event], ...] = (DomainEvent, LogOpened)
 
-    def __init__(self, stream: StreamJson, *, record: Callable[[Event], None] | None = None):
+    def __init__(
+        self,
+        stream: StreamJson,
+        *,
+        record: Callable[[Event], None] | None = None,
+        flush_interval: float = 0.02,
+        fanout_rate: float = 2000.0,
+        frame_bytes: int = 256 * 1024,
+    ) -> None:
         self.view = RunView()
-        self.lines: list[str] = []
-        self.base = 0
-        """The number of the first line still held."""
+        self.pending: list[str] = []
+        """Lines published since the last frame, for the next one (kept only while
+        someone watches)."""
+        self.frames: list[Frame] = []
+        self.frame_base = 0
+        """The number of the first frame still held."""
+        self.sealed = 0
+        """The number of frames sealed since the feed began."""
         self.total = 0
+        """The number of lines published since the feed began."""
+        self.applied = 0
+        """The number of events folded into :attr:`view` (a snapshot's version)."""
         self.finished = False
         self.run_started: dict[str, Any] | None = None
         """The stream's ``run_started`` line, decoded, for late joiners' snapshots."""
         self.override_window: dict[str, Any] | None = None
         self.result_line: str | None = None
         """The ``result`` line, once the run is over (late subscribers get it)."""
+        self.flush_interval = flush_interval
+        self.fanout_rate = fanout_rate
+        self.frame_bytes = frame_bytes
+        self._pending_bytes = 0
+        self._sealed_at = float("-inf")
         self._last_line: str | None = None
         self._stream = stream
         stream.stream = _Sink(self._publish)
@@ -133,6 +201,7 @@ class RunFeed:
         self._watchers: set[Watcher] = set()
         self._changed = trio.Event()
         self._waiting = False
+        self._lines_waiting = trio.Event()
 
     @property
     def next_seq(self) -> int:
@@ -142,6 +211,13 @@ class RunFeed:
     @property
     def watchers(self) -> int:
         return len(self._watchers)
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two frames during a burst: ``flush_interval``, or longer when so
+        many watch that frames that often would make more than ``fanout_rate`` sends a
+        second (100 watchers at 2,000 a second: a frame every 50 ms)."""
+        return max(self.flush_interval, len(self._watchers) / self.fanout_rate)
 
     def bind(self, record: Callable[[Event], None] | None) -> None:
         """Where to record :class:`SubscriberDropped`: the run's actor system while the run
@@ -153,6 +229,7 @@ class RunFeed:
     def record(self, event: Event) -> None:
         """The hub's synchronous subscriber: fold ``event`` in and publish its line."""
         self.view.apply(event)
+        self.applied += 1
         self._stream.record(event)
 
     def note(self, line: str) -> None:
@@ -160,28 +237,56 @@ class RunFeed:
         self._publish(line)
 
     def finish(self, result: RunResult) -> None:
-        """The run is over: publish its ``result`` line, the last."""
+        """The run is over: publish its ``result`` line, the last, and seal what is left."""
         if self.finished:
             return
         self._stream.finish(result)
         self.result_line = self._last_line
+        self._seal()
         self.finished = True
         self.override_window = None
+        self._lines_waiting.set()
         self._wake()
+
+    async def flush_until_finished(self) -> None:
+        """Seal the lines published into frames, at once after a quiet spell and at most
+        once per :attr:`interval` during a burst, until the feed is finished. Cancelled, it
+        just stops: :meth:`finish` seals what is left."""
+        while not self.finished:
+            await self._lines_waiting.wait()
+            await trio.sleep_until(self._sealed_at + self.interval)
+            self._seal()
 
     def _publish(self, line: str) -> None:
         if self.run_started is None and line.startswith('{"type": "run_started"'):
             self.run_started = json.loads(line)
         self._last_line = line
-        if self._watchers:
-            self.lines.append(line)
-        else:
-            self.base += 1  # nobody would read it; late joiners start from a snapshot
         self.total += 1
-        if self._waiting:
-            self._wake()
+        if self._watchers:
+            self.pending.append(line)
+            self._pending_bytes += len(line) + 1
+            if self._pending_bytes >= self.frame_bytes:
+                self._seal()
+            elif len(self.pending) == 1:
+                self._lines_waiting.set()
         if self.total % SCAN_EVERY == 0:
             self._scan()
+
+    def _seal(self) -> None:
+        """The pending lines become one frame, and the watchers waiting are woken."""
+        if self._lines_waiting.is_set():
+            self._lines_waiting = trio.Event()
+        if not self.pending:
+            return
+        self._sealed_at = trio.current_time()
+        payload = "\n".join(self.pending).encode("utf-8")
+        first = self.total - len(self.pending)
+        self.frames.append(Frame(first=first, lines=len(self.pending), wire=text_frame(payload)))
+        self.sealed += 1
+        self.pending = []
+        self._pending_bytes = 0
+        if self._waiting:
+            self._wake()
 
     def _wake(self) -> None:
         self._waiting = False
@@ -189,14 +294,14 @@ class RunFeed:
         self._changed = trio.Event()
 
     def _scan(self) -> None:
-        """Drop the watchers that fell too far behind; let go of lines all have taken."""
+        """Drop the watchers that fell too far behind; let go of frames all have taken."""
         for watcher in [w for w in self._watchers if w.lag > w.limit]:
             self._record_drop(watcher)
             watcher._drop()
-        oldest = min((w.cursor for w in self._watchers), default=self.total)
-        if oldest > self.base:
-            del self.lines[: oldest - self.base]
-            self.base = oldest
+        oldest = min((w.frame for w in self._watchers), default=self.sealed)
+        if oldest > self.frame_base:
+            del self.frames[: oldest - self.frame_base]
+            self.frame_base = oldest
 
     def _record_drop(self, watcher: Watcher) -> None:
         if self._record is None:
@@ -211,8 +316,8 @@ class RunFeed:
             )
         )
 
-    async def _wait_past(self, cursor: int) -> None:
-        while cursor >= self.total and not self.finished:
+    async def _wait_past(self, frame: int) -> None:
+        while frame >= self.sealed and not self.finished:
             self._waiting = True
             await self._changed.wait()
 
@@ -220,11 +325,13 @@ class RunFeed:
 
     def watch(self, *, limit: int, on_drop: Callable[[str], None], name: str) -> Watcher:
         """A watcher from the next line on. Take :meth:`snapshot` in the same step (no
-        checkpoint between): the snapshot and the lines that follow then fit exactly."""
-        watcher = Watcher(self, self.total, limit, on_drop, name)
+        checkpoint between): the snapshot and the lines that follow then fit exactly.
+        The lines pending are sealed first: they are for the watchers before it."""
+        self._seal()
+        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name)
         if not self._watchers:
-            self.base = self.total
-            self.lines.clear()
+            self.frame_base = self.sealed
+            self.frames.clear()
         self._watchers.add(watcher)
         return watcher
 

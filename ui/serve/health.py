@@ -10,6 +10,7 @@ and an upgrade is handed to trio-websocket on a stream that replays the bytes al
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -90,10 +91,15 @@ async def respond_json(
 
 
 class ReplayStream(trio.abc.Stream):
-    """``stream``, with ``prefix`` received first: the head :func:`read_head` consumed."""
+    """``stream``, with ``prefix`` received first: the head :func:`read_head` consumed.
+
+    Every send holds :attr:`sending`, so whole websocket frames built elsewhere (a run's
+    shared frames, :func:`ui.serve.feed.text_frame`) can be sent with :meth:`send_frames`
+    between trio-websocket's own, never inside one."""
 
     def __init__(self, stream: trio.abc.Stream, prefix: bytes) -> None:
         self.stream = stream
+        self.sending = trio.StrictFIFOLock()
         self._prefix = prefix
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
@@ -105,7 +111,18 @@ class ReplayStream(trio.abc.Stream):
         return bytes(await self.stream.receive_some(max_bytes))
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.stream.send_all(data)
+        async with self.sending:
+            await self.stream.send_all(data)
+
+    async def send_frames(self, frames: bytes, *, still_open: Callable[[], bool]) -> bool:
+        """Send ``frames`` (whole websocket frames) unless ``still_open()`` says, once no
+        other send is in progress, that the connection is closing (then ``False``: nothing
+        may follow a close frame). Raises what :meth:`send_all` raises."""
+        async with self.sending:
+            if not still_open():
+                return False
+            await self.stream.send_all(frames)
+            return True
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.stream.wait_send_all_might_not_block()

@@ -441,6 +441,19 @@ def encode_server(message: ServerMessage) -> str:
     return json_line({"type": message.type, **_wire.unstructure(message)})
 
 
+def with_request_id(line: str, request_id: str | None) -> str:
+    """``line`` (an encoded server message whose ``request_id`` is null) with
+    ``request_id`` instead: one encoding of a large message (a snapshot) serves every client
+    that asks at the same point. The first ``"request_id": null`` is the field itself: the
+    fields before it (``type``, ``run_id``) are strings, whose quotes JSON escapes."""
+    if request_id is None:
+        return line
+    head, found, tail = line.partition('"request_id": null')
+    assert found, "the line has no null request_id"
+    field = json_line({"request_id": request_id})[1:-1]
+    return f"{head}{field}{tail}"
+
+
 def encode_client(message: ClientMessage) -> str:
     """``message`` as a client sends it (for Python clients and tests)."""
     return json_line({"type": message.type, **_wire.unstructure(message)})

@@ -41,7 +41,15 @@ from config.schema import ConclaveConfig
 from runtime import ConclaveRuntimeError
 from ui.headless.progress import RunClock, StreamJson
 from ui.serve.feed import RunFeed
-from ui.serve.protocol import ErrorCode, OverrideWindow, ProtocolError, StartRun, encode_server
+from ui.serve.protocol import (
+    ErrorCode,
+    OverrideWindow,
+    ProtocolError,
+    Snapshot,
+    StartRun,
+    encode_server,
+    with_request_id,
+)
 
 __all__ = ["RunRegistry", "ServeSettings", "ServedRun"]
 
@@ -64,9 +72,12 @@ class ServeSettings:
     client_buffer: int = 8192
     """Lines a client may have unread in a run's feed before it is dropped."""
     flush_interval: float = 0.02
-    """A client's lines are sent at once after a quiet spell, and at most once per this many
-    seconds during a burst (coalesced into one frame): 100 clients of a 1,000-agent run
-    cost hundreds of frames a second, not a million."""
+    """A run's lines are sent at once after a quiet spell, and at most once per this many
+    seconds during a burst (coalesced into one frame, the same for every watcher)."""
+    fanout_rate: float = 2000.0
+    """Frames a second a run sends to all its watchers together, at most, during a burst:
+    with more watchers than ``fanout_rate * flush_interval`` (40), frames come further
+    apart (100 watchers: every 50 ms), so the fan-out's cost to the run stays bounded."""
     frame_bytes: int = 256 * 1024
     """About the most a frame holds (a longer line goes alone)."""
     auth_timeout: float = 10.0
@@ -106,6 +117,7 @@ class ServedRun:
         self.result: RunResult | None = None
         self.ended = trio.Event()
         self._cancel_asked = False
+        self._snapshot: tuple[tuple[int, int, bool, bool], str] | None = None
 
     @property
     def history(self) -> tuple[Turn, ...]:
@@ -127,6 +139,25 @@ class ServedRun:
             "task": self.spec.task,
             "status": "ended" if self.result is not None else "running",
         }
+
+    def snapshot_line(self, request_id: str | None) -> str:
+        """The ``snapshot`` line for a client subscribing now. Encoded once for every client
+        that subscribes at the same point of the run: a 1,000-agent view takes tens of
+        milliseconds to encode, and a hundred clients often subscribe at once."""
+        feed = self.feed
+        key = (feed.applied, feed.total, feed.finished, feed.override_window is not None)
+        if self._snapshot is None or self._snapshot[0] != key:
+            snapshot = Snapshot(
+                run_id=self.run_id,
+                request_id=None,
+                next_seq=feed.next_seq,
+                view=feed.snapshot(),
+                run_started=feed.run_started,
+                override_window=feed.override_window,
+                ended=feed.finished,
+            )
+            self._snapshot = (key, encode_server(snapshot))
+        return with_request_id(self._snapshot[1], request_id)
 
     def cancel(self) -> None:
         """End the run now with its best answer so far; before it has opened, as soon as
@@ -255,7 +286,13 @@ class RunRegistry:
         stream = StreamJson(
             io.StringIO(), spec=spec, run_id=run_id, include_partial=False, clock=RunClock()
         )
-        run = ServedRun(run_id=run_id, spec=spec, feed=RunFeed(stream), hub=hub)
+        feed = RunFeed(
+            stream,
+            flush_interval=self.settings.flush_interval,
+            fanout_rate=self.settings.fanout_rate,
+            frame_bytes=self.settings.frame_bytes,
+        )
+        run = ServedRun(run_id=run_id, spec=spec, feed=feed, hub=hub)
         if request.override_window:
             run.spec = attrs.evolve(spec, human=_ClientGate(run, request.decision_timeout))
         self._runs[run_id] = run
@@ -263,6 +300,7 @@ class RunRegistry:
         self._idle = trio.Event() if self._active == 1 else self._idle
         self._forget_old()
         self._nursery.start_soon(self._drive, run)
+        self._nursery.start_soon(feed.flush_until_finished)
         self._say(f"run {run_id} started: {_short(request.task)}")
         return run
 

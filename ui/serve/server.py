@@ -59,7 +59,6 @@ from ui.serve.protocol import (
     Override,
     ProtocolError,
     ServerMessage,
-    Snapshot,
     StartRun,
     Subscribe,
     Unsubscribe,
@@ -146,12 +145,13 @@ class Server:
             if not head.upgrade:
                 await _quietly(self._plain(stream, head.method, head.path))
                 return
+            replay = ReplayStream(stream, head.data)
             async with trio.open_nursery() as nursery:
                 request = await wrap_server_stream(
-                    nursery, ReplayStream(stream, head.data), max_message_size=MAX_CLIENT_MESSAGE
+                    nursery, replay, max_message_size=MAX_CLIENT_MESSAGE
                 )
                 try:
-                    await self._handshake(request, stream)
+                    await self._handshake(request, replay)
                 finally:
                     nursery.cancel_scope.cancel()
 
@@ -165,7 +165,7 @@ class Server:
         else:
             await respond_json(stream, 200, self.health(), head_only=head_only)
 
-    async def _handshake(self, request: WebSocketRequest, stream: trio.SocketStream) -> None:
+    async def _handshake(self, request: WebSocketRequest, stream: ReplayStream) -> None:
         """Check the handshake; accept it and serve the session, or reject it."""
         settings = self.settings
         origin = refused_origin(request.headers, settings.allowed_origins)
@@ -241,7 +241,7 @@ class Session:
     """One authenticated client connection; see the module docstring."""
 
     def __init__(
-        self, server: Server, ws: WebSocketConnection, stream: trio.SocketStream, *, name: str
+        self, server: Server, ws: WebSocketConnection, stream: ReplayStream, *, name: str
     ) -> None:
         self.server = server
         self.ws = ws
@@ -348,7 +348,7 @@ class Session:
                     f"already subscribed to run {run.run_id!r}",
                     request_id=rid,
                 )
-            self._subscribe(run, [encode_server(self._snapshot(run, rid))])
+            self._subscribe(run, [run.snapshot_line(rid)])
         elif isinstance(message, Unsubscribe):
             subscription = self.subscriptions.pop(message.run_id, None)
             if subscription is None:
@@ -366,18 +366,6 @@ class Session:
             run = registry.get(message.run_id, request_id=rid)
             assert self._nursery is not None
             self._nursery.start_soon(self._decide, run, message)
-
-    def _snapshot(self, run: ServedRun, request_id: str | None) -> Snapshot:
-        feed = run.feed
-        return Snapshot(
-            run_id=run.run_id,
-            request_id=request_id,
-            next_seq=feed.next_seq,
-            view=feed.snapshot(),
-            run_started=feed.run_started,
-            override_window=feed.override_window,
-            ended=feed.finished,
-        )
 
     async def _decide(self, run: ServedRun, message: Override | Continue) -> None:
         agent = message.agent if isinstance(message, Override) else None
@@ -434,22 +422,18 @@ class Session:
         client is dropped or leaves."""
         settings = self.server.settings
         watcher = subscription.watcher
-        next_flush = 0.0
         try:
             if not await self._send(subscription.preamble):
                 return
-            while not watcher.done:
+            while not watcher.done and not subscription.stopped:
                 subscription.waiting = trio.CancelScope()
                 with subscription.waiting:
                     await watcher.wait()
-                    await trio.sleep_until(next_flush)
                 if subscription.stopped or watcher.dropped is not None or self._expelled:
                     return
-                lines = watcher.take(settings.frame_bytes)
-                if lines:
-                    next_flush = trio.current_time() + settings.flush_interval
-                    if not await self._send(lines):
-                        return
+                frames = watcher.take(settings.frame_bytes)
+                if frames and not await self._send_frames(frames):
+                    return
         finally:
             watcher.close()
             if self.subscriptions.get(subscription.run.run_id) is subscription:
@@ -466,6 +450,19 @@ class Session:
         except ConnectionClosed:
             return False
         return self._expelled is None
+
+    async def _send_frames(self, frames: bytes) -> bool:
+        """A run's frames, as the feed built them; ``False`` as :meth:`_send`."""
+        if self._expelled is not None:
+            return False
+        try:
+            sent = await self._stream.send_frames(frames, still_open=self._open)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return sent and self._expelled is None
+
+    def _open(self) -> bool:
+        return self.ws.closed is None
 
     def _expel(self, reason: str) -> None:
         """Drop this client (it reads too slowly): from the feed's scan or a full reply
