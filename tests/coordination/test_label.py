@@ -24,6 +24,17 @@ def test_labels_order_by_agent_number_then_answer_not_as_text() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("a", "b"), [("agent2.1", "agent2.2"), ("agent2.9", "agent2.10"), ("agent2.5", "agent10.1")]
+)
+def test_every_comparison_orders_by_agent_then_answer(a: str, b: str) -> None:
+    low, high = Label.parse(a), Label.parse(b)
+
+    assert (low < high, low <= high, low > high, low >= high) == (True, True, False, False)
+    assert (high < low, high <= low, high > low, high >= low) == (False, False, True, True)
+    assert (low <= low, low >= low, low < low, low > low) == (True, True, False, False)
+
+
 def test_a_label_is_made_from_an_anonymous_id_and_an_answer_number() -> None:
     assert str(Label.of(anonymous_id(4), 2)) == "agent4.2"
 
