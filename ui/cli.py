@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
 import signal
 import sys
@@ -273,6 +274,51 @@ def _normalise(argv: list[str]) -> list[str]:
     return ["repl"] if sys.stdin is not None else argv
 
 
+def _refuse_misspelt_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """``conclave valdate x.yaml`` would otherwise run "valdate x.yaml" as a task, which costs
+    API calls with a real config: a first word close to a command, and not itself a command,
+    is refused with the command it resembles."""
+    if not argv or argv[0].startswith("-") or any(ch.isspace() for ch in argv[0]):
+        return
+    commands = list(_subcommand_names(parser))
+    if argv[0] in commands:
+        return
+    close = difflib.get_close_matches(argv[0], commands, n=1, cutoff=0.75)
+    if close:
+        raise _UsageError(
+            parser,
+            f"unknown command '{argv[0]}'; did you mean '{close[0]}'? "
+            f'(to run it as a task: conclave run "{" ".join(argv)}")',
+        )
+
+
+def _subcommand_names(parser: argparse.ArgumentParser) -> Iterator[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices
+
+
+def _subcommand_parser(
+    parser: argparse.ArgumentParser, command: str | None
+) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen: argparse.ArgumentParser = action.choices[command]
+            return chosen
+    return parser
+
+
+def _closest_option(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """`` (did you mean --agents?)`` for the first unknown option near one of ``parser``'s."""
+    options = [o for action in parser._actions for o in action.option_strings]
+    for arg in unknown:
+        if arg.startswith("--"):
+            close = difflib.get_close_matches(arg.partition("=")[0], options, n=1, cutoff=0.7)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
+
+
 def _wants_json(argv: list[str]) -> bool:
     """Whether the command line asks for ``--output-format json``: known before parsing, so
     that a line argparse refuses still gets its error as JSON."""
@@ -369,7 +415,15 @@ def _stop_signals_raise() -> Iterator[None]:
 
 def _dispatch(args_list: list[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(_normalise(args_list))
+    _refuse_misspelt_command(parser, args_list)
+    args, unknown = parser.parse_known_args(_normalise(args_list))
+    if unknown:
+        # Said by the command's own parser (its usage, not the top level's), with the
+        # closest option when one is near: argparse alone names neither.
+        chosen = _subcommand_parser(parser, getattr(args, "command", None))
+        chosen.error(
+            f"unrecognized arguments: {' '.join(unknown)}{_closest_option(chosen, unknown)}"
+        )
     if args.command != "repl":  # the REPL tunes it once its runtime is loaded (start-up time)
         from runtime.gc_tuning import tune_gc_for_actors
 

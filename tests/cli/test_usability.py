@@ -130,3 +130,32 @@ def test_the_help_imports_nothing_heavy_so_it_starts_fast(tmp_path: Path) -> Non
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_misspelt_command_is_refused_with_the_command_it_resembles_not_run_as_a_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["valdate", "conclave.yaml"])
+
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE
+    assert "unknown command 'valdate'; did you mean 'validate'?" in err
+    assert 'conclave run "valdate conclave.yaml"' in err
+
+
+def test_a_one_word_task_far_from_every_command_still_runs(
+    fast_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["Paperclips", "--config", str(fast_config)]) == ExitCode.OK
+
+
+def test_a_misspelt_option_is_refused_by_its_commands_parser_with_the_closest_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["run", "--agnets", "3", TASK])
+
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE
+    assert err.startswith("usage: conclave run ")
+    assert "conclave run: error: unrecognized arguments: --agnets" in err
+    assert "(did you mean --agents?)" in err
