@@ -185,6 +185,41 @@ def test_an_omitted_key_whose_variable_is_unset_is_a_warning(
     assert "neither is the environment variable OPENAI_API_KEY" in warning["message"]
 
 
+def test_a_run_in_which_no_agent_has_a_key_is_refused_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    backend = {"type": "openai", "model": "m"}
+    cfg = _write(
+        tmp_path / "c.yaml", [{"id": "a", "backend": backend}, {"id": "b", "backend": backend}]
+    )
+
+    code = main(["run", "--config", str(cfg), "--log-dir", str(tmp_path / "run"), TASK])
+
+    assert code == ExitCode.USAGE
+    assert "no API key for 2 agents (a, b)" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_a_run_in_which_some_agents_have_no_key_goes_on_without_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scripted = {"type": "scripted", "latency": 0}
+    agents = [
+        {"id": "a", "backend": {"type": "openai", "model": "m"}},
+        {"id": "b", "backend": scripted},
+        {"id": "c", "backend": scripted},
+    ]
+    cfg = _write(tmp_path / "c.yaml", agents)
+
+    code = main(["run", "--config", str(cfg), "--output-format", "json", TASK])
+
+    result = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.OK
+    assert "no API key" in result["failed_agents"]["a"]
+
+
 def test_no_key_warning_when_the_variable_is_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,6 +53,7 @@ from ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
 from ui.exit_codes import ExitCode
 from ui.headless.flags import UsageError, resolve_config
 from ui.headless.result import display_path, plural
+from ui.headless.validate import check_some_agent_has_a_key
 
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
 
@@ -238,6 +239,8 @@ def _for_mode(config: ConclaveConfig, mode: ModeName, args: argparse.Namespace) 
             config, orchestrator=attrs.evolve(config.orchestrator, final_answer_strategy=strategy)
         )
     check_runnable(config, source=args.config)
+    if args.config is not None:
+        check_some_agent_has_a_key(config, source=args.config)
     return config
 
 

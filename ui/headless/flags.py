@@ -158,6 +158,10 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
         )
     # The same checks ``conclave validate`` makes, on the config as the run will use it.
     check_runnable(config, source=args.config)
+    if args.config is not None:
+        from ui.headless.validate import check_some_agent_has_a_key
+
+        check_some_agent_has_a_key(config, source=args.config)
     if args.config is None:
         print(
             f"conclave: no --config given; running {plural(len(config.agents), 'scripted agent')} "

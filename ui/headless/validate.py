@@ -158,16 +158,37 @@ def _summary(config: ConclaveConfig) -> str:
     )
 
 
-def _missing_keys(loaded: LoadedConfig, source: str, environ: Mapping[str, str]) -> list[Problem]:
-    """One warning per environment variable that agents need and nobody set."""
+def check_some_agent_has_a_key(config: ConclaveConfig, *, source: str | None) -> None:
+    """Before a run: raise :class:`ConfigError` when no agent could make a single call for
+    want of a key (every agent on a network backend, none with a key), so a run that cannot
+    work does not start; when only some lack one, the run excludes those, saying why, and
+    goes on with the others (a mixed panel keeps its working half)."""
+    if not config.agents or not all(
+        isinstance(a.backend, HttpBackendConfig) for a in config.agents
+    ):
+        return
+    needing = _needing_keys(config, os.environ)
+    if sum(map(len, needing.values())) == len(config.agents):
+        loaded = LoadedConfig(config=config, source=source or "config")
+        raise ConfigError(problems=_missing_keys(loaded, source or "config", os.environ))
+
+
+def _needing_keys(config: ConclaveConfig, environ: Mapping[str, str]) -> dict[str, list[int]]:
+    """Environment variable → the indexes of the agents that need it and have no key."""
     needing: dict[str, list[int]] = {}
-    for index, agent in enumerate(loaded.config.agents):
+    for index, agent in enumerate(config.agents):
         backend = agent.backend
         if not isinstance(backend, HttpBackendConfig):
             continue
         key = resolve_key(backend, environ)
         if key_status(key, backend.endpoint_url()) is KeyStatus.MISSING:
             needing.setdefault(backend.api_key_env, []).append(index)
+    return needing
+
+
+def _missing_keys(loaded: LoadedConfig, source: str, environ: Mapping[str, str]) -> list[Problem]:
+    """One warning per environment variable that agents need and nobody set."""
+    needing = _needing_keys(loaded.config, environ)
     found = []
     for variable, indexes in needing.items():
         ids = [loaded.config.agents[i].id for i in indexes]

@@ -510,6 +510,10 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
                 orchestrator = attrs.evolve(config.orchestrator, visibility=args.visibility)
                 config = attrs.evolve(config, orchestrator=orchestrator)
             check_runnable(config, source=args.config)
+            if args.config is not None:
+                from ui.headless.validate import check_some_agent_has_a_key
+
+                check_some_agent_has_a_key(config, source=args.config)
         except ConfigError as exc:
             raise _UsageError(str(exc)) from None
     if args.agent is not None:
