@@ -109,4 +109,10 @@ def parse_context_flag(text: str) -> ContextPath:
     if path.endswith(":r"):
         path = path[:-2]
     permission = ContextPermission.WRITE if writable else ContextPermission.READ
+    head, colon, suffix = path.rpartition(":")
+    if colon and suffix and "/" not in suffix and not Path(path).exists() and Path(head).exists():
+        raise ValueError(
+            f"{path!r}: ':{suffix}' is not a permission; write PATH for read-only or PATH:w "
+            "for writable"
+        )
     return ContextPath(path=Path(path), permission=permission)

@@ -88,6 +88,11 @@ def test_a_context_flag_naming_a_missing_path_is_a_usage_error(
     assert "--context: context path" in capsys.readouterr().err
 
 
+def test_a_context_flag_with_a_suffix_other_than_w_names_the_two_forms(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="':rw' is not a permission; write PATH for read-only"):
+        parse_context_flag(f"{tmp_path}:rw")
+
+
 def test_no_context_paths_and_no_tools_switch_means_no_tools() -> None:
     config = parse_config({"agents": [{"id": "a"}]})
 

@@ -117,7 +117,7 @@ def progress_lines(
     tokens = sum(a.input_tokens + a.output_tokens for a in agents)
     head = (
         f"{status or 'Running'} · {elapsed:.1f}s · {plural(calls, 'LLM call')} · "
-        f"{tokens:,} tokens · {len(view.answers):,} answers"
+        f"{tokens:,} tokens · {plural(len(view.answers), 'answer')}"
     )
     lines: StyleAndTextTuples = [("class:progress.head", head + "\n")]
     name_width = min(24, max((len(a.agent) for a in agents[:MAX_PROGRESS_ROWS]), default=0))
