@@ -41,7 +41,7 @@ from actors.run.result import RunResult
 from runtime import Event, LogOpened, converter
 from ui.headless.progress import StreamJson
 
-__all__ = ["SCAN_EVERY", "Frame", "RunFeed", "Watcher", "text_frame"]
+__all__ = ["SCAN_EVERY", "Capture", "Frame", "RunFeed", "Watcher", "text_frame"]
 
 SCAN_EVERY = 64
 """Lines published between two checks of the watchers' lag: a check walks every watcher,
@@ -72,6 +72,21 @@ class Frame:
     """The websocket frame: header, then the lines joined by ``\\n``, UTF-8."""
 
 
+@attrs.frozen(kw_only=True, eq=False)
+class Capture:
+    """What a ``snapshot`` says, captured at a frame boundary: the lines from
+    :attr:`next_seq` on follow it without a gap. One capture serves every client that
+    joins at that boundary (a 1,000-agent view is hundreds of kilobytes of JSON)."""
+
+    next_seq: int
+    view: dict[str, Any]
+    """The run as a :class:`~actors.events.view.RunView`, JSON-ready (see
+    :meth:`RunFeed.snapshot`)."""
+    run_started: dict[str, Any] | None
+    override_window: dict[str, Any] | None
+    ended: bool
+
+
 class _Sink(io.StringIO):
     """Where :class:`StreamJson` writes: each line, as written, goes to the feed."""
 
@@ -88,7 +103,12 @@ class _Sink(io.StringIO):
 
 
 class Watcher:
-    """One watcher's place in a feed. Its task calls :meth:`wait` and :meth:`take`."""
+    """One watcher's place in a feed. Its task calls :meth:`wait` and :meth:`take`.
+
+    A watcher given a :attr:`write` (:meth:`RunFeed.watch`) that is waiting, caught up,
+    gets each new frame written for it when the frame is sealed, without its task waking:
+    its task wakes only when a frame could not be written whole (the client's socket is
+    full, or another send is in progress), when the feed finishes, or when it is dropped."""
 
     def __init__(
         self,
@@ -98,16 +118,29 @@ class Watcher:
         limit: int,
         on_drop: Callable[[str], None],
         name: str,
+        write: Callable[[bytes], int | None] | None,
     ) -> None:
         self.feed = feed
         self.cursor = cursor
         """The number (since the feed began) of the next line to take."""
         self.frame = frame
         """The number (since the feed began) of the next frame to take."""
+        self.sent = 0
+        """Bytes of frame :attr:`frame` already written (by :meth:`offer`)."""
         self.limit = limit
         self.name = name
+        self.write = write
+        """Write bytes to the client now if it can be done without waiting: how many were
+        written (0 if the socket is full), or ``None`` if nothing may be written now."""
         self.taken = 0
         self.dropped: str | None = None
+        self.snapshot: Capture | None = None
+        """For a watcher that joined (:meth:`RunFeed.join`): where it starts."""
+        self.admitted = trio.Event()
+        """Set once the watcher is in the feed (at once, unless it joined)."""
+        self.parked = False
+        """Its task is in :meth:`wait`, caught up."""
+        self._ready = trio.Event()
         self._on_drop = on_drop
 
     @property
@@ -120,12 +153,23 @@ class Watcher:
         return self.feed.finished and self.frame == self.feed.sealed
 
     async def wait(self) -> None:
-        """Until there is a frame to take, or the feed is finished."""
-        await self.feed._wait_past(self.frame)
+        """Until there is a frame to take, or the feed is finished; a checkpoint even if
+        there is one already (a watcher catching up never starves the run)."""
+        feed = self.feed
+        if self.frame < feed.sealed or feed.finished:
+            await trio.lowlevel.checkpoint()
+            return
+        self.parked = True
+        try:
+            await self._ready.wait()
+        finally:
+            self.parked = False
+            self._ready = trio.Event()
 
     def take(self, max_bytes: int) -> bytes:
-        """The frames not taken yet, oldest first, up to about ``max_bytes`` (at least one
-        if there is one), as the bytes to send."""
+        """The frames not taken yet (less what :meth:`offer` wrote of the first), oldest
+        first, up to about ``max_bytes`` (at least one if there is one), as the bytes to
+        send."""
         feed = self.feed
         frames = feed.frames
         start = self.frame - feed.frame_base
@@ -137,13 +181,35 @@ class Watcher:
             self.taken += frames[end].lines
             end += 1
         self.frame += end - start
-        if end == start + 1:
+        sent, self.sent = self.sent, 0
+        if end == start + 1 and not sent:
             return frames[start].wire
-        return b"".join(frame.wire for frame in frames[start:end])
+        return b"".join(frame.wire for frame in frames[start:end])[sent:]
+
+    def offer(self, frame: Frame) -> None:
+        """``frame`` was just sealed: write it now if this watcher is parked, caught up, and
+        its client takes it; otherwise wake the task to send it."""
+        if not self.parked:
+            return
+        if self.write is not None and self.frame == self.feed.sealed - 1 and not self.sent:
+            written = self.write(frame.wire)
+            if written == len(frame.wire):
+                self.frame += 1
+                self.cursor += frame.lines
+                self.taken += frame.lines
+                return
+            self.sent = written or 0
+        self._ready.set()
+
+    def wake(self) -> None:
+        """Let the task out of :meth:`wait` (the feed finished)."""
+        self._ready.set()
 
     def close(self) -> None:
         """Stop watching (idempotent)."""
         self.feed._watchers.discard(self)
+        if self in self.feed._joiners:
+            self.feed._joiners.remove(self)
 
     def _drop(self) -> None:
         self.dropped = (
@@ -199,9 +265,10 @@ class RunFeed:
         stream.stream = _Sink(self._publish)
         self._record = record
         self._watchers: set[Watcher] = set()
-        self._changed = trio.Event()
-        self._waiting = False
-        self._lines_waiting = trio.Event()
+        self._work = trio.Event()
+        """Set when there are lines to seal or watchers to admit: the flusher's cue."""
+        self._joiners: list[Watcher] = []
+        self._capture: tuple[tuple[int, int, bool, bool], Capture] | None = None
 
     @property
     def next_seq(self) -> int:
@@ -237,25 +304,31 @@ class RunFeed:
         self._publish(line)
 
     def finish(self, result: RunResult) -> None:
-        """The run is over: publish its ``result`` line, the last, and seal what is left."""
+        """The run is over: publish its ``result`` line, the last, and seal what is left.
+        The watchers still joining are let in first: the ``result`` line is their first."""
         if self.finished:
             return
+        self._seal()
+        self._admit()
         self._stream.finish(result)
         self.result_line = self._last_line
         self._seal()
         self.finished = True
         self.override_window = None
-        self._lines_waiting.set()
-        self._wake()
+        self._work.set()
+        for watcher in list(self._watchers):
+            watcher.wake()
 
     async def flush_until_finished(self) -> None:
-        """Seal the lines published into frames, at once after a quiet spell and at most
-        once per :attr:`interval` during a burst, until the feed is finished. Cancelled, it
-        just stops: :meth:`finish` seals what is left."""
+        """Seal the lines published into frames, and let in the watchers joining, at once
+        after a quiet spell and at most once per :attr:`interval` during a burst, until the
+        feed is finished. Cancelled, it just stops: :meth:`finish` does the rest."""
         while not self.finished:
-            await self._lines_waiting.wait()
+            await self._work.wait()
             await trio.sleep_until(self._sealed_at + self.interval)
+            self._work = trio.Event()
             self._seal()
+            self._admit()
 
     def _publish(self, line: str) -> None:
         if self.run_started is None and line.startswith('{"type": "run_started"'):
@@ -268,30 +341,24 @@ class RunFeed:
             if self._pending_bytes >= self.frame_bytes:
                 self._seal()
             elif len(self.pending) == 1:
-                self._lines_waiting.set()
+                self._work.set()
         if self.total % SCAN_EVERY == 0:
             self._scan()
 
     def _seal(self) -> None:
         """The pending lines become one frame, and the watchers waiting are woken."""
-        if self._lines_waiting.is_set():
-            self._lines_waiting = trio.Event()
         if not self.pending:
             return
         self._sealed_at = trio.current_time()
         payload = "\n".join(self.pending).encode("utf-8")
         first = self.total - len(self.pending)
-        self.frames.append(Frame(first=first, lines=len(self.pending), wire=text_frame(payload)))
+        frame = Frame(first=first, lines=len(self.pending), wire=text_frame(payload))
+        self.frames.append(frame)
         self.sealed += 1
         self.pending = []
         self._pending_bytes = 0
-        if self._waiting:
-            self._wake()
-
-    def _wake(self) -> None:
-        self._waiting = False
-        self._changed.set()
-        self._changed = trio.Event()
+        for watcher in list(self._watchers):
+            watcher.offer(frame)
 
     def _scan(self) -> None:
         """Drop the watchers that fell too far behind; let go of frames all have taken."""
@@ -316,24 +383,71 @@ class RunFeed:
             )
         )
 
-    async def _wait_past(self, frame: int) -> None:
-        while frame >= self.sealed and not self.finished:
-            self._waiting = True
-            await self._changed.wait()
-
     # ------------------------------------------------------------------ reading
 
-    def watch(self, *, limit: int, on_drop: Callable[[str], None], name: str) -> Watcher:
-        """A watcher from the next line on. Take :meth:`snapshot` in the same step (no
-        checkpoint between): the snapshot and the lines that follow then fit exactly.
-        The lines pending are sealed first: they are for the watchers before it."""
+    def watch(
+        self,
+        *,
+        limit: int,
+        on_drop: Callable[[str], None],
+        name: str,
+        write: Callable[[bytes], int | None] | None = None,
+    ) -> Watcher:
+        """A watcher from the next line on, at once. Take :meth:`capture` in the same step
+        (no checkpoint between) if it needs one: the snapshot and the lines that follow then
+        fit exactly. The lines pending are sealed first: they are for the watchers before."""
         self._seal()
-        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name)
+        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name, write)
+        self._let_in(watcher)
+        return watcher
+
+    def join(
+        self,
+        *,
+        limit: int,
+        on_drop: Callable[[str], None],
+        name: str,
+        write: Callable[[bytes], int | None] | None = None,
+    ) -> Watcher:
+        """A watcher that starts at the next frame boundary, with the :class:`Capture` taken
+        there (:attr:`Watcher.snapshot`, once :attr:`Watcher.admitted` is set): every
+        watcher joining in the same interval shares one capture, however busy the run."""
+        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name, write)
+        self._joiners.append(watcher)
+        self._work.set()
+        return watcher
+
+    def capture(self) -> Capture:
+        """The snapshot as of the lines published so far (the same object until another
+        line is published or the override window closes)."""
+        key = (self.applied, self.total, self.finished, self.override_window is not None)
+        if self._capture is None or self._capture[0] != key:
+            capture = Capture(
+                next_seq=self.next_seq,
+                view=self.snapshot(),
+                run_started=self.run_started,
+                override_window=self.override_window,
+                ended=self.finished,
+            )
+            self._capture = (key, capture)
+        return self._capture[1]
+
+    def _admit(self) -> None:
+        """Let the joiners in, at this boundary (nothing is pending), with one capture."""
+        if not self._joiners:
+            return
+        capture = self.capture()
+        for watcher in self._joiners:
+            watcher.cursor, watcher.frame, watcher.snapshot = self.total, self.sealed, capture
+            self._let_in(watcher)
+        self._joiners = []
+
+    def _let_in(self, watcher: Watcher) -> None:
         if not self._watchers:
             self.frame_base = self.sealed
             self.frames.clear()
         self._watchers.add(watcher)
-        return watcher
+        watcher.admitted.set()
 
     def snapshot(self) -> dict[str, Any]:
         """The view as of the lines published so far, as JSON-ready data; its times are

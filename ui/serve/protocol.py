@@ -59,6 +59,8 @@ __all__ = [
     "decode_client",
     "encode_client",
     "encode_server",
+    "encode_snapshot",
+    "with_request_id",
 ]
 
 PROTOCOL_VERSION = 1
@@ -439,6 +441,12 @@ def decode_client(frame: str | bytes) -> ClientMessage:
 def encode_server(message: ServerMessage) -> str:
     """``message`` as one line of JSON (no newline), ``type`` first."""
     return json_line({"type": message.type, **_wire.unstructure(message)})
+
+
+def encode_snapshot(message: Snapshot) -> str:
+    """``message`` as :func:`encode_server` writes it, without walking its view (already
+    JSON-ready, and large) through the converter a second time."""
+    return json_line({"type": message.type, **attrs.asdict(message, recurse=False)})
 
 
 def with_request_id(line: str, request_id: str | None) -> str:

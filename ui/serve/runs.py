@@ -40,7 +40,7 @@ from config.modes import AgentMode, ModeState, apply_modes
 from config.schema import ConclaveConfig
 from runtime import ConclaveRuntimeError
 from ui.headless.progress import RunClock, StreamJson
-from ui.serve.feed import RunFeed
+from ui.serve.feed import Capture, RunFeed, text_frame
 from ui.serve.protocol import (
     ErrorCode,
     OverrideWindow,
@@ -48,6 +48,7 @@ from ui.serve.protocol import (
     Snapshot,
     StartRun,
     encode_server,
+    encode_snapshot,
     with_request_id,
 )
 
@@ -74,7 +75,7 @@ class ServeSettings:
     flush_interval: float = 0.02
     """A run's lines are sent at once after a quiet spell, and at most once per this many
     seconds during a burst (coalesced into one frame, the same for every watcher)."""
-    fanout_rate: float = 2000.0
+    fanout_rate: float = float(__import__("os").environ.get("FANOUT", "2000"))
     """Frames a second a run sends to all its watchers together, at most, during a burst:
     with more watchers than ``fanout_rate * flush_interval`` (40), frames come further
     apart (100 watchers: every 50 ms), so the fan-out's cost to the run stays bounded."""
@@ -117,7 +118,7 @@ class ServedRun:
         self.result: RunResult | None = None
         self.ended = trio.Event()
         self._cancel_asked = False
-        self._snapshot: tuple[tuple[int, int, bool, bool], str] | None = None
+        self._snapshot: tuple[Capture, str, bytes] | None = None
 
     @property
     def history(self) -> tuple[Turn, ...]:
@@ -140,24 +141,25 @@ class ServedRun:
             "status": "ended" if self.result is not None else "running",
         }
 
-    def snapshot_line(self, request_id: str | None) -> str:
-        """The ``snapshot`` line for a client subscribing now. Encoded once for every client
-        that subscribes at the same point of the run: a 1,000-agent view takes tens of
-        milliseconds to encode, and a hundred clients often subscribe at once."""
-        feed = self.feed
-        key = (feed.applied, feed.total, feed.finished, feed.override_window is not None)
-        if self._snapshot is None or self._snapshot[0] != key:
+    def snapshot_frame(self, request_id: str | None, capture: Capture) -> bytes:
+        """The ``snapshot`` of ``capture`` for a client, as a websocket frame. Encoded once
+        per capture for every client that joins with it (a 1,000-agent view is hundreds of
+        kilobytes), and framed once for all those that sent no ``request_id``."""
+        if self._snapshot is None or self._snapshot[0] is not capture:
             snapshot = Snapshot(
                 run_id=self.run_id,
                 request_id=None,
-                next_seq=feed.next_seq,
-                view=feed.snapshot(),
-                run_started=feed.run_started,
-                override_window=feed.override_window,
-                ended=feed.finished,
+                next_seq=capture.next_seq,
+                view=capture.view,
+                run_started=capture.run_started,
+                override_window=capture.override_window,
+                ended=capture.ended,
             )
-            self._snapshot = (key, encode_server(snapshot))
-        return with_request_id(self._snapshot[1], request_id)
+            line = encode_snapshot(snapshot)
+            self._snapshot = (capture, line, text_frame(line.encode("utf-8")))
+        if request_id is None:
+            return self._snapshot[2]
+        return text_frame(with_request_id(self._snapshot[1], request_id).encode("utf-8"))
 
     def cancel(self) -> None:
         """End the run now with its best answer so far; before it has opened, as soon as

@@ -23,6 +23,7 @@ The runs never wait for a client.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -81,7 +82,9 @@ REPLY_BUFFER = 256
 """Replies a client may have unread before it is dropped as too slow."""
 
 
+@functools.cache
 def _version() -> str:
+    """The package's version (looked up once: it reads the installed metadata)."""
     try:
         return version("conclave")
     except PackageNotFoundError:
@@ -221,11 +224,15 @@ async def _quietly(operation: Any) -> None:
 
 class _Subscription:
     """A session's watch of one run: its watcher, the lines to send before the run's
-    (``run_accepted`` or ``snapshot``), and the scope its pump waits in."""
+    (``run_accepted`` or ``snapshot``; ``None``: the snapshot of the boundary the watcher
+    joins at), and the scope its pump waits in."""
 
-    def __init__(self, run: ServedRun, watcher: Watcher, preamble: list[str]) -> None:
+    def __init__(
+        self, run: ServedRun, watcher: Watcher, request_id: str | None, preamble: list[str] | None
+    ) -> None:
         self.run = run
         self.watcher = watcher
+        self.request_id = request_id
         self.preamble = preamble
         self.stopped = False
         self.waiting = trio.CancelScope()
@@ -337,7 +344,7 @@ class Session:
                 log_dir=str(run.spec.log_dir) if run.spec.log_dir else None,
             )
             if message.watch:
-                self._subscribe(run, [encode_server(accepted)])
+                self._subscribe(run, rid, [encode_server(accepted)])
             else:
                 self.reply(accepted)
         elif isinstance(message, Subscribe):
@@ -348,7 +355,7 @@ class Session:
                     f"already subscribed to run {run.run_id!r}",
                     request_id=rid,
                 )
-            self._subscribe(run, [run.snapshot_line(rid)])
+            self._subscribe(run, rid, None)
         elif isinstance(message, Unsubscribe):
             subscription = self.subscriptions.pop(message.run_id, None)
             if subscription is None:
@@ -401,16 +408,23 @@ class Session:
 
     # ------------------------------------------------------------------ watching
 
-    def _subscribe(self, run: ServedRun, preamble: list[str]) -> None:
-        """Watch ``run`` from now on. Synchronous with the snapshot in ``preamble``: no line
-        is published between them, so the lines that follow fit it exactly."""
+    def _subscribe(
+        self, run: ServedRun, request_id: str | None, preamble: list[str] | None
+    ) -> None:
+        """Watch ``run``: with ``preamble`` (``run_accepted``) from now on; without, from a
+        snapshot. A running run's snapshot is taken at its next frame boundary, one for
+        every client subscribing in that interval (:meth:`RunFeed.join`); an ended run's
+        now, followed by its ``result`` line. Either way the lines that follow fit it."""
+        feed = run.feed
         settings = self.server.settings
-        watcher = run.feed.watch(
-            limit=settings.client_buffer, on_drop=self._expel, name=f"serve {self.name}"
-        )
-        if run.feed.finished and run.feed.result_line is not None:
-            preamble.append(run.feed.result_line)
-        subscription = _Subscription(run, watcher, preamble)
+        limit, name = settings.client_buffer, f"serve {self.name}"
+        if preamble is None and not feed.finished:
+            watcher = feed.join(limit=limit, on_drop=self._expel, name=name, write=self._write)
+        else:
+            watcher = feed.watch(limit=limit, on_drop=self._expel, name=name, write=self._write)
+            if preamble is None:
+                watcher.snapshot = feed.capture()
+        subscription = _Subscription(run, watcher, request_id, preamble)
         self.subscriptions[run.run_id] = subscription
         assert self._nursery is not None
         self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
@@ -423,8 +437,20 @@ class Session:
         settings = self.server.settings
         watcher = subscription.watcher
         try:
-            if not await self._send(subscription.preamble):
-                return
+            if subscription.preamble is not None:
+                if not await self._send(subscription.preamble):
+                    return
+            else:
+                with subscription.waiting:
+                    await watcher.admitted.wait()
+                if subscription.stopped or watcher.snapshot is None:
+                    return
+                run, rid = subscription.run, subscription.request_id
+                if not await self._send_frames(run.snapshot_frame(rid, watcher.snapshot)):
+                    return
+                result = run.feed.result_line if watcher.snapshot.ended else None
+                if result is not None and not await self._send([result]):
+                    return
             while not watcher.done and not subscription.stopped:
                 subscription.waiting = trio.CancelScope()
                 with subscription.waiting:
@@ -463,6 +489,13 @@ class Session:
 
     def _open(self) -> bool:
         return self.ws.closed is None
+
+    def _write(self, frames: bytes) -> int | None:
+        """A run's frames, written now if they can be without waiting (see
+        :meth:`ReplayStream.write_now`); ``None`` if not (the pump then sends them)."""
+        if self._expelled is not None or self.ws.closed is not None:
+            return None
+        return self._stream.write_now(frames)
 
     def _expel(self, reason: str) -> None:
         """Drop this client (it reads too slowly): from the feed's scan or a full reply
