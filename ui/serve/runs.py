@@ -75,7 +75,7 @@ class ServeSettings:
     flush_interval: float = 0.02
     """A run's lines are sent at once after a quiet spell, and at most once per this many
     seconds during a burst (coalesced into one frame, the same for every watcher)."""
-    fanout_rate: float = float(__import__("os").environ.get("FANOUT", "2000"))
+    fanout_rate: float = 2000.0
     """Frames a second a run sends to all its watchers together, at most, during a burst:
     with more watchers than ``fanout_rate * flush_interval`` (40), frames come further
     apart (100 watchers: every 50 ms), so the fan-out's cost to the run stays bounded."""
