@@ -43,7 +43,7 @@ from ui.headless.plan_output import PlannedResult, plan_of
 from ui.headless.progress import RunProgress, make_progress
 from ui.headless.result import display_path, print_json_error, print_result
 
-__all__ = ["STOP_SIGNALS", "run_command"]
+__all__ = ["STOP_SIGNALS", "StopSignals", "run_command", "signal_exit_code"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a run with its best answer so far."""
@@ -61,10 +61,11 @@ def signal_exit_code(signum: int) -> ExitCode:
     return ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.CANCELLED
 
 
-class _Signals:
+class StopSignals:
     """The stop signals received, in order: the first decides the exit code of a cancelled
     run. While it is installed, a signal is only recorded, so none can interrupt trio's
-    start-up or the printing of the result half-way; the run listens for them itself."""
+    start-up or the printing of the result half-way; the run listens for them itself.
+    ``conclave serve`` uses it the same way around its server."""
 
     def __init__(self) -> None:
         self.received: list[int] = []
@@ -100,7 +101,7 @@ def run_command(args: argparse.Namespace) -> int:
         max_cost_usd=args.max_cost,
         mode=resolve_mode(args),
     )
-    signals = _Signals()
+    signals = StopSignals()
     with signals.installed():
         print(f"conclave: logging to {display_path(log_dir / 'events.jsonl')}", file=sys.stderr)
         try:
@@ -188,7 +189,7 @@ def _report_log_failure(failure: EventLogFailure) -> None:
 
 
 async def _run(
-    spec: RunSpec, args: argparse.Namespace, signals: _Signals
+    spec: RunSpec, args: argparse.Namespace, signals: StopSignals
 ) -> tuple[RunResult, RunProgress] | None:
     """Run once, or return ``None`` if stopped before the run had started. The first stop
     signal ends the run with what it has; another during the shutdown that follows cancels
