@@ -23,7 +23,7 @@ from config.loader import ConfigError, load_config
 from config.schema import ConclaveConfig, default_config
 from config.validation import check_runnable
 from ui.exit_codes import ExitCode
-from ui.headless.command import STOP_SIGNALS, _Signals, signal_exit_code
+from ui.headless.command import STOP_SIGNALS, StopSignals, signal_exit_code
 from ui.serve.auth import (
     TokenError,
     generate_token,
@@ -47,7 +47,7 @@ def serve_command(args: argparse.Namespace) -> int:
     except _Usage as exc:
         print(f"conclave serve: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    signals = _Signals()
+    signals = StopSignals()
     with signals.installed():
         try:
             trio.run(_serve, settings, args, signals)
@@ -120,7 +120,7 @@ def _announce(server: Server, args: argparse.Namespace) -> None:
     _say("Ctrl+C stops the server (runs in progress are cancelled)")
 
 
-async def _serve(settings: ServeSettings, args: argparse.Namespace, signals: _Signals) -> None:
+async def _serve(settings: ServeSettings, args: argparse.Namespace, signals: StopSignals) -> None:
     """Serve until the first stop signal, then stop in order; a second signal cuts the
     orderly stop short."""
     hard_stop = trio.CancelScope()
