@@ -192,6 +192,30 @@ async def test_a_slow_client_is_dropped_and_the_run_goes_on(tmp_path: Path) -> N
     assert [e["cause"] for e in dropped] == ["fell_behind"]
 
 
+async def test_a_client_that_reads_late_but_within_its_buffer_still_gets_every_line_in_order(
+    tmp_path: Path,
+) -> None:
+    config = scripted_config(300, latency=0.0, visibility="ring")
+    async with (
+        serving(tmp_path, config=config, client_buffer=100_000) as server,
+        connect(server) as fast,
+        connect(server) as late,
+    ):
+        run_id = await fast.start_run()
+        await late.send(type="subscribe", run_id=run_id)
+        # ``late`` reads nothing until the run is over: its socket fills, and the frames
+        # the server could write only in part are finished by its task.
+        result = (await fast.until("result"))[-1]
+        lines = await late.until("result")
+
+    stream = events(lines)
+    assert lines[0]["type"] == "snapshot"
+    assert [line["seq"] for line in stream] == list(
+        range(lines[0]["next_seq"], lines[0]["next_seq"] + len(stream))
+    )
+    assert stream[-1] == result
+
+
 async def test_a_malformed_frame_gets_an_error_and_the_connection_stays_usable(
     tmp_path: Path,
 ) -> None:
