@@ -18,17 +18,23 @@ Fan-out latency is, per line a client receives, the wall time its frame arrives 
 wall time of its event (the stream's ``t`` plus the run's start, which the lines' ``time``
 fields give to the millisecond): p50 and p99 over every line of every client.
 
-The clients measure without standing in the server's way. They stand for programs on other
-machines, but run here, in this process, on the same cores as the server: so each reads with
-large socket reads (256 KiB, not trio-websocket's default 4 KiB) and does per-frame work
-only: one regular-expression scan of the frame for its lines' ``t`` (never a ``json.loads``
-or a split per line), one parse of the first line's ``time``, and a ``json.loads`` of the
-``result`` line alone. Their CPU seconds per watched run are reported.
+The clients should measure without standing in the server's way. They stand for programs
+on other machines, but run here, in this process (the server is another), on the same cores
+as the server: so each reads with large socket reads (256 KiB, not trio-websocket's default
+4 KiB) and does per-frame work only: one regular-expression scan of the frame for its lines'
+``t`` (never a ``json.loads`` or a split per line), one parse of the first line's ``time``,
+and of the ``result`` line a comparison with the others' (one is decoded). Still, 100 of them
+take about as much CPU as the run itself (websocket parsing): on a 2-core machine that is
+most of a watched run's extra time, not the server's work, which the server's CPU seconds
+show. Their CPU seconds per watched run are reported; ``--client-nice 19`` runs them at a
+lower priority than the server (their latency then includes waiting for a core). Every
+client must get every line from its snapshot's ``next_seq`` to ``result``, and the same
+``result``, or the benchmark fails.
 
 Prints a table and writes JSON (machine, parameters, load, figures).
 
     .venv/bin/python -m benchmarks.serve_bench [--agents N] [--clients C] [--repeats R]
-        [--json PATH]
+        [--client-nice N] [--json PATH]
 """
 
 from __future__ import annotations

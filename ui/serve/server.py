@@ -13,9 +13,11 @@ handshake is checked before it is accepted: an ``Origin`` not allowed gets 403, 
 token 401; one without a token is accepted and must send ``auth`` first.
 
 A :class:`Session` serves one authenticated connection: it reads client messages, replies,
-and runs one task per watched run (a *pump*) that sends the run's lines as they come,
-coalesced into frames at most every ``flush_interval`` seconds during a burst. Nothing a
-client sends can crash the server: every bad frame gets an ``error`` frame. A client that
+and runs one task per watched run (a *pump*). The run's feed (:mod:`ui.serve.feed`) seals
+its lines into frames shared by every watcher, and writes each new frame at once to every
+caught-up client whose socket takes it; the pump sends only the rest: the snapshot, and
+what a full socket or a send in progress held back. Nothing a client sends can crash the
+server: every bad frame gets an ``error`` frame. A client that
 reads too slowly is dropped: told ``fell_behind`` if its socket still takes data, and
 closed (:attr:`CloseCode.FELL_BEHIND`), or cut off after ``shutdown_grace`` seconds if not.
 The runs never wait for a client.
