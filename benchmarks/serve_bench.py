@@ -16,20 +16,23 @@ the machine is doing. The load average is shown before and after.
 
 Fan-out latency is, per line a client receives, the wall time its frame arrives minus the
 wall time of its event (the stream's ``t`` plus the run's start, which the lines' ``time``
-fields give to the millisecond): p50 and p99 over every line of every client.
+fields give to the millisecond): p50 and p99 over every line of every client. Each frame's
+first and last lines are read (their ``seq`` and ``t``); the lines between are consecutive
+(``seq``), and their ``t`` is interpolated between those two.
 
 The clients should measure without standing in the server's way. They stand for programs
 on other machines, but run here, in this process (the server is another), on the same cores
 as the server: so each reads with large socket reads (256 KiB, not trio-websocket's default
-4 KiB) and does per-frame work only: one regular-expression scan of the frame for its lines'
-``t`` (never a ``json.loads`` or a split per line), one parse of the first line's ``time``,
-and of the ``result`` line a comparison with the others' (one is decoded). Still, 100 of them
-take about as much CPU as the run itself (websocket parsing): on a 2-core machine that is
-most of a watched run's extra time, not the server's work, which the server's CPU seconds
-show. Their CPU seconds per watched run are reported; ``--client-nice 19`` runs them at a
-lower priority than the server (their latency then includes waiting for a core). Every
-client must get every line from its snapshot's ``next_seq`` to ``result``, and the same
-``result``, or the benchmark fails.
+4 KiB) and does a constant amount of work per frame, whatever its size: it reads the first
+and last lines' ``seq``, ``t`` and ``time`` (never a ``json.loads``, a scan or a split of the
+frame), and compares its ``result`` line with the others' (one is decoded). Still, 100 of
+them take a good part of a core (websocket parsing, in trio-websocket): on a 2-core machine
+that competition is much of a watched run's extra time, and not the server's work, which
+the server's CPU seconds show. Their CPU seconds per watched run are reported;
+``--client-nice 19`` runs them at a lower priority than the server (their latency then
+includes waiting for a core). Every client must get every line from its snapshot's
+``next_seq`` to ``result`` (each frame's first ``seq`` follows the last one's), and the
+same ``result``, or the benchmark fails.
 
 Prints a table and writes JSON (machine, parameters, load, figures).
 
@@ -61,12 +64,11 @@ from benchmarks.machine import machine_info
 
 __all__ = ["main"]
 
-_T = re.compile(r'"t": ([0-9.e-]+), "time": "')
-"""A stream-json line's ``t``, found in a whole frame at once (``"t": `` with an unescaped
-quote can only be a key, never inside a string value)."""
-_TIME = re.compile(r'"t": ([0-9.e-]+), "time": "([^"]+)"')
+_HEAD = re.compile(r'"seq": ([0-9]+), "t": ([0-9.e-]+), "time": "([^"]+)"')
+"""A stream-json line's ``seq``, ``t`` and ``time``: its 3rd to 5th fields, read without
+decoding the line."""
+_HEAD_WITHIN = 200
 _RESULT = '{"type": "result"'
-_SEQ = re.compile(r'"seq": ([0-9]+)')
 _MAX_FRAME = 2**26
 _READ_BYTES = 256 * 1024
 """The clients' socket reads: trio-websocket's default (4 KiB) would make the clients, not
@@ -142,19 +144,48 @@ async def _frame(ws: WebSocketConnection) -> str:
     return str(await ws.get_message())
 
 
-async def _until_result(ws: WebSocketConnection, arrivals: list[tuple[float, float, str]]) -> str:
-    """Read frames until the ``result`` line (returned); each frame's (arrival wall time,
-    origin estimate, its lines' ``t`` as text joined by spaces) goes to ``arrivals``."""
+class _Frame:
+    """What a client notes of a frame of event lines: when it arrived, and the ``seq`` and
+    ``t`` of its first and last lines (the lines between are consecutive, their ``t`` in
+    between)."""
+
+    __slots__ = ("arrived", "first_seq", "first_t", "last_seq", "last_t", "origin")
+
+    def __init__(self, arrived: float, frame: str) -> None:
+        first = _HEAD.search(frame, 0, _HEAD_WITHIN)
+        start = frame.rfind("\n") + 1
+        last = _HEAD.search(frame, start, start + _HEAD_WITHIN) if start else first
+        if first is None or last is None:
+            raise SystemExit(f"a frame that is not stream-json event lines: {frame[:200]!r}")
+        self.arrived = arrived
+        self.first_seq, self.first_t = int(first.group(1)), float(first.group(2))
+        self.last_seq, self.last_t = int(last.group(1)), float(last.group(2))
+        wall = datetime.datetime.fromisoformat(first.group(3)).timestamp()
+        self.origin = wall - self.first_t
+        """The run's start on the wall clock, as this line tells it (to the millisecond)."""
+
+    def latencies(self, origin: float) -> list[float]:
+        """Each line's arrival minus its event's time (the lines between the first and the
+        last interpolated)."""
+        lines = self.last_seq - self.first_seq + 1
+        step = (self.last_t - self.first_t) / (lines - 1) if lines > 1 else 0.0
+        due = self.arrived - origin - self.first_t
+        return [max(0.0, due - step * i) for i in range(lines)]
+
+
+async def _until_result(ws: WebSocketConnection, frames: list[_Frame], next_seq: int) -> str:
+    """Read frames until the ``result`` line (returned), each one's :class:`_Frame` to
+    ``frames``; fail if a line is missing (the ``seq`` must go on from ``next_seq``)."""
     while True:
-        frame = await _frame(ws)
-        now = time.time()
-        first = _TIME.search(frame, 0, 400)
-        if first is not None:
-            wall = datetime.datetime.fromisoformat(first.group(2)).timestamp()
-            arrivals.append((now, wall - float(first.group(1)), " ".join(_T.findall(frame))))
-        last = frame.rfind("\n") + 1
-        if frame.startswith(_RESULT, last):
-            return frame[last:]
+        text = await _frame(ws)
+        frame = _Frame(time.time(), text)
+        if frame.first_seq != next_seq:
+            raise SystemExit(f"a client got seq {frame.first_seq} after {next_seq - 1}")
+        next_seq = frame.last_seq + 1
+        frames.append(frame)
+        last = text.rfind("\n") + 1
+        if text.startswith(_RESULT, last):
+            return text[last:]
 
 
 async def _alone(server: _Server) -> dict[str, Any]:
@@ -182,13 +213,12 @@ async def _alone(server: _Server) -> dict[str, Any]:
 async def _watched(server: _Server, clients: int) -> dict[str, Any]:
     """A run C clients watch from its start: its duration, the server's and the clients' CPU
     seconds, and every line's latency."""
-    arrivals: list[tuple[float, float, str]] = []
+    frames: list[_Frame] = []
     run_id: list[str] = []
     known = trio.Event()
     ready = 0
     all_ready = trio.Event()
     results: list[str] = []
-    missing: list[int] = []
     cpu: list[float] = []
 
     async def client(index: int) -> None:
@@ -212,30 +242,22 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
                 await ws.send_message(json.dumps({"type": "subscribe", "run_id": run_id[0]}))
                 frame = await _frame(ws)
                 first_seq = json.loads(frame.split("\n", 1)[0])["next_seq"]
-            mine: list[tuple[float, float, str]] = []
-            result = await _until_result(ws, mine)
-            arrivals.extend(mine)
-            got = sum(ts.count(" ") + 1 for _, _, ts in mine)
-            last_seq = int(_SEQ.search(result, 0, 200).group(1))  # type: ignore[union-attr]
-            missing.append(last_seq + 1 - first_seq - got)
-            results.append(result)
+            results.append(await _until_result(ws, frames, first_seq))
 
     async with trio.open_nursery() as nursery:
         for index in range(clients):
             nursery.start_soon(client, index)
     server_cpu, client_cpu = server.cpu() - cpu[0], time.process_time() - cpu[1]
-    if any(missing) or len(set(results)) != 1:
-        raise SystemExit(f"clients missed lines ({missing}) or got different results")
-    origin = max(estimate for _, estimate, _ in arrivals)  # ``time`` is cut to the millisecond
-    latencies = sorted(
-        max(0.0, now - origin - float(t)) for now, _, ts in arrivals for t in ts.split()
-    )
+    if len(set(results)) != 1:
+        raise SystemExit("the clients got different result lines")
+    origin = max(frame.origin for frame in frames)  # ``time`` is cut to the millisecond
+    latencies = sorted(latency for frame in frames for latency in frame.latencies(origin))
     return {
         "duration_s": float(json.loads(results[0])["duration_s"]),
         "server_cpu_s": server_cpu,
         "client_cpu_s": client_cpu,
         "lines": len(latencies),
-        "frames": len(arrivals),
+        "frames": len(frames),
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "max_ms": 1000 * latencies[-1],
