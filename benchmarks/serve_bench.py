@@ -68,6 +68,7 @@ _HEAD = re.compile(r'"seq": ([0-9]+), "t": ([0-9.e-]+), "time": "([^"]+)"')
 """A stream-json line's ``seq``, ``t`` and ``time``: its 3rd to 5th fields, read without
 decoding the line."""
 _HEAD_WITHIN = 200
+_NEXT_SEQ = re.compile(r'"type": "snapshot", .*?"next_seq": ([0-9]+)')
 _RESULT = '{"type": "result"'
 _MAX_FRAME = 2**26
 _READ_BYTES = 256 * 1024
@@ -240,8 +241,9 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
             else:
                 await known.wait()
                 await ws.send_message(json.dumps({"type": "subscribe", "run_id": run_id[0]}))
-                frame = await _frame(ws)
-                first_seq = json.loads(frame.split("\n", 1)[0])["next_seq"]
+                snapshot = _NEXT_SEQ.search(await _frame(ws), 0, _HEAD_WITHIN)
+                assert snapshot is not None, "the first frame after subscribe is a snapshot"
+                first_seq = int(snapshot.group(1))  # (the rest is a view of 1,000 agents)
             results.append(await _until_result(ws, frames, first_seq))
 
     async with trio.open_nursery() as nursery:
