@@ -174,6 +174,7 @@ async def open_run(
     listeners += [hub] if hub is not None else []
     listeners += [log] if log is not None else []
     gated = [_TapUntilEnd(t) for t in listeners]
+    memories: dict[str, AgentMemory] = {}
     try:
         async with (
             _backend_pool(spec) as pool,
@@ -186,7 +187,6 @@ async def open_run(
                 system.record(
                     LogOpened(at=trio.current_time(), wall_time=time.time(), pid=os.getpid())
                 )
-            memories: dict[str, AgentMemory] = {}
             handle = RunHandle(
                 system=system,
                 spec=spec,
@@ -213,6 +213,11 @@ async def open_run(
     finally:
         if log is not None:
             log.close()
+        # Every agent has stopped: their transcripts take no more lines, and a batch keeps
+        # the descriptors of live agents' files only (see actors/agent/transcript_log.py).
+        for memory in memories.values():
+            if memory.transcript_log is not None:
+                memory.transcript_log.close()
 
 
 @asynccontextmanager

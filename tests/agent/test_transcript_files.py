@@ -3,11 +3,12 @@ a run of thousands of agents must not run the process out of descriptors."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
-from actors.agent.transcript_log import TranscriptLog
+from actors.agent.transcript_log import OPEN_LIMIT, TranscriptLog
 from actors.llm.protocol import CallPurpose, ChatMessage
 
 
@@ -23,12 +24,14 @@ def test_many_agents_writing_in_turn_keep_every_line_and_a_bounded_number_of_fil
     tmp_path: Path,
 ) -> None:
     failures: list[str] = []
-    logs = [_log(tmp_path / "agents" / f"a{i}.jsonl", failures) for i in range(300)]
+    logs = [_log(tmp_path / "agents" / f"a{i}.jsonl", failures) for i in range(OPEN_LIMIT + 50)]
     before = _open_descriptors()
     for round_ in range(3):
         for log in logs:
             log.write(round_, CallPurpose.ROUND, ChatMessage(role="user", content=f"r{round_}"))
-    assert _open_descriptors() - before <= 64
+    assert _open_descriptors() - before <= OPEN_LIMIT
+    for log in logs:
+        log.close()
     for log in logs:
         lines = [json.loads(line) for line in log.path.read_text().splitlines()]
         assert [line["content"] for line in lines] == ["r0", "r1", "r2"]
@@ -41,3 +44,28 @@ def test_the_agents_directory_is_made_when_the_first_transcript_is_written(
     log = _log(tmp_path / "run" / "agents" / "a.jsonl", [])
     log.write(1, CallPurpose.ROUND, ChatMessage(role="user", content="x"))
     assert log.path.is_file()
+
+
+def test_a_closed_transcript_holds_no_descriptor_and_a_later_line_reopens_it(
+    tmp_path: Path,
+) -> None:
+    log = _log(tmp_path / "agents" / "a.jsonl", [])
+    log.write(1, CallPurpose.ROUND, ChatMessage(role="user", content="one"))
+    assert str(log.path) in _open_files()
+
+    log.close()
+    assert str(log.path) not in _open_files()
+
+    log.write(2, CallPurpose.ROUND, ChatMessage(role="user", content="two"))
+    lines = [json.loads(line) for line in log.path.read_text().splitlines()]
+    assert [line["content"] for line in lines] == ["one", "two"]
+    log.close()
+
+
+def _open_files() -> set[str]:
+    """The paths this process holds open (a descriptor closed while listing is skipped)."""
+    paths = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            paths.add(os.readlink(f"/proc/self/fd/{fd}"))
+    return paths

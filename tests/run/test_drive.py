@@ -5,8 +5,10 @@ as history; agents' transcripts go to the log directory."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +138,24 @@ async def test_each_agent_writes_its_transcript_to_the_log_dir(
     for agent_id in ("a1", "a2"):
         lines = (tmp_path / "agents" / f"{agent_id}.jsonl").read_text().splitlines()
         assert json.loads(lines[0])["role"] == "system"
+
+
+async def test_a_run_that_ended_holds_none_of_its_transcripts_open(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    await drive(RunSpec(task=TASK, config=config(*agents(2, latency=1.0)), log_dir=tmp_path))
+
+    held = [path for path in _open_files() if path.startswith(str(tmp_path / "agents"))]
+    assert held == []
+
+
+def _open_files() -> list[str]:
+    """The paths this process holds open (a descriptor closed while listing is skipped)."""
+    paths = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return paths
 
 
 async def test_the_collaboration_mode_reaches_every_agent(
