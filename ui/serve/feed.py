@@ -246,7 +246,7 @@ class RunFeed:
         *,
         record: Callable[[Event], None] | None = None,
         flush_interval: float = 0.02,
-        fanout_rate: float = 2000.0,
+        fanout_rate: float = 1000.0,
         frame_bytes: int = 256 * 1024,
     ) -> None:
         self.view = RunView()
@@ -296,7 +296,7 @@ class RunFeed:
     def interval(self) -> float:
         """Seconds between two frames during a burst: ``flush_interval``, or longer when so
         many watch that frames that often would make more than ``fanout_rate`` sends a
-        second (100 watchers at 2,000 a second: a frame every 50 ms)."""
+        second (100 watchers at 1,000 a second: a frame every 100 ms)."""
         return max(self.flush_interval, len(self._watchers) / self.fanout_rate)
 
     def bind(self, record: Callable[[Event], None] | None) -> None:
