@@ -20,9 +20,8 @@ As a frame is sealed, it is written at once (:meth:`Watcher.offer`) for every wa
 is caught up and waiting, in one non-blocking write to its client's socket: 100 clients of a
 run cost 100 writes per frame, and no task wakes. A watcher's own task (:meth:`Watcher.wait`,
 :meth:`Watcher.take`) sends only what that could not: a frame its socket took in part or not
-at all, or the frames it is behind by. Measured on 2 cores (``benchmarks/serve_bench.py``),
-100 clients of a 1,000-agent run add about a tenth to the server's CPU for that run, most of
-it the kernel's work of copying a few megabytes to each socket.
+at all, or the frames it is behind by. What is left is mostly the kernel's work of copying
+the run's few megabytes to each socket (``docs/serve.md`` has the benchmark's figures).
 
 A watcher subscribing to a running run *joins* (:meth:`RunFeed.join`): it is let in at the
 next frame boundary, with the :class:`Capture` (the snapshot) taken there, one for every
