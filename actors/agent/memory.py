@@ -49,8 +49,8 @@ class AgentSetup:
     history: tuple[Turn, ...] = ()
     """Earlier turns of the conversation, shown before the task in every prompt."""
     transcript_path: Path | None = None
-    """Where the agent's transcripts go (``<log_dir>/agents/<agent id>.jsonl``); ``None``:
-    nowhere."""
+    """Where the agent's transcripts go (``<log_dir>/transcripts.jsonl``, shared by the run's
+    agents, each line naming its agent); ``None``: nowhere."""
     tools: ToolExecutor = NO_TOOLS
     """The agent's own tools, offered in every round beside the workflow tools. A round with
     tools follows the ``inject`` in-flight policy (see :mod:`actors.agent.policy`)."""

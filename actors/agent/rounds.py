@@ -430,7 +430,9 @@ class Rounds:
             return None
         if memory.transcript_log is None:
             memory.transcript_log = TranscriptLog(
-                path, on_failure=partial(_transcript_failed, self.context.system, self.setup.agent)
+                path,
+                agent=self.setup.agent,
+                on_failure=partial(_transcript_failed, self.context.system, self.setup.agent),
             )
         return memory.transcript_log
 

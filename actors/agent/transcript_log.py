@@ -1,10 +1,15 @@
-"""An agent's transcripts on disk: ``agents/<agent id>.jsonl`` in the run's log directory.
+"""The agents' transcripts on disk: ``transcripts.jsonl`` in the run's log directory.
 
-Every message the model saw and said, in order, one JSON object per line, across all of the
-agent's rounds and its presentation: ``round`` (the agent's round number), ``purpose``
-(``round`` or ``present``), ``role``, ``content``, and when present ``tool_calls``
-(``id``, ``name``, ``arguments``), ``tool_call_id`` and ``provider_state``. The event log
-keeps what happened (observations); this file keeps what was said.
+Every message each model saw and said, in order, one JSON object per line, across all of an
+agent's rounds and its presentation: ``agent`` (its configured id), ``round`` (the agent's
+round number), ``purpose`` (``round`` or ``present``), ``role``, ``content``, and when present
+``tool_calls`` (``id``, ``name``, ``arguments``), ``tool_call_id`` and ``provider_state``.
+One agent's transcript is its lines, in file order. The event log keeps what happened
+(observations); this file keeps what was said.
+
+One file per run, not one per agent: creating a file costs 60-600 µs of kernel CPU on ext4,
+and a run of 1,000 agents spent 0.6-1 s of its 2 s creating their transcript files (a run of
+10,000: ~5 s), inside the trio thread (measured against the same runs without transcripts).
 
 Each line is appended in one write as the message joins the transcript, so a crash loses at
 most the line being written. A write that fails (a full disk) stops the file for the rest
@@ -23,21 +28,26 @@ from typing import Any
 from actors.llm.protocol import CallPurpose, ChatMessage
 from runtime.codec import json_line
 
-__all__ = ["OPEN_LIMIT", "TranscriptLog"]
+__all__ = ["OPEN_LIMIT", "TRANSCRIPTS", "TranscriptLog"]
+
+TRANSCRIPTS = "transcripts.jsonl"
+"""The run's transcript file, in its log directory."""
 
 
 class TranscriptLog:
-    """One agent's transcript file; ``on_failure`` hears the first write error."""
+    """One agent's lines of the run's transcript file; ``on_failure`` hears its first write
+    error."""
 
-    def __init__(self, path: Path, *, on_failure: Callable[[str], None]) -> None:
+    def __init__(self, path: Path, *, agent: str, on_failure: Callable[[str], None]) -> None:
         self.path = path
+        self.agent = agent
         self.failure: str | None = None
         self._on_failure = on_failure
 
     def write(self, round_: int, purpose: CallPurpose, message: ChatMessage) -> None:
         if self.failure is not None:
             return
-        data = memoryview(json_line(_line(round_, purpose, message)))
+        data = memoryview(json_line(_line(self.agent, round_, purpose, message)))
         try:
             descriptor = _OPEN_FILES.descriptor(self.path)
             while data:
@@ -112,8 +122,9 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 _OPEN_FILES = _OpenFiles(limit=OPEN_LIMIT)
 
 
-def _line(round_: int, purpose: CallPurpose, message: ChatMessage) -> dict[str, Any]:
+def _line(agent: str, round_: int, purpose: CallPurpose, message: ChatMessage) -> dict[str, Any]:
     line: dict[str, Any] = {
+        "agent": agent,
         "round": round_,
         "purpose": purpose.value,
         "role": message.role,

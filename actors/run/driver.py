@@ -36,6 +36,7 @@ import attrs
 import trio
 
 from actors.agent.actor import AgentActor, AgentMemory, AgentSetup
+from actors.agent.transcript_log import TRANSCRIPTS
 from actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
 from actors.coordination.coordinator import Coordinator, CoordinatorSetup
 from actors.coordination.rules import (
@@ -422,9 +423,7 @@ def _spawn_agent(
         mode=spec.mode,
         tools=tooling.tools,
         workspace=tooling.workspace,
-        transcript_path=(
-            spec.log_dir / "agents" / f"{agent.id}.jsonl" if spec.log_dir is not None else None
-        ),
+        transcript_path=spec.log_dir / TRANSCRIPTS if spec.log_dir is not None else None,
     )
     memory = AgentMemory()
 

@@ -56,7 +56,7 @@ class RunSpec:
     """Earlier turns of the conversation, oldest first: shown to every agent as real user and
     assistant messages before the task."""
     log_dir: Path | None = None
-    """Where ``events.jsonl`` and the agents' transcripts (``agents/<id>.jsonl``) go;
+    """Where ``events.jsonl`` and the agents' transcripts (``transcripts.jsonl``) go;
     ``None``: the run keeps no log."""
     workdir: Path | None = None
     """Where the agents' workspaces, the answers' snapshots and the deliverable (``final/``)

@@ -17,7 +17,7 @@ def _open_descriptors() -> int:
 
 
 def _log(path: Path, failures: list[str]) -> TranscriptLog:
-    return TranscriptLog(path, on_failure=failures.append)
+    return TranscriptLog(path, agent=path.stem, on_failure=failures.append)
 
 
 def test_many_agents_writing_in_turn_keep_every_line_and_a_bounded_number_of_files_open(

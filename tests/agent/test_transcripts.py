@@ -34,6 +34,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def _as_line(message: ChatMessage, round_: int) -> dict[str, Any]:
     line: dict[str, Any] = {
+        "agent": AGENT,
         "round": round_,
         "purpose": "round",
         "role": message.role,
@@ -51,7 +52,7 @@ def _as_line(message: ChatMessage, round_: int) -> dict[str, Any]:
 async def test_every_message_the_model_saw_and_said_is_a_line_of_the_transcript_file(
     autojump_clock: object, tmp_path: Path
 ) -> None:
-    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    path = tmp_path / "transcripts.jsonl"
     backend = FakeBackend([call("read", "r1", path="a.txt"), answer(call_id="c2")])
     async with open_agent(backend, tools=SlowTools(), transcript_path=path) as run:
         run.start()
@@ -65,7 +66,7 @@ async def test_every_message_the_model_saw_and_said_is_a_line_of_the_transcript_
 async def test_the_transcript_file_is_appended_round_after_round(
     autojump_clock: object, tmp_path: Path
 ) -> None:
-    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    path = tmp_path / "transcripts.jsonl"
     backend = FakeBackend([answer(), vote()])
     async with open_agent(backend, transcript_path=path) as run:
         run.start()
@@ -81,7 +82,7 @@ async def test_the_transcript_file_is_appended_round_after_round(
 async def test_the_presentation_is_written_to_the_transcript_file_as_such(
     autojump_clock: object, tmp_path: Path
 ) -> None:
-    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    path = tmp_path / "transcripts.jsonl"
     final = ChatMessage(role="assistant", content="The final answer.")
     present = Present(
         strategy=FinalAnswerStrategy.WINNER_PRESENT,
@@ -100,8 +101,8 @@ async def test_the_presentation_is_written_to_the_transcript_file_as_such(
 async def test_a_transcript_file_that_cannot_be_written_is_reported_once_and_the_round_goes_on(
     autojump_clock: object, tmp_path: Path
 ) -> None:
-    (tmp_path / "agents").write_text("a file where the directory should be")
-    path = tmp_path / "agents" / f"{AGENT}.jsonl"
+    (tmp_path / "transcripts.jsonl").mkdir()  # a directory where the file should be
+    path = tmp_path / "transcripts.jsonl"
     async with open_agent(FakeBackend([answer()]), transcript_path=path) as run:
         run.start()
         await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")

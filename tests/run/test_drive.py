@@ -130,14 +130,16 @@ async def test_a_second_turn_shows_the_first_to_every_agent_as_history(
         assert "Now make it shorter" in messages[3].content
 
 
-async def test_each_agent_writes_its_transcript_to_the_log_dir(
+async def test_each_agent_writes_its_transcript_to_the_run_transcript_file(
     autojump_clock: object, tmp_path: Path
 ) -> None:
     await drive(RunSpec(task=TASK, config=config(*agents(2, latency=1.0)), log_dir=tmp_path))
 
+    lines = [json.loads(line) for line in (tmp_path / "transcripts.jsonl").read_text().splitlines()]
     for agent_id in ("a1", "a2"):
-        lines = (tmp_path / "agents" / f"{agent_id}.jsonl").read_text().splitlines()
-        assert json.loads(lines[0])["role"] == "system"
+        own = [line for line in lines if line["agent"] == agent_id]
+        assert own[0]["role"] == "system"
+    assert not (tmp_path / "agents").exists()  # one file per run, not one per agent
 
 
 async def test_a_run_that_ended_holds_none_of_its_transcripts_open(
@@ -145,7 +147,7 @@ async def test_a_run_that_ended_holds_none_of_its_transcripts_open(
 ) -> None:
     await drive(RunSpec(task=TASK, config=config(*agents(2, latency=1.0)), log_dir=tmp_path))
 
-    held = [path for path in _open_files() if path.startswith(str(tmp_path / "agents"))]
+    held = [path for path in _open_files() if path == str(tmp_path / "transcripts.jsonl")]
     assert held == []
 
 
