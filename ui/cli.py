@@ -234,6 +234,27 @@ _COMMANDS = (
 )
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looked up only when asked: reading the installed package's metadata
+    costs ~30 ms, which every command (the REPL's start-up included) paid when the parser was
+    built with the text already in it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version"
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"conclave {_version()}")
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -252,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         + _EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"conclave {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in _COMMANDS:
         register(sub)
