@@ -24,7 +24,10 @@ def test_a_tiny_run_counts_the_file_work_of_every_agent(tmp_path: Path) -> None:
     assert report["llm_started"] >= 3 * 5 + 3 + 1
     assert report["ideal_tool_calls"] == report["tool_calls"]
     assert report["talk_only_llm_started"] < report["llm_started"]
-    assert 0 < report["talk_only_ideal_s"] < report["ideal_s"] < report["wall_s"]
+    assert 0 < report["talk_only_ideal_s"] < report["ideal_s"]
+    # Not below the wall: the virtual-clock run draws its own jitter order (it may make a few
+    # more calls than the measured one), so a short wall can come in under it.
+    assert report["wall_s"] > 0
     assert list(tmp_path.iterdir()) == []  # scratch removed
 
 
