@@ -88,6 +88,7 @@ __all__ = [
     "RunSpec",
     "build_backend",
     "drive",
+    "not_started",
     "open_run",
     "run",
 ]
@@ -136,7 +137,7 @@ async def run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> RunResult:
         async with open_run(spec, taps=taps) as handle:
             return await handle.result()
     except Exception as exc:
-        return _not_started(spec, exc)
+        return not_started(spec, reason=f"the run could not start: {type(exc).__name__}: {exc}")
 
 
 @asynccontextmanager
@@ -440,7 +441,11 @@ def _spawn_agent(
     return memory
 
 
-def _not_started(spec: RunSpec, exc: Exception) -> RunResult:
+def not_started(
+    spec: RunSpec, termination: Termination = Termination.FAILED, reason: str | None = None
+) -> RunResult:
+    """The result of a run that never opened (nothing ran, nothing was spent), so whoever
+    waits on it — the caller of :func:`drive`, a server's watchers — still gets one."""
     return RunResult(
         final_answer=None,
         winner=None,
@@ -451,9 +456,9 @@ def _not_started(spec: RunSpec, exc: Exception) -> RunResult:
         rounds=0,
         llm_calls=0,
         restarts=0,
-        termination=Termination.FAILED,
+        termination=termination,
         failed_agents={},
         log_dir=str(spec.log_dir) if spec.log_dir else None,
         duration_s=0.0,
-        failure_reason=f"the run could not start: {type(exc).__name__}: {exc}",
+        failure_reason=reason,
     )

@@ -33,7 +33,7 @@ import trio
 from actors.events import EventHub
 from actors.human.gate import Accept, OverrideChoice, OverrideRequest
 from actors.llm.pool import BackendPool
-from actors.run.driver import RunHandle, RunSpec, drive
+from actors.run.driver import RunHandle, RunSpec, drive, not_started
 from actors.run.result import RunResult, Termination
 from actors.run.turn import Turn
 from config.modes import AgentMode, ModeState, apply_modes
@@ -361,11 +361,11 @@ class RunRegistry:
                     result = await drive(run.spec, run.hub, on_open=run._opened)
                 except Exception as exc:  # the log could not be created: nothing ran
                     reason = f"the run could not start: {type(exc).__name__}: {exc}"
-                    result = _not_started(run.spec, Termination.FAILED, reason)
+                    result = not_started(run.spec, Termination.FAILED, reason)
         finally:
             if result is None:  # cancelled: a run that had opened concluded on the way out
                 outcome = run.handle.outcome if run.handle is not None else None
-                result = outcome or _not_started(run.spec, Termination.CANCELLED, None)
+                result = outcome or not_started(run.spec, Termination.CANCELLED)
             run.feed.bind(None)
             run.result = result
             run.feed.finish(result)
@@ -390,23 +390,3 @@ class RunRegistry:
 def _short(task: str, width: int = 60) -> str:
     line = " ".join(task.split())
     return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def _not_started(spec: RunSpec, termination: Termination, reason: str | None) -> RunResult:
-    """The result of a run that never opened, so its watchers still get a ``result`` line."""
-    return RunResult(
-        final_answer=None,
-        winner=None,
-        presenter=None,
-        strategy=spec.config.orchestrator.final_answer_strategy.value,
-        answers=[],
-        votes={},
-        rounds=0,
-        llm_calls=0,
-        restarts=0,
-        termination=termination,
-        failed_agents={},
-        log_dir=str(spec.log_dir) if spec.log_dir else None,
-        duration_s=0.0,
-        failure_reason=reason,
-    )
