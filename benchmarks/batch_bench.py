@@ -37,7 +37,7 @@ from benchmarks.load_bench import LOG_ROOT, Case, _table
 from benchmarks.machine import machine_info
 from config.loader import load_config
 
-__all__ = ["main", "measure", "settings"]
+__all__ = ["main", "measure", "measure_command", "settings"]
 
 CONCLAVE = Path(sys.executable).with_name("conclave")
 IDEAL_SAMPLE = 100
@@ -99,6 +99,20 @@ def measure(
     runs: int, concurrency: int, workers: int, latency: float = LATENCY, *, ideal: float
 ) -> dict[str, Any]:
     """One ``conclave batch`` process over ``runs`` tasks; its figures as a table row."""
+    row = measure_command(runs, concurrency, ["--workers", str(workers)], latency, ideal=ideal)
+    return {"runs": runs, "concurrency": concurrency, "workers": workers, **row}
+
+
+def measure_command(
+    runs: int,
+    concurrency: int,
+    flags: Sequence[str],
+    latency: float = LATENCY,
+    *,
+    ideal: float,
+) -> dict[str, Any]:
+    """One ``conclave batch`` process over ``runs`` tasks with ``flags`` (workers, engine):
+    its rate against the ideal, run times and the process's wall time."""
     LOG_ROOT.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT))
     try:
@@ -114,9 +128,8 @@ def measure(
         subprocess.run(
             [
                 str(CONCLAVE), "batch", str(tasks), "--out", str(scratch / "results.jsonl"),
-                "--config", str(config), "--concurrency", str(concurrency),
-                "--workers", str(workers), "--log-dir", str(scratch / "logs"),
-                "--summary-json", str(summary),
+                "--config", str(config), "--concurrency", str(concurrency), *flags,
+                "--log-dir", str(scratch / "logs"), "--summary-json", str(summary),
             ],
             check=True, capture_output=True, text=True,
         )  # fmt: skip
@@ -129,9 +142,6 @@ def measure(
     rate = runs / running
     ideal_rate = concurrency / ideal
     return {
-        "runs": runs,
-        "concurrency": concurrency,
-        "workers": workers,
         "runs_wall_s": round(running, 2),
         "runs_per_s": round(rate, 1),
         "ideal_runs_per_s": round(ideal_rate, 1),
@@ -139,6 +149,7 @@ def measure(
         "ideal_run_latency_s": round(ideal, 3),
         "p50_s": mode["p50_s"],
         "p95_s": mode["p95_s"],
+        "overhead_s": round(process_wall - running, 2),
         "process_wall_s": round(process_wall, 2),
         "completed": mode["completed"],
     }

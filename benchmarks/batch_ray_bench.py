@@ -18,20 +18,18 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from benchmarks.batch_bench import CONCLAVE, IDEAL_SAMPLE, LATENCY, _config_data, _task
+from benchmarks.batch_bench import IDEAL_SAMPLE, LATENCY, _config_data, measure_command
 from benchmarks.batch_bench import ideal_latency as _ideal_latency
 from benchmarks.bench_args import write_report
-from benchmarks.load_bench import LOG_ROOT, _table
+from benchmarks.load_bench import _table
 from benchmarks.machine import machine_info
 
 __all__ = ["main", "measure", "run_bench"]
@@ -53,50 +51,9 @@ def measure(
     engine: str, runs: int, concurrency: int, latency: float = LATENCY, *, ideal: float
 ) -> dict[str, Any]:
     """One ``conclave batch`` process over ``runs`` tasks on ``engine``; a table row."""
-    LOG_ROOT.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT))
-    try:
-        config = scratch / "config.yaml"
-        config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
-        tasks = scratch / "tasks.jsonl"
-        tasks.write_text(
-            "".join(json.dumps({"id": i, "task": _task(i)}) + "\n" for i in range(runs)),
-            encoding="utf-8",
-        )
-        summary = scratch / "summary.json"
-        results = scratch / "results.jsonl"
-        started = time.time()
-        subprocess.run(
-            [
-                str(CONCLAVE), "batch", str(tasks), "--out", str(results),
-                "--config", str(config), "--concurrency", str(concurrency),
-                *_engine_flags(engine, concurrency), "--log-dir", str(scratch / "logs"),
-                "--summary-json", str(summary),
-            ],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        process_wall = time.time() - started
-        data = json.loads(summary.read_text(encoding="utf-8"))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    [mode] = data["modes"]
-    running = data["session"]["runs_wall_s"]
-    rate = runs / running
-    ideal_rate = concurrency / ideal
-    return {
-        "engine": engine,
-        "runs": runs,
-        "concurrency": concurrency,
-        "runs_wall_s": round(running, 2),
-        "runs_per_s": round(rate, 1),
-        "ideal_runs_per_s": round(ideal_rate, 1),
-        "fraction_of_ideal": round(rate / ideal_rate, 2),
-        "p50_s": mode["p50_s"],
-        "p95_s": mode["p95_s"],
-        "overhead_s": round(process_wall - running, 2),
-        "process_wall_s": round(process_wall, 2),
-        "completed": mode["completed"],
-    }
+    flags = _engine_flags(engine, concurrency)
+    row = measure_command(runs, concurrency, flags, latency, ideal=ideal)
+    return {"engine": engine, "runs": runs, "concurrency": concurrency, **row}
 
 
 def run_bench(
