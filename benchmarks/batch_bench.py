@@ -30,7 +30,8 @@ import trio
 import trio.testing
 import yaml
 
-from actors.batch.lanes import Counter, run_lanes
+from actors.batch.claims import Counter
+from actors.batch.lanes import run_lanes
 from actors.run.driver import RunSpec, run
 from benchmarks.bench_args import write_report
 from benchmarks.load_bench import LOG_ROOT, Case, _table

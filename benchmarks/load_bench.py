@@ -35,8 +35,9 @@ import attrs
 import trio
 import trio.testing
 
+from actors.batch.claims import Counter, SharedCounter
 from actors.batch.engine import split_slots
-from actors.batch.lanes import Counter, SharedCounter, run_lanes
+from actors.batch.lanes import run_lanes
 from actors.run.driver import RunSpec, run
 from actors.run.result import RunResult
 from benchmarks.bench_args import (

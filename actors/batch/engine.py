@@ -16,7 +16,9 @@ starting on request, halt on request.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import signal
+from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Protocol
@@ -24,8 +26,11 @@ from typing import Protocol
 import attrs
 import trio
 
-from actors.batch.lanes import Counter, SharedCounter, run_lanes
-from actors.batch.work import BatchWork, JobOutcome, Report
+from actors.batch.claims import Counter, SharedCounter
+from actors.batch.lanes import run_lanes
+from actors.batch.outcome_pipe import OutcomeReceiver, send_outcome
+from actors.batch.work import BatchWork, Report
+from actors.batch.worker import worker_main
 from runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = [
@@ -34,8 +39,8 @@ __all__ = [
     "LocalEngine",
     "WorkerEngine",
     "WorkerLost",
+    "run_worker",
     "split_slots",
-    "worker_main",
 ]
 
 HALT_GRACE_S = 10.0
@@ -118,9 +123,10 @@ class _Worker:
 class WorkerEngine:
     """Worker processes claiming from one shared counter; see the module docstring.
 
-    Outcomes are read in a thread per worker (a pipe read blocks) and reported from the
-    trio loop. A worker that dies loses only its runs in flight: they were never reported,
-    so they run again on resume; :attr:`lost` says which workers died and how.
+    Outcomes are read from each worker's pipe in the trio loop (see
+    :mod:`actors.batch.outcome_pipe`) and reported there. A worker that dies loses only its
+    runs in flight: they were never reported, so they run again on resume; :attr:`lost`
+    says which workers died and how.
     """
 
     def __init__(self, concurrency: int, workers: int) -> None:
@@ -139,12 +145,13 @@ class WorkerEngine:
             counter.close()
         # Started with SIGINT ignored, which a new interpreter keeps: Ctrl+C reaches every
         # process of the terminal's group, and a worker still importing would die of it.
+        batch = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             for slots in self.slots:
                 receiving, sending = self._context.Pipe(duplex=False)
                 process = self._context.Process(
-                    target=worker_main, args=(work, slots, counter, sending), daemon=True
+                    target=worker_main, args=(batch, slots, counter, sending), daemon=True
                 )
                 process.start()
                 sending.close()  # the worker holds the only sending end: EOF when it exits
@@ -165,15 +172,9 @@ class WorkerEngine:
                 worker.outcomes.close()
 
     async def _receive(self, worker: _Worker, report: Report) -> None:
-        while True:
-            try:
-                outcome = await trio.to_thread.run_sync(
-                    worker.outcomes.recv, abandon_on_cancel=True
-                )
-            except EOFError:
-                break
-            assert isinstance(outcome, JobOutcome)
-            report(outcome)
+        async with OutcomeReceiver(worker.outcomes.fileno()) as outcomes:
+            while (outcome := await outcomes.receive()) is not None:
+                report(outcome)
         await trio.to_thread.run_sync(worker.process.join, abandon_on_cancel=True)
         code = worker.process.exitcode
         if code != 0 and not self._halted:
@@ -202,15 +203,13 @@ class WorkerEngine:
                 worker.process.kill()
 
 
-def worker_main(work: BatchWork, slots: int, claims: SharedCounter, outcomes: Connection) -> None:
-    """A worker process: ``slots`` lanes claiming from ``claims``, each outcome sent back on
-    ``outcomes``. SIGINT stays ignored (Ctrl+C reaches every process of the terminal's group;
-    the parent decides what it means); SIGTERM cancels the runs in flight and ends the
-    worker."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def run_worker(work: BatchWork, slots: int, claims: SharedCounter, outcomes: Connection) -> None:
+    """The body of a worker process (:func:`actors.batch.worker.worker_main`): ``slots`` lanes
+    claiming from ``claims``, each outcome sent back on ``outcomes``; SIGTERM cancels the
+    runs in flight and ends it."""
     tune_gc_for_actors()
     try:
-        trio.run(_worker, work, slots, claims, outcomes.send)
+        trio.run(_worker, work, slots, claims, partial(send_outcome, outcomes.fileno()))
     finally:
         outcomes.close()
 

@@ -40,7 +40,8 @@ from typing import Any
 import attrs
 import trio
 
-from actors.batch.lanes import Counter, run_lanes
+from actors.batch.claims import Counter
+from actors.batch.lanes import run_lanes
 from actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from runtime.gc_tuning import tune_gc_for_actors
 

@@ -8,8 +8,9 @@ import multiprocessing
 import trio
 import trio.testing
 
+from actors.batch.claims import Counter, SharedCounter
 from actors.batch.engine import LocalEngine, split_slots
-from actors.batch.lanes import Counter, SharedCounter, run_lanes
+from actors.batch.lanes import run_lanes
 from actors.batch.work import BatchJob, BatchWork, JobOutcome
 from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 
