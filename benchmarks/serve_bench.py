@@ -30,14 +30,15 @@ them take a good part of a core (websocket parsing, in trio-websocket): on a 2-c
 that competition is much of a watched run's extra time, and not the server's work, which
 the server's CPU seconds show. Their CPU seconds per watched run are reported;
 ``--client-nice 19`` runs them at a lower priority than the server (their latency then
-includes waiting for a core). Every client must get every line from its snapshot's
-``next_seq`` to ``result`` (each frame's first ``seq`` follows the last one's), and the
-same ``result``, or the benchmark fails.
+includes waiting for a core); ``--separate-cores`` runs them on the last core only and the
+server on the others, which is closest to clients on other machines. Every client must get
+every line from its snapshot's ``next_seq`` to ``result`` (each frame's first ``seq``
+follows the last one's), and the same ``result``, or the benchmark fails.
 
 Prints a table and writes JSON (machine, parameters, load, figures).
 
     .venv/bin/python -m benchmarks.serve_bench [--agents N] [--clients C] [--repeats R]
-        [--client-nice N] [--json PATH]
+        [--client-nice N] [--separate-cores] [--json PATH]
 """
 
 from __future__ import annotations
@@ -309,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="run the clients (this process, not the server) at this niceness",
     )
+    parser.add_argument(
+        "--separate-cores",
+        action="store_true",
+        help="run the clients on the last core only and the server on the others (the "
+        "clients stand for other machines: this keeps them off the server's core)",
+    )
     parser.add_argument("--json", default="bench-results/serve_bench.json", metavar="PATH")
     args = parser.parse_args(argv)
     problem = check_report_path(args.json)
@@ -321,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
         server = _Server(_config(root / "agents.yaml", args.agents), root / "runs")
         if args.client_nice:
             os.nice(args.client_nice)  # after the server started: it keeps its priority
+        if args.separate_cores:
+            *server_cores, client_core = sorted(os.sched_getaffinity(0))
+            if not server_cores:
+                raise SystemExit("--separate-cores needs at least two cores")
+            os.sched_setaffinity(server.process.pid, server_cores)
+            os.sched_setaffinity(0, {client_core})
         try:
             figures = trio.run(_measure, server, args.clients, args.repeats)
         finally:
@@ -334,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         ("clients", f"{args.clients:,}"),
         ("repeats (alternated)", f"{args.repeats}"),
         ("clients' niceness", f"{args.client_nice}"),
+        ("clients on a core of their own", "yes" if args.separate_cores else "no"),
         ("load average (1 min) before, after", f"{load_before[0]:.2f}, {load_after[0]:.2f}"),
         ("run, no clients (median s)", f"{figures['alone_median_s']:.2f}"),
         (f"run, {args.clients} clients (median s)", f"{figures['watched_median_s']:.2f}"),
@@ -367,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             "visibility": "ring",
             "client_read_bytes": _READ_BYTES,
             "client_nice": args.client_nice,
+            "separate_cores": args.separate_cores,
         },
         "figures": figures,
         "target_overhead_pct": 10,

@@ -4,6 +4,10 @@ clients, and reports what it says it reports (not a timed test)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,3 +30,23 @@ def test_a_tiny_run_delivers_every_line_to_every_client_and_reports_the_overhead
     assert report["parameters"]["clients"] == 3
     assert isinstance(report["met"], bool)
     assert "fan-out latency p50 (ms)" in capsys.readouterr().out
+
+
+def test_separate_cores_keeps_the_clients_off_the_servers_cores(tmp_path: Path) -> None:
+    # In a process of its own: it pins the process that runs it.
+    out = tmp_path / "serve.json"
+    argv = ["--agents", "10", "--clients", "3", "--repeats", "1", "--separate-cores"]
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serve_bench", *argv, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if len(os.sched_getaffinity(0)) < 2:
+        assert done.returncode != 0 and "needs at least two cores" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["parameters"]["separate_cores"] is True
+    assert report["figures"]["watched"][0]["clients_done"] == 3
+    assert re.search(r"clients on a core of their own +\| yes", done.stdout)
