@@ -291,8 +291,11 @@ class EventHub(_ClosedOnExit):
 
     def close(self) -> None:
         """End every subscription (channel subscribers read what they have buffered, then
-        ``EndOfChannel``) and refuse new ones. Idempotent."""
+        ``EndOfChannel``) and refuse new ones, and let go of :meth:`bind`'s ``record`` (the
+        run's actor system, which a closed hub kept alive for as long as it was kept: a
+        server's finished runs). Idempotent."""
         self._closed = True
+        self._sink = None
         for subscriber in list(self._subscribers):
             self._remove(subscriber)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from typing import Any
 
 import pytest
@@ -206,6 +208,21 @@ async def test_closing_the_hub_ends_every_subscription() -> None:
     assert [e async for e in first] == [answer()]
     assert [e async for e in second] == [answer()]
     assert first.dropped is None
+
+
+def test_a_closed_hub_lets_go_of_the_recorder_it_was_bound_to() -> None:
+    class System:
+        def record(self, event: Event) -> None: ...
+
+    system = System()
+    alive = weakref.ref(system)
+    hub = EventHub()
+    hub.bind(system.record)
+    hub.close()
+    del system
+    gc.collect()
+
+    assert alive() is None  # a kept hub (a server's finished run) keeps no actor system
 
 
 def test_subscribing_to_a_closed_hub_is_refused() -> None:

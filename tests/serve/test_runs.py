@@ -3,6 +3,7 @@ their clients, and never slowed or broken by one."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from actors.events import DomainEvent
 from actors.events.view import RunView
 from runtime import converter
 from runtime.eventlog import read_event_log
+from runtime.system import ActorSystem
 from tests.serve.helpers import (
     TASK,
     code_of_reason,
@@ -23,7 +25,7 @@ from tests.serve.helpers import (
     scripted_config,
     serving,
 )
-from ui.serve.protocol import CloseCode
+from ui.serve.protocol import CloseCode, StartRun
 
 COMMON = ["type", "run_id", "seq", "t", "time"]
 """Every stream-json line starts with these fields, in this order (docs/stream-json.md)."""
@@ -401,3 +403,17 @@ async def test_health_answers_plain_http_get_on_the_same_port(tmp_path: Path) ->
     assert health["status"] == "ok"
     assert health["runs"] == 0
     assert missing == 404
+
+
+async def test_a_finished_run_keeps_its_result_but_not_its_actor_system(tmp_path: Path) -> None:
+    def systems_alive() -> int:
+        gc.collect()
+        return sum(1 for thing in gc.get_objects() if type(thing) is ActorSystem)
+
+    async with serving(tmp_path) as server:
+        before = systems_alive()
+        run = server.registry.start(StartRun(task=TASK, watch=False))
+        await run.ended.wait()
+
+        assert run.result is not None and run.feed.result_line is not None
+        assert systems_alive() == before  # a server keeps 64 finished runs: megabytes each

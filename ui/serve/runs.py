@@ -166,6 +166,8 @@ class ServedRun:
     def cancel(self) -> None:
         """End the run now with its best answer so far; before it has opened, as soon as
         it opens."""
+        if self.result is not None:
+            return
         if self.handle is not None:
             self.handle.cancel()
         else:
@@ -368,6 +370,7 @@ class RunRegistry:
                 result = outcome or not_started(run.spec, Termination.CANCELLED)
             run.feed.bind(None)
             run.result = result
+            run.handle = None  # its actor system: a finished run keeps its feed and result
             run.feed.finish(result)
             run.ended.set()
             self._active -= 1
