@@ -143,9 +143,9 @@ class WorkerEngine:
         counter = self._counter = SharedCounter(len(work.jobs), self._context)
         if self._stopped:
             counter.close()
+        batch = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)  # once, for every worker
         # Started with SIGINT ignored, which a new interpreter keeps: Ctrl+C reaches every
         # process of the terminal's group, and a worker still importing would die of it.
-        batch = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             for slots in self.slots:

@@ -5,8 +5,8 @@ unpickles them, importing each class they name on the way, while the parent's wr
 when the arguments held the batch's jobs, the parent waited for each child to import the
 runtime before it could start the next one (the second of two workers started 0.5 s after
 the first, on a core the first needed). So a worker is spawned with this module, its claims
-and its pipe only, all free of the runtime, and the batch as bytes: every child imports the
-runtime at once, in parallel, when it unpickles them.
+and its pipe only, all free of the runtime, and the batch as bytes: the parent starts every
+child at once, and each imports the runtime in parallel when it unpickles the batch.
 """
 
 from __future__ import annotations

@@ -166,8 +166,6 @@ class ServedRun:
     def cancel(self) -> None:
         """End the run now with its best answer so far; before it has opened, as soon as
         it opens."""
-        if self.result is not None:
-            return
         if self.handle is not None:
             self.handle.cancel()
         else:
