@@ -7,30 +7,30 @@ class, whichever parts of the domain it otherwise uses.
 
 from __future__ import annotations
 
-import actors.agent.events
-import actors.agent.protocol
-import actors.coordination.events
-import actors.coordination.protocol
-import actors.events.base
-import actors.events.hub
-import actors.events.loop
-import actors.mcp.events
-import actors.run.events
-import actors.workspace.events
-import actors.workspace.tracker
+import conclave.actors.agent.events
+import conclave.actors.agent.protocol
+import conclave.actors.coordination.events
+import conclave.actors.coordination.protocol
+import conclave.actors.events.base
+import conclave.actors.events.hub
+import conclave.actors.events.loop
+import conclave.actors.mcp.events
+import conclave.actors.run.events
+import conclave.actors.workspace.events
+import conclave.actors.workspace.tracker
 
 __all__ = ["DOMAIN_MODULES"]
 
 DOMAIN_MODULES = (
-    actors.agent.events,
-    actors.agent.protocol,
-    actors.coordination.events,
-    actors.coordination.protocol,
-    actors.events.base,
-    actors.events.hub,
-    actors.events.loop,
-    actors.mcp.events,
-    actors.run.events,
-    actors.workspace.events,
-    actors.workspace.tracker,
+    conclave.actors.agent.events,
+    conclave.actors.agent.protocol,
+    conclave.actors.coordination.events,
+    conclave.actors.coordination.protocol,
+    conclave.actors.events.base,
+    conclave.actors.events.hub,
+    conclave.actors.events.loop,
+    conclave.actors.mcp.events,
+    conclave.actors.run.events,
+    conclave.actors.workspace.events,
+    conclave.actors.workspace.tracker,
 )

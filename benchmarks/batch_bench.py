@@ -8,7 +8,8 @@ first run's start to the last run's end (``--summary-json``'s ``runs_wall_s``: t
 start-up is reported apart). The ideal is C over the mean run latency of the same runs on a
 virtual clock, where the runtime costs nothing (sampled over :data:`IDEAL_SAMPLE` tasks).
 
-``python -m benchmarks.batch_bench [--quick] [--json PATH]`` prints a table and writes JSON.
+``python -m conclave.benchmarks.batch_bench [--quick] [--json PATH]`` prints a table and
+writes JSON.
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ import trio
 import trio.testing
 import yaml
 
-from actors.batch.claims import Counter
-from actors.batch.lanes import run_lanes
-from actors.run.driver import RunSpec, run
-from benchmarks.bench_args import write_report
-from benchmarks.load_bench import LOG_ROOT, Case, _table
-from benchmarks.machine import machine_info
-from config.loader import load_config
+from conclave.actors.batch.claims import Counter
+from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.run.driver import RunSpec, run
+from conclave.benchmarks.bench_args import write_report
+from conclave.benchmarks.load_bench import LOG_ROOT, Case, _table
+from conclave.benchmarks.machine import machine_info
+from conclave.config.loader import load_config
 
 __all__ = ["main", "measure", "measure_command", "settings"]
 
@@ -189,7 +190,9 @@ def run_bench(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.batch_bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m conclave.benchmarks.batch_bench", description=__doc__
+    )
     parser.add_argument("--quick", action="store_true", help="100 runs at C = 50 only")
     parser.add_argument("--json", default="bench-results/batch_bench.json", metavar="PATH")
     args = parser.parse_args(argv)

@@ -8,7 +8,7 @@ M over the first run's start to the last run's end; ``process_wall_s`` includes 
 and shut-down (Ray's cluster and its worker processes), ``overhead_s`` is the process's wall
 time outside that span. The ideal is C over the mean run latency on a virtual clock.
 
-``python -m benchmarks.batch_ray_bench [--quick] [--runs M] [--concurrency C ...]
+``python -m conclave.benchmarks.batch_ray_bench [--quick] [--runs M] [--concurrency C ...]
 [--json PATH]`` prints a table and writes JSON.
 """
 
@@ -26,11 +26,11 @@ from typing import Any
 
 import yaml
 
-from benchmarks.batch_bench import IDEAL_SAMPLE, LATENCY, _config_data, measure_command
-from benchmarks.batch_bench import ideal_latency as _ideal_latency
-from benchmarks.bench_args import write_report
-from benchmarks.load_bench import _table
-from benchmarks.machine import machine_info
+from conclave.benchmarks.batch_bench import IDEAL_SAMPLE, LATENCY, _config_data, measure_command
+from conclave.benchmarks.batch_bench import ideal_latency as _ideal_latency
+from conclave.benchmarks.bench_args import write_report
+from conclave.benchmarks.load_bench import _table
+from conclave.benchmarks.machine import machine_info
 
 __all__ = ["main", "measure", "run_bench"]
 
@@ -89,7 +89,7 @@ def run_bench(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.batch_ray_bench", description=__doc__
+        prog="python -m conclave.benchmarks.batch_ray_bench", description=__doc__
     )
     parser.add_argument("--quick", action="store_true", help="100 runs at C = 16")
     parser.add_argument("--runs", type=int, default=1_000, metavar="M")

@@ -15,7 +15,7 @@ cost is not hidden behind the disk's): its time is CPU time, which is what the v
 compares; wall time, which other processes on a shared machine inflate, is shown beside it.
 Prints a table and writes JSON (machine, parameters, figures).
 
-    .venv/bin/python -m benchmarks.events_bench [--agents N] [--repeats R] [--json PATH]
+    .venv/bin/python -m conclave.benchmarks.events_bench [--agents N] [--repeats R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -30,12 +30,17 @@ from typing import Any
 
 import trio
 
-from actors.events import DEFAULT_BUFFER, EventHub, Subscription
-from actors.run.driver import RunSpec, open_run
-from benchmarks.machine import machine_info
-from config.modes import ModeState, apply_modes
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from runtime.gc_tuning import tune_gc_for_actors
+from conclave.actors.events import DEFAULT_BUFFER, EventHub, Subscription
+from conclave.actors.run.driver import RunSpec, open_run
+from conclave.benchmarks.machine import machine_info
+from conclave.config.modes import ModeState, apply_modes
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = ["main"]
 
@@ -186,7 +191,7 @@ def format_table(report: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.events_bench",
+        prog="python -m conclave.benchmarks.events_bench",
         description="What a subscriber that never reads costs a run (it must cost nothing).",
     )
     p.add_argument("--agents", type=_positive, default=1_000, metavar="N")

@@ -39,24 +39,24 @@ import attrs
 import trio
 import yaml
 
-from actors.run.driver import RunSpec, run
-from actors.run.result import RunResult
-from benchmarks.bench_args import (
+from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.result import RunResult
+from conclave.benchmarks.bench_args import (
     ReportPathChanged,
     add_bench_arguments,
     check_log_root,
     check_report_path,
     write_report,
 )
-from benchmarks.http_costs import request_costs, startup_costs
-from benchmarks.http_server import model_name, open_server_process
-from benchmarks.load_bench import TASK, Case, _log_scratch, _table, _virtual
-from benchmarks.load_bench import main as load_bench_main
-from benchmarks.machine import machine_info, peak_rss_kb
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
-from runtime.gc_tuning import tune_gc_for_actors
+from conclave.benchmarks.http_costs import request_costs, startup_costs
+from conclave.benchmarks.http_server import model_name, open_server_process
+from conclave.benchmarks.load_bench import TASK, Case, _log_scratch, _table, _virtual
+from conclave.benchmarks.load_bench import main as load_bench_main
+from conclave.benchmarks.machine import machine_info, peak_rss_kb
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
+from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = [
     "SIZES",
@@ -125,7 +125,7 @@ def client(case: Case, base_url: str, log_root: Path) -> dict[str, Any]:
     cost shows in the process wall, not the run's), then the run with its event log; then
     the same run on the scripted backend in real time, whose CPU is the runtime's own."""
     started = time.time()
-    import actors.llm.openai_backend  # noqa: F401  (imported by the pool on first use anyway)
+    import conclave.actors.llm.openai_backend  # noqa: F401  (imported by the pool on first use anyway)
 
     imported = time.time()
     with _log_scratch(log_root) as tmp:
@@ -235,7 +235,7 @@ def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, An
     """The run alone, measured inside a fresh process (:func:`client`), against a fresh
     server: its figures and what the server served."""
     with open_server_process() as server:
-        argv = [sys.executable, "-m", "benchmarks.http_bench", "--client"]
+        argv = [sys.executable, "-m", "conclave.benchmarks.http_bench", "--client"]
         argv += [json.dumps(attrs.asdict(case)), "--url", server.url, "--log-root", str(scratch)]
         before = server.stats()
         finished = _timed_process(argv, scratch)
@@ -386,7 +386,9 @@ def bench_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.http_bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m conclave.benchmarks.http_bench", description=__doc__
+    )
     add_bench_arguments(parser)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

@@ -25,22 +25,22 @@ import attrs
 import trio
 import trio.testing
 
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.llm.scripted import ScriptedBackend
-from actors.run.driver import RunSpec, run
-from benchmarks.http_server import model_name, open_server_process
-from benchmarks.load_bench import TASK, Case
-from config.schema import AgentConfig, ScriptedBackendConfig
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.actors.run.driver import RunSpec, run
+from conclave.benchmarks.http_server import model_name, open_server_process
+from conclave.benchmarks.load_bench import TASK, Case
+from conclave.config.schema import AgentConfig, ScriptedBackendConfig
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
 
 __all__ = ["LAYERS", "biggest_request", "request_costs", "startup_costs"]
 
 STARTUP = (
     ("python, nothing imported", "pass"),
-    ("Conclave's run machinery", "import actors.run.driver"),
+    ("Conclave's run machinery", "import conclave.actors.run.driver"),
     ("the openai SDK", "import openai"),
-    ("Conclave's openai backend (SDK included)", "import actors.llm.openai_backend"),
+    ("Conclave's openai backend (SDK included)", "import conclave.actors.llm.openai_backend"),
 )
 """What each start-up process imports: label, code."""
 
@@ -140,7 +140,7 @@ async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[tu
     from openai._utils import async_maybe_transform
     from openai.types.chat import ChatCompletionChunk, completion_create_params
 
-    from actors.llm.pool import open_backends
+    from conclave.actors.llm.pool import open_backends
 
     key = "sk-bench-loopback"
     backend_config = OpenAIBackendConfig(

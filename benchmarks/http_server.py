@@ -7,7 +7,7 @@ as the agent's loop built it, waits its latency (200 ms ±50 % by default) and s
 reply back as Chat Completions chunks (tool calls, text, finish, usage, ``[DONE]``). So a run
 against it coordinates exactly as a scripted run does, through the real SDK over real sockets.
 
-It runs in its own process (``python -m benchmarks.http_server``) so that its CPU is not
+It runs in its own process (``python -m conclave.benchmarks.http_server``) so that its CPU is not
 charged to the client being measured: it prints its port on the first line of stdout, serves
 until its stdin closes, and answers ``GET /stats`` with what it has served. The listen
 backlog is large: the kernel's queue must hold every agent's first connection at once (the
@@ -29,9 +29,15 @@ import attrs
 import orjson
 import trio
 
-from actors.llm.protocol import ChatMessage, Completion, CompletionRequest, ToolCall, ToolSchema
-from actors.llm.scripted import ScriptedBackend
-from config.schema import ScriptedBackendConfig
+from conclave.actors.llm.protocol import (
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    ToolCall,
+    ToolSchema,
+)
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.config.schema import ScriptedBackendConfig
 
 __all__ = [
     "BACKLOG",
@@ -281,7 +287,7 @@ def open_server_process(latency: float = 0.2, jitter: float = 0.5) -> Iterator[S
         [
             sys.executable,
             "-m",
-            "benchmarks.http_server",
+            "conclave.benchmarks.http_server",
             f"--latency={latency}",
             f"--jitter={jitter}",
         ],
@@ -306,7 +312,9 @@ def open_server_process(latency: float = 0.2, jitter: float = 0.5) -> Iterator[S
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.http_server", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m conclave.benchmarks.http_server", description=__doc__
+    )
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per reply")
     parser.add_argument("--jitter", type=float, default=0.5, help="fraction of latency, ±")
     args = parser.parse_args(argv)

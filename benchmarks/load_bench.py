@@ -35,28 +35,28 @@ import attrs
 import trio
 import trio.testing
 
-from actors.batch.claims import Counter, SharedCounter
-from actors.batch.engine import split_slots
-from actors.batch.lanes import run_lanes
-from actors.run.driver import RunSpec, run
-from actors.run.result import RunResult
-from benchmarks.bench_args import (
+from conclave.actors.batch.claims import Counter, SharedCounter
+from conclave.actors.batch.engine import split_slots
+from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.result import RunResult
+from conclave.benchmarks.bench_args import (
     ReportPathChanged,
     add_bench_arguments,
     check_log_root,
     check_report_path,
     write_report,
 )
-from benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
-from config.modes import ModeState, apply_modes
-from config.schema import (
+from conclave.benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
+from conclave.config.modes import ModeState, apply_modes
+from conclave.config.schema import (
     AgentConfig,
     ConclaveConfig,
     InFlightPolicy,
     OrchestratorConfig,
     ScriptedBackendConfig,
 )
-from runtime.gc_tuning import tune_gc_for_actors
+from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = ["main"]
 
@@ -170,7 +170,13 @@ def measure_big_run(case: Case) -> dict[str, Any]:
 
 def _in_subprocess(case: Case) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load_bench", "--case", json.dumps(attrs.asdict(case))],
+        [
+            sys.executable,
+            "-m",
+            "conclave.benchmarks.load_bench",
+            "--case",
+            json.dumps(attrs.asdict(case)),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -500,7 +506,9 @@ def _run_scenarios(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.load_bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m conclave.benchmarks.load_bench", description=__doc__
+    )
     add_bench_arguments(parser)
     return parser
 

@@ -13,7 +13,7 @@ The figure that matters is executor - sdk (what Conclave adds; target ≤ 2 ms).
 time from spawning 3 stdio servers (filesystem, everything, time) to all three ready, as a
 run does before its agents start. Prints a table and writes JSON.
 
-    .venv/bin/python -m benchmarks.mcp_bench [--calls N] [--json PATH]
+    .venv/bin/python -m conclave.benchmarks.mcp_bench [--calls N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from typing import Any
 
 import trio
 
-from actors.llm.protocol import ToolCall
-from actors.mcp.server import spawn_listed
-from actors.mcp.tools import with_mcp_tools
-from actors.tools.executor import AgentTools
-from actors.tools.protocol import NO_TOOLS, ToolResult
-from actors.tools.spec import ToolContext, ToolSpec
-from config.modes import CollaborationMode
-from config.schema.mcp import McpServerConfig, StdioMcpServer
-from runtime import open_actor_system
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.mcp.server import spawn_listed
+from conclave.actors.mcp.tools import with_mcp_tools
+from conclave.actors.tools.executor import AgentTools
+from conclave.actors.tools.protocol import NO_TOOLS, ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolSpec
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer
+from conclave.runtime import open_actor_system
 
 
 def _program(name: str) -> str:

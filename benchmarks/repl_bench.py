@@ -12,7 +12,8 @@ Each figure includes the cost of the tmux client calls that send and read (a few
 milliseconds each), which the idle row shows. Prints a table and writes JSON (machine,
 parameters, figures).
 
-    .venv/bin/python -m benchmarks.repl_bench [--agents N] [--samples K] [--starts S] [--json PATH]
+    .venv/bin/python -m conclave.benchmarks.repl_bench \
+        [--agents N] [--samples K] [--starts S] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import machine_info
+from conclave.benchmarks.machine import machine_info
 
 __all__ = ["main", "run_benchmark"]
 
@@ -235,7 +236,7 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.repl_bench",
+        prog="python -m conclave.benchmarks.repl_bench",
         description="The REPL in tmux: start-up time and key echo while a big run streams.",
     )
     p.add_argument("--agents", type=_positive, default=1000, metavar="N")

@@ -14,7 +14,7 @@ Each measurement runs in a fresh ``trio.run``; the repeats are interleaved (raw,
 raw, ...) so drift on a shared, noisy machine hits both sides alike, and the best of the
 repeats is reported. Prints a table and writes JSON (machine, parameters, figures).
 
-    .venv/bin/python -m benchmarks.runtime_bench [--messages N] [--repeats R] [--json PATH]
+    .venv/bin/python -m conclave.benchmarks.runtime_bench [--messages N] [--repeats R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import attrs
 import trio
 import trio.testing
 
-from benchmarks.machine import machine_info
-from runtime import (
+from conclave.benchmarks.machine import machine_info
+from conclave.runtime import (
     DELIVER,
     Actor,
     ActorContext,
@@ -44,7 +44,7 @@ from runtime import (
     message,
     open_actor_system,
 )
-from runtime.routing import Decision
+from conclave.runtime.routing import Decision
 
 __all__ = ["main"]
 
@@ -291,7 +291,7 @@ def format_table(report: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.runtime_bench",
+        prog="python -m conclave.benchmarks.runtime_bench",
         description="Kernel overhead: full actor path against raw trio memory channels.",
     )
     p.add_argument("--messages", type=_positive, default=50_000, metavar="N")

@@ -17,7 +17,7 @@ Targets: local ≤ 10 ms, docker (session) ≤ 25 ms. A sandbox this machine can
 (no bubblewrap, no engine or image) is reported as unavailable, with the reason, and is not
 judged. Prints a table and writes JSON (machine, parameters, figures).
 
-    .venv/bin/python -m benchmarks.sandbox_bench [--calls N] [--repeats R] [--json PATH]
+    .venv/bin/python -m conclave.benchmarks.sandbox_bench [--calls N] [--repeats R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from typing import Any
 
 import trio
 
-from actors.sandbox import SandboxUnavailable, open_sandbox
-from actors.sandbox.docker import DockerSandbox
-from actors.sandbox.local import LocalSandbox, bubblewrap
-from benchmarks.bench_args import check_report_path, write_report
-from benchmarks.machine import machine_info
-from config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.actors.sandbox import SandboxUnavailable, open_sandbox
+from conclave.actors.sandbox.docker import DockerSandbox
+from conclave.actors.sandbox.local import LocalSandbox, bubblewrap
+from conclave.benchmarks.bench_args import check_report_path, write_report
+from conclave.benchmarks.machine import machine_info
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 
 __all__ = ["main", "run_benchmark"]
 
@@ -193,7 +193,7 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.sandbox_bench",
+        prog="python -m conclave.benchmarks.sandbox_bench",
         description="What run_shell costs per call in each sandbox (local, bubblewrap, docker).",
     )
     p.add_argument("--calls", type=_positive, default=200, metavar="N")

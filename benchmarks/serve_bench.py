@@ -37,7 +37,7 @@ follows the last one's), and the same ``result``, or the benchmark fails.
 
 Prints a table and writes JSON (machine, parameters, load, figures).
 
-    .venv/bin/python -m benchmarks.serve_bench [--agents N] [--clients C] [--repeats R]
+    .venv/bin/python -m conclave.benchmarks.serve_bench [--agents N] [--clients C] [--repeats R]
         [--client-nice N] [--separate-cores] [--json PATH]
 """
 
@@ -60,8 +60,8 @@ import trio
 import yaml
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from benchmarks.bench_args import check_report_path, write_report
-from benchmarks.machine import machine_info
+from conclave.benchmarks.bench_args import check_report_path, write_report
+from conclave.benchmarks.machine import machine_info
 
 __all__ = ["main"]
 
@@ -97,7 +97,7 @@ class _Server:
             [
                 sys.executable,
                 "-m",
-                "ui.cli",
+                "conclave.ui.cli",
                 "serve",
                 "--port",
                 "0",
@@ -299,7 +299,7 @@ async def _measure(server: _Server, clients: int, repeats: int) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.serve_bench")
+    parser = argparse.ArgumentParser(prog="python -m conclave.benchmarks.serve_bench")
     parser.add_argument("--agents", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)

@@ -16,7 +16,7 @@ Measured per call, in one ``trio.run``, as the median of interleaved repeats:
 The target: executor + path policy (read) + verified open extra ≤ 0.5 ms per call.
 Prints a table and writes JSON (machine, parameters, figures).
 
-    .venv/bin/python -m benchmarks.tools_bench [--calls N] [--repeats R] [--json PATH]
+    .venv/bin/python -m conclave.benchmarks.tools_bench [--calls N] [--repeats R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from typing import Any
 
 import trio
 
-from actors.llm.protocol import ToolCall
-from actors.tools import fs
-from actors.tools.executor import AgentTools, agent_tools
-from actors.tools.paths import PathGrant, PathPolicy, StaticGrants
-from actors.tools.protocol import ToolResult
-from actors.tools.spec import ToolContext, ToolSpec
-from benchmarks.bench_args import check_report_path, write_report
-from benchmarks.machine import machine_info
-from config.modes import CollaborationMode
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.tools import fs
+from conclave.actors.tools.executor import AgentTools, agent_tools
+from conclave.actors.tools.paths import PathGrant, PathPolicy, StaticGrants
+from conclave.actors.tools.protocol import ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolSpec
+from conclave.benchmarks.bench_args import check_report_path, write_report
+from conclave.benchmarks.machine import machine_info
+from conclave.config.modes import CollaborationMode
 
 __all__ = ["main", "run_benchmark"]
 
@@ -236,7 +236,7 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.tools_bench",
+        prog="python -m conclave.benchmarks.tools_bench",
         description="What a tool call costs beyond the tool's own work (executor, path policy).",
     )
     p.add_argument("--calls", type=_positive, default=2_000, metavar="N")

@@ -19,7 +19,7 @@ is run on the virtual clock too, as a reference: the gap between the two ideals 
 four more LLM steps per answer cost in latency alone, and wall/ideal is what the runtime
 and the tools add on top.
 
-    .venv/bin/python -m benchmarks.workspace_bench [--agents N] [--latency S] [--repeats R]
+    .venv/bin/python -m conclave.benchmarks.workspace_bench [--agents N] [--latency S] [--repeats R]
         [--json PATH] [--log-root DIR]
 """
 
@@ -39,17 +39,17 @@ import attrs
 import trio
 import trio.testing
 
-from actors.events.loop import ToolCallFinished
-from actors.run.driver import RunSpec, run
-from actors.run.result import RunResult
-from actors.sandbox.local import bubblewrap
-from benchmarks.bench_args import check_log_root, check_report_path, write_report
-from benchmarks.load_bench import TASK, Case
-from benchmarks.machine import current_rss_kb, machine_info, peak_rss_kb
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
-from config.schema.backends import ToolStep
-from runtime import Event
-from runtime.gc_tuning import tune_gc_for_actors
+from conclave.actors.events.loop import ToolCallFinished
+from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.result import RunResult
+from conclave.actors.sandbox.local import bubblewrap
+from conclave.benchmarks.bench_args import check_log_root, check_report_path, write_report
+from conclave.benchmarks.load_bench import TASK, Case
+from conclave.benchmarks.machine import current_rss_kb, machine_info, peak_rss_kb
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema.backends import ToolStep
+from conclave.runtime import Event
+from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = ["main", "run_benchmark"]
 
@@ -291,7 +291,7 @@ def _latency(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.workspace_bench",
+        prog="python -m conclave.benchmarks.workspace_bench",
         description="A coordinated run of agents that read 3 files and write 1 each: LLM "
         "calls, tool calls, wall time against the ideal.",
     )

@@ -33,10 +33,10 @@ from typing import Any
 import attrs
 import yaml
 
-from config.limits import MAX_CONFIG_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
-from config.problems import ConfigError, Problem
-from config.schema import ConclaveConfig, OrchestratorConfig
-from config.walker import SchemaWalker
+from conclave.config.limits import MAX_CONFIG_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
+from conclave.config.problems import ConfigError, Problem
+from conclave.config.schema import ConclaveConfig, OrchestratorConfig
+from conclave.config.walker import SchemaWalker
 
 __all__ = [
     "RENAMED",

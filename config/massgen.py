@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from config.massgen_mcp import STDIO_ENVIRONMENT, convert_servers
-from config.schema.orchestrator import OrchestratorConfig
+from conclave.config.massgen_mcp import STDIO_ENVIRONMENT, convert_servers
+from conclave.config.schema.orchestrator import OrchestratorConfig
 
 __all__ = [
     "AZURE_API_VERSION",

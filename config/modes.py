@@ -26,8 +26,8 @@ from typing import Any
 
 import attrs
 
-from config.schema import ConclaveConfig, FinalAnswerStrategy
-from config.schema.context import ContextWritePhase
+from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
+from conclave.config.schema.context import ContextWritePhase
 
 __all__ = ["AgentMode", "CollaborationMode", "ModeState", "apply_modes", "overrides"]
 

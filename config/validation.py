@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from config.limits import MAX_ALL_TO_ALL
-from config.problems import ConfigError, Problem
-from config.schema import ConclaveConfig, parse_visibility
-from config.schema.backends import ScriptedBackendConfig, voted_agent_number
+from conclave.config.limits import MAX_ALL_TO_ALL
+from conclave.config.problems import ConfigError, Problem
+from conclave.config.schema import ConclaveConfig, parse_visibility
+from conclave.config.schema.backends import ScriptedBackendConfig, voted_agent_number
 
 __all__ = ["check_runnable", "is_all_to_all", "problems"]
 

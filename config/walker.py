@@ -29,10 +29,15 @@ from typing import Any, Literal
 import attrs
 import yaml
 
-from config.interpolation import BadReference, MissingVariable, interpolate, mentions_variables
-from config.problems import Problem, closest
-from config.schema.checks import InvalidValue
-from config.secret import MASK, Secret
+from conclave.config.interpolation import (
+    BadReference,
+    MissingVariable,
+    interpolate,
+    mentions_variables,
+)
+from conclave.config.problems import Problem, closest
+from conclave.config.schema.checks import InvalidValue
+from conclave.config.secret import MASK, Secret
 
 __all__ = ["INVALID", "SchemaWalker", "describe", "supports"]
 

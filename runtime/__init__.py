@@ -3,9 +3,9 @@
 Knows nothing about LLMs; imports nothing from ``actors`` or ``ui``.
 """
 
-from runtime.actor import Actor, ActorContext, ActorFactory
-from runtime.codec import DecodeError, converter, decode, dumps, encode, loads
-from runtime.errors import (
+from conclave.runtime.actor import Actor, ActorContext, ActorFactory
+from conclave.runtime.codec import DecodeError, converter, decode, dumps, encode, loads
+from conclave.runtime.errors import (
     AskTimeout,
     CalleeStopped,
     ConclaveRuntimeError,
@@ -19,7 +19,7 @@ from runtime.errors import (
     TeardownTimeout,
     Undeliverable,
 )
-from runtime.eventlog import (
+from conclave.runtime.eventlog import (
     EventLogCorrupt,
     EventLogReading,
     EventTap,
@@ -27,7 +27,7 @@ from runtime.eventlog import (
     MemoryTap,
     read_event_log,
 )
-from runtime.events import (
+from conclave.runtime.events import (
     ChildExited,
     ChildStarted,
     ChildStopped,
@@ -42,9 +42,9 @@ from runtime.events import (
     SupervisorEscalated,
     TapFailed,
 )
-from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics, Overflow
-from runtime.messages import Address, Envelope, Message, message
-from runtime.routing import (
+from conclave.runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics, Overflow
+from conclave.runtime.messages import Address, Envelope, Message, message
+from conclave.runtime.routing import (
     DELIVER,
     Decision,
     Deliver,
@@ -55,8 +55,15 @@ from runtime.routing import (
     Redirect,
     RoutingRule,
 )
-from runtime.supervision import ChildSpec, Restart, StopSignal, Strategy, Supervisor, SupervisorSpec
-from runtime.system import ActorSystem, SystemStatistics, open_actor_system
+from conclave.runtime.supervision import (
+    ChildSpec,
+    Restart,
+    StopSignal,
+    Strategy,
+    Supervisor,
+    SupervisorSpec,
+)
+from conclave.runtime.system import ActorSystem, SystemStatistics, open_actor_system
 
 __all__ = [
     "DELIVER",

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from runtime.errors import StartFailed, TeardownTimeout
-from runtime.events import DeadLetterCause, Event
-from runtime.mailbox import Mailbox
-from runtime.messages import Address, Envelope, Message
-from runtime.supervision import StopSignal
+from conclave.runtime.errors import StartFailed, TeardownTimeout
+from conclave.runtime.events import DeadLetterCause, Event
+from conclave.runtime.mailbox import Mailbox
+from conclave.runtime.messages import Address, Envelope, Message
+from conclave.runtime.supervision import StopSignal
 
 if TYPE_CHECKING:
-    from runtime.system import ActorSystem
+    from conclave.runtime.system import ActorSystem
 
 __all__ = ["Actor", "ActorContext", "ActorFactory"]
 

@@ -15,10 +15,10 @@ from typing import Any, NoReturn
 
 import trio
 
-from runtime.errors import AskTimeout, CalleeStopped, SelfAsk
-from runtime.eventlog import EventTap
-from runtime.events import DeadLetterCause, Delivered, Event
-from runtime.messages import Address, Envelope, Message
+from conclave.runtime.errors import AskTimeout, CalleeStopped, SelfAsk
+from conclave.runtime.eventlog import EventTap
+from conclave.runtime.events import DeadLetterCause, Delivered, Event
+from conclave.runtime.messages import Address, Envelope, Message
 
 __all__ = ["Asks"]
 

@@ -15,7 +15,7 @@ import cattrs
 import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from runtime.messages import Envelope, Message, message_class
+from conclave.runtime.messages import Envelope, Message, message_class
 
 __all__ = [
     "DecodeError",

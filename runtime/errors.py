@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.messages import Address
+from conclave.runtime.messages import Address
 
 
 class ConclaveRuntimeError(Exception):

@@ -61,9 +61,9 @@ from typing import IO, Any, Protocol, TypeVar
 import attrs
 import orjson
 
-from runtime.codec import DecodeError, decode, encode, encode_without, json_line
-from runtime.events import Event, Held, LogOpened, Redirected
-from runtime.messages import Address, Envelope, find_message_class
+from conclave.runtime.codec import DecodeError, decode, encode, encode_without, json_line
+from conclave.runtime.events import Event, Held, LogOpened, Redirected
+from conclave.runtime.messages import Address, Envelope, find_message_class
 
 __all__ = [
     "HELD_REACH",

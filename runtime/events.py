@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-from runtime.messages import Address, Envelope, Message, message
+from conclave.runtime.messages import Address, Envelope, Message, message
 
 __all__ = [
     "ChildExited",

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from runtime.errors import MailboxFull
-from runtime.messages import Address, Envelope
+from conclave.runtime.errors import MailboxFull
+from conclave.runtime.messages import Address, Envelope
 
 if TYPE_CHECKING:
     from trio.lowlevel import Task

@@ -20,12 +20,12 @@ from typing import Any
 import attrs
 import trio
 
-from runtime.errors import RedirectLoop, RoutingRuleError, SystemClosed
-from runtime.eventlog import EventTap
-from runtime.events import DeadLetterCause, Delivered, Event, Held, Redirected, Released
-from runtime.mailbox import Mailbox
-from runtime.messages import Address, Envelope
-from runtime.routing import (
+from conclave.runtime.errors import RedirectLoop, RoutingRuleError, SystemClosed
+from conclave.runtime.eventlog import EventTap
+from conclave.runtime.events import DeadLetterCause, Delivered, Event, Held, Redirected, Released
+from conclave.runtime.mailbox import Mailbox
+from conclave.runtime.messages import Address, Envelope
+from conclave.runtime.routing import (
     Deliver,
     Drop,
     FactObserver,

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from runtime.messages import Address, Envelope
+from conclave.runtime.messages import Address, Envelope
 
 __all__ = [
     "DELIVER",

@@ -33,8 +33,14 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from runtime.errors import RestartIntensityExceeded, StartFailed
-from runtime.events import ChildExited, ChildStarted, ChildStopped, Event, SupervisorEscalated
+from conclave.runtime.errors import RestartIntensityExceeded, StartFailed
+from conclave.runtime.events import (
+    ChildExited,
+    ChildStarted,
+    ChildStopped,
+    Event,
+    SupervisorEscalated,
+)
 
 __all__ = [
     "ChildSpec",

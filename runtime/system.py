@@ -19,16 +19,16 @@ from typing import Any
 import attrs
 import trio
 
-from runtime.actor import ActorFactory, run_incarnation
-from runtime.asks import Asks
-from runtime.errors import SystemClosed, Undeliverable
-from runtime.eventlog import EventTap, JsonlEventLog
-from runtime.events import DeadLetter, DeadLetterCause, Event, LogOpened, TapFailed
-from runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics
-from runtime.messages import Address, Envelope, Message
-from runtime.router import Router
-from runtime.routing import FactObserver, Facts, RoutingRule
-from runtime.supervision import ChildSpec, Restart, StopSignal, Supervisor, SupervisorSpec
+from conclave.runtime.actor import ActorFactory, run_incarnation
+from conclave.runtime.asks import Asks
+from conclave.runtime.errors import SystemClosed, Undeliverable
+from conclave.runtime.eventlog import EventTap, JsonlEventLog
+from conclave.runtime.events import DeadLetter, DeadLetterCause, Event, LogOpened, TapFailed
+from conclave.runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics
+from conclave.runtime.messages import Address, Envelope, Message
+from conclave.runtime.router import Router
+from conclave.runtime.routing import FactObserver, Facts, RoutingRule
+from conclave.runtime.supervision import ChildSpec, Restart, StopSignal, Supervisor, SupervisorSpec
 
 __all__ = ["ActorSystem", "SystemStatistics", "open_actor_system"]
 

@@ -45,7 +45,7 @@ def _imported() -> dict[str, str]:
                     continue
                 for module in modules:
                     top = module.split(".")[0]
-                    if top not in sys.stdlib_module_names and top not in (*SHIPPED, "tests"):
+                    if top not in sys.stdlib_module_names and top not in ("conclave", "tests"):
                         found.setdefault(top, str(path.relative_to(ROOT)))
     return found
 

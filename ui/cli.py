@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import NoReturn, TypeAlias
 
-from ui.exit_codes import ExitCode
+from conclave.ui.exit_codes import ExitCode
 
 __all__ = ["build_parser", "main"]
 
@@ -63,7 +63,7 @@ class _Stopped(BaseException):
 
 
 def _register_run(sub: _Subcommands) -> None:
-    from ui.headless.arguments import add_run_arguments
+    from conclave.ui.headless.arguments import add_run_arguments
 
     run = sub.add_parser(
         "run",
@@ -74,7 +74,7 @@ def _register_run(sub: _Subcommands) -> None:
     add_run_arguments(run)
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.headless.command import run_command
+        from conclave.ui.headless.command import run_command
 
         return run_command(args)
 
@@ -82,7 +82,7 @@ def _register_run(sub: _Subcommands) -> None:
 
 
 def _register_batch(sub: _Subcommands) -> None:
-    from ui.batch.arguments import add_batch_arguments
+    from conclave.ui.batch.arguments import add_batch_arguments
 
     batch = sub.add_parser(
         "batch",
@@ -92,7 +92,7 @@ def _register_batch(sub: _Subcommands) -> None:
     add_batch_arguments(batch)
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.batch.command import batch_command
+        from conclave.ui.batch.command import batch_command
 
         return batch_command(args)
 
@@ -107,7 +107,7 @@ def _register_replay(sub: _Subcommands) -> None:
     )
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.replay import replay_command
+        from conclave.ui.replay import replay_command
 
         return replay_command(args.events, verbose=args.verbose)
 
@@ -129,7 +129,7 @@ def _register_validate(sub: _Subcommands) -> None:
     )
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.headless.validate import validate_command
+        from conclave.ui.headless.validate import validate_command
 
         return validate_command(args.config, as_json=args.json, check=args.check_endpoints)
 
@@ -137,7 +137,7 @@ def _register_validate(sub: _Subcommands) -> None:
 
 
 def _register_bench(sub: _Subcommands) -> None:
-    from benchmarks.bench_args import add_bench_arguments
+    from conclave.benchmarks.bench_args import add_bench_arguments
 
     bench = sub.add_parser(
         "bench", help="load benchmarks of many parallel agents (tables on stdout, JSON file)"
@@ -145,7 +145,7 @@ def _register_bench(sub: _Subcommands) -> None:
     add_bench_arguments(bench)
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from benchmarks.http_bench import bench_command
+        from conclave.benchmarks.http_bench import bench_command
 
         return bench_command(args)
 
@@ -167,7 +167,7 @@ def _register_import(sub: _Subcommands) -> None:
     massgen.add_argument("--force", action="store_true", help="replace the -o file if it exists")
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.import_command import import_massgen_command
+        from conclave.ui.import_command import import_massgen_command
 
         return import_massgen_command(args)
 
@@ -175,19 +175,19 @@ def _register_import(sub: _Subcommands) -> None:
 
 
 def _register_sandbox(sub: _Subcommands) -> None:
-    from ui.sandbox_command import add_sandbox_command
+    from conclave.ui.sandbox_command import add_sandbox_command
 
     add_sandbox_command(sub)
 
 
 def _register_mcp(sub: _Subcommands) -> None:
-    from ui.mcp_command import add_mcp_command
+    from conclave.ui.mcp_command import add_mcp_command
 
     add_mcp_command(sub)
 
 
 def _register_repl(sub: _Subcommands) -> None:
-    from ui.repl.arguments import add_repl_arguments
+    from conclave.ui.repl.arguments import add_repl_arguments
 
     repl = sub.add_parser(
         "repl", help="the interactive REPL (also what a bare `conclave` in a terminal starts)"
@@ -195,7 +195,7 @@ def _register_repl(sub: _Subcommands) -> None:
     add_repl_arguments(repl)
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.repl.app import repl_command
+        from conclave.ui.repl.app import repl_command
 
         return repl_command(args)
 
@@ -203,7 +203,7 @@ def _register_repl(sub: _Subcommands) -> None:
 
 
 def _register_serve(sub: _Subcommands) -> None:
-    from ui.serve.arguments import add_serve_arguments
+    from conclave.ui.serve.arguments import add_serve_arguments
 
     serve = sub.add_parser(
         "serve",
@@ -213,7 +213,7 @@ def _register_serve(sub: _Subcommands) -> None:
     add_serve_arguments(serve)
 
     def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-        from ui.serve.command import serve_command
+        from conclave.ui.serve.command import serve_command
 
         return serve_command(args)
 
@@ -446,7 +446,7 @@ def _dispatch(args_list: list[str]) -> int:
             f"unrecognized arguments: {' '.join(unknown)}{_closest_option(chosen, unknown)}"
         )
     if args.command != "repl":  # the REPL tunes it once its runtime is loaded (start-up time)
-        from runtime.gc_tuning import tune_gc_for_actors
+        from conclave.runtime.gc_tuning import tune_gc_for_actors
 
         tune_gc_for_actors()
     handler: Handler | None = getattr(args, "handler", None)

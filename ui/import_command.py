@@ -22,12 +22,12 @@ from pathlib import Path
 
 import yaml
 
-from config.limits import MAX_CONFIG_BYTES
-from config.loader import ConfigError, parse_yaml, read_config_text
-from config.massgen import Conversion, MassGenError, NoteKind, convert_massgen
-from config.validation import check_runnable
-from ui.exit_codes import ExitCode
-from ui.headless.result import display_path, plural
+from conclave.config.limits import MAX_CONFIG_BYTES
+from conclave.config.loader import ConfigError, parse_yaml, read_config_text
+from conclave.config.massgen import Conversion, MassGenError, NoteKind, convert_massgen
+from conclave.config.validation import check_runnable
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.result import display_path, plural
 
 __all__ = ["import_massgen_command", "render"]
 

@@ -14,9 +14,9 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from actors.mcp.server import McpServers
-    from config.schema import ConclaveConfig
-    from config.schema.mcp import McpServerConfig
+    from conclave.actors.mcp.server import McpServers
+    from conclave.config.schema import ConclaveConfig
+    from conclave.config.schema.mcp import McpServerConfig
 
 __all__ = ["add_mcp_command", "list_servers", "mcp_list_command", "render"]
 
@@ -41,9 +41,9 @@ def mcp_list_command(config_path: str | None) -> int:
     """Load the config, start its servers, print their tools; see the module docstring."""
     import trio
 
-    from config.discovery import discover_config
-    from config.loader import ConfigError, read_config
-    from ui.exit_codes import ExitCode
+    from conclave.config.discovery import discover_config
+    from conclave.config.loader import ConfigError, read_config
+    from conclave.ui.exit_codes import ExitCode
 
     found = discover_config(config_path)
     if found.path is None:
@@ -72,8 +72,8 @@ def configured(config: ConclaveConfig) -> list[tuple[str, McpServerConfig]]:
 
 async def list_servers(servers: list[tuple[str, McpServerConfig]], out: TextIO) -> bool:
     """Start ``servers``, write their tools to ``out``, stop them; whether all started."""
-    from actors.mcp.server import spawn_listed
-    from runtime import open_actor_system
+    from conclave.actors.mcp.server import spawn_listed
+    from conclave.runtime import open_actor_system
 
     async with open_actor_system(name="mcp-list") as system:
         running = spawn_listed(system, servers)
@@ -85,7 +85,7 @@ async def list_servers(servers: list[tuple[str, McpServerConfig]], out: TextIO) 
 
 def render(servers: McpServers) -> str:
     """One block per server: its tools, ``ro`` for read-only, or why it did not start."""
-    from actors.mcp.server import tool_name
+    from conclave.actors.mcp.server import tool_name
 
     lines: list[str] = []
     for state in servers.all():

@@ -26,13 +26,13 @@ import os
 import sys
 import time
 
-import actors.kinds  # noqa: F401  (every kind a log may hold decodes)
-from actors.events.view import RunView
-from actors.run.events import RunEnded
-from runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
-from runtime.events import LogOpened
-from ui.exit_codes import ExitCode
-from ui.timeline import agent_table, describe, neutralise
+import conclave.actors.kinds  # noqa: F401  (every kind a log may hold decodes)
+from conclave.actors.events.view import RunView
+from conclave.actors.run.events import RunEnded
+from conclave.runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
+from conclave.runtime.events import LogOpened
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.timeline import agent_table, describe, neutralise
 
 __all__ = ["replay_command"]
 

@@ -39,10 +39,10 @@ def build_image_command(tag: str, busybox: str | None) -> int:
     """Build ``tag``; exit 0, or 1 with one line naming what to do (no engine, no busybox)."""
     from pathlib import Path
 
-    from actors.sandbox.engine import connect
-    from actors.sandbox.image import build_image
-    from actors.sandbox.protocol import SandboxUnavailable
-    from ui.exit_codes import ExitCode
+    from conclave.actors.sandbox.engine import connect
+    from conclave.actors.sandbox.image import build_image
+    from conclave.actors.sandbox.protocol import SandboxUnavailable
+    from conclave.ui.exit_codes import ExitCode
 
     try:
         client = connect()
@@ -59,9 +59,9 @@ def build_image_command(tag: str, busybox: str | None) -> int:
 
 def cleanup_command() -> int:
     """Remove orphaned sandbox containers and say which; exit 1 when no engine answers."""
-    from actors.sandbox.engine import connect, remove_orphans
-    from actors.sandbox.protocol import SandboxUnavailable
-    from ui.exit_codes import ExitCode
+    from conclave.actors.sandbox.engine import connect, remove_orphans
+    from conclave.actors.sandbox.protocol import SandboxUnavailable
+    from conclave.ui.exit_codes import ExitCode
 
     try:
         client = connect()

@@ -10,14 +10,14 @@ newline and tab are kept.
 
 from __future__ import annotations
 
-from actors.agent.events import (
+from conclave.actors.agent.events import (
     AgentStatusChanged,
     LlmRequestFinished,
     LlmRequestStarted,
     RoundRestarted,
     RoundStarted,
 )
-from actors.coordination.events import (
+from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
@@ -26,17 +26,17 @@ from actors.coordination.events import (
     VotesCleared,
     VotingComplete,
 )
-from actors.events.view import AgentView, RunView
-from actors.mcp.events import McpServerFailed, McpServerReady
-from actors.planning.plan import parse_plan
-from actors.run.events import RunEnded
-from actors.workspace.events import (
+from conclave.actors.events.view import AgentView, RunView
+from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.actors.planning.plan import parse_plan
+from conclave.actors.run.events import RunEnded
+from conclave.actors.workspace.events import (
     ContextPathsWritten,
     FinalWorkspaceSaved,
     PresentingForWrites,
     SnapshotPublished,
 )
-from runtime import (
+from conclave.runtime import (
     ChildExited,
     ChildStopped,
     DeadLetter,

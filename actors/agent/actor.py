@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import trio
 
-from actors.agent.events import AgentStatusChanged, RoundRestarted, RoundStarted
-from actors.agent.memory import AgentMemory, AgentSetup, AgentStatus
-from actors.agent.policy import round_policy
-from actors.agent.protocol import ResumeRound, RoundOutcome, RoundSettled
-from actors.agent.rounds import Rounds, Settled, Work
-from actors.coordination.protocol import (
+from conclave.actors.agent.events import AgentStatusChanged, RoundRestarted, RoundStarted
+from conclave.actors.agent.memory import AgentMemory, AgentSetup, AgentStatus
+from conclave.actors.agent.policy import round_policy
+from conclave.actors.agent.protocol import ResumeRound, RoundOutcome, RoundSettled
+from conclave.actors.agent.rounds import Rounds, Settled, Work
+from conclave.actors.coordination.protocol import (
     AgentFailed,
     AnswerUpdate,
     AnswerView,
@@ -47,10 +47,10 @@ from actors.coordination.protocol import (
     VotesReset,
     VotingOpen,
 )
-from actors.coordination.workflow import workflow_tools
-from actors.llm.protocol import LLMBackend, ToolSchema
-from config.schema import InFlightPolicy
-from runtime import Actor, ActorContext, ConclaveRuntimeError, Envelope
+from conclave.actors.coordination.workflow import workflow_tools
+from conclave.actors.llm.protocol import LLMBackend, ToolSchema
+from conclave.config.schema import InFlightPolicy
+from conclave.runtime import Actor, ActorContext, ConclaveRuntimeError, Envelope
 
 __all__ = ["AgentActor", "AgentMemory", "AgentSetup", "AgentStatus"]
 

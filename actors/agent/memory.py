@@ -8,16 +8,16 @@ from pathlib import Path
 
 import attrs
 
-from actors.agent.transcript_log import TranscriptLog
-from actors.coordination.label import Label
-from actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
-from actors.loop import Transcript
-from actors.run.turn import Turn
-from actors.tools.protocol import NO_TOOLS, ToolExecutor
-from actors.workspace.grants import AgentWorkspace
-from config.modes import CollaborationMode
-from config.schema import OrchestratorConfig
-from runtime import Address
+from conclave.actors.agent.transcript_log import TranscriptLog
+from conclave.actors.coordination.label import Label
+from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
+from conclave.actors.loop import Transcript
+from conclave.actors.run.turn import Turn
+from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
+from conclave.actors.workspace.grants import AgentWorkspace
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import OrchestratorConfig
+from conclave.runtime import Address
 
 __all__ = ["AgentMemory", "AgentSetup", "AgentStatus"]
 

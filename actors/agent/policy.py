@@ -16,7 +16,7 @@ which ``inject`` keeps better. ``cancel`` is an explicit choice to restart, kept
 
 from __future__ import annotations
 
-from config.schema import InFlightPolicy
+from conclave.config.schema import InFlightPolicy
 
 __all__ = ["round_policy"]
 

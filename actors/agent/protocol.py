@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from runtime import Message, message
+from conclave.runtime import Message, message
 
 __all__ = ["ResumeRound", "RoundOutcome", "RoundSettled"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import trio
 
-from actors.events.loop import ToolCallFinished, ToolCallStarted
-from actors.llm.protocol import ToolCall, ToolSchema
-from actors.tools.protocol import ToolExecutor, ToolResult
-from runtime import ActorContext
+from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
+from conclave.actors.llm.protocol import ToolCall, ToolSchema
+from conclave.actors.tools.protocol import ToolExecutor, ToolResult
+from conclave.runtime import ActorContext
 
 __all__ = ["RoundTools"]
 

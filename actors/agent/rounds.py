@@ -30,14 +30,14 @@ from functools import partial
 import attrs
 import trio
 
-from actors.agent.events import AnswersInjected, TranscriptFailed
-from actors.agent.memory import AgentMemory, AgentSetup
-from actors.agent.protocol import RoundOutcome
-from actors.agent.round_tools import RoundTools
-from actors.agent.telemetry import CallEvents, StreamEvents
-from actors.agent.transcript_log import TranscriptLog
-from actors.coordination.label import Label
-from actors.coordination.protocol import (
+from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
+from conclave.actors.agent.memory import AgentMemory, AgentSetup
+from conclave.actors.agent.protocol import RoundOutcome
+from conclave.actors.agent.round_tools import RoundTools
+from conclave.actors.agent.telemetry import CallEvents, StreamEvents
+from conclave.actors.agent.transcript_log import TranscriptLog
+from conclave.actors.coordination.label import Label
+from conclave.actors.coordination.protocol import (
     AnswersRequest,
     AnswersSnapshot,
     AnswerVerdict,
@@ -47,9 +47,9 @@ from actors.coordination.protocol import (
     SubmitAnswer,
     SubmitVote,
 )
-from actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
-from actors.llm.errors import LLMError
-from actors.llm.protocol import (
+from conclave.actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
+from conclave.actors.llm.errors import LLMError
+from conclave.actors.llm.protocol import (
     CallPurpose,
     ChatMessage,
     Completion,
@@ -58,7 +58,7 @@ from actors.llm.protocol import (
     LLMBackend,
     ToolSchema,
 )
-from actors.loop import (
+from conclave.actors.loop import (
     Abort,
     CheckpointDecision,
     Inject,
@@ -69,10 +69,14 @@ from actors.loop import (
     Transcript,
     run_loop,
 )
-from actors.loop.checkpoint import CONTINUE
-from actors.prompts.coordination import presentation_messages, round_messages, update_message
-from config.schema import InFlightPolicy
-from runtime import ActorContext, ActorSystem, ConclaveRuntimeError
+from conclave.actors.loop.checkpoint import CONTINUE
+from conclave.actors.prompts.coordination import (
+    presentation_messages,
+    round_messages,
+    update_message,
+)
+from conclave.config.schema import InFlightPolicy
+from conclave.runtime import ActorContext, ActorSystem, ConclaveRuntimeError
 
 __all__ = ["Rounds", "Settled", "Work"]
 

@@ -13,12 +13,12 @@ import math
 
 import trio
 
-from actors.agent.events import LlmRequestFinished, LlmRequestStarted
-from actors.events.loop import LlmRetry, TextDelta
-from actors.llm.protocol import CallPurpose, Completion, Usage
-from actors.llm.redaction import redact
-from actors.loop import CallOutcome
-from runtime import ActorContext
+from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
+from conclave.actors.events.loop import LlmRetry, TextDelta
+from conclave.actors.llm.protocol import CallPurpose, Completion, Usage
+from conclave.actors.llm.redaction import redact
+from conclave.actors.loop import CallOutcome
+from conclave.runtime import ActorContext
 
 __all__ = ["DELTA_INTERVAL", "CallEvents", "StreamEvents"]
 

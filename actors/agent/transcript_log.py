@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from actors.llm.protocol import CallPurpose, ChatMessage
-from runtime.codec import json_line
+from conclave.actors.llm.protocol import CallPurpose, ChatMessage
+from conclave.runtime.codec import json_line
 
 __all__ = ["OPEN_LIMIT", "TRANSCRIPTS", "TranscriptLog"]
 

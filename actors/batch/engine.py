@@ -26,12 +26,12 @@ from typing import Protocol
 import attrs
 import trio
 
-from actors.batch.claims import Counter, SharedCounter
-from actors.batch.lanes import run_lanes
-from actors.batch.outcome_pipe import OutcomeReceiver, send_outcome
-from actors.batch.work import BatchWork, Report
-from actors.batch.worker import worker_main
-from runtime.gc_tuning import tune_gc_for_actors
+from conclave.actors.batch.claims import Counter, SharedCounter
+from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.outcome_pipe import OutcomeReceiver, send_outcome
+from conclave.actors.batch.work import BatchWork, Report
+from conclave.actors.batch.worker import worker_main
+from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = [
     "HALT_GRACE_S",

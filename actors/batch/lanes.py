@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from actors.batch.claims import Claims
+from conclave.actors.batch.claims import Claims
 
 __all__ = ["run_lanes"]
 

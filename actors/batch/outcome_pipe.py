@@ -20,7 +20,7 @@ import struct
 
 import trio
 
-from actors.batch.work import JobOutcome
+from conclave.actors.batch.work import JobOutcome
 
 __all__ = ["OutcomeReceiver", "send_outcome"]
 

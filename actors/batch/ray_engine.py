@@ -40,10 +40,10 @@ from typing import Any
 import attrs
 import trio
 
-from actors.batch.claims import Counter
-from actors.batch.lanes import run_lanes
-from actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
-from runtime.gc_tuning import tune_gc_for_actors
+from conclave.actors.batch.claims import Counter
+from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
+from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = [
     "INSTALL_HINT",

@@ -18,10 +18,10 @@ from typing import Any
 
 import attrs
 
-from actors.llm.pool import open_backends
-from actors.run.driver import RunSpec, run
-from config.modes import CollaborationMode
-from config.schema import ConclaveConfig
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.run.driver import RunSpec, run
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import ConclaveConfig
 
 __all__ = ["BatchJob", "BatchWork", "JobOutcome", "Report"]
 

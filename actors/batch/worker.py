@@ -15,7 +15,7 @@ import pickle
 import signal
 from multiprocessing.connection import Connection
 
-from actors.batch.claims import SharedCounter
+from conclave.actors.batch.claims import SharedCounter
 
 __all__ = ["worker_main"]
 
@@ -26,6 +26,6 @@ def worker_main(batch: bytes, slots: int, claims: SharedCounter, outcomes: Conne
     ignored (Ctrl+C reaches every process of the terminal's group; the parent decides what
     it means); SIGTERM cancels the runs in flight and ends the worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from actors.batch.engine import run_worker  # the runtime: see the module docstring
+    from conclave.actors.batch.engine import run_worker  # the runtime: see the module docstring
 
     run_worker(pickle.loads(batch), slots, claims, outcomes)

@@ -23,10 +23,10 @@ from typing import Any
 import attrs
 import trio
 
-from actors.coordination.protocol import AnswerAccepted, AnswerUpdate, AnswerView
-from actors.coordination.rules import QUIET
-from actors.coordination.visibility import Visibility
-from runtime import Actor, ActorContext, Address, Envelope, Facts
+from conclave.actors.coordination.protocol import AnswerAccepted, AnswerUpdate, AnswerView
+from conclave.actors.coordination.rules import QUIET
+from conclave.actors.coordination.visibility import Visibility
+from conclave.runtime import Actor, ActorContext, Address, Envelope, Facts
 
 __all__ = ["AnswersArriving", "BusState", "InjectionBus", "agent_address"]
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import attrs
 import trio
 
-from actors.coordination.bus import agent_address
-from actors.coordination.events import (
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
@@ -41,7 +41,7 @@ from actors.coordination.events import (
     VotesCleared,
     VotingComplete,
 )
-from actors.coordination.protocol import (
+from conclave.actors.coordination.protocol import (
     AgentFailed,
     AnswerAccepted,
     AnswersRequest,
@@ -67,15 +67,31 @@ from actors.coordination.protocol import (
     VotingOpen,
     WrappedUp,
 )
-from actors.coordination.state import Accepted, CoordinationState, PendingPresentation, Phase
-from actors.human.gate import Choose, HumanGate, OverrideRequest
-from actors.run.clock import RunClock
-from actors.workspace.events import FinalWorkspaceSaved, PresentingForWrites, SnapshotPublished
-from actors.workspace.tracker import DiffWrites, TakeBaseline
-from actors.workspace.workspaces import RunWorkspaces
-from config.schema import FinalAnswerStrategy
-from config.schema.context import ContextWritePhase
-from runtime import Actor, ActorContext, Address, ConclaveRuntimeError, Envelope, Undeliverable
+from conclave.actors.coordination.state import (
+    Accepted,
+    CoordinationState,
+    PendingPresentation,
+    Phase,
+)
+from conclave.actors.human.gate import Choose, HumanGate, OverrideRequest
+from conclave.actors.run.clock import RunClock
+from conclave.actors.workspace.events import (
+    FinalWorkspaceSaved,
+    PresentingForWrites,
+    SnapshotPublished,
+)
+from conclave.actors.workspace.tracker import DiffWrites, TakeBaseline
+from conclave.actors.workspace.workspaces import RunWorkspaces
+from conclave.config.schema import FinalAnswerStrategy
+from conclave.config.schema.context import ContextWritePhase
+from conclave.runtime import (
+    Actor,
+    ActorContext,
+    Address,
+    ConclaveRuntimeError,
+    Envelope,
+    Undeliverable,
+)
 
 __all__ = ["Coordinator", "CoordinatorSetup", "WrapUp", "WrapUpState"]
 

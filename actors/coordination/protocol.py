@@ -6,8 +6,8 @@ and labels (``agent2.1``) are what the LLMs see.
 
 from __future__ import annotations
 
-from config.schema import FinalAnswerStrategy
-from runtime import Message, message
+from conclave.config.schema import FinalAnswerStrategy
+from conclave.runtime import Message, message
 
 __all__ = [
     "AgentFailed",

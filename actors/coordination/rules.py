@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from actors.coordination.protocol import (
+from conclave.actors.coordination.protocol import (
     AgentFailed,
     AnswerAccepted,
     AnswerUpdate,
@@ -21,7 +21,7 @@ from actors.coordination.protocol import (
     VotesReset,
     VotingOpen,
 )
-from runtime import DELIVER, Decision, Drop, Envelope, Facts, Hold
+from conclave.runtime import DELIVER, Decision, Drop, Envelope, Facts, Hold
 
 __all__ = [
     "QUIET",

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 
 import attrs
 
-from actors.coordination.label import Label, anonymous_id
-from actors.coordination.protocol import AnswerView, Present
-from actors.coordination.visibility import Visibility
-from config.schema import OrchestratorConfig
-from runtime import Envelope
+from conclave.actors.coordination.label import Label, anonymous_id
+from conclave.actors.coordination.protocol import AnswerView, Present
+from conclave.actors.coordination.visibility import Visibility
+from conclave.config.schema import OrchestratorConfig
+from conclave.runtime import Envelope
 
 __all__ = [
     "Accepted",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from config.schema import parse_visibility
+from conclave.config.schema import parse_visibility
 
 __all__ = ["Visibility"]
 

@@ -6,8 +6,8 @@ import json
 
 import attrs
 
-from actors.llm.protocol import ChatMessage, ToolSchema
-from actors.loop.terminals import Final, Proceed, Violation, not_offered_error, unoffered
+from conclave.actors.llm.protocol import ChatMessage, ToolSchema
+from conclave.actors.loop.terminals import Final, Proceed, Violation, not_offered_error, unoffered
 
 __all__ = [
     "NewAnswer",

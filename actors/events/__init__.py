@@ -5,8 +5,8 @@ hub that lets any number of them watch a run live.
 every other part of the domain, which themselves import this package.
 """
 
-from actors.events.base import DomainEvent
-from actors.events.hub import (
+from conclave.actors.events.base import DomainEvent
+from conclave.actors.events.hub import (
     DEFAULT_BUFFER,
     DropCause,
     EventHub,
@@ -15,7 +15,7 @@ from actors.events.hub import (
     Subscription,
     SyncSubscription,
 )
-from actors.events.loop import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
+from conclave.actors.events.loop import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
 
 __all__ = [
     "DEFAULT_BUFFER",

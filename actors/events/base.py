@@ -8,7 +8,7 @@ class, so an event defined in any module appears there as soon as it subclasses 
 
 from __future__ import annotations
 
-from runtime import Event, message
+from conclave.runtime import Event, message
 
 __all__ = ["DomainEvent"]
 

@@ -27,8 +27,8 @@ from typing import Any, Generic, Self, TypeVar, overload
 import attrs
 import trio
 
-from actors.events.base import DomainEvent
-from runtime import Event, message
+from conclave.actors.events.base import DomainEvent
+from conclave.runtime import Event, message
 
 __all__ = [
     "DEFAULT_BUFFER",

@@ -12,8 +12,8 @@ from typing import ClassVar
 
 import attrs
 
-from actors.events.base import DomainEvent
-from runtime import message
+from conclave.actors.events.base import DomainEvent
+from conclave.runtime import message
 
 __all__ = [
     "PREVIEW_BYTES",

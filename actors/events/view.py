@@ -18,14 +18,14 @@ from typing import Any
 
 import attrs
 
-from actors.agent.events import (
+from conclave.actors.agent.events import (
     AgentStatusChanged,
     LlmRequestFinished,
     LlmRequestStarted,
     RoundRestarted,
     RoundStarted,
 )
-from actors.coordination.events import (
+from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
@@ -33,11 +33,11 @@ from actors.coordination.events import (
     VoteAdded,
     VotingComplete,
 )
-from actors.coordination.state import Answer
-from actors.events.base import DomainEvent
-from actors.events.loop import LlmRetry, ToolCallFinished, ToolCallStarted
-from actors.run.events import RunEnded
-from runtime import Event
+from conclave.actors.coordination.state import Answer
+from conclave.actors.events.base import DomainEvent
+from conclave.actors.events.loop import LlmRetry, ToolCallFinished, ToolCallStarted
+from conclave.actors.run.events import RunEnded
+from conclave.runtime import Event
 
 __all__ = ["AgentView", "RunPhase", "RunView"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import trio
 
-from actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.human.gate import OverrideChoice, OverrideRequest
 
 __all__ = ["ManualGate"]
 

@@ -30,8 +30,8 @@ import anthropic
 import attrs
 import httpx2
 
-from actors.llm.http_errors import Diagnosis
-from actors.llm.protocol import (
+from conclave.actors.llm.http_errors import Diagnosis
+from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -41,9 +41,9 @@ from actors.llm.protocol import (
     ToolChoice,
     Usage,
 )
-from actors.llm.sdk_endpoint import SdkBackend, SdkProvider, SdkStream, StreamedReply
-from config.schema.anthropic import MIN_THINKING_BUDGET, AnthropicBackendConfig
-from config.secret import Secret
+from conclave.actors.llm.sdk_endpoint import SdkBackend, SdkProvider, SdkStream, StreamedReply
+from conclave.config.schema.anthropic import MIN_THINKING_BUDGET, AnthropicBackendConfig
+from conclave.config.secret import Secret
 
 __all__ = ["ANTHROPIC_URL", "PROVIDER", "STATE_KEY", "AnthropicBackend", "AnthropicProvider"]
 

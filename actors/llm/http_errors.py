@@ -19,15 +19,15 @@ from typing import Any
 import attrs
 import httpx2
 
-from actors.llm.errors import (
+from conclave.actors.llm.errors import (
     ContextOverflow,
     FatalLLMError,
     LLMError,
     TransientLLMError,
 )
-from actors.llm.redaction import redact
-from config.schema.endpoint import Timeouts
-from config.secret import Secret
+from conclave.actors.llm.redaction import redact
+from conclave.config.schema.endpoint import Timeouts
+from conclave.config.secret import Secret
 
 __all__ = [
     "Diagnosis",

@@ -32,9 +32,9 @@ import attrs
 import httpx2
 import trio
 
-from actors.llm.protocol import CompletionSink
-from config.schema.endpoint import HttpBackendConfig, Timeouts
-from config.secret import Secret
+from conclave.actors.llm.protocol import CompletionSink
+from conclave.config.schema.endpoint import HttpBackendConfig, Timeouts
+from conclave.config.secret import Secret
 
 __all__ = [
     "CallScope",

@@ -22,8 +22,8 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from actors.llm.http_errors import Diagnosis
-from actors.llm.protocol import (
+from conclave.actors.llm.http_errors import Diagnosis
+from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -33,10 +33,10 @@ from actors.llm.protocol import (
     ToolChoice,
     Usage,
 )
-from actors.llm.sdk_endpoint import SdkBackend, SdkProvider, SdkStream, StreamedReply
-from config.schema import AgentConfig
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
+from conclave.actors.llm.sdk_endpoint import SdkBackend, SdkProvider, SdkStream, StreamedReply
+from conclave.config.schema import AgentConfig
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
 
 __all__ = ["OPENAI_URL", "PROVIDER", "OpenAIBackend", "OpenAIProvider"]
 

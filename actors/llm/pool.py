@@ -20,8 +20,8 @@ from typing import Protocol
 import attrs
 import trio
 
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from config.schema import AgentConfig
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.config.schema import AgentConfig
 
 __all__ = [
     "BackendPool",
@@ -56,9 +56,9 @@ class Provider(Protocol):
 
 
 PROVIDERS: dict[str, str] = {
-    "scripted": "actors.llm.scripted_provider:PROVIDER",
-    "openai": "actors.llm.openai_backend:PROVIDER",
-    "anthropic": "actors.llm.anthropic_backend:PROVIDER",
+    "scripted": "conclave.actors.llm.scripted_provider:PROVIDER",
+    "openai": "conclave.actors.llm.openai_backend:PROVIDER",
+    "anthropic": "conclave.actors.llm.anthropic_backend:PROVIDER",
 }
 """Backend type → ``module:attribute`` of its provider, imported on first use."""
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from actors.llm.protocol import Usage
-from config.schema.endpoint import Price
+from conclave.actors.llm.protocol import Usage
+from conclave.config.schema.endpoint import Price
 
 __all__ = ["UsageLedger", "UsageSummary", "add_usage", "cost_usd"]
 

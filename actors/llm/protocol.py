@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from actors.llm.errors import LLMError
+from conclave.actors.llm.errors import LLMError
 
 __all__ = [
     "CallPurpose",

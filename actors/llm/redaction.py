@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from config.secret import Secret, secrets_in_use
+from conclave.config.secret import Secret, secrets_in_use
 
 __all__ = ["REDACTED", "redact"]
 

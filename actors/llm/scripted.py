@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 import trio
 
-from actors.coordination.label import Label
-from actors.llm.protocol import (
+from conclave.actors.coordination.label import Label
+from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -31,10 +31,10 @@ from actors.llm.protocol import (
     ToolCall,
     Usage,
 )
-from actors.planning.scripted_plans import as_plan_reply
-from actors.prompts.coordination import PromptView, parse_prompt
-from config.schema import Misbehaviour, ScriptedBackendConfig
-from config.schema.backends import ToolStep
+from conclave.actors.planning.scripted_plans import as_plan_reply
+from conclave.actors.prompts.coordination import PromptView, parse_prompt
+from conclave.config.schema import Misbehaviour, ScriptedBackendConfig
+from conclave.config.schema.backends import ToolStep
 
 __all__ = ["ScriptedBackend", "answer_score"]
 

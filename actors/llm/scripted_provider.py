@@ -7,9 +7,9 @@ import math
 from collections.abc import Hashable
 from contextlib import AsyncExitStack
 
-from actors.llm.protocol import LLMBackend
-from actors.llm.scripted import ScriptedBackend
-from config.schema import AgentConfig, ScriptedBackendConfig
+from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.config.schema import AgentConfig, ScriptedBackendConfig
 
 __all__ = ["PROVIDER", "ScriptedProvider"]
 

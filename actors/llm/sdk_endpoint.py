@@ -23,15 +23,15 @@ import attrs
 import httpx2
 import trio
 
-from actors.llm.errors import FatalLLMError, LLMError, TransientLLMError
-from actors.llm.http_errors import (
+from conclave.actors.llm.errors import FatalLLMError, LLMError, TransientLLMError
+from conclave.actors.llm.http_errors import (
     Diagnosis,
     connection_diagnosis,
     error_message,
     failure,
     status_diagnosis,
 )
-from actors.llm.http_hooks import (
+from conclave.actors.llm.http_hooks import (
     EndpointGate,
     KeyStatus,
     call_scope,
@@ -40,10 +40,10 @@ from actors.llm.http_hooks import (
     key_status,
     resolve_key,
 )
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink
-from config.schema import AgentConfig
-from config.schema.endpoint import HttpBackendConfig, endpoint_host
-from config.secret import Secret
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink
+from conclave.config.schema import AgentConfig
+from conclave.config.schema.endpoint import HttpBackendConfig, endpoint_host
+from conclave.config.secret import Secret
 
 __all__ = ["SdkBackend", "SdkClient", "SdkEndpoint", "SdkProvider", "SdkStream", "StreamedReply"]
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import attrs
 
-from actors.llm.protocol import ChatMessage
+from conclave.actors.llm.protocol import ChatMessage
 
 __all__ = ["Abort", "Checkpoint", "CheckpointDecision", "Continue", "Inject"]
 

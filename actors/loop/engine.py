@@ -21,8 +21,8 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 import trio
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, ResponseError
-from actors.llm.protocol import (
+from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, ResponseError
+from conclave.actors.llm.protocol import (
     CallPurpose,
     ChatMessage,
     Completion,
@@ -34,11 +34,11 @@ from actors.llm.protocol import (
     ToolChoice,
     ToolSchema,
 )
-from actors.loop.budget import LoopBudget
-from actors.loop.checkpoint import Abort, Checkpoint, Inject
-from actors.loop.terminals import Final, Proceed, Terminal, Violation
-from actors.loop.transcript import Transcript
-from actors.tools.protocol import ToolExecutor, ToolResult
+from conclave.actors.loop.budget import LoopBudget
+from conclave.actors.loop.checkpoint import Abort, Checkpoint, Inject
+from conclave.actors.loop.terminals import Final, Proceed, Terminal, Violation
+from conclave.actors.loop.transcript import Transcript
+from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 
 __all__ = ["CallOutcome", "LoopEnd", "LoopObserver", "LoopOutcome", "feedback", "run_loop"]
 

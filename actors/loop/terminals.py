@@ -12,7 +12,7 @@ from typing import Generic, Protocol, TypeVar
 
 import attrs
 
-from actors.llm.protocol import ChatMessage, ToolCall, ToolSchema
+from conclave.actors.llm.protocol import ChatMessage, ToolCall, ToolSchema
 
 __all__ = [
     "Final",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from actors.llm.protocol import ChatMessage, Usage
+from conclave.actors.llm.protocol import ChatMessage, Usage
 
 __all__ = ["Transcript"]
 

@@ -31,8 +31,8 @@ from typing import Any
 import attrs
 import trio
 
-from actors.llm.redaction import redact
-from config.schema.mcp import McpServerConfig, StdioMcpServer
+from conclave.actors.llm.redaction import redact
+from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer
 
 __all__ = [
     "STDERR_KEEP",

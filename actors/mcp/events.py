@@ -3,8 +3,8 @@ and why."""
 
 from __future__ import annotations
 
-from actors.events.base import DomainEvent
-from runtime import message
+from conclave.actors.events.base import DomainEvent
+from conclave.runtime import message
 
 __all__ = ["McpServerFailed", "McpServerReady"]
 

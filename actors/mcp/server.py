@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 import attrs
 import trio
 
-from actors.mcp.connection import (
+from conclave.actors.mcp.connection import (
     Connection,
     HttpRefused,
     ListedTool,
@@ -38,10 +38,10 @@ from actors.mcp.connection import (
     open_connection,
     secrets_of,
 )
-from actors.mcp.events import McpServerFailed, McpServerReady
-from config.schema.mcp import McpServerConfig, StdioMcpServer, StreamableHttpMcpServer
-from config.schema.root import ConclaveConfig
-from runtime import (
+from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer, StreamableHttpMcpServer
+from conclave.config.schema.root import ConclaveConfig
+from conclave.runtime import (
     Actor,
     ActorContext,
     ActorSystem,

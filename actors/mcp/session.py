@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
-from actors.mcp.events import McpServerFailed, McpServerReady
-from actors.mcp.server import NO_SERVERS, McpServers, spawn_servers
-from config.schema.root import ConclaveConfig
-from runtime import Event, EventTap, open_actor_system
+from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.actors.mcp.server import NO_SERVERS, McpServers, spawn_servers
+from conclave.config.schema.root import ConclaveConfig
+from conclave.runtime import Event, EventTap, open_actor_system
 
 __all__ = ["McpSession", "open_session_servers"]
 

@@ -24,12 +24,12 @@ from typing import Any
 import orjson
 import trio
 
-from actors.mcp.server import McpServerState, ServerDown, ServerStatus, tool_name
-from actors.tools.executor import DEFAULT_LIMITS, AgentTools
-from actors.tools.paths import PathPolicy, StaticGrants
-from actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolMetadata, ToolResult
-from actors.tools.spec import ToolContext, ToolError, ToolSpec
-from config.modes import CollaborationMode
+from conclave.actors.mcp.server import McpServerState, ServerDown, ServerStatus, tool_name
+from conclave.actors.tools.executor import DEFAULT_LIMITS, AgentTools
+from conclave.actors.tools.paths import PathPolicy, StaticGrants
+from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolMetadata, ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolError, ToolSpec
+from conclave.config.modes import CollaborationMode
 
 __all__ = ["McpAndBuiltinTools", "mcp_specs", "with_mcp_tools"]
 

@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from actors.planning.plan import Plan, plan_json
-from actors.prompts.coordination import _candidates
-from actors.run.turn import Turn
+from conclave.actors.planning.plan import Plan, plan_json
+from conclave.actors.prompts.coordination import _candidates
+from conclave.actors.run.turn import Turn
 
 __all__ = [
     "PlanStore",

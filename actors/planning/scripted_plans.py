@@ -23,11 +23,11 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from actors.coordination.label import Label
-from actors.llm.protocol import ChatMessage
-from actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
-from actors.prompts.coordination import parse_prompt
-from actors.prompts.modes import is_plan_mode
+from conclave.actors.coordination.label import Label
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
+from conclave.actors.prompts.coordination import parse_prompt
+from conclave.actors.prompts.modes import is_plan_mode
 
 __all__ = ["as_plan_reply", "merge_plans", "plan_from_text", "tagged"]
 

@@ -33,13 +33,13 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 
-from actors.coordination.protocol import AnswerView
-from actors.llm.protocol import ChatMessage
-from actors.prompts.modes import mode_prefix, presentation_mode_note
-from actors.prompts.workspace import WorkspaceNote, parse_workspace, workspace_section
-from actors.run.turn import Turn
-from config.modes import CollaborationMode
-from config.schema import FinalAnswerStrategy
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.prompts.modes import mode_prefix, presentation_mode_note
+from conclave.actors.prompts.workspace import WorkspaceNote, parse_workspace, workspace_section
+from conclave.actors.run.turn import Turn
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import FinalAnswerStrategy
 
 __all__ = [
     "PromptView",

@@ -8,7 +8,7 @@ mode's format: :func:`presentation_mode_note` is added to the presentation's sys
 
 from __future__ import annotations
 
-from config.modes import CollaborationMode
+from conclave.config.modes import CollaborationMode
 
 __all__ = ["PLAN_MODE_MARKER", "is_plan_mode", "mode_prefix", "presentation_mode_note"]
 

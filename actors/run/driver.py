@@ -35,33 +35,33 @@ from functools import partial
 import attrs
 import trio
 
-from actors.agent.actor import AgentActor, AgentMemory, AgentSetup
-from actors.agent.transcript_log import TRANSCRIPTS
-from actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
-from actors.coordination.coordinator import Coordinator, CoordinatorSetup
-from actors.coordination.rules import (
+from conclave.actors.agent.actor import AgentActor, AgentMemory, AgentSetup
+from conclave.actors.agent.transcript_log import TRANSCRIPTS
+from conclave.actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
+from conclave.actors.coordination.coordinator import Coordinator, CoordinatorSetup
+from conclave.actors.coordination.rules import (
     AnswerProgress,
     DeferVoting,
     DropInjection,
     HoldUntilQuiet,
     UpdatesAfterFirstAnswer,
 )
-from actors.coordination.state import CoordinationState
-from actors.coordination.visibility import Visibility
-from actors.events.hub import EventHub
-from actors.llm.pool import BackendPool, open_backends
-from actors.llm.protocol import LLMBackend
-from actors.run.clock import RunClock
-from actors.run.events import RunEnded
-from actors.run.faults import with_faults
-from actors.run.handle import COORDINATOR, RunHandle
-from actors.run.result import RunResult, RunStats, Termination
-from actors.run.services import AgentTooling, RunServices, open_services
-from actors.run.spec import RunSpec, build_backend
-from actors.run.usage import UsageTap
-from actors.workspace.tracker import TRACKER, WriteTracker
-from config.schema import AgentConfig
-from runtime import (
+from conclave.actors.coordination.state import CoordinationState
+from conclave.actors.coordination.visibility import Visibility
+from conclave.actors.events.hub import EventHub
+from conclave.actors.llm.pool import BackendPool, open_backends
+from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.run.clock import RunClock
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.faults import with_faults
+from conclave.actors.run.handle import COORDINATOR, RunHandle
+from conclave.actors.run.result import RunResult, RunStats, Termination
+from conclave.actors.run.services import AgentTooling, RunServices, open_services
+from conclave.actors.run.spec import RunSpec, build_backend
+from conclave.actors.run.usage import UsageTap
+from conclave.actors.workspace.tracker import TRACKER, WriteTracker
+from conclave.config.schema import AgentConfig
+from conclave.runtime import (
     ActorContext,
     ActorSystem,
     Address,
@@ -77,7 +77,7 @@ from runtime import (
     SupervisorSpec,
     open_actor_system,
 )
-from runtime.eventlog import EventLogFailure
+from conclave.runtime.eventlog import EventLogFailure
 
 __all__ = [
     "BUS",

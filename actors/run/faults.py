@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from runtime import Actor, ActorContext, ActorFactory, Address, Envelope
+from conclave.runtime import Actor, ActorContext, ActorFactory, Address, Envelope
 
 __all__ = ["CrashesDuring", "FaultPlan", "HandlesStartFailure", "InjectedCrash", "with_faults"]
 

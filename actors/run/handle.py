@@ -17,25 +17,25 @@ from typing import Protocol
 
 import trio
 
-from actors.agent.actor import AgentMemory
-from actors.coordination.bus import agent_address
-from actors.coordination.protocol import (
+from conclave.actors.agent.actor import AgentMemory
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.protocol import (
     AnswerVerdict,
     AwaitResult,
     Continue,
     OverrideDecision,
     StopWork,
 )
-from actors.coordination.state import CoordinationState, Phase
-from actors.run.clock import RunClock
-from actors.run.events import RunEnded
-from actors.run.result import RunResult, RunStats
-from actors.run.services import RunServices
-from actors.run.spec import RunSpec
-from actors.run.termination import BEST_SO_FAR, DecidedBy, Termination
-from actors.run.usage import UsageTap
-from actors.workspace.writes import Writes
-from runtime import ActorSystem, Address, JsonlEventLog, Undeliverable
+from conclave.actors.coordination.state import CoordinationState, Phase
+from conclave.actors.run.clock import RunClock
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import RunResult, RunStats
+from conclave.actors.run.services import RunServices
+from conclave.actors.run.spec import RunSpec
+from conclave.actors.run.termination import BEST_SO_FAR, DecidedBy, Termination
+from conclave.actors.run.usage import UsageTap
+from conclave.actors.workspace.writes import Writes
+from conclave.runtime import ActorSystem, Address, JsonlEventLog, Undeliverable
 
 __all__ = ["COORDINATOR", "RunHandle"]
 

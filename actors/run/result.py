@@ -8,17 +8,17 @@ from typing import Any
 
 import attrs
 
-from actors.agent.events import (
+from conclave.actors.agent.events import (
     LlmRequestFinished,
     LlmRequestStarted,
     RoundRestarted,
     RoundStarted,
 )
-from actors.coordination.state import Answer
-from actors.run.termination import DecidedBy, Termination
-from actors.run.usage import RunUsage
-from actors.workspace.writes import Writes
-from runtime import DeadLetter, Delivered, Event
+from conclave.actors.coordination.state import Answer
+from conclave.actors.run.termination import DecidedBy, Termination
+from conclave.actors.run.usage import RunUsage
+from conclave.actors.workspace.writes import Writes
+from conclave.runtime import DeadLetter, Delivered, Event
 
 __all__ = ["DecidedBy", "RunResult", "RunStats", "Termination", "Writes"]
 

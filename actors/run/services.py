@@ -37,21 +37,21 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from actors.run.spec import RunSpec
-from actors.tools.paths import PathPolicy
-from actors.tools.protocol import NO_TOOLS, ToolExecutor
-from actors.workspace.grants import AgentWorkspace, context_mounts
-from actors.workspace.layout import RunLayout
-from actors.workspace.tracker import TrackerState
-from actors.workspace.workspaces import RunWorkspaces
-from config.modes import CollaborationMode
-from config.schema.context import ContextWritePhase
-from config.schema.sandbox import SandboxKind
+from conclave.actors.run.spec import RunSpec
+from conclave.actors.tools.paths import PathPolicy
+from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
+from conclave.actors.workspace.grants import AgentWorkspace, context_mounts
+from conclave.actors.workspace.layout import RunLayout
+from conclave.actors.workspace.tracker import TrackerState
+from conclave.actors.workspace.workspaces import RunWorkspaces
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema.context import ContextWritePhase
+from conclave.config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
-    from actors.mcp.server import McpServers
-    from actors.sandbox.open import DockerEngine
-    from runtime import ActorSystem
+    from conclave.actors.mcp.server import McpServers
+    from conclave.actors.sandbox.open import DockerEngine
+    from conclave.runtime import ActorSystem
 
 __all__ = ["AgentTooling", "RunServices", "open_services", "workdir_of"]
 
@@ -104,7 +104,7 @@ class RunServices:
         elif system is not None and (
             config.mcp_servers or any(a.mcp_servers for a in config.agents)
         ):
-            from actors.mcp.server import spawn_servers
+            from conclave.actors.mcp.server import spawn_servers
 
             self.mcp = spawn_servers(system, config)
             await self.mcp.settled()
@@ -115,7 +115,7 @@ class RunServices:
         await trio.to_thread.run_sync(workspaces.layout.create, agents)
         sandbox = self.spec.config.orchestrator.sandbox
         if sandbox.type is SandboxKind.DOCKER:
-            from actors.sandbox.open import open_docker_engine
+            from conclave.actors.sandbox.open import open_docker_engine
 
             self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
 
@@ -127,7 +127,7 @@ class RunServices:
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
         if not servers:
             return tooling
-        from actors.mcp.tools import with_mcp_tools
+        from conclave.actors.mcp.tools import with_mcp_tools
 
         tools = with_mcp_tools(tooling.tools, servers, agent=agent, mode=self.spec.mode)
         return attrs.evolve(tooling, tools=tools)
@@ -137,8 +137,8 @@ class RunServices:
         if workspaces is None or self._stack is None:
             return _NO_TOOLING
         # Imported here: they import the docker SDK, which a run without tools never needs.
-        from actors.sandbox.open import open_sandbox
-        from actors.tools.executor import DEFAULT_LIMITS, agent_tools
+        from conclave.actors.sandbox.open import open_sandbox
+        from conclave.actors.tools.executor import DEFAULT_LIMITS, agent_tools
 
         workspace = workspaces.agents[agent]
         orchestrator = self.spec.config.orchestrator

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import attrs
 
-from actors.human.gate import HumanGate
-from actors.llm.pool import BackendPool
-from actors.llm.protocol import LLMBackend
-from actors.llm.scripted import ScriptedBackend
-from actors.mcp.session import McpSession
-from actors.run.faults import FaultPlan
-from actors.run.turn import Turn
-from config.modes import CollaborationMode
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.actors.human.gate import HumanGate
+from conclave.actors.llm.pool import BackendPool
+from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.actors.mcp.session import McpSession
+from conclave.actors.run.faults import FaultPlan
+from conclave.actors.run.turn import Turn
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 
 __all__ = ["RunSpec", "build_backend"]
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from actors.agent.events import LlmRequestFinished
-from actors.llm.pricing import UsageLedger, UsageSummary
-from actors.llm.protocol import Usage
-from actors.loop import CallOutcome
-from config.schema import AgentConfig
-from config.schema.endpoint import HttpBackendConfig, Price
-from runtime import Event
+from conclave.actors.agent.events import LlmRequestFinished
+from conclave.actors.llm.pricing import UsageLedger, UsageSummary
+from conclave.actors.llm.protocol import Usage
+from conclave.actors.loop import CallOutcome
+from conclave.config.schema import AgentConfig
+from conclave.config.schema.endpoint import HttpBackendConfig, Price
+from conclave.runtime import Event
 
 __all__ = ["AgentUsage", "RunUsage", "UsageTap", "price_of"]
 

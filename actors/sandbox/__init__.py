@@ -1,7 +1,7 @@
 """Where agents' shell commands run: ``local`` (bubblewrap where present) or ``docker``."""
 
-from actors.sandbox.open import DockerEngine, open_docker_engine, open_sandbox
-from actors.sandbox.protocol import (
+from conclave.actors.sandbox.open import DockerEngine, open_docker_engine, open_sandbox
+from conclave.actors.sandbox.protocol import (
     Mount,
     RunDirs,
     Sandbox,

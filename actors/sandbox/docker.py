@@ -30,11 +30,17 @@ import trio
 from docker.models.containers import Container
 from docker.types import Mount as DockerMount
 
-from actors.sandbox.engine import LABEL_AGENT, LABEL_RUN, owner_labels
-from actors.sandbox.output import CappedOutput
-from actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, SandboxUnavailable, ShellOutcome
-from actors.sandbox.session import SESSION_SHELL, SessionEnded, ShellSession
-from config.schema.sandbox import SandboxConfig
+from conclave.actors.sandbox.engine import LABEL_AGENT, LABEL_RUN, owner_labels
+from conclave.actors.sandbox.output import CappedOutput
+from conclave.actors.sandbox.protocol import (
+    NO_RUN_DIRS,
+    Mount,
+    RunDirs,
+    SandboxUnavailable,
+    ShellOutcome,
+)
+from conclave.actors.sandbox.session import SESSION_SHELL, SessionEnded, ShellSession
+from conclave.config.schema.sandbox import SandboxConfig
 
 __all__ = ["DockerSandbox"]
 

@@ -17,7 +17,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from actors.sandbox.protocol import SandboxUnavailable
+from conclave.actors.sandbox.protocol import SandboxUnavailable
 
 __all__ = [
     "LABEL_AGENT",

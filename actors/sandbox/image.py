@@ -18,7 +18,7 @@ import docker
 import docker.errors
 from docker.utils import parse_repository_tag
 
-from actors.sandbox.protocol import SandboxUnavailable
+from conclave.actors.sandbox.protocol import SandboxUnavailable
 
 __all__ = ["DEFAULT_IMAGE", "build_image", "find_busybox", "image_present"]
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import trio
 
-from actors.sandbox.output import CappedOutput
-from actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
+from conclave.actors.sandbox.output import CappedOutput
+from conclave.actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
 
 __all__ = ["BWRAP_HELP", "LocalSandbox", "bubblewrap", "scrubbed_environment"]
 

@@ -10,11 +10,11 @@ import attrs
 import docker
 import trio
 
-from actors.sandbox.docker import DockerSandbox
-from actors.sandbox.engine import OrphanRemoved, connect, remove_orphans
-from actors.sandbox.image import image_present
-from actors.sandbox.local import LocalSandbox, bubblewrap
-from actors.sandbox.protocol import (
+from conclave.actors.sandbox.docker import DockerSandbox
+from conclave.actors.sandbox.engine import OrphanRemoved, connect, remove_orphans
+from conclave.actors.sandbox.image import image_present
+from conclave.actors.sandbox.local import LocalSandbox, bubblewrap
+from conclave.actors.sandbox.protocol import (
     NO_RUN_DIRS,
     Mount,
     RunDirs,
@@ -22,7 +22,7 @@ from actors.sandbox.protocol import (
     SandboxKind,
     SandboxUnavailable,
 )
-from config.schema.sandbox import SandboxConfig
+from conclave.config.schema.sandbox import SandboxConfig
 
 __all__ = ["DockerEngine", "open_docker_engine", "open_sandbox"]
 

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import attrs
 
-from config.schema.sandbox import SandboxKind
+from conclave.config.schema.sandbox import SandboxKind
 
 __all__ = [
     "NO_RUN_DIRS",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import trio
 
-from actors.sandbox.output import CappedOutput
+from conclave.actors.sandbox.output import CappedOutput
 
 __all__ = ["SESSION_SHELL", "SessionEnded", "ShellSession", "wrap_command"]
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from actors.tools.files import DELETE_FILE, EDIT_FILE, LIST_DIRECTORY, READ_FILE, WRITE_FILE
-from actors.tools.search import GLOB, SEARCH
-from actors.tools.shell import RUN_SHELL
-from actors.tools.spec import ToolSpec
+from conclave.actors.tools.files import (
+    DELETE_FILE,
+    EDIT_FILE,
+    LIST_DIRECTORY,
+    READ_FILE,
+    WRITE_FILE,
+)
+from conclave.actors.tools.search import GLOB, SEARCH
+from conclave.actors.tools.shell import RUN_SHELL
+from conclave.actors.tools.spec import ToolSpec
 
 __all__ = ["ALL_TOOLS", "READ_ONLY_TOOLS", "WRITE_TOOLS"]
 

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from actors.llm.protocol import ToolCall, ToolSchema
-from actors.tools.arguments import ArgumentError, parse_arguments
-from actors.tools.catalogue import ALL_TOOLS
-from actors.tools.paths import PathPolicy, PathRefused
-from actors.tools.protocol import ToolResult
-from actors.tools.spec import ToolContext, ToolError, ToolLimits, ToolSpec
-from actors.tools.text import cap
-from config.modes import CollaborationMode
+from conclave.actors.llm.protocol import ToolCall, ToolSchema
+from conclave.actors.tools.arguments import ArgumentError, parse_arguments
+from conclave.actors.tools.catalogue import ALL_TOOLS
+from conclave.actors.tools.paths import PathPolicy, PathRefused
+from conclave.actors.tools.protocol import ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolError, ToolLimits, ToolSpec
+from conclave.actors.tools.text import cap
+from conclave.config.modes import CollaborationMode
 
 if TYPE_CHECKING:
     # Types only: the sandbox package loads the docker SDK, which file tools never need.
-    from actors.sandbox.protocol import Sandbox
+    from conclave.actors.sandbox.protocol import Sandbox
 
 __all__ = ["DEFAULT_LIMITS", "AgentTools", "BeforeCall", "ToolLimits", "agent_tools"]
 

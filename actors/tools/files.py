@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 import trio
 
-from actors.tools import fs
-from actors.tools.protocol import ToolMetadata, ToolResult
-from actors.tools.spec import ToolContext, ToolError, ToolSpec
-from actors.tools.text import short_diff
+from conclave.actors.tools import fs
+from conclave.actors.tools.protocol import ToolMetadata, ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolError, ToolSpec
+from conclave.actors.tools.text import short_diff
 
 __all__ = ["DELETE_FILE", "EDIT_FILE", "LIST_DIRECTORY", "READ_FILE", "WRITE_FILE"]
 

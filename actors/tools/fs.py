@@ -23,7 +23,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from actors.tools.paths import PathRefused
+from conclave.actors.tools.paths import PathRefused
 
 __all__ = [
     "FileChanged",

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import attrs
 
-from actors.llm.protocol import ToolCall, ToolSchema
+from conclave.actors.llm.protocol import ToolCall, ToolSchema
 
 __all__ = ["NO_TOOLS", "NoTools", "ToolExecutor", "ToolMetadata", "ToolResult"]
 

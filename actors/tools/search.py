@@ -18,11 +18,11 @@ from typing import Any
 import attrs
 import trio
 
-from actors.tools import fs
-from actors.tools.gitignore import Ignorer, glob_regex
-from actors.tools.paths import PathRefused
-from actors.tools.protocol import ToolMetadata, ToolResult
-from actors.tools.spec import ToolContext, ToolError, ToolSpec
+from conclave.actors.tools import fs
+from conclave.actors.tools.gitignore import Ignorer, glob_regex
+from conclave.actors.tools.paths import PathRefused
+from conclave.actors.tools.protocol import ToolMetadata, ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolError, ToolSpec
 
 __all__ = ["GLOB", "SEARCH", "walk"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors.tools.protocol import ToolMetadata, ToolResult
-from actors.tools.spec import ToolContext, ToolError, ToolSpec
+from conclave.actors.tools.protocol import ToolMetadata, ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolError, ToolSpec
 
 __all__ = ["RUN_SHELL"]
 

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from actors.llm.protocol import ToolSchema
-from actors.tools.paths import PathPolicy, PathRefused
-from actors.tools.protocol import ToolResult
+from conclave.actors.llm.protocol import ToolSchema
+from conclave.actors.tools.paths import PathPolicy, PathRefused
+from conclave.actors.tools.protocol import ToolResult
 
 if TYPE_CHECKING:
     # Types only: the sandbox package loads the docker SDK, which file tools never need.
-    from actors.sandbox.protocol import Sandbox
+    from conclave.actors.sandbox.protocol import Sandbox
 
 __all__ = ["ToolContext", "ToolError", "ToolLimits", "ToolRun", "ToolSpec", "WriteRefused"]
 

@@ -4,8 +4,8 @@ context paths opened) only in the log."""
 
 from __future__ import annotations
 
-from actors.events.base import DomainEvent
-from runtime import Event, message
+from conclave.actors.events.base import DomainEvent
+from conclave.runtime import Event, message
 
 __all__ = [
     "ContextPathsWritten",

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from actors.coordination.protocol import AnswerView
-from actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
-from actors.tools.paths import PathGrant
-from actors.workspace.events import ContextWritesOpened
-from actors.workspace.layout import RunLayout
-from config.schema.context import ContextPath
-from runtime import ActorContext
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
+from conclave.actors.tools.paths import PathGrant
+from conclave.actors.workspace.events import ContextWritesOpened
+from conclave.actors.workspace.layout import RunLayout
+from conclave.config.schema.context import ContextPath
+from conclave.runtime import ActorContext
 
 if TYPE_CHECKING:
     # Importing the sandbox package loads the docker SDK (~0.2 s): a run without tools,
     # which imports this module, never needs it.
-    from actors.sandbox.protocol import Mount, RunDirs, Sandbox
+    from conclave.actors.sandbox.protocol import Mount, RunDirs, Sandbox
 
 __all__ = ["AgentWorkspace", "ContextGrant", "context_mounts"]
 
@@ -60,7 +60,7 @@ def context_mounts(
     """The context paths as a sandbox's mounts: read-only unless writable and
     ``writes_open``; a writable one's protected paths follow it, read-only (a later mount
     covers an earlier one)."""
-    from actors.sandbox.protocol import Mount
+    from conclave.actors.sandbox.protocol import Mount
 
     mounts: list[Mount] = []
     for context in context_paths:
@@ -133,7 +133,7 @@ class AgentWorkspace:
         snapshot, read-only (the file tools still read only those the agent was shown); the
         run's directory, the log's, the live workspaces and the staged copies hidden (its own
         workspace, mounted writable by the sandbox, stays)."""
-        from actors.sandbox.protocol import RunDirs
+        from conclave.actors.sandbox.protocol import RunDirs
 
         layout = self.layout
         hidden = dict.fromkeys((*self._excluded, layout.workspaces, layout.staging_root))

@@ -21,8 +21,8 @@ from pathlib import Path
 import attrs
 import trio
 
-from actors.workspace.events import ContextPathsWritten, ContextWritesTracked
-from actors.workspace.writes import (
+from conclave.actors.workspace.events import ContextPathsWritten, ContextWritesTracked
+from conclave.actors.workspace.writes import (
     WRITES_FILE,
     MtimeSnapshot,
     Writes,
@@ -30,8 +30,8 @@ from actors.workspace.writes import (
     mtime_snapshot,
     write_list,
 )
-from config.schema.context import ContextPath
-from runtime import Actor, ActorContext, Address, Envelope, Message, message
+from conclave.config.schema.context import ContextPath
+from conclave.runtime import Actor, ActorContext, Address, Envelope, Message, message
 
 __all__ = [
     "TRACKER",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import trio
 
-from actors.workspace.grants import AgentWorkspace
-from actors.workspace.layout import RunLayout, copy_tree
-from config.schema.context import ContextPath
+from conclave.actors.workspace.grants import AgentWorkspace
+from conclave.actors.workspace.layout import RunLayout, copy_tree
+from conclave.config.schema.context import ContextPath
 
 __all__ = ["RunWorkspaces"]
 

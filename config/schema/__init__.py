@@ -4,15 +4,15 @@ One module per section, so a new backend or section is a new file: ``backends`` 
 ``agents``, ``orchestrator`` (coordination), ``root`` (the whole config).
 """
 
-from config.schema.agents import AgentConfig
-from config.schema.backends import BackendConfig, Misbehaviour, ScriptedBackendConfig
-from config.schema.orchestrator import (
+from conclave.config.schema.agents import AgentConfig
+from conclave.config.schema.backends import BackendConfig, Misbehaviour, ScriptedBackendConfig
+from conclave.config.schema.orchestrator import (
     FinalAnswerStrategy,
     InFlightPolicy,
     OrchestratorConfig,
     parse_visibility,
 )
-from config.schema.root import ConclaveConfig, default_config
+from conclave.config.schema.root import ConclaveConfig, default_config
 
 __all__ = [
     "AgentConfig",

@@ -6,9 +6,9 @@ import re
 
 import attrs
 
-from config.schema.backends import BackendConfig, ScriptedBackendConfig
-from config.schema.checks import InvalidValue
-from config.schema.mcp import McpServerConfig, check_unique_servers
+from conclave.config.schema.backends import BackendConfig, ScriptedBackendConfig
+from conclave.config.schema.checks import InvalidValue
+from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
 
 __all__ = ["AgentConfig"]
 

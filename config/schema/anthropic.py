@@ -6,8 +6,8 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from config.schema.checks import whole
-from config.schema.endpoint import MAX_OUTPUT_TOKENS, HttpBackendConfig, flag, non_empty
+from conclave.config.schema.checks import whole
+from conclave.config.schema.endpoint import MAX_OUTPUT_TOKENS, HttpBackendConfig, flag, non_empty
 
 __all__ = ["MIN_THINKING_BUDGET", "AnthropicBackendConfig"]
 

@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 import attrs
 
-from config.limits import MAX_ANSWERS, MAX_LATENCY_S
-from config.schema.anthropic import AnthropicBackendConfig
-from config.schema.checks import fraction, seconds, whole
-from config.schema.openai import OpenAIBackendConfig
+from conclave.config.limits import MAX_ANSWERS, MAX_LATENCY_S
+from conclave.config.schema.anthropic import AnthropicBackendConfig
+from conclave.config.schema.checks import fraction, seconds, whole
+from conclave.config.schema.openai import OpenAIBackendConfig
 
 __all__ = [
     "BACKEND_TYPES",

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from config.limits import MAX_TIMEOUT_S
-from config.schema.checks import InvalidValue, seconds, whole
-from config.secret import Secret
+from conclave.config.limits import MAX_TIMEOUT_S
+from conclave.config.schema.checks import InvalidValue, seconds, whole
+from conclave.config.secret import Secret
 
 __all__ = [
     "MAX_CONCURRENCY",

@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 import attrs
 
-from config.limits import MAX_TIMEOUT_S
-from config.schema.checks import InvalidValue, seconds
-from config.schema.endpoint import non_empty
+from conclave.config.limits import MAX_TIMEOUT_S
+from conclave.config.schema.checks import InvalidValue, seconds
+from conclave.config.schema.endpoint import non_empty
 
 __all__ = [
     "MCP_SERVER_TYPES",

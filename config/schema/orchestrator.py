@@ -7,16 +7,16 @@ import re
 
 import attrs
 
-from config.limits import (
+from conclave.config.limits import (
     MAX_ANSWERS,
     MAX_PREVIEW_CHARS,
     MAX_QUIET_PERIOD_S,
     MAX_TIMEOUT_S,
     MAX_TRIES,
 )
-from config.schema.checks import seconds, whole
-from config.schema.context import ContextPath, ContextWritePhase
-from config.schema.sandbox import SandboxConfig
+from conclave.config.schema.checks import seconds, whole
+from conclave.config.schema.context import ContextPath, ContextWritePhase
+from conclave.config.schema.sandbox import SandboxConfig
 
 __all__ = ["FinalAnswerStrategy", "InFlightPolicy", "OrchestratorConfig", "parse_visibility"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import attrs
 
-from config.limits import MAX_AGENTS
-from config.schema.agents import AgentConfig
-from config.schema.backends import ScriptedBackendConfig
-from config.schema.mcp import McpServerConfig, check_unique_servers
-from config.schema.orchestrator import OrchestratorConfig
+from conclave.config.limits import MAX_AGENTS
+from conclave.config.schema.agents import AgentConfig
+from conclave.config.schema.backends import ScriptedBackendConfig
+from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
+from conclave.config.schema.orchestrator import OrchestratorConfig
 
 __all__ = ["ConclaveConfig", "default_config"]
 

@@ -6,8 +6,8 @@ import enum
 
 import attrs
 
-from config.limits import MAX_TIMEOUT_S
-from config.schema.checks import seconds, whole
+from conclave.config.limits import MAX_TIMEOUT_S
+from conclave.config.schema.checks import seconds, whole
 
 __all__ = ["SandboxConfig", "SandboxKind"]
 

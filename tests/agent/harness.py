@@ -20,9 +20,9 @@ from typing import Any
 import attrs
 import trio
 
-from actors.agent.actor import AgentActor, AgentMemory, AgentSetup
-from actors.coordination.bus import agent_address
-from actors.coordination.protocol import (
+from conclave.actors.agent.actor import AgentActor, AgentMemory, AgentSetup
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.protocol import (
     AgentFailed,
     AnswersRequest,
     AnswersSnapshot,
@@ -36,7 +36,7 @@ from actors.coordination.protocol import (
     SubmitVote,
     VotingOpen,
 )
-from actors.llm.protocol import (
+from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -46,11 +46,11 @@ from actors.llm.protocol import (
     ToolSchema,
     Usage,
 )
-from actors.run.faults import FaultPlan, with_faults
-from actors.run.turn import Turn
-from actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolResult
-from config.schema import OrchestratorConfig
-from runtime import (
+from conclave.actors.run.faults import FaultPlan, with_faults
+from conclave.actors.run.turn import Turn
+from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolResult
+from conclave.config.schema import OrchestratorConfig
+from conclave.runtime import (
     Actor,
     ActorContext,
     ActorSystem,

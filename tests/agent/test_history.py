@@ -3,11 +3,11 @@ the task, and answer the current task (the scripted backend reads it, not a hist
 
 from __future__ import annotations
 
-from actors.agent.events import AgentStatusChanged
-from actors.coordination.protocol import SubmitAnswer
-from actors.llm.protocol import ChatMessage
-from actors.run.spec import build_backend
-from actors.run.turn import Turn
+from conclave.actors.agent.events import AgentStatusChanged
+from conclave.actors.coordination.protocol import SubmitAnswer
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.run.spec import build_backend
+from conclave.actors.run.turn import Turn
 from tests.agent.harness import open_agent
 from tests.coordination.helpers import RecordingBackend, agent
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import trio
 
-from actors.agent.events import AgentStatusChanged, AnswersInjected, RoundRestarted
-from actors.agent.policy import round_policy
-from actors.coordination.protocol import AnswerVerdict, AnswerView, SubmitVote
-from actors.llm.protocol import ChatMessage
-from actors.prompts.coordination import parse_prompt, update_message
-from config.schema import InFlightPolicy
+from conclave.actors.agent.events import AgentStatusChanged, AnswersInjected, RoundRestarted
+from conclave.actors.agent.policy import round_policy
+from conclave.actors.coordination.protocol import AnswerVerdict, AnswerView, SubmitVote
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.prompts.coordination import parse_prompt, update_message
+from conclave.config.schema import InFlightPolicy
 from tests.agent.harness import FakeBackend, SlowTools, answer, call, open_agent, vote
 
 B1 = AnswerView(label="agent2.1", content="Reset a router through its pinhole.")

@@ -10,16 +10,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from actors.coordination.protocol import AnswerView
-from actors.llm.protocol import ChatMessage
-from actors.prompts.coordination import (
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.prompts.coordination import (
     parse_prompt,
     presentation_messages,
     round_messages,
     update_message,
 )
-from actors.run.turn import Turn
-from config.schema import FinalAnswerStrategy
+from conclave.actors.run.turn import Turn
+from conclave.config.schema import FinalAnswerStrategy
 
 TASK = "Now make it shorter"
 EARLIER = Turn(task="Name three uses of a paperclip", final_answer="Hold, pick, reset.")

@@ -3,12 +3,12 @@ backend error and a context overflow do to it, and how the presentation runs."""
 
 from __future__ import annotations
 
-from actors.agent.events import AgentStatusChanged, RoundStarted
-from actors.coordination.bus import agent_address
-from actors.coordination.protocol import AnswerVerdict, AnswerView, Present, Presentation
-from actors.llm.errors import ContextOverflow, FatalLLMError
-from actors.llm.protocol import CallPurpose, ChatMessage
-from config.schema import FinalAnswerStrategy
+from conclave.actors.agent.events import AgentStatusChanged, RoundStarted
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.protocol import AnswerVerdict, AnswerView, Present, Presentation
+from conclave.actors.llm.errors import ContextOverflow, FatalLLMError
+from conclave.actors.llm.protocol import CallPurpose, ChatMessage
+from conclave.config.schema import FinalAnswerStrategy
 from tests.agent.harness import (
     AGENT,
     TASK,

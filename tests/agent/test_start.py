@@ -3,9 +3,9 @@ instead of failing its start, which would escalate and fail the whole run."""
 
 from __future__ import annotations
 
-from actors.agent.actor import AgentActor
-from actors.agent.events import AgentStatusChanged
-from runtime import ChildExited
+from conclave.actors.agent.actor import AgentActor
+from conclave.actors.agent.events import AgentStatusChanged
+from conclave.runtime import ChildExited
 from tests.agent.harness import AGENT, FakeBackend, open_agent
 
 

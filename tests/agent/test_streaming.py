@@ -8,10 +8,10 @@ import itertools
 
 import trio
 
-from actors.agent.events import AgentStatusChanged
-from actors.agent.telemetry import DELTA_INTERVAL
-from actors.events.loop import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
-from actors.llm.protocol import (
+from conclave.actors.agent.events import AgentStatusChanged
+from conclave.actors.agent.telemetry import DELTA_INTERVAL
+from conclave.actors.events.loop import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
+from conclave.actors.llm.protocol import (
     Completion,
     CompletionRequest,
     CompletionSink,
@@ -19,8 +19,8 @@ from actors.llm.protocol import (
     ToolCall,
     Usage,
 )
-from actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolResult
-from runtime import Event
+from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolResult
+from conclave.runtime import Event
 from tests.agent.harness import AGENT, FakeBackend, SlowTools, answer, call, open_agent
 
 CHUNKS = [f"word{i} " for i in range(40)]

@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from actors.agent.transcript_log import OPEN_LIMIT, TranscriptLog
-from actors.llm.protocol import CallPurpose, ChatMessage
+from conclave.actors.agent.transcript_log import OPEN_LIMIT, TranscriptLog
+from conclave.actors.llm.protocol import CallPurpose, ChatMessage
 
 
 def _open_descriptors() -> int:

@@ -10,11 +10,11 @@ from typing import Any
 
 import trio
 
-from actors.agent.events import AgentStatusChanged, RoundStarted, TranscriptFailed
-from actors.coordination.bus import agent_address
-from actors.coordination.protocol import AnswerView, Present
-from actors.llm.protocol import ChatMessage
-from config.schema import FinalAnswerStrategy
+from conclave.actors.agent.events import AgentStatusChanged, RoundStarted, TranscriptFailed
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.protocol import AnswerView, Present
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.config.schema import FinalAnswerStrategy
 from tests.agent.harness import (
     AGENT,
     TASK,

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import pytest
 
-from ui.cli import main
+from conclave.ui.cli import main
 
 FAILING = {"agents": [{"id": "broken", "backend": {"error_rate": 1.0}}]}
 """Overrides under which a run fails: its one agent's every call errors."""

@@ -305,7 +305,7 @@ def test_a_results_file_that_refuses_a_line_stops_the_batch_with_exit_code_1(
 ) -> None:
     import errno
 
-    from ui.batch.results import ResultsFile
+    from conclave.ui.batch.results import ResultsFile
 
     def full(self: ResultsFile, record: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.http_server import model_name, open_server_process
+from conclave.benchmarks.http_server import model_name, open_server_process
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.cli.helpers import conclave, finish, start
 

@@ -8,11 +8,11 @@ import multiprocessing
 import trio
 import trio.testing
 
-from actors.batch.claims import Counter, SharedCounter
-from actors.batch.engine import LocalEngine, split_slots
-from actors.batch.lanes import run_lanes
-from actors.batch.work import BatchJob, BatchWork, JobOutcome
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.actors.batch.claims import Counter, SharedCounter
+from conclave.actors.batch.engine import LocalEngine, split_slots
+from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 
 
 async def test_lanes_run_every_claimed_index_once_at_most_slots_at_a_time(

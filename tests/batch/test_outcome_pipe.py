@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 import trio
 
-from actors.batch.outcome_pipe import OutcomeReceiver, send_outcome
-from actors.batch.work import JobOutcome
+from conclave.actors.batch.outcome_pipe import OutcomeReceiver, send_outcome
+from conclave.actors.batch.work import JobOutcome
 
 
 def _outcome(index: int, answer: str = "an answer") -> JobOutcome:

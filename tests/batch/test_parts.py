@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from config.problems import ConfigError
-from config.schema import default_config
-from ui.batch.command import exit_code, parse_modes
-from ui.batch.grading import Grade, is_correct, last_number
-from ui.batch.progress import BatchProgress
-from ui.batch.results import open_results
-from ui.batch.summary import ModeSummary, summarise
-from ui.batch.tasks import BadLine, apply_overrides
-from ui.exit_codes import ExitCode
-from ui.headless.flags import UsageError
+from conclave.config.problems import ConfigError
+from conclave.config.schema import default_config
+from conclave.ui.batch.command import exit_code, parse_modes
+from conclave.ui.batch.grading import Grade, is_correct, last_number
+from conclave.ui.batch.progress import BatchProgress
+from conclave.ui.batch.results import open_results
+from conclave.ui.batch.summary import ModeSummary, summarise
+from conclave.ui.batch.tasks import BadLine, apply_overrides
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.flags import UsageError
 
 
 @pytest.mark.parametrize(

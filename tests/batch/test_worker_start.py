@@ -9,9 +9,9 @@ import sys
 
 def test_the_worker_entry_point_and_its_claims_import_no_runtime() -> None:
     check = (
-        "import sys, actors.batch.worker, actors.batch.claims; "
-        "heavy = sorted(m for m in sys.modules if m == 'trio' or m.startswith(('actors.run', "
-        "'runtime', 'config'))); print(heavy)"
+        "import sys, conclave.actors.batch.worker, conclave.actors.batch.claims; "
+        "heavy = sorted(m for m in sys.modules if m == 'trio' or m.startswith(("
+        "'conclave.actors.run', 'conclave.runtime', 'conclave.config'))); print(heavy)"
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

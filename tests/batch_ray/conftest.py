@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.batch.ray_engine import LOOPBACK_ONLY_ENV
+from conclave.actors.batch.ray_engine import LOOPBACK_ONLY_ENV
 from tests.cli.helpers import fast_agents, write_config
 
 os.environ[LOOPBACK_ONLY_ENV] = "0"

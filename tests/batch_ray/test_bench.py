@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import batch_ray_bench
+from conclave.benchmarks import batch_ray_bench
 from tests.batch_ray.helpers import ray_processes, wait_until_gone
 
 

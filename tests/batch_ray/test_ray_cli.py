@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.batch.ray_engine import cpus_per_run
+from conclave.actors.batch.ray_engine import cpus_per_run
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import ray_processes, wait_for_lines, wait_until_gone
 from tests.cli.helpers import CONCLAVE, conclave, finish
@@ -40,7 +40,8 @@ def test_without_ray_installed_engine_ray_says_how_to_install_it_and_exits_2(
 
 def test_conclave_never_imports_ray_on_its_own() -> None:
     code = (
-        "import sys, ui.cli, ui.batch.command, actors.batch.ray_engine;print('ray' in sys.modules)"
+        "import sys, conclave.ui.cli, conclave.ui.batch.command, "
+        "conclave.actors.batch.ray_engine; print('ray' in sys.modules)"
     )
     shown = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -18,9 +18,9 @@ import pytest
 import ray
 import trio
 
-from actors.batch.ray_engine import TASK_NAME, RayEngine
-from actors.batch.work import BatchJob, BatchWork, JobOutcome
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine
+from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import wait_for_lines
 from tests.cli.helpers import conclave, finish, start

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import batch_bench
+from conclave.benchmarks import batch_bench
 
 
 def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_ideal(

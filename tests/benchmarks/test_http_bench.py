@@ -16,19 +16,19 @@ from typing import Any
 import pytest
 import trio
 
-from actors.run.driver import RunSpec, run
-from benchmarks import http_bench
-from benchmarks.http_bench import (
+from conclave.actors.run.driver import RunSpec, run
+from conclave.benchmarks import http_bench
+from conclave.benchmarks.http_bench import (
     TARGETS,
     case_for,
     http_config,
     run_http_bench,
     targets_met,
 )
-from benchmarks.http_costs import LAYERS, STARTUP, biggest_request
-from benchmarks.http_server import BACKLOG, ScriptedServer, open_server_process, serve
-from benchmarks.load_bench import TASK, Case
-from ui.cli import main
+from conclave.benchmarks.http_costs import LAYERS, STARTUP, biggest_request
+from conclave.benchmarks.http_server import BACKLOG, ScriptedServer, open_server_process, serve
+from conclave.benchmarks.load_bench import TASK, Case
+from conclave.ui.cli import main
 
 RUN_LIMIT = 60.0
 

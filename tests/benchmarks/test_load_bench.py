@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import load_bench
-from benchmarks.load_bench import (
+from conclave.benchmarks import load_bench
+from conclave.benchmarks.load_bench import (
     _batch_configs,
     _counter,
     _log_scratch,
     _run_batch,
     measure_batch,
 )
-from benchmarks.machine import filesystem_of
+from conclave.benchmarks.machine import filesystem_of
 
 
 async def test_batch_lanes_run_every_run_exactly_once(autojump_clock: object) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import repl_bench
+from conclave.benchmarks import repl_bench
 from tests.repl_e2e.tmux import require_tmux
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import sandbox_bench
+from conclave.benchmarks import sandbox_bench
 from tests.sandbox.conftest import missing
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import serve_bench
+from conclave.benchmarks import serve_bench
 
 
 def test_a_tiny_run_delivers_every_line_to_every_client_and_reports_the_overhead(
@@ -37,7 +37,7 @@ def test_separate_cores_keeps_the_clients_off_the_servers_cores(tmp_path: Path) 
     out = tmp_path / "serve.json"
     argv = ["--agents", "10", "--clients", "3", "--repeats", "1", "--separate-cores"]
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.serve_bench", *argv, "--json", str(out)],
+        [sys.executable, "-m", "conclave.benchmarks.serve_bench", *argv, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import tools_bench
+from conclave.benchmarks import tools_bench
 
 
 def test_a_tiny_run_reports_every_measure() -> None:

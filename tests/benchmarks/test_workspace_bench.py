@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import workspace_bench
+from conclave.benchmarks import workspace_bench
 
 
 def test_a_tiny_run_counts_the_file_work_of_every_agent(tmp_path: Path) -> None:

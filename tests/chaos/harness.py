@@ -28,15 +28,15 @@ from typing import Any
 import attrs
 import trio
 
-from actors.coordination.bus import agent_address
-from actors.coordination.events import AnswerAdded
-from actors.coordination.visibility import Visibility
-from actors.run.driver import BUS, COORDINATOR, RunHandle, RunSpec, open_run
-from actors.run.events import RunEnded
-from actors.run.result import DecidedBy, RunResult, Termination
-from config.modes import AgentMode, ModeState, apply_modes
-from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy
-from runtime import (
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.coordination.visibility import Visibility
+from conclave.actors.run.driver import BUS, COORDINATOR, RunHandle, RunSpec, open_run
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import DecidedBy, RunResult, Termination
+from conclave.config.modes import AgentMode, ModeState, apply_modes
+from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy
+from conclave.runtime import (
     Address,
     ChildExited,
     Envelope,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_args import ReportPathChanged, write_report
+from conclave.benchmarks.bench_args import ReportPathChanged, write_report
 from tests.cli.helpers import CONCLAVE, conclave
 
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from actors.run.result import RunResult, Termination, Writes
-from config.loader import ConfigError, parse_config
-from config.schema.context import ContextPath, ContextPermission, parse_context_flag
+from conclave.actors.run.result import RunResult, Termination, Writes
+from conclave.config.loader import ConfigError, parse_config
+from conclave.config.schema.context import ContextPath, ContextPermission, parse_context_flag
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.result import writes_footer
 from tests.cli.helpers import TASK, write_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
-from ui.headless.result import writes_footer
 
 
 def _config(*context_paths: dict[str, object]) -> dict[str, object]:

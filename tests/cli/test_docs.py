@@ -9,9 +9,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from actors.coordination.state import Answer
-from actors.run.result import RunResult
-from ui.exit_codes import ExitCode
+from conclave.actors.coordination.state import Answer
+from conclave.actors.run.result import RunResult
+from conclave.ui.exit_codes import ExitCode
 
 ROOT = Path(__file__).parents[2]
 PAGE = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")

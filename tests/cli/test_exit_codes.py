@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import TASK, conclave, fast_agents, parse_json, write_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
 
 
 def test_a_completed_run_exits_0_with_the_answer_on_stdout(

@@ -7,8 +7,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import CONCLAVE, REQUIRED_KEYS, TASK, conclave, parse_json, write_config
-from ui.exit_codes import ExitCode
 
 
 def test_conclave_run_task(fast_config: Path, tmp_path: Path) -> None:

@@ -26,19 +26,18 @@ import attrs
 import pytest
 import trio
 
-from actors.agent.events import (
+from conclave.actors.agent.events import (
     AgentStatusChanged,
     LlmRequestStarted,
     RoundStarted,
 )
-from actors.coordination.events import AnswerAdded, RunStarted, VoteAdded, VotingComplete
-from actors.events import TextDelta, ToolCallStarted
-from actors.events.view import AgentView, RunView
-from actors.run.driver import RunSpec
-from actors.run.events import RunEnded
-from config.schema import AgentConfig, ConclaveConfig
-from tests.cli.helpers import CONCLAVE, TASK, write_config
-from ui.headless.live_status import (
+from conclave.actors.coordination.events import AnswerAdded, RunStarted, VoteAdded, VotingComplete
+from conclave.actors.events import TextDelta, ToolCallStarted
+from conclave.actors.events.view import AgentView, RunView
+from conclave.actors.run.driver import RunSpec
+from conclave.actors.run.events import RunEnded
+from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.ui.headless.live_status import (
     REDRAW_INTERVAL,
     LiveStatus,
     agent_state,
@@ -46,7 +45,8 @@ from ui.headless.live_status import (
     status_line,
     wants_live_status,
 )
-from ui.headless.progress import RunClock, RunProgress, TextProgress, make_progress
+from conclave.ui.headless.progress import RunClock, RunProgress, TextProgress, make_progress
+from tests.cli.helpers import CONCLAVE, TASK, write_config
 
 SIZE = os.terminal_size((100, 24))
 ESCAPE = re.compile(r"\x1b\[(\d*)([A-Za-z])")

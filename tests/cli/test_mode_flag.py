@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from actors.planning.plan import parse_plan, render_plan
-from actors.run.driver import RunSpec, drive
-from config.modes import CollaborationMode
+from conclave.actors.planning.plan import parse_plan, render_plan
+from conclave.actors.run.driver import RunSpec, drive
+from conclave.config.modes import CollaborationMode
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import TASK, parse_json, write_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
 
 PLAN = {
     "goal": "Ship the feature",
@@ -73,7 +73,7 @@ def specs(monkeypatch: pytest.MonkeyPatch) -> list[RunSpec]:
         recorded.append(spec)
         return await drive(spec, *args, **kwargs)
 
-    monkeypatch.setattr("ui.headless.command.drive", recording_drive)
+    monkeypatch.setattr("conclave.ui.headless.command.drive", recording_drive)
     return recorded
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import CONCLAVE, TASK, conclave, parse_json
-from ui.cli import main
-from ui.exit_codes import ExitCode
 
 
 class Boom(RuntimeError):
@@ -25,7 +25,7 @@ def broken_run(monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(*_args: object, **_kwargs: object) -> None:
         raise Boom("the flux capacitor\nleaked")
 
-    monkeypatch.setattr("ui.headless.command.trio.run", explode)
+    monkeypatch.setattr("conclave.ui.headless.command.trio.run", explode)
 
 
 @pytest.mark.usefixtures("broken_run")
@@ -71,7 +71,7 @@ def test_an_unexpected_exception_in_another_command_names_it(
     def explode(path: str, **_: object) -> int:
         raise Boom("validate broke")
 
-    monkeypatch.setattr("ui.headless.validate.validate_command", explode)
+    monkeypatch.setattr("conclave.ui.headless.validate.validate_command", explode)
 
     code = main(["validate", str(tmp_path / "any.yaml")])
 

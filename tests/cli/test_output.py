@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import REQUIRED_KEYS, TASK, parse_json, write_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
 
 
 def _run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[dict[str, Any], str]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actors.planning.plan import parse_plan, render_plan
+from conclave.actors.planning.plan import parse_plan, render_plan
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import TASK, conclave, parse_json, write_config
-from ui.exit_codes import ExitCode
 
 
 def test_a_piped_task_runs_headless_with_the_answer_on_stdout(

@@ -21,10 +21,10 @@ import pytest
 import trio
 import yaml
 
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import CONCLAVE, TASK
 from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
 from tests.llm.wire import anthropic_error, anthropic_events, openai_error, openai_reply
-from ui.exit_codes import ExitCode
 
 KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
 """Every agent's key: a test can grep for it in everything the command wrote."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import TASK
-from ui.cli import main
-from ui.exit_codes import ExitCode
 
 
 @pytest.fixture

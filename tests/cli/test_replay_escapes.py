@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.events import ChildExited
+from conclave.runtime.events import ChildExited
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.timeline import describe, neutralise
 from tests.cli.helpers import TASK
-from ui.cli import main
-from ui.exit_codes import ExitCode
-from ui.timeline import describe, neutralise
 
 HOSTILE = "fine answer\x1b]0;owned\x07\x1b[2J\x9b31m\x7f"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.codec import dumps
-from runtime.eventlog import JsonlEventLog
-from runtime.events import LogOpened
-from ui.cli import main
-from ui.exit_codes import ExitCode
+from conclave.runtime.codec import dumps
+from conclave.runtime.eventlog import JsonlEventLog
+from conclave.runtime.events import LogOpened
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 
 
 def _replay(path: str | Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -117,13 +117,13 @@ def test_a_file_that_cannot_be_read_exits_2_saying_so(capsys: pytest.CaptureFixt
 def test_a_file_without_read_permission_exits_2_saying_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runtime.eventlog
+    import conclave.runtime.eventlog
 
     def denied(*args: object, **kwargs: object) -> object:
         raise PermissionError(13, "Permission denied")
 
     # The suite may run as root, which reads any file: deny the open itself.
-    monkeypatch.setattr(runtime.eventlog, "open", denied, raising=False)
+    monkeypatch.setattr(conclave.runtime.eventlog, "open", denied, raising=False)
 
     code, _, err = _replay(tmp_path / "events.jsonl", capsys)
 

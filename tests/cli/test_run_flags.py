@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from actors.coordination.state import Answer
-from actors.run.result import RunResult, Termination
-from actors.run.usage import AgentUsage, RunUsage
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
-from config.schema.endpoint import Price
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
+from conclave.actors.coordination.state import Answer
+from conclave.actors.run.result import RunResult, Termination
+from conclave.actors.run.usage import AgentUsage, RunUsage
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema.endpoint import Price
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.flags import check_priced, with_model
+from conclave.ui.headless.result import summary
 from tests.cli.helpers import TASK
-from ui.cli import main
-from ui.exit_codes import ExitCode
-from ui.headless.flags import check_priced, with_model
-from ui.headless.result import summary
 
 
 def _openai(agent_id: str, *, price: Price | None = None) -> AgentConfig:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import (
     TASK,
     finish,
@@ -20,7 +21,6 @@ from tests.cli.helpers import (
     wait_until_reading_stdin,
     write_config,
 )
-from ui.exit_codes import ExitCode
 
 EXPECTED = {
     signal.SIGINT: ExitCode.CANCELLED,

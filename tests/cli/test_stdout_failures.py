@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import CONCLAVE, TASK, parse_json
-from ui.exit_codes import ExitCode
 
 
 @pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])

@@ -18,18 +18,18 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.coordination.events import AnswerAdded, RunStarted
-from actors.events import DomainEvent, TextDelta
-from actors.run.driver import RunSpec, run
-from actors.run.events import RunEnded
-from actors.run.result import RunResult
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
-from runtime import LogOpened, encode, read_event_log
+from conclave.actors.coordination.events import AnswerAdded, RunStarted
+from conclave.actors.events import DomainEvent, TextDelta
+from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import RunResult
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.runtime import LogOpened, encode, read_event_log
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.progress import RunClock, StreamJson
 from tests.cli.helpers import REQUIRED_KEYS, TASK, fast_agents, write_config
 from tests.events.strategies import DOMAIN_EVENTS, strategy_for_class
-from ui.cli import main
-from ui.exit_codes import ExitCode
-from ui.headless.progress import RunClock, StreamJson
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "stream-json.md"
 COMMON = ("type", "run_id", "seq", "t", "time")

@@ -13,11 +13,16 @@ import pytest
 import trio
 import trio.testing
 
-from actors.events import EventHub
-from actors.run.driver import RunSpec, open_run
-from config.modes import ModeState, apply_modes
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from ui.headless.progress import RunClock, StreamJson
+from conclave.actors.events import EventHub
+from conclave.actors.run.driver import RunSpec, open_run
+from conclave.config.modes import ModeState, apply_modes
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.ui.headless.progress import RunClock, StreamJson
 
 AGENTS = 10_000
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from actors.coordination.state import Answer
-from actors.run.result import DecidedBy, RunResult, Termination
+from conclave.actors.coordination.state import Answer
+from conclave.actors.run.result import DecidedBy, RunResult, Termination
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.result import summary
 from tests.cli.helpers import TASK, write_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
-from ui.headless.result import summary
 
 
 def _result(agents: int = 3, **changes: Any) -> RunResult:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import CONCLAVE, TASK, parse_json
-from ui.exit_codes import ExitCode
 
 
 def _run(

@@ -6,17 +6,17 @@ from typing import Any
 
 import pytest
 
-from actors.agent.events import LlmRequestFinished, LlmRequestStarted
-from actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
-from actors.events.view import RunView
-from actors.workspace.events import (
+from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
+from conclave.actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
+from conclave.actors.events.view import RunView
+from conclave.actors.workspace.events import (
     ContextPathsWritten,
     FinalWorkspaceSaved,
     PresentingForWrites,
     SnapshotPublished,
 )
-from runtime import ChildStopped, Event, TapFailed
-from ui.timeline import agent_table, describe
+from conclave.runtime import ChildStopped, Event, TapFailed
+from conclave.ui.timeline import agent_table, describe
 
 
 def started(agents: int) -> RunStarted:

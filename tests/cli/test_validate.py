@@ -18,13 +18,13 @@ import pytest
 import trio
 import yaml
 
-from config.loader import load_config
+from conclave.config.loader import load_config
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.validate import check_endpoints
 from tests.cli.helpers import TASK, fast_agents, write_config
 from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
 from tests.llm.wire import anthropic_error, anthropic_reply, openai_error, openai_reply
-from ui.cli import main
-from ui.exit_codes import ExitCode
-from ui.headless.validate import check_endpoints
 
 KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
 

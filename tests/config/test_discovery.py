@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from config.discovery import ConfigOrigin, discover_config, user_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
+from conclave.config.discovery import ConfigOrigin, discover_config, user_config
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 
 TASK = "Name three uses of a paperclip"
 

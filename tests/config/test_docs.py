@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from config.schema import ConclaveConfig
+from conclave.config.schema import ConclaveConfig
 
 DOC = Path(__file__).parents[2] / "docs" / "configuration.md"
 

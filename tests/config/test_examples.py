@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from config.loader import load_config
+from conclave.config.loader import load_config
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
 from tests.llm.wire import anthropic_reply, openai_reply
-from ui.cli import main
-from ui.exit_codes import ExitCode
 
 EXAMPLES = Path(__file__).parents[2] / "config" / "examples"
 ALL = sorted(EXAMPLES.glob("*.yaml"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from config.interpolation import BadReference, MissingVariable, interpolate
+from conclave.config.interpolation import BadReference, MissingVariable, interpolate
 
 ENV = {"HOST": "example.com", "EMPTY": ""}
 

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 
-from config.loader import (
+from conclave.config.loader import (
     ConfigError,
     LoadedConfig,
     compose_yaml,
@@ -20,11 +20,11 @@ from config.loader import (
     read_config,
     read_config_text,
 )
-from config.problems import Problem
-from config.schema import ConclaveConfig, OrchestratorConfig
-from config.schema.openai import MaxTokensParam, OpenAIBackendConfig, ReasoningEffort
-from config.secret import Secret
-from config.walker import INVALID, SchemaWalker, supports
+from conclave.config.problems import Problem
+from conclave.config.schema import ConclaveConfig, OrchestratorConfig
+from conclave.config.schema.openai import MaxTokensParam, OpenAIBackendConfig, ReasoningEffort
+from conclave.config.secret import Secret
+from conclave.config.walker import INVALID, SchemaWalker, supports
 
 SOURCE = "conclave.yaml"
 
@@ -503,12 +503,12 @@ def test_without_libyaml_the_pure_python_composer_finds_the_same_lines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fast = [(p.line, p.column, p.path) for p in _problems(BAD)]
-    monkeypatch.setattr("config.loader._FAST_LOADER", None)
+    monkeypatch.setattr("conclave.config.loader._FAST_LOADER", None)
     assert [(p.line, p.column, p.path) for p in _problems(BAD)] == fast
 
 
 def test_without_libyaml_deep_nesting_is_still_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("config.loader._FAST_LOADER", None)
+    monkeypatch.setattr("conclave.config.loader._FAST_LOADER", None)
     problem = _one("agents: " + "[" * 100 + "]" * 100)
     assert "YAML nested more than 64 levels deep" in problem.message
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from config.problems import ConfigError, Problem, closest, edit_distance
+from conclave.config.problems import ConfigError, Problem, closest, edit_distance
 
 
 def test_a_problem_renders_file_line_column_path_message_and_suggestion() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.loader import load_config
-from ui.cli import main
-from ui.exit_codes import ExitCode
+from conclave.config.loader import load_config
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 
 CONFIGS = Path(__file__).parent / "massgen"
 VALID = CONFIGS / "with_ui.yaml"

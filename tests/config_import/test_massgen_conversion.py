@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from config.massgen import (
+from conclave.config.massgen import (
     AZURE_API_VERSION,
     Conversion,
     MassGenError,

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from config.loader import load_config
-from config.massgen import Conversion, NoteKind, convert_massgen
-from config.schema.mcp import StdioMcpServer, StreamableHttpMcpServer
-from ui.cli import main
-from ui.exit_codes import ExitCode
+from conclave.config.loader import load_config
+from conclave.config.massgen import Conversion, NoteKind, convert_massgen
+from conclave.config.schema.mcp import StdioMcpServer, StreamableHttpMcpServer
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 
 SOURCE = Path(__file__).parent / "massgen" / "mcp_servers.yaml"
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import attrs
 
-from actors.coordination.bus import agent_address
-from actors.run.driver import BUS, COORDINATOR
-from runtime import Address, ChildExited, Envelope, Event, Message, message
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.run.driver import BUS, COORDINATOR
+from conclave.runtime import Address, ChildExited, Envelope, Event, Message, message
 
 __all__ = ["ACTORS", "CrashAfter", "CrashDuring", "CrashOnPoke", "CrashOnStart", "Poke", "crashes"]
 

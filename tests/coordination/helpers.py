@@ -13,13 +13,18 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from actors.agent.events import LlmRequestStarted, RoundRestarted, RoundStarted
-from actors.coordination.events import AnswerAdded
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.run.driver import RunSpec, build_backend, run
-from actors.run.result import RunResult
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from runtime import Delivered, Event, MemoryTap, Message
+from conclave.actors.agent.events import LlmRequestStarted, RoundRestarted, RoundStarted
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.actors.run.driver import RunSpec, build_backend, run
+from conclave.actors.run.result import RunResult
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.runtime import Delivered, Event, MemoryTap, Message
 
 M = TypeVar("M", bound=Message)
 

@@ -3,7 +3,7 @@ answers are labelled ``agentN.M``, the M-th answer of agentN."""
 
 from __future__ import annotations
 
-from actors.coordination.events import RunStarted
+from conclave.actors.coordination.events import RunStarted
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import trio
 
-from actors.agent.events import LlmRequestFinished, RoundRestarted
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.run.driver import build_backend
-from config.schema import AgentConfig, InFlightPolicy
+from conclave.actors.agent.events import LlmRequestFinished, RoundRestarted
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.actors.run.driver import build_backend
+from conclave.config.schema import AgentConfig, InFlightPolicy
 from tests.coordination.helpers import agent, config, run_tapped
 
 UNWIND = 0.5

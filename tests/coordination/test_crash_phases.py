@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import trio
 
-from actors.agent.events import LlmRequestStarted, RoundStarted
-from actors.coordination.bus import agent_address
-from actors.coordination.events import VoteAdded, VotingComplete
-from actors.human.manual import ManualGate
-from actors.run.driver import BUS, COORDINATOR, RunSpec, open_run
-from actors.run.result import DecidedBy, RunResult
-from runtime import Address, ChildExited
+from conclave.actors.agent.events import LlmRequestStarted, RoundStarted
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.events import VoteAdded, VotingComplete
+from conclave.actors.human.manual import ManualGate
+from conclave.actors.run.driver import BUS, COORDINATOR, RunSpec, open_run
+from conclave.actors.run.result import DecidedBy, RunResult
+from conclave.runtime import Address, ChildExited
 from tests.coordination.faults import CrashOnPoke, Poke, crashes
 from tests.coordination.helpers import RUN_LIMIT, TASK, WaitingTap, agent, config
 

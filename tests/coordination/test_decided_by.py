@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from actors.coordination.events import VotingComplete
-from actors.human.manual import ManualGate
-from actors.run.driver import RunSpec, open_run
-from actors.run.result import DecidedBy, Termination
+from conclave.actors.coordination.events import VotingComplete
+from conclave.actors.human.manual import ManualGate
+from conclave.actors.run.driver import RunSpec, open_run
+from conclave.actors.run.result import DecidedBy, Termination
 from tests.coordination.helpers import TASK, WaitingTap, agent, config, run_tapped
 
 

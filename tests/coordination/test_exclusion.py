@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from actors.agent.events import LlmRequestFinished
-from actors.coordination.events import AgentExcluded, VotingComplete
-from actors.coordination.protocol import AgentFailed
-from actors.run.driver import COORDINATOR
-from config.schema import Misbehaviour
+from conclave.actors.agent.events import LlmRequestFinished
+from conclave.actors.coordination.events import AgentExcluded, VotingComplete
+from conclave.actors.coordination.protocol import AgentFailed
+from conclave.actors.run.driver import COORDINATOR
+from conclave.config.schema import Misbehaviour
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 EXPECTED_ERROR = {

@@ -8,11 +8,17 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from actors.coordination.events import FinalAnswerProduced, HumanGateFailed, VotingComplete
-from actors.human.gate import AcceptWinner, Choose, ChooseAgent, OverrideChoice, OverrideRequest
-from actors.human.manual import ManualGate
-from actors.run.driver import COORDINATOR, RunSpec, open_run
-from actors.run.result import DecidedBy
+from conclave.actors.coordination.events import FinalAnswerProduced, HumanGateFailed, VotingComplete
+from conclave.actors.human.gate import (
+    AcceptWinner,
+    Choose,
+    ChooseAgent,
+    OverrideChoice,
+    OverrideRequest,
+)
+from conclave.actors.human.manual import ManualGate
+from conclave.actors.run.driver import COORDINATOR, RunSpec, open_run
+from conclave.actors.run.result import DecidedBy
 from tests.coordination.faults import CrashOnPoke, Poke, crashes
 from tests.coordination.helpers import RUN_LIMIT, TASK, WaitingTap, agent, config, run_tapped
 

@@ -4,9 +4,9 @@ another agent does restarts a round or resets a vote."""
 
 from __future__ import annotations
 
-from actors.agent.events import RoundRestarted
-from actors.coordination.events import VotesCleared
-from actors.coordination.protocol import VotesReset
+from conclave.actors.agent.events import RoundRestarted
+from conclave.actors.coordination.events import VotesCleared
+from conclave.actors.coordination.protocol import VotesReset
 from tests.coordination.helpers import Recorder, agents, config, run_tapped
 
 INDEPENDENT = config(*agents(3, latency=1.0, jitter=0.5, answers=2), disable_injection=True)

@@ -4,11 +4,11 @@ that turns every update into a DeadLetter."""
 
 from __future__ import annotations
 
-from actors.agent.events import RoundRestarted
-from actors.coordination.protocol import AnswerUpdate
-from config.modes import ModeState, apply_modes
-from config.schema import ConclaveConfig, InFlightPolicy
-from runtime import DeadLetter, DeadLetterCause, Held
+from conclave.actors.agent.events import RoundRestarted
+from conclave.actors.coordination.protocol import AnswerUpdate
+from conclave.config.modes import ModeState, apply_modes
+from conclave.config.schema import ConclaveConfig, InFlightPolicy
+from conclave.runtime import DeadLetter, DeadLetterCause, Held
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.coordination.label import Label, anonymous_id
+from conclave.actors.coordination.label import Label, anonymous_id
 
 
 def test_a_label_reads_back_as_written() -> None:

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import trio
 
-from actors.agent.events import RoundStarted
-from actors.coordination.bus import agent_address
-from actors.coordination.events import AgentExcluded, AnswerAdded, RunStarted, VoteAdded
-from actors.coordination.protocol import (
+from conclave.actors.agent.events import RoundStarted
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.events import AgentExcluded, AnswerAdded, RunStarted, VoteAdded
+from conclave.actors.coordination.protocol import (
     AnswerUpdate,
     AnswerVerdict,
     StartTask,
@@ -27,9 +27,9 @@ from actors.coordination.protocol import (
     VotesReset,
     VotingOpen,
 )
-from actors.run.driver import COORDINATOR, RunSpec, open_run
-from actors.run.result import DecidedBy
-from runtime import (
+from conclave.actors.run.driver import COORDINATOR, RunSpec, open_run
+from conclave.actors.run.result import DecidedBy
+from conclave.runtime import (
     Address,
     ChildExited,
     DeadLetter,

@@ -20,9 +20,9 @@ from typing import Any
 import attrs
 import pytest
 
-from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes, overrides
-from config.schema import FinalAnswerStrategy, InFlightPolicy, OrchestratorConfig
-from config.schema.context import ContextWritePhase
+from conclave.config.modes import AgentMode, CollaborationMode, ModeState, apply_modes, overrides
+from conclave.config.schema import FinalAnswerStrategy, InFlightPolicy, OrchestratorConfig
+from conclave.config.schema.context import ContextWritePhase
 from tests.coordination.helpers import agent, config
 
 SINGLE_OFF = {

@@ -3,10 +3,10 @@ answers once, that answer is the final answer, and nobody presented it."""
 
 from __future__ import annotations
 
-from actors.agent.events import LlmRequestStarted
-from actors.coordination.events import FinalAnswerProduced
-from actors.run.result import DecidedBy
-from config.modes import AgentMode, ModeState, apply_modes
+from conclave.actors.agent.events import LlmRequestStarted
+from conclave.actors.coordination.events import FinalAnswerProduced
+from conclave.actors.run.result import DecidedBy
+from conclave.config.modes import AgentMode, ModeState, apply_modes
 from tests.coordination.helpers import agent, config, run_tapped
 
 

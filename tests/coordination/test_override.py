@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import trio
 
-from actors.agent.events import LlmRequestStarted
-from actors.coordination.events import FinalAnswerProduced, VotingComplete
-from actors.human.manual import ManualGate
-from actors.run.driver import RunSpec, open_run
-from actors.run.result import RunResult
-from config.schema import FinalAnswerStrategy
+from conclave.actors.agent.events import LlmRequestStarted
+from conclave.actors.coordination.events import FinalAnswerProduced, VotingComplete
+from conclave.actors.human.manual import ManualGate
+from conclave.actors.run.driver import RunSpec, open_run
+from conclave.actors.run.result import RunResult
+from conclave.config.schema import FinalAnswerStrategy
 from tests.coordination.helpers import TASK, WaitingTap, agent, config
 
 # Everyone votes for b (agent2).

@@ -3,11 +3,17 @@ presents, and an event says who and why. The answer is never silently reused ver
 
 from __future__ import annotations
 
-from actors.agent.events import LlmRequestStarted
-from actors.coordination.events import PresenterReplaced, VotingComplete
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend, LLMError
-from actors.run.driver import build_backend
-from config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
+from conclave.actors.agent.events import LlmRequestStarted
+from conclave.actors.coordination.events import PresenterReplaced, VotingComplete
+from conclave.actors.llm.protocol import (
+    Completion,
+    CompletionRequest,
+    CompletionSink,
+    LLMBackend,
+    LLMError,
+)
+from conclave.actors.run.driver import build_backend
+from conclave.config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
 from tests.coordination.helpers import agent, config, run_tapped
 
 

@@ -8,10 +8,10 @@ that agent."""
 
 from __future__ import annotations
 
-from actors.coordination.events import AnswerAdded
-from actors.llm.scripted import answer_score
-from actors.prompts.coordination import parse_prompt
-from config.schema import ConclaveConfig
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.llm.scripted import answer_score
+from conclave.actors.prompts.coordination import parse_prompt
+from conclave.config.schema import ConclaveConfig
 from tests.coordination.helpers import TASK, Recorder, agent, agents, config, run_tapped
 
 FIXED = {

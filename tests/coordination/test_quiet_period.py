@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from actors.coordination.events import AnswerAdded
-from actors.coordination.protocol import VotingOpen
-from runtime import Held
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.coordination.protocol import VotingOpen
+from conclave.runtime import Held
 from tests.coordination.helpers import agent, config, run_tapped
 
 # Three answers 50 ms apart: one burst.

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import trio
 
-from actors.agent.events import LlmRequestStarted
-from actors.coordination.bus import agent_address
-from actors.coordination.events import (
+from conclave.actors.agent.events import LlmRequestStarted
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
     PresentationFailed,
 )
-from actors.coordination.protocol import (
+from conclave.actors.coordination.protocol import (
     AgentFailed,
     AnswerAccepted,
     AnswersRequest,
@@ -25,11 +25,11 @@ from actors.coordination.protocol import (
     Present,
     SubmitAnswer,
 )
-from actors.coordination.rules import QUIET
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.run.driver import BUS, COORDINATOR, RunSpec, build_backend, open_run
-from config.schema import AgentConfig
-from runtime import ChildExited, Released, SupervisorEscalated
+from conclave.actors.coordination.rules import QUIET
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.actors.run.driver import BUS, COORDINATOR, RunSpec, build_backend, open_run
+from conclave.config.schema import AgentConfig
+from conclave.runtime import ChildExited, Released, SupervisorEscalated
 from tests.coordination.faults import CrashAfter, CrashOnPoke, Poke, crashes
 from tests.coordination.helpers import RUN_LIMIT, TASK, WaitingTap, agent, config, run_tapped
 

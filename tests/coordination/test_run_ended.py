@@ -8,12 +8,12 @@ from pathlib import Path
 
 import trio
 
-from actors.coordination.events import AnswerAdded
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.run.driver import RunSpec, build_backend, open_run
-from actors.run.events import RunEnded
-from config.schema import AgentConfig
-from runtime import Event, MemoryTap, read_event_log
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.actors.run.driver import RunSpec, build_backend, open_run
+from conclave.actors.run.events import RunEnded
+from conclave.config.schema import AgentConfig
+from conclave.runtime import Event, MemoryTap, read_event_log
 from tests.coordination.helpers import TASK, WaitingTap, agent, config, run_tapped
 
 CFG = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=1.0))

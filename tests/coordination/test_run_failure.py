@@ -8,11 +8,11 @@ from pathlib import Path
 
 import trio
 
-from actors.coordination.events import AnswerAdded
-from actors.run.driver import BUS, COORDINATOR, RunSpec, open_run, run
-from actors.run.events import RunEnded
-from actors.run.result import DecidedBy, Termination
-from runtime import Address, Envelope
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.run.driver import BUS, COORDINATOR, RunSpec, open_run, run
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import DecidedBy, Termination
+from conclave.runtime import Address, Envelope
 from tests.coordination.faults import CrashAfter
 from tests.coordination.helpers import RUN_LIMIT, TASK, WaitingTap, agent, config, run_tapped
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import attrs
 
-from actors.llm.scripted import ScriptedBackend
-from actors.prompts.coordination import PromptView, parse_prompt, round_messages
-from config.schema import ConclaveConfig, ScriptedBackendConfig, default_config
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.actors.prompts.coordination import PromptView, parse_prompt, round_messages
+from conclave.config.schema import ConclaveConfig, ScriptedBackendConfig, default_config
 from tests.coordination.helpers import TASK, Recorder, run_tapped
 
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from actors.agent.events import LlmRequestStarted
-from actors.coordination.events import FinalAnswerProduced
-from config.modes import ModeState, apply_modes
-from config.schema import ConclaveConfig, FinalAnswerStrategy
+from conclave.actors.agent.events import LlmRequestStarted
+from conclave.actors.coordination.events import FinalAnswerProduced
+from conclave.config.modes import ModeState, apply_modes
+from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
 from tests.coordination.helpers import agents, config, run_tapped
 
 N = 3

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import trio
 
-from actors.agent.events import LlmRequestFinished, RoundStarted
-from actors.coordination.events import AnswerAdded, VoteAdded
-from actors.run.driver import RunSpec, open_run
-from actors.run.events import RunEnded
-from config.schema import Misbehaviour
-from runtime import LogOpened, read_event_log
+from conclave.actors.agent.events import LlmRequestFinished, RoundStarted
+from conclave.actors.coordination.events import AnswerAdded, VoteAdded
+from conclave.actors.run.driver import RunSpec, open_run
+from conclave.actors.run.events import RunEnded
+from conclave.config.schema import Misbehaviour
+from conclave.runtime import LogOpened, read_event_log
 from tests.coordination.helpers import WaitingTap, agent, config, run_tapped
 
 

@@ -4,7 +4,7 @@ that may see its answers."""
 
 from __future__ import annotations
 
-from actors.coordination.protocol import AnswerUpdate
+from conclave.actors.coordination.protocol import AnswerUpdate
 from tests.coordination.helpers import Run, agents, config, run_tapped
 
 

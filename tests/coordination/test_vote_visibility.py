@@ -3,8 +3,8 @@ and a new answer resets only the votes of the agents that can see it."""
 
 from __future__ import annotations
 
-from actors.coordination.events import AgentExcluded, VoteAdded
-from actors.coordination.protocol import VotesReset
+from conclave.actors.coordination.events import AgentExcluded, VoteAdded
+from conclave.actors.coordination.protocol import VotesReset
 from tests.coordination.helpers import agent, agents, config, run_tapped
 
 

@@ -3,8 +3,8 @@ first agent that answered. A new answer clears every vote, and self-votes are al
 
 from __future__ import annotations
 
-from actors.coordination.events import AnswerAdded, VoteAdded, VotesCleared, VotingComplete
-from config.schema import FinalAnswerStrategy
+from conclave.actors.coordination.events import AnswerAdded, VoteAdded, VotesCleared, VotingComplete
+from conclave.config.schema import FinalAnswerStrategy
 from tests.coordination.helpers import agent, config, run_tapped
 
 

@@ -4,17 +4,17 @@ single agent with refinement on (``vote`` means "I'm done refining")."""
 
 from __future__ import annotations
 
-from actors.agent.events import RoundStarted
-from actors.coordination.events import (
+from conclave.actors.agent.events import RoundStarted
+from conclave.actors.coordination.events import (
     AnswerAdded,
     FinalAnswerProduced,
     VoteAdded,
     VotingComplete,
 )
-from actors.coordination.protocol import VotingOpen
-from config.modes import AgentMode, ModeState, apply_modes
-from config.schema import Misbehaviour
-from runtime import Held
+from conclave.actors.coordination.protocol import VotingOpen
+from conclave.config.modes import AgentMode, ModeState, apply_modes
+from conclave.config.schema import Misbehaviour
+from conclave.runtime import Held
 from tests.coordination.helpers import agent, config, run_tapped
 
 

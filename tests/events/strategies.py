@@ -11,13 +11,15 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-import actors.kinds  # noqa: F401  (registers every kind the rest of the domain defines)
-from actors.events import DomainEvent
-from runtime import Message
-from runtime.messages import registered_kinds
+import conclave.actors.kinds  # noqa: F401  (registers every kind the rest of the domain defines)
+from conclave.actors.events import DomainEvent
+from conclave.runtime import Message
+from conclave.runtime.messages import registered_kinds
 
 DOMAIN_CLASSES: dict[str, type[Message]] = {
-    kind: cls for kind, cls in registered_kinds().items() if cls.__module__.startswith("actors.")
+    kind: cls
+    for kind, cls in registered_kinds().items()
+    if cls.__module__.startswith("conclave.actors.")
 }
 """Every message and event kind registered by ``actors``."""
 

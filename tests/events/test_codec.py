@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.events import DomainEvent
-from runtime import Event, Message, dumps, loads
-from runtime.messages import registered_kinds
+from conclave.actors.events import DomainEvent
+from conclave.runtime import Event, Message, dumps, loads
+from conclave.runtime.messages import registered_kinds
 from tests.events.strategies import DOMAIN_CLASSES, strategy_for_class
 
 
@@ -47,15 +47,15 @@ def test_the_suite_knows_the_domain_kinds() -> None:
 
 
 def test_every_module_of_the_domain_that_defines_kinds_is_registered_by_actors_kinds() -> None:
-    import actors
-    import actors.kinds
+    import conclave.actors
+    import conclave.actors.kinds
 
-    for info in pkgutil.walk_packages(actors.__path__, "actors."):
+    for info in pkgutil.walk_packages(conclave.actors.__path__, "conclave.actors."):
         importlib.import_module(info.name)
     defining = {
         cls.__module__
         for cls in registered_kinds().values()
-        if cls.__module__.startswith("actors.")
+        if cls.__module__.startswith("conclave.actors.")
     }
 
-    assert defining <= {module.__name__ for module in actors.kinds.DOMAIN_MODULES}
+    assert defining <= {module.__name__ for module in conclave.actors.kinds.DOMAIN_MODULES}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.events_bench import SETUPS, format_table, run_benchmark
+from conclave.benchmarks.events_bench import SETUPS, format_table, run_benchmark
 
 
 def test_the_benchmark_compares_the_three_setups_and_drops_the_stuck_subscriber() -> None:

@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors.coordination.events import AnswerAdded, VoteAdded
-from actors.events import (
+from conclave.actors.coordination.events import AnswerAdded, VoteAdded
+from conclave.actors.events import (
     DomainEvent,
     DropCause,
     EventHub,
@@ -22,7 +22,7 @@ from actors.events import (
     SyncSubscription,
     TextDelta,
 )
-from runtime import ChildStarted, Event, open_actor_system
+from conclave.runtime import ChildStarted, Event, open_actor_system
 
 
 def answer(n: int = 1) -> AnswerAdded:

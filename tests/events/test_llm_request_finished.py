@@ -6,22 +6,22 @@ from __future__ import annotations
 
 import trio
 
-from actors.agent.events import AgentStatusChanged, LlmRequestFinished
-from actors.llm.errors import TransientLLMError
-from actors.llm.protocol import (
+from conclave.actors.agent.events import AgentStatusChanged, LlmRequestFinished
+from conclave.actors.llm.errors import TransientLLMError
+from conclave.actors.llm.protocol import (
     Completion,
     CompletionRequest,
     CompletionSink,
     StopReason,
     Usage,
 )
-from actors.llm.redaction import REDACTED
-from actors.run.usage import UsageTap
-from config.schema import AgentConfig
-from config.schema.endpoint import Price
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
-from runtime import Event, loads
+from conclave.actors.llm.redaction import REDACTED
+from conclave.actors.run.usage import UsageTap
+from conclave.config.schema import AgentConfig
+from conclave.config.schema.endpoint import Price
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
+from conclave.runtime import Event, loads
 from tests.agent.harness import AGENT, answer, open_agent
 
 USAGE = Usage(

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from actors.agent.events import LlmRequestFinished
-from actors.events import DomainEvent, LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
-from actors.events.loop import PREVIEW_BYTES, clip
-from runtime import dumps, loads
+from conclave.actors.agent.events import LlmRequestFinished
+from conclave.actors.events import (
+    DomainEvent,
+    LlmRetry,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from conclave.actors.events.loop import PREVIEW_BYTES, clip
+from conclave.runtime import dumps, loads
 from tests.events.strategies import DOMAIN_EVENTS
 
 

@@ -7,14 +7,14 @@ import io
 
 import trio
 
-from actors.agent.events import LlmRequestStarted, RoundStarted
-from actors.coordination.events import AnswerAdded, RunStarted
-from actors.events import DropCause, EventHub, SubscriberDropped
-from actors.run.driver import RunSpec
-from actors.run.events import RunEnded
-from config.schema import AgentConfig, ConclaveConfig
-from runtime import ChildStopped, LogOpened, TapFailed
-from ui.headless.progress import RunClock, Silent, StreamJson, TextProgress, make_progress
+from conclave.actors.agent.events import LlmRequestStarted, RoundStarted
+from conclave.actors.coordination.events import AnswerAdded, RunStarted
+from conclave.actors.events import DropCause, EventHub, SubscriberDropped
+from conclave.actors.run.driver import RunSpec
+from conclave.actors.run.events import RunEnded
+from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.runtime import ChildStopped, LogOpened, TapFailed
+from conclave.ui.headless.progress import RunClock, Silent, StreamJson, TextProgress, make_progress
 
 STARTED = RunStarted(
     at=10.0, task="t", agents=("a1", "a2"), anonymous_ids=("agent1", "agent2"), strategy="s"

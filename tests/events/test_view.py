@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from actors.agent.events import (
+from conclave.actors.agent.events import (
     AgentStatusChanged,
     LlmRequestFinished,
     LlmRequestStarted,
     RoundRestarted,
     RoundStarted,
 )
-from actors.coordination.events import (
+from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
@@ -17,11 +17,11 @@ from actors.coordination.events import (
     VoteAdded,
     VotingComplete,
 )
-from actors.coordination.state import Answer
-from actors.events import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
-from actors.events.view import PRESENTED, AgentView, RunPhase, RunView
-from actors.run.events import RunEnded
-from runtime import ChildStarted, Event
+from conclave.actors.coordination.state import Answer
+from conclave.actors.events import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
+from conclave.actors.events.view import PRESENTED, AgentView, RunPhase, RunView
+from conclave.actors.run.events import RunEnded
+from conclave.runtime import ChildStarted, Event
 
 STARTED = RunStarted(
     at=10.0,

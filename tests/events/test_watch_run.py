@@ -12,14 +12,19 @@ import pytest
 import trio
 import trio.testing
 
-from actors.coordination.events import AnswerAdded, RunStarted
-from actors.events import DomainEvent, DropCause, EventHub, SubscriberDropped
-from actors.events.view import RunPhase, RunView
-from actors.run.driver import RunSpec, open_run
-from actors.run.events import RunEnded
-from actors.run.result import RunResult
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from runtime import Event, read_event_log
+from conclave.actors.coordination.events import AnswerAdded, RunStarted
+from conclave.actors.events import DomainEvent, DropCause, EventHub, SubscriberDropped
+from conclave.actors.events.view import RunPhase, RunView
+from conclave.actors.run.driver import RunSpec, open_run
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import RunResult
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.runtime import Event, read_event_log
 
 TASK = "Name three uses of a paperclip"
 

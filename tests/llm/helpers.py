@@ -9,14 +9,14 @@ import attrs
 import pytest
 import trio
 
-from actors.llm.errors import LLMError
-from actors.llm.pool import open_backends
-from actors.llm.protocol import ChatMessage, CompletionRequest, ToolSchema
-from config.schema import AgentConfig
-from config.schema.anthropic import AnthropicBackendConfig
-from config.schema.endpoint import Timeouts
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
+from conclave.actors.llm.errors import LLMError
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.llm.protocol import ChatMessage, CompletionRequest, ToolSchema
+from conclave.config.schema import AgentConfig
+from conclave.config.schema.anthropic import AnthropicBackendConfig
+from conclave.config.schema.endpoint import Timeouts
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
 from tests.llm.loopback import LoopbackServer
 
 __all__ = [

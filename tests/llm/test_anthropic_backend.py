@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from actors.llm.anthropic_backend import STATE_KEY
-from actors.llm.pool import open_backends
-from actors.llm.protocol import (
+from conclave.actors.llm.anthropic_backend import STATE_KEY
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.llm.protocol import (
     ChatMessage,
     CompletionRequest,
     StopReason,
@@ -18,7 +18,7 @@ from actors.llm.protocol import (
     ToolSchema,
     Usage,
 )
-from config.schema import AgentConfig
+from conclave.config.schema import AgentConfig
 from tests.llm.helpers import KEY, VOTE, Recorder, anthropic_agent, ask
 from tests.llm.loopback import LoopbackServer, SseReply
 from tests.llm.wire import anthropic_events, anthropic_reply, split_bytes

@@ -8,9 +8,9 @@ import traceback
 
 import pytest
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, TransientLLMError
-from actors.llm.pool import open_backends
-from config.schema.endpoint import Timeouts
+from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, TransientLLMError
+from conclave.actors.llm.pool import open_backends
+from conclave.config.schema.endpoint import Timeouts
 from tests.llm.helpers import KEY, Recorder, anthropic_agent, ask, fails, timed_failure
 from tests.llm.loopback import Drop, LoopbackServer, SseReply, Stall, sse_event
 from tests.llm.wire import (

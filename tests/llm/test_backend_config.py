@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from config.loader import ConfigError, parse_config
-from config.schema.anthropic import AnthropicBackendConfig
-from config.schema.endpoint import Price, Timeouts
-from config.schema.openai import MaxTokensParam, OpenAIBackendConfig
-from config.secret import Secret
+from conclave.config.loader import ConfigError, parse_config
+from conclave.config.schema.anthropic import AnthropicBackendConfig
+from conclave.config.schema.endpoint import Price, Timeouts
+from conclave.config.schema.openai import MaxTokensParam, OpenAIBackendConfig
+from conclave.config.secret import Secret
 
 
 def _backend(**section: Any) -> Any:

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, TransientLLMError
-from actors.llm.http_errors import (
+from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, TransientLLMError
+from conclave.actors.llm.http_errors import (
     causes,
     error_message,
     failure,
@@ -15,7 +15,7 @@ from actors.llm.http_errors import (
     status_diagnosis,
     unreachable,
 )
-from config.secret import Secret
+from conclave.config.secret import Secret
 
 
 def _chained(outer: Exception, inner: BaseException) -> Exception:

@@ -7,7 +7,13 @@ import httpx2
 import pytest
 import trio
 
-from actors.llm.http_hooks import EndpointGate, call_scope, event_hooks, is_local, retry_delay
+from conclave.actors.llm.http_hooks import (
+    EndpointGate,
+    call_scope,
+    event_hooks,
+    is_local,
+    retry_delay,
+)
 from tests.llm.helpers import Recorder
 
 

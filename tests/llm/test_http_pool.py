@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import trio
 
-from actors.llm.errors import TransientLLMError
-from actors.llm.pool import open_backends
-from actors.llm.protocol import LLMBackend
-from config.schema import AgentConfig
-from config.secret import Secret
+from conclave.actors.llm.errors import TransientLLMError
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.llm.protocol import LLMBackend
+from conclave.config.schema import AgentConfig
+from conclave.config.secret import Secret
 from tests.llm.helpers import Recorder, anthropic_agent, ask, openai_agent
 from tests.llm.loopback import (
     JsonReply,

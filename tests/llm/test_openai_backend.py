@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from actors.llm.errors import FatalLLMError
-from actors.llm.pool import open_backends
-from actors.llm.protocol import (
+from conclave.actors.llm.errors import FatalLLMError
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.llm.protocol import (
     ChatMessage,
     CompletionRequest,
     StopReason,
@@ -15,7 +15,7 @@ from actors.llm.protocol import (
     ToolChoice,
     Usage,
 )
-from config.schema.openai import MaxTokensParam, ReasoningEffort
+from conclave.config.schema.openai import MaxTokensParam, ReasoningEffort
 from tests.llm.helpers import KEY, VOTE, Recorder, ask, openai_agent
 from tests.llm.loopback import JsonReply, LoopbackServer, SseReply, sse_data
 from tests.llm.wire import openai_chunk, openai_reply, split_bytes

@@ -10,9 +10,9 @@ import traceback
 import pytest
 import trio
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, TransientLLMError
-from actors.llm.pool import open_backends
-from config.schema.endpoint import Timeouts
+from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, TransientLLMError
+from conclave.actors.llm.pool import open_backends
+from conclave.config.schema.endpoint import Timeouts
 from tests.llm.helpers import KEY, Recorder, ask, fails, openai_agent, timed_failure
 from tests.llm.loopback import (
     Drop,

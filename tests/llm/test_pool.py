@@ -11,11 +11,11 @@ import attrs
 import pytest
 import trio
 
-from actors.llm import pool as pool_module
-from actors.llm.pool import UnknownBackendType, open_backends
-from actors.llm.protocol import ChatMessage, Completion, CompletionRequest, CompletionSink
-from actors.llm.scripted import ScriptedBackend
-from config.schema import AgentConfig, ScriptedBackendConfig
+from conclave.actors.llm import pool as pool_module
+from conclave.actors.llm.pool import UnknownBackendType, open_backends
+from conclave.actors.llm.protocol import ChatMessage, Completion, CompletionRequest, CompletionSink
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.config.schema import AgentConfig, ScriptedBackendConfig
 
 
 @attrs.frozen(kw_only=True)

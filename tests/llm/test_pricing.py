@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from actors.llm.pricing import UsageLedger, UsageSummary, add_usage, cost_usd
-from actors.llm.protocol import Usage
-from config.schema.endpoint import Price
+from conclave.actors.llm.pricing import UsageLedger, UsageSummary, add_usage, cost_usd
+from conclave.actors.llm.protocol import Usage
+from conclave.config.schema.endpoint import Price
 
 PRICE = Price(input_per_mtok=3.0, output_per_mtok=15.0, cached_input_per_mtok=0.3)
 

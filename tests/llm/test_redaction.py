@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from actors.llm.redaction import REDACTED, redact
-from config.secret import Secret
+from conclave.actors.llm.redaction import REDACTED, redact
+from conclave.config.secret import Secret
 
 
 def test_a_key_in_use_is_removed_wherever_it_appears() -> None:

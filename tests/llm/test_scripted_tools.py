@@ -11,22 +11,28 @@ import attrs
 import pytest
 import trio
 
-from actors.agent.events import AgentStatusChanged, RoundStarted
-from actors.coordination.bus import agent_address
-from actors.coordination.protocol import AnswerView
-from actors.coordination.workflow import NEW_ANSWER, VOTE, NewAnswer, Vote, WorkflowTerminal
-from actors.llm.protocol import ToolCall, ToolSchema
-from actors.llm.scripted import ScriptedBackend
-from actors.loop import Abort, LoopBudget, LoopEnd, TextTerminal, Transcript, run_loop
-from actors.loop.checkpoint import CONTINUE, CheckpointDecision
-from actors.prompts.coordination import presentation_messages, round_messages
-from actors.tools.executor import AgentTools, agent_tools
-from actors.tools.paths import PathGrant, PathPolicy, StaticGrants
-from actors.tools.protocol import ToolResult
-from config.loader import parse_config
-from config.modes import CollaborationMode
-from config.schema import ScriptedBackendConfig
-from config.schema.backends import ToolStep
+from conclave.actors.agent.events import AgentStatusChanged, RoundStarted
+from conclave.actors.coordination.bus import agent_address
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.coordination.workflow import (
+    NEW_ANSWER,
+    VOTE,
+    NewAnswer,
+    Vote,
+    WorkflowTerminal,
+)
+from conclave.actors.llm.protocol import ToolCall, ToolSchema
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.actors.loop import Abort, LoopBudget, LoopEnd, TextTerminal, Transcript, run_loop
+from conclave.actors.loop.checkpoint import CONTINUE, CheckpointDecision
+from conclave.actors.prompts.coordination import presentation_messages, round_messages
+from conclave.actors.tools.executor import AgentTools, agent_tools
+from conclave.actors.tools.paths import PathGrant, PathPolicy, StaticGrants
+from conclave.actors.tools.protocol import ToolResult
+from conclave.config.loader import parse_config
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import ScriptedBackendConfig
+from conclave.config.schema.backends import ToolStep
 from tests.agent.harness import AGENT, open_agent
 from tests.coordination.faults import CrashOnPoke, Poke
 

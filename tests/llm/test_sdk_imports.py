@@ -26,13 +26,16 @@ def _loaded_after(tmp_path: Path, code: str) -> list[str]:
 
 
 def test_a_scripted_run_imports_no_sdk(tmp_path: Path) -> None:
-    code = "from ui.cli import main\nassert main(['run', '--agents', '2', 'Name a colour']) == 0\n"
+    code = (
+        "from conclave.ui.cli import main\n"
+        "assert main(['run', '--agents', '2', 'Name a colour']) == 0\n"
+    )
     assert _loaded_after(tmp_path, code) == []
 
 
 def test_loading_a_config_that_names_both_sdks_imports_neither(tmp_path: Path) -> None:
     code = (
-        "from config.loader import parse_config\n"
+        "from conclave.config.loader import parse_config\n"
         "parse_config({'agents': [\n"
         "    {'id': 'a', 'backend': {'type': 'openai', 'model': 'm'}},\n"
         "    {'id': 'b', 'backend': {'type': 'anthropic', 'model': 'm'}},\n"
@@ -44,8 +47,8 @@ def test_loading_a_config_that_names_both_sdks_imports_neither(tmp_path: Path) -
 def test_a_pool_imports_an_sdk_when_an_agent_uses_it(tmp_path: Path) -> None:
     code = (
         "import trio\n"
-        "from actors.llm.pool import open_backends\n"
-        "from config.loader import parse_config\n"
+        "from conclave.actors.llm.pool import open_backends\n"
+        "from conclave.config.loader import parse_config\n"
         "config = parse_config({'agents': [\n"
         "    {'id': 'a', 'backend': {'type': 'anthropic', 'model': 'm', 'api_key': 'k'}},\n"
         "]})\n"

@@ -10,7 +10,7 @@ import cattrs
 import orjson
 import pytest
 
-from config.secret import MASK, Secret, secrets_in_use
+from conclave.config.secret import MASK, Secret, secrets_in_use
 
 KEY = "sk-ant-api03-SECRET-VALUE-abcdef0123456789"
 

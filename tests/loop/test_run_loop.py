@@ -9,8 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors.llm.errors import ContextOverflow, FatalLLMError, ResponseError
-from actors.llm.protocol import (
+from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, ResponseError
+from conclave.actors.llm.protocol import (
     CallPurpose,
     ChatMessage,
     Completion,
@@ -23,7 +23,7 @@ from actors.llm.protocol import (
     ToolSchema,
     Usage,
 )
-from actors.loop import (
+from conclave.actors.loop import (
     Abort,
     CallOutcome,
     Continue,
@@ -35,7 +35,7 @@ from actors.loop import (
     Transcript,
     run_loop,
 )
-from actors.tools.protocol import ToolResult
+from conclave.actors.tools.protocol import ToolResult
 
 Reply = ChatMessage | Exception | Callable[[CompletionRequest], ChatMessage]
 

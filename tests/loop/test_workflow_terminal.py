@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from actors.coordination.workflow import (
+from conclave.actors.coordination.workflow import (
     NEW_ANSWER,
     VOTE,
     NewAnswer,
     Vote,
     WorkflowTerminal,
 )
-from actors.llm.protocol import ChatMessage, ToolCall, ToolSchema
-from actors.loop import Final, Proceed, Violation
+from conclave.actors.llm.protocol import ChatMessage, ToolCall, ToolSchema
+from conclave.actors.loop import Final, Proceed, Violation
 
 READ = ToolSchema(name="read_file", description="read", parameters={}, read_only=True)
 OFFERED = (NEW_ANSWER, VOTE, READ)

@@ -18,9 +18,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from actors.mcp.server import McpServers, McpServerState, spawn_listed
-from config.schema.mcp import McpServerConfig, StdioMcpServer
-from runtime import MemoryTap, open_actor_system
+from conclave.actors.mcp.server import McpServers, McpServerState, spawn_listed
+from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer
+from conclave.runtime import MemoryTap, open_actor_system
 
 
 def missing(reason: str) -> None:

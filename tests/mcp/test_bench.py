@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import mcp_bench
+from conclave.benchmarks import mcp_bench
 
 
 @pytest.mark.usefixtures("everything_server", "fs_server", "time_server")

@@ -8,13 +8,13 @@ import json
 import os
 from pathlib import Path
 
-from actors.llm.protocol import ToolCall
-from actors.mcp.events import McpServerFailed
-from actors.mcp.server import ServerStatus
-from actors.mcp.tools import with_mcp_tools
-from actors.tools.protocol import NO_TOOLS, ToolResult
-from config.modes import CollaborationMode
-from config.schema.mcp import StreamableHttpMcpServer
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.mcp.events import McpServerFailed
+from conclave.actors.mcp.server import ServerStatus
+from conclave.actors.mcp.tools import with_mcp_tools
+from conclave.actors.tools.protocol import NO_TOOLS, ToolResult
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema.mcp import StreamableHttpMcpServer
 from tests.mcp.conftest import HttpServer, open_started, unused_port
 from tests.mcp.test_cli import conclave, events
 

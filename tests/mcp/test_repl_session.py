@@ -8,8 +8,8 @@ from pathlib import Path
 
 import attrs
 
-from actors.mcp.events import McpServerReady
-from config.schema import default_config
+from conclave.actors.mcp.events import McpServerReady
+from conclave.config.schema import default_config
 from tests.mcp.conftest import stdio
 from tests.mcp.test_servers import server_pids
 from tests.repl.harness import Session, play

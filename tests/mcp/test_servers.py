@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.llm.protocol import ToolCall
-from actors.mcp.events import McpServerFailed, McpServerReady
-from actors.mcp.server import ServerStatus
-from actors.mcp.tools import with_mcp_tools
-from actors.tools.protocol import NO_TOOLS, ToolResult
-from config.modes import CollaborationMode
-from config.schema.mcp import McpToolFilter
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.actors.mcp.server import ServerStatus
+from conclave.actors.mcp.tools import with_mcp_tools
+from conclave.actors.tools.protocol import NO_TOOLS, ToolResult
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema.mcp import McpToolFilter
 from tests.mcp.conftest import open_started, stdio
 
 

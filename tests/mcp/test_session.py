@@ -10,17 +10,17 @@ from pathlib import Path
 
 import trio
 
-from actors.llm.protocol import ToolCall
-from actors.mcp.events import McpServerFailed, McpServerReady
-from actors.mcp.server import McpServers
-from actors.mcp.session import open_session_servers
-from actors.mcp.tools import with_mcp_tools
-from actors.tools.protocol import NO_TOOLS, ToolResult
-from config.modes import CollaborationMode
-from config.schema.agents import AgentConfig
-from config.schema.mcp import McpServerConfig
-from config.schema.root import ConclaveConfig
-from runtime import Event, MemoryTap, open_actor_system
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.actors.mcp.server import McpServers
+from conclave.actors.mcp.session import open_session_servers
+from conclave.actors.mcp.tools import with_mcp_tools
+from conclave.actors.tools.protocol import NO_TOOLS, ToolResult
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema.agents import AgentConfig
+from conclave.config.schema.mcp import McpServerConfig
+from conclave.config.schema.root import ConclaveConfig
+from conclave.runtime import Event, MemoryTap, open_actor_system
 from tests.mcp.conftest import stdio
 from tests.mcp.test_servers import server_pids
 

@@ -3,8 +3,8 @@ that came up, with its tool count, and for each that failed, with why."""
 
 from __future__ import annotations
 
-from actors.mcp.events import McpServerFailed, McpServerReady
-from ui.timeline import describe
+from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.ui.timeline import describe
 
 
 def _ready(tools: int, incarnation: int = 1) -> McpServerReady:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from config.loader import ConfigError, parse_config
+from conclave.config.loader import ConfigError, parse_config
 
 
 def _steps(*tools: str) -> dict[str, object]:

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from actors.planning.flow import (
+from conclave.actors.planning.flow import (
     PlanStore,
     execution_task,
     read_execution_task,
     revision_history,
     revision_task,
 )
-from actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
-from actors.prompts.coordination import round_messages
-from actors.run.turn import Turn
+from conclave.actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
+from conclave.actors.prompts.coordination import round_messages
+from conclave.actors.run.turn import Turn
 
 PLAN = Plan(
     goal="Tidy the docs",
@@ -111,7 +111,7 @@ def test_the_execution_task_survives_quoting_in_a_round_prompt() -> None:
         me="agent1", agents=1, task=task, answers=[], tools=["new_answer"], persona=""
     )
 
-    from actors.prompts.coordination import parse_prompt
+    from conclave.actors.prompts.coordination import parse_prompt
 
     assert read_execution_task(parse_prompt(messages).task) == (plan_json(PLAN), "add tests")
 

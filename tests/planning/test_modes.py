@@ -9,14 +9,14 @@ import re
 
 import pytest
 
-from actors.planning.plan import parse_plan
-from actors.prompts.modes import (
+from conclave.actors.planning.plan import parse_plan
+from conclave.actors.prompts.modes import (
     PLAN_MODE_MARKER,
     is_plan_mode,
     mode_prefix,
     presentation_mode_note,
 )
-from config.modes import CollaborationMode
+from conclave.config.modes import CollaborationMode
 
 
 def test_default_mode_adds_nothing() -> None:

@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.planning.plan import Plan, PlanStep, parse_plan, plan_json, plan_to_dict, render_plan
+from conclave.actors.planning.plan import (
+    Plan,
+    PlanStep,
+    parse_plan,
+    plan_json,
+    plan_to_dict,
+    render_plan,
+)
 
 FULL: dict[str, Any] = {
     "goal": "Add a --mode flag",

@@ -17,7 +17,7 @@ from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from ui.repl.plan_dialog import (
+from conclave.ui.repl.plan_dialog import (
     Approve,
     Cancel,
     Choice,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.llm.protocol import (
+from conclave.actors.llm.protocol import (
     CallPurpose,
 )
-from actors.planning.plan import parse_plan
-from config.modes import CollaborationMode
-from config.schema import ConclaveConfig, FinalAnswerStrategy
-from config.schema.context import ContextPath
+from conclave.actors.planning.plan import parse_plan
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
+from conclave.config.schema.context import ContextPath
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 WORKFLOW = {"new_answer", "vote"}

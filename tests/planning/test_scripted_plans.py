@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 
-from actors.coordination.protocol import AnswerView
-from actors.llm.protocol import ChatMessage, ToolCall
-from actors.planning.plan import Plan, PlanStep, parse_plan
-from actors.planning.scripted_plans import as_plan_reply, merge_plans, plan_from_text, tagged
-from actors.prompts.coordination import presentation_messages, round_messages
-from config.modes import CollaborationMode
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.llm.protocol import ChatMessage, ToolCall
+from conclave.actors.planning.plan import Plan, PlanStep, parse_plan
+from conclave.actors.planning.scripted_plans import (
+    as_plan_reply,
+    merge_plans,
+    plan_from_text,
+    tagged,
+)
+from conclave.actors.prompts.coordination import presentation_messages, round_messages
+from conclave.config.modes import CollaborationMode
 
 TASK = "Tidy the docs"
 TEXT = "On “Tidy the docs”, agent2's view:\n1. Read first.\n2. Fix links."

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from actors.coordination.protocol import AnswerView
-from actors.llm.protocol import ChatMessage
-from actors.prompts import coordination
-from actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.prompts import coordination
+from conclave.actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
 
 TASK = "Name three uses of a paperclip"
 ANSWERS = (

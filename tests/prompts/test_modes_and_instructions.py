@@ -4,12 +4,12 @@ the user's own instructions (an agent's ``system_prompt``). None of it changes w
 
 from __future__ import annotations
 
-from actors.coordination.protocol import AnswerView
-from actors.llm.protocol import ChatMessage
-from actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
-from actors.prompts.modes import PLAN_MODE_MARKER, mode_prefix
-from config.modes import CollaborationMode
-from config.schema import FinalAnswerStrategy
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
+from conclave.actors.prompts.modes import PLAN_MODE_MARKER, mode_prefix
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import FinalAnswerStrategy
 
 TASK = "Name three uses of a paperclip"
 ANSWERS = (AnswerView(label="agent1.1", content="Hold sheets of paper together."),)

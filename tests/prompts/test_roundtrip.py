@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.coordination.protocol import AnswerView
-from actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
 
 _PIECES = (
     "\n",

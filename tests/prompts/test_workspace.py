@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.coordination.protocol import AnswerView
-from actors.llm.protocol import ChatMessage
-from actors.prompts import coordination
-from actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
-from actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
-from config.modes import CollaborationMode
-from config.schema import FinalAnswerStrategy
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.prompts import coordination
+from conclave.actors.prompts.coordination import parse_prompt, presentation_messages, round_messages
+from conclave.actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import FinalAnswerStrategy
 
 TASK = "Fix the failing test in src/"
 ANSWERS = (AnswerView(label="agent1.1", content="Fixed the off-by-one.", workspace="/w/s/a1.1"),)

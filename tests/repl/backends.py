@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import attrs
 
-from actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
-from actors.run.spec import build_backend
-from config.schema import AgentConfig
+from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
+from conclave.actors.run.spec import build_backend
+from conclave.config.schema import AgentConfig
 
 
 class Recording:

@@ -20,13 +20,18 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from actors.llm.protocol import LLMBackend
-from actors.run.result import RunResult
-from config.modes import ModeState
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from ui.repl.app import Repl, run_session
-from ui.repl.render import fragments_text
-from ui.repl.state import ReplState
+from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.run.result import RunResult
+from conclave.config.modes import ModeState
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.ui.repl.app import Repl, run_session
+from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.state import ReplState
 
 SHIFT_TAB = "\x1b[Z"
 CTRL_O = "\x0f"

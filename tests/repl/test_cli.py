@@ -8,8 +8,8 @@ import io
 
 import pytest
 
-from ui import cli
-from ui.exit_codes import ExitCode
+from conclave.ui import cli
+from conclave.ui.exit_codes import ExitCode
 
 
 class _Terminal(io.StringIO):
@@ -25,7 +25,7 @@ def _started(monkeypatch: pytest.MonkeyPatch) -> list[argparse.Namespace]:
         started.append(args)
         return ExitCode.OK
 
-    monkeypatch.setattr("ui.repl.app.repl_command", repl_command)
+    monkeypatch.setattr("conclave.ui.repl.app.repl_command", repl_command)
     return started
 
 

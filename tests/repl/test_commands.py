@@ -7,12 +7,12 @@ from pathlib import Path
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from config.modes import AgentMode, CollaborationMode
+from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.repl.commands import SlashCompleter
+from conclave.ui.repl.layout import mode_bar
+from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.state import BUSY, Dialog, ReplState
 from tests.repl.harness import Session, config, play
-from ui.repl.commands import SlashCompleter
-from ui.repl.layout import mode_bar
-from ui.repl.render import fragments_text
-from ui.repl.state import BUSY, Dialog, ReplState
 
 
 def test_mode_with_an_unknown_name_says_which_modes_are_valid(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.llm.protocol import CompletionRequest
-from config.modes import AgentMode, ModeState
+from conclave.actors.llm.protocol import CompletionRequest
+from conclave.config.modes import AgentMode, ModeState
 from tests.repl.backends import recording
 from tests.repl.harness import ALT_RIGHT, Session, play
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ui.repl.commands import COMMANDS
+from conclave.ui.repl.commands import COMMANDS
 
 PAGE = (Path(__file__).parents[2] / "docs" / "repl.md").read_text(encoding="utf-8")
 
@@ -17,6 +17,6 @@ def test_every_slash_command_is_documented_and_nothing_else() -> None:
 
 
 def test_the_mode_error_is_quoted_as_the_repl_prints_it() -> None:
-    from ui.repl.commands import invalid_mode
+    from conclave.ui.repl.commands import invalid_mode
 
     assert invalid_mode("X") in PAGE

@@ -10,11 +10,11 @@ from prompt_toolkit.data_structures import Point
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
-from actors.run.result import Termination
-from config.modes import AgentMode, ModeState
+from conclave.actors.run.result import Termination
+from conclave.config.modes import AgentMode, ModeState
+from conclave.ui.repl.app import _open_history, history_path
+from conclave.ui.repl.layout import tab_bar
 from tests.repl.harness import ENTER, ESC, Session, config, play
-from ui.repl.app import _open_history, history_path
-from ui.repl.layout import tab_bar
 
 ALT_ENTER = "\x1b\r"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"

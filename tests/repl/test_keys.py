@@ -7,8 +7,12 @@ import asyncio
 import json
 from pathlib import Path
 
-from actors.run.result import DecidedBy, Termination
-from config.modes import AgentMode, CollaborationMode
+from conclave.actors.run.result import DecidedBy, Termination
+from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.repl.layout import mode_bar
+from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.service import TICK
+from conclave.ui.repl.state import BUSY, Dialog
 from tests.repl.harness import (
     ALT_A,
     ALT_R,
@@ -22,10 +26,6 @@ from tests.repl.harness import (
     config,
     play,
 )
-from ui.repl.layout import mode_bar
-from ui.repl.render import fragments_text
-from ui.repl.service import TICK
-from ui.repl.state import BUSY, Dialog
 
 
 def test_the_modes_start_plan_off_multi_agent_refinement_on(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from config.modes import CollaborationMode
-from ui.repl.app import Repl
-from ui.repl.layout import mode_bar, tab_bar
-from ui.repl.render import fragments_text
-from ui.repl.state import ReplState
+from conclave.config.modes import CollaborationMode
+from conclave.ui.repl.app import Repl
+from conclave.ui.repl.layout import mode_bar, tab_bar
+from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.state import ReplState
 
 
 class _Narrow(DummyOutput):

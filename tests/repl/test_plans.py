@@ -8,14 +8,14 @@ from pathlib import Path
 
 import attrs
 
-from actors.llm.protocol import CompletionRequest
-from actors.planning.plan import parse_plan
-from actors.prompts.modes import PLAN_MODE_MARKER
-from config.modes import CollaborationMode
+from conclave.actors.llm.protocol import CompletionRequest
+from conclave.actors.planning.plan import parse_plan
+from conclave.actors.prompts.modes import PLAN_MODE_MARKER
+from conclave.config.modes import CollaborationMode
+from conclave.ui.repl.planning import EXECUTING
+from conclave.ui.repl.state import Dialog
 from tests.repl.backends import prose, recording
 from tests.repl.harness import CTRL_C, SHIFT_TAB, Session, play
-from ui.repl.planning import EXECUTING
-from ui.repl.state import Dialog
 
 
 async def _plan(session: Session, task: str) -> None:
@@ -139,12 +139,12 @@ def test_the_dialog_takes_keys_before_it_is_first_drawn() -> None:
     from prompt_toolkit.key_binding import KeyPress
     from prompt_toolkit.output import DummyOutput
 
-    from actors.planning.plan import Plan, PlanStep, plan_json
-    from actors.run.result import RunResult, Termination
-    from ui.repl.app import Repl
-    from ui.repl.planning import PlanFlow
-    from ui.repl.protocol import Submit
-    from ui.repl.state import ReplState
+    from conclave.actors.planning.plan import Plan, PlanStep, plan_json
+    from conclave.actors.run.result import RunResult, Termination
+    from conclave.ui.repl.app import Repl
+    from conclave.ui.repl.planning import PlanFlow
+    from conclave.ui.repl.protocol import Submit
+    from conclave.ui.repl.state import ReplState
 
     plan = Plan(goal="a party", steps=(PlanStep(step_number=1, action="invite"),))
     result = RunResult(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from prompt_toolkit.application import Application
 
+from conclave.ui.repl.app import REDRAW_INTERVAL
 from tests.repl.harness import Session, play
-from ui.repl.app import REDRAW_INTERVAL
 
 
 def test_changes_are_drawn_at_most_once_per_redraw_interval(tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from actors.events.view import AgentView, RunView
-from actors.run.result import RunResult, Termination
-from actors.workspace.writes import Writes
-from ui.repl.render import (
+from conclave.actors.events.view import AgentView, RunView
+from conclave.actors.run.result import RunResult, Termination
+from conclave.actors.workspace.writes import Writes
+from conclave.ui.repl.render import (
     MAX_PROGRESS_ROWS,
     agent_line,
     answer_block,

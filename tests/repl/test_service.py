@@ -6,15 +6,15 @@ from pathlib import Path
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from actors.coordination.protocol import AnswerVerdict
-from actors.events import EventHub
-from actors.llm.pool import open_backends
-from actors.run.driver import RunHandle
-from runtime import SystemClosed
+from conclave.actors.coordination.protocol import AnswerVerdict
+from conclave.actors.events import EventHub
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.run.driver import RunHandle
+from conclave.runtime import SystemClosed
+from conclave.ui.repl.protocol import Continue, Override
+from conclave.ui.repl.service import ReplService
+from conclave.ui.repl.state import ReplState
 from tests.repl.harness import config
-from ui.repl.protocol import Continue, Override
-from ui.repl.service import ReplService
-from ui.repl.state import ReplState
 
 
 class _EndedRun:

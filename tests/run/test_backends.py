@@ -3,9 +3,9 @@ outlives the run (the REPL's, a batch's), where each agent keeps its backend acr
 
 from __future__ import annotations
 
-from actors.llm.pool import open_backends
-from actors.run.driver import RunSpec, drive
-from actors.run.result import Termination
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.run.driver import RunSpec, drive
+from conclave.actors.run.result import Termination
 from tests.coordination.helpers import TASK, agents, config
 
 CFG = config(*agents(3, latency=1.0))

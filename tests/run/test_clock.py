@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from actors.run.clock import RunClock
+from conclave.actors.run.clock import RunClock
 
 
 async def test_the_timeout_expires_after_its_seconds(autojump_clock: trio.abc.Clock) -> None:

@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 import trio
 
-from actors.agent.actor import AgentActor, AgentSetup
-from actors.coordination.events import RunStarted
-from actors.events import EventHub, SubscriberDropped
-from actors.llm.protocol import ChatMessage
-from actors.run.driver import LogFailureCallback, RunHandle, RunSpec, drive
-from actors.run.events import RunEnded
-from actors.run.result import Termination
-from actors.run.turn import Turn
-from config.modes import CollaborationMode
-from runtime import ActorContext, Event, JsonlEventLog, LogOpened, read_event_log
-from runtime.eventlog import EventLogFailure
+from conclave.actors.agent.actor import AgentActor, AgentSetup
+from conclave.actors.coordination.events import RunStarted
+from conclave.actors.events import EventHub, SubscriberDropped
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.run.driver import LogFailureCallback, RunHandle, RunSpec, drive
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import Termination
+from conclave.actors.run.turn import Turn
+from conclave.config.modes import CollaborationMode
+from conclave.runtime import ActorContext, Event, JsonlEventLog, LogOpened, read_event_log
+from conclave.runtime.eventlog import EventLogFailure
 from tests.coordination.helpers import TASK, Recorder, agent, agents, config
 
 CFG = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=1.0))
@@ -98,7 +98,7 @@ async def test_on_log_failure_hears_once_that_the_log_stopped(
     def full_disk(path: Path, *, on_failure: LogFailureCallback | None) -> JsonlEventLog:
         return JsonlEventLog.writing_to(io.FileIO("/dev/full", "w"), path, on_failure=on_failure)
 
-    monkeypatch.setattr("actors.run.driver.JsonlEventLog", full_disk)
+    monkeypatch.setattr("conclave.actors.run.driver.JsonlEventLog", full_disk)
     failures: list[EventLogFailure] = []
 
     result = await drive(
@@ -170,7 +170,7 @@ async def test_the_collaboration_mode_reaches_every_agent(
             modes[setup.agent] = setup.mode
             super().__init__(context, setup=setup, **rest)
 
-    monkeypatch.setattr("actors.run.driver.AgentActor", Noting)
+    monkeypatch.setattr("conclave.actors.run.driver.AgentActor", Noting)
 
     await drive(RunSpec(task=TASK, config=CFG, mode=CollaborationMode.PLAN))
 

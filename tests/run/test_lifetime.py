@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import trio
 
-from actors.coordination.events import AnswerAdded, RunStarted, VotingComplete
-from actors.human.gate import Accept, OverrideChoice, OverrideRequest
-from actors.run.driver import SPAWNS_PER_CHECKPOINT, RunSpec, open_run
-from actors.run.events import RunEnded
-from actors.run.result import Termination
-from config.schema import default_config
+from conclave.actors.coordination.events import AnswerAdded, RunStarted, VotingComplete
+from conclave.actors.human.gate import Accept, OverrideChoice, OverrideRequest
+from conclave.actors.run.driver import SPAWNS_PER_CHECKPOINT, RunSpec, open_run
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import Termination
+from conclave.config.schema import default_config
 from tests.coordination.helpers import RUN_LIMIT, TASK, WaitingTap, agent, config
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import attrs
 
-from actors.llm.protocol import CallPurpose
-from actors.prompts.modes import mode_prefix
-from config.modes import CollaborationMode
+from conclave.actors.llm.protocol import CallPurpose
+from conclave.actors.prompts.modes import mode_prefix
+from conclave.config.modes import CollaborationMode
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 

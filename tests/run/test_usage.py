@@ -8,17 +8,22 @@ from typing import Any
 
 import pytest
 
-from actors.agent.events import LlmRequestFinished
-from actors.coordination.events import AnswerAdded
-from actors.llm.scripted import ScriptedBackend
-from actors.run.driver import RunSpec, run
-from actors.run.events import RunEnded
-from actors.run.result import DecidedBy, Termination
-from actors.run.usage import AgentUsage, UsageTap
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from config.schema.endpoint import Price
-from config.schema.openai import OpenAIBackendConfig
-from config.secret import Secret
+from conclave.actors.agent.events import LlmRequestFinished
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import DecidedBy, Termination
+from conclave.actors.run.usage import AgentUsage, UsageTap
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.endpoint import Price
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
 from tests.coordination.helpers import TASK, agents, config, run_tapped
 
 PRICE = Price(input_per_mtok=2.0, output_per_mtok=10.0)

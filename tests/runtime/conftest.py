@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.eventlog import MemoryTap
+from conclave.runtime.eventlog import MemoryTap
 from tests.runtime.helpers import Journal
 
 

@@ -7,9 +7,9 @@ from typing import TypeVar
 
 import trio
 
-from runtime import Actor, ActorContext, Address, Envelope, Message, message
-from runtime.eventlog import MemoryTap
-from runtime.events import Event
+from conclave.runtime import Actor, ActorContext, Address, Envelope, Message, message
+from conclave.runtime.eventlog import MemoryTap
+from conclave.runtime.events import Event
 
 
 @message(kind="rt_test.note")

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import runtime  # noqa: F401  (registers the kernel's events)
+import conclave.runtime  # noqa: F401  (registers the kernel's events)
 import tests.runtime.helpers  # noqa: F401  (registers the test messages)
-from runtime import Address, DecodeError, Envelope, Event, Message, dumps, loads, message
-from runtime.messages import registered_kinds
+from conclave.runtime import Address, DecodeError, Envelope, Event, Message, dumps, loads, message
+from conclave.runtime.messages import registered_kinds
 from tests.runtime.helpers import Note
 
 # Only classes this suite knows about: other packages may register types of their own.
-OWN_MODULES = ("runtime.", "tests.runtime.")
+OWN_MODULES = ("conclave.runtime.", "tests.runtime.")
 CLASSES: dict[str, type[Message]] = {
     kind: cls for kind, cls in registered_kinds().items() if cls.__module__.startswith(OWN_MODULES)
 }

@@ -11,8 +11,8 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-import runtime.events
-from runtime import (
+import conclave.runtime.events
+from conclave.runtime import (
     Address,
     ChildExited,
     ChildStarted,
@@ -36,7 +36,7 @@ from runtime import (
     open_actor_system,
     read_event_log,
 )
-from runtime.messages import registered_kinds
+from conclave.runtime.messages import registered_kinds
 from tests.runtime.helpers import Hang, Journal, Note, addr, worker
 
 ENVELOPE = Envelope(
@@ -86,7 +86,7 @@ def test_the_examples_cover_every_kernel_event_kind() -> None:
     kernel_kinds = {
         kind
         for kind, cls in registered_kinds().items()
-        if issubclass(cls, Event) and cls.__module__ == runtime.events.__name__
+        if issubclass(cls, Event) and cls.__module__ == conclave.runtime.events.__name__
     }
 
     assert {type(e).kind for e in EXAMPLES} == kernel_kinds

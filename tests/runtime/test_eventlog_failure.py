@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from trio.testing import wait_all_tasks_blocked
 
-import runtime.eventlog
-from runtime import Address, Envelope, open_actor_system
-from runtime.codec import dumps
-from runtime.eventlog import (
+import conclave.runtime.eventlog
+from conclave.runtime import Address, Envelope, open_actor_system
+from conclave.runtime.codec import dumps
+from conclave.runtime.eventlog import (
     EventLogExists,
     EventLogFailure,
     JsonlEventLog,
     read_event_log,
 )
-from runtime.events import ChildStarted, Delivered, Event, LogOpened
+from conclave.runtime.events import ChildStarted, Delivered, Event, LogOpened
 from tests.runtime.helpers import Journal, Note, addr, worker
 
 EVENTS: list[Event] = [
@@ -215,7 +215,7 @@ def test_an_event_the_codec_cannot_encode_stops_the_log_without_raising(tmp_path
 def test_an_event_longer_than_a_line_may_be_stops_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime.eventlog, "MAX_LINE_BYTES", 200)
+    monkeypatch.setattr(conclave.runtime.eventlog, "MAX_LINE_BYTES", 200)
     reports: list[EventLogFailure] = []
     log = JsonlEventLog(tmp_path / "events.jsonl", on_failure=reports.append)
 

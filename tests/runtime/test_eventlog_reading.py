@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import runtime.eventlog
-from runtime.codec import dumps
-from runtime.eventlog import (
+import conclave.runtime.eventlog
+from conclave.runtime.codec import dumps
+from conclave.runtime.eventlog import (
     MAX_LINE_BYTES,
     EventLogCorrupt,
     EventLogUnreadable,
@@ -18,8 +18,8 @@ from runtime.eventlog import (
     NotAnEventLog,
     open_event_log,
 )
-from runtime.events import ChildStarted, Delivered, Event, LogOpened
-from runtime.messages import Address, Envelope
+from conclave.runtime.events import ChildStarted, Delivered, Event, LogOpened
+from conclave.runtime.messages import Address, Envelope
 from tests.runtime.helpers import Note
 
 EVENTS: list[Event] = [
@@ -100,8 +100,8 @@ def test_a_too_long_line_after_events_is_corruption_naming_it(tmp_path: Path) ->
 def test_the_readers_memory_of_envelopes_is_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime.eventlog, "_GENERATION", 4)
-    monkeypatch.setattr(runtime.eventlog, "REFERENCE_REACH", 8)
+    monkeypatch.setattr(conclave.runtime.eventlog, "_GENERATION", 4)
+    monkeypatch.setattr(conclave.runtime.eventlog, "REFERENCE_REACH", 8)
     envelopes = [
         Envelope(sender=None, recipient=Address("a"), payload=Note(text=str(i))) for i in range(100)
     ]
@@ -250,7 +250,7 @@ def test_a_file_without_permission_is_unreadable_saying_so(
     def denied(*args: object, **kwargs: object) -> object:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(runtime.eventlog, "open", denied, raising=False)
+    monkeypatch.setattr(conclave.runtime.eventlog, "open", denied, raising=False)
 
     with pytest.raises(EventLogUnreadable, match="permission denied; check its permissions"):
         _read_all(tmp_path / "events.jsonl")

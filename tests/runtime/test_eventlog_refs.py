@@ -11,10 +11,10 @@ from typing import Any
 import attrs
 import pytest
 
-import runtime.eventlog
-import runtime.messages
-from runtime.eventlog import EventLogCorrupt, JsonlEventLog, read_event_log
-from runtime.events import (
+import conclave.runtime.eventlog
+import conclave.runtime.messages
+from conclave.runtime.eventlog import EventLogCorrupt, JsonlEventLog, read_event_log
+from conclave.runtime.events import (
     DeadLetter,
     DeadLetterCause,
     Delivered,
@@ -23,7 +23,7 @@ from runtime.events import (
     Redirected,
     Released,
 )
-from runtime.messages import Address, Envelope, message
+from conclave.runtime.messages import Address, Envelope, message
 from tests.runtime.helpers import Note
 
 ALICE, BOB, CAROL = Address("agent", "alice"), Address("agent", "bob"), Address("agent", "carol")
@@ -138,7 +138,7 @@ def test_an_envelope_readdressed_without_a_redirect_event_is_written_in_full(
 def test_an_envelope_not_mentioned_for_two_generations_is_written_in_full_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime.eventlog, "_GENERATION", 2)
+    monkeypatch.setattr(conclave.runtime.eventlog, "_GENERATION", 2)
     first = _envelope()
     others = [Delivered(at=1.0, envelope=_envelope(f"other {i}")) for i in range(4)]
 
@@ -154,8 +154,8 @@ def test_an_envelope_not_mentioned_for_two_generations_is_written_in_full_again(
 def test_a_held_envelope_is_referred_to_when_released_however_long_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime.eventlog, "_GENERATION", 2)
-    monkeypatch.setattr(runtime.eventlog, "REFERENCE_REACH", 4)
+    monkeypatch.setattr(conclave.runtime.eventlog, "_GENERATION", 2)
+    monkeypatch.setattr(conclave.runtime.eventlog, "REFERENCE_REACH", 4)
     held = _envelope()
     others = [Delivered(at=1.0, envelope=_envelope(f"other {i}")) for i in range(10)]
     events = [Held(at=0.0, envelope=held, reason="quiet"), *others, Released(at=2.0, envelope=held)]
@@ -170,8 +170,8 @@ def test_a_held_envelope_is_referred_to_when_released_however_long_after(
 def test_held_envelopes_past_the_held_reach_are_written_in_full_when_released(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime.eventlog, "_GENERATION", 2)
-    monkeypatch.setattr(runtime.eventlog, "HELD_REACH", 1)
+    monkeypatch.setattr(conclave.runtime.eventlog, "_GENERATION", 2)
+    monkeypatch.setattr(conclave.runtime.eventlog, "HELD_REACH", 1)
     first, second = _envelope("first"), _envelope("second")
     others = [Delivered(at=1.0, envelope=_envelope(f"other {i}")) for i in range(4)]
 
@@ -200,9 +200,9 @@ class FutureMail(Event):
 def test_a_reader_remembers_held_envelopes_a_skipped_line_released(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runtime.eventlog, "_GENERATION", 2)
-    monkeypatch.setattr(runtime.eventlog, "REFERENCE_REACH", 4)
-    monkeypatch.setattr(runtime.eventlog, "HELD_REACH", 1)
+    monkeypatch.setattr(conclave.runtime.eventlog, "_GENERATION", 2)
+    monkeypatch.setattr(conclave.runtime.eventlog, "REFERENCE_REACH", 4)
+    monkeypatch.setattr(conclave.runtime.eventlog, "HELD_REACH", 1)
     first, second = _envelope("first"), _envelope("second")
     others = [Delivered(at=1.0, envelope=_envelope(f"other {i}")) for i in range(9)]
     events: list[Event] = [
@@ -214,7 +214,7 @@ def test_a_reader_remembers_held_envelopes_a_skipped_line_released(
     ]
     path = tmp_path / "events.jsonl"
     _write(path, events)
-    monkeypatch.delitem(runtime.messages._REGISTRY, FutureMail.kind)  # an older reader
+    monkeypatch.delitem(conclave.runtime.messages._REGISTRY, FutureMail.kind)  # an older reader
 
     reading = read_event_log(path)
 
@@ -226,9 +226,9 @@ def test_a_long_log_of_interleaved_envelopes_reads_back_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Small reaches, so that a few hundred events cross many generations on both sides.
-    monkeypatch.setattr(runtime.eventlog, "_GENERATION", 4)
-    monkeypatch.setattr(runtime.eventlog, "REFERENCE_REACH", 8)
-    monkeypatch.setattr(runtime.eventlog, "HELD_REACH", 2)
+    monkeypatch.setattr(conclave.runtime.eventlog, "_GENERATION", 4)
+    monkeypatch.setattr(conclave.runtime.eventlog, "REFERENCE_REACH", 8)
+    monkeypatch.setattr(conclave.runtime.eventlog, "HELD_REACH", 2)
     rng = random.Random(7)
     live = [_envelope(f"payload {i}") for i in range(6)]
     events: list[Event] = []

@@ -7,7 +7,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from runtime import (
+from conclave.runtime import (
     DELIVER,
     Address,
     DeadLetter,
@@ -22,7 +22,7 @@ from runtime import (
     Undeliverable,
     open_actor_system,
 )
-from runtime.routing import Decision
+from conclave.runtime.routing import Decision
 from tests.runtime.helpers import Hang, Journal, Note, addr, events, worker
 
 NOTE = Envelope(sender=None, recipient=Address("worker", "a"), payload=Note(text="x"))

@@ -7,7 +7,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from runtime import (
+from conclave.runtime import (
     Actor,
     ActorContext,
     CalleeStopped,
@@ -22,7 +22,7 @@ from runtime import (
     message,
     open_actor_system,
 )
-from runtime.system import ActorSystem
+from conclave.runtime.system import ActorSystem
 from tests.runtime.helpers import (
     AnswerStashed,
     Crash,

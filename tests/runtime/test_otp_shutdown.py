@@ -11,7 +11,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from runtime import (
+from conclave.runtime import (
     ActorContext,
     ChildStopped,
     Envelope,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from trio.testing import wait_all_tasks_blocked
 
-from runtime import Delivered, Event, MemoryTap, TapFailed, open_actor_system
+from conclave.runtime import Delivered, Event, MemoryTap, TapFailed, open_actor_system
 from tests.runtime.helpers import Journal, Note, addr, worker
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trio.testing import wait_all_tasks_blocked
 
-from runtime import (
+from conclave.runtime import (
     DELIVER,
     Envelope,
     Facts,
@@ -15,7 +15,7 @@ from runtime import (
     SupervisorSpec,
     open_actor_system,
 )
-from runtime.routing import Decision
+from conclave.runtime.routing import Decision
 from tests.runtime.helpers import Crash, Journal, Note, addr, worker
 
 

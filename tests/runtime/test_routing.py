@@ -10,7 +10,7 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from runtime import (
+from conclave.runtime import (
     DELIVER,
     Address,
     DeadLetter,
@@ -30,7 +30,7 @@ from runtime import (
     Undeliverable,
     open_actor_system,
 )
-from runtime.routing import Decision, Drop
+from conclave.runtime.routing import Decision, Drop
 from tests.runtime.helpers import Echo, Hang, Journal, Nap, Note, addr, worker
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import docker
 import pytest
 
-from actors.sandbox.engine import LABEL_RUN, connect
-from actors.sandbox.image import DEFAULT_IMAGE, build_image, image_present
-from actors.sandbox.local import bubblewrap
-from actors.sandbox.protocol import SandboxUnavailable
+from conclave.actors.sandbox.engine import LABEL_RUN, connect
+from conclave.actors.sandbox.image import DEFAULT_IMAGE, build_image, image_present
+from conclave.actors.sandbox.local import bubblewrap
+from conclave.actors.sandbox.protocol import SandboxUnavailable
 
 
 def missing(reason: str) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from config.loader import ConfigError, parse_config
-from config.schema import OrchestratorConfig
-from config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.config.loader import ConfigError, parse_config
+from conclave.config.schema import OrchestratorConfig
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 
 
 def test_the_default_sandbox_is_local_with_the_locally_built_image() -> None:

@@ -16,17 +16,17 @@ import pytest
 import trio
 from docker.models.containers import Container
 
-from actors.sandbox import Mount, Sandbox, open_docker_engine, open_sandbox
-from actors.sandbox import docker as docker_sandbox_module
-from actors.sandbox.docker import DockerSandbox
-from actors.sandbox.engine import (
+from conclave.actors.sandbox import Mount, Sandbox, open_docker_engine, open_sandbox
+from conclave.actors.sandbox import docker as docker_sandbox_module
+from conclave.actors.sandbox.docker import DockerSandbox
+from conclave.actors.sandbox.engine import (
     LABEL_AGENT,
     LABEL_OWNER_PID,
     LABEL_OWNER_STARTED,
     LABEL_RUN,
     process_started,
 )
-from config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 from tests.sandbox.conftest import containers_of
 
 DOCKER = SandboxConfig(type=SandboxKind.DOCKER, memory_mb=256, pids=64)

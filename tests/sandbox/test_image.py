@@ -9,12 +9,12 @@ from pathlib import Path
 import docker
 import pytest
 
-from actors.sandbox import SandboxUnavailable, open_docker_engine, open_sandbox
-from actors.sandbox.engine import connect
-from actors.sandbox.image import build_image
-from config.schema.sandbox import SandboxConfig, SandboxKind
-from ui.cli import main
-from ui.exit_codes import ExitCode
+from conclave.actors.sandbox import SandboxUnavailable, open_docker_engine, open_sandbox
+from conclave.actors.sandbox.engine import connect
+from conclave.actors.sandbox.image import build_image
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
 
 NO_ENGINE = "unix:///nonexistent/docker.sock"
 

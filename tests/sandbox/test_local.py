@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.sandbox import Mount, open_sandbox
-from actors.sandbox.local import LocalSandbox, scrubbed_environment
-from config.schema.sandbox import SandboxConfig
+from conclave.actors.sandbox import Mount, open_sandbox
+from conclave.actors.sandbox.local import LocalSandbox, scrubbed_environment
+from conclave.config.schema.sandbox import SandboxConfig
 
 
 def plain(workspace: Path, *, mounts: tuple[Mount, ...] = (), limit: int = 1 << 20) -> LocalSandbox:
@@ -298,7 +298,7 @@ async def test_bubblewrap_keeps_a_read_only_path_inside_a_writable_mount_read_on
 _OWNER = """
 import sys, trio
 from pathlib import Path
-from actors.sandbox.local import LocalSandbox
+from conclave.actors.sandbox.local import LocalSandbox
 
 async def owner() -> None:
     workspace = Path(sys.argv[1])

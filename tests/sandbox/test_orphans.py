@@ -13,8 +13,8 @@ import docker
 import pytest
 import trio
 
-from actors.sandbox import open_docker_engine
-from actors.sandbox.engine import (
+from conclave.actors.sandbox import open_docker_engine
+from conclave.actors.sandbox.engine import (
     LABEL_AGENT,
     LABEL_OWNER_PID,
     LABEL_OWNER_STARTED,
@@ -22,16 +22,16 @@ from actors.sandbox.engine import (
     process_started,
     remove_orphans,
 )
-from actors.sandbox.image import DEFAULT_IMAGE
-from config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.actors.sandbox.image import DEFAULT_IMAGE
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.ui.cli import main
 from tests.sandbox.conftest import containers_of
-from ui.cli import main
 
 _OWNER = """
 import sys, trio
 from pathlib import Path
-from actors.sandbox import open_sandbox
-from config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.actors.sandbox import open_sandbox
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 
 async def owner() -> None:
     config = SandboxConfig(type=SandboxKind.DOCKER)

@@ -18,9 +18,9 @@ import attrs
 import docker
 import pytest
 
-from actors.sandbox import Mount, RunDirs, Sandbox, open_sandbox
-from actors.sandbox.docker import DockerSandbox
-from config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.actors.sandbox import Mount, RunDirs, Sandbox, open_sandbox
+from conclave.actors.sandbox.docker import DockerSandbox
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 from tests.sandbox.conftest import containers_of
 
 

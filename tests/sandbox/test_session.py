@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors.sandbox.output import CappedOutput
-from actors.sandbox.session import SessionEnded, ShellSession, wrap_command
+from conclave.actors.sandbox.output import CappedOutput
+from conclave.actors.sandbox.session import SessionEnded, ShellSession, wrap_command
 
 
 def frame(payload: bytes, stream: int = 1) -> bytes:

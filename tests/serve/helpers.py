@@ -13,10 +13,10 @@ import attrs
 import trio
 from trio_websocket import CloseReason, ConnectionClosed, WebSocketConnection, open_websocket
 
-from config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
-from config.schema.orchestrator import OrchestratorConfig
-from ui.serve.runs import ServeSettings
-from ui.serve.server import Server, open_server
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema.orchestrator import OrchestratorConfig
+from conclave.ui.serve.runs import ServeSettings
+from conclave.ui.serve.server import Server, open_server
 
 TOKEN = "test-token-0123456789abcdef"
 TASK = "Name three uses of a paperclip"

@@ -8,15 +8,15 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected
 
-from tests.serve.helpers import TOKEN, bearer, code_of, connect, serving
-from ui.serve.auth import (
+from conclave.ui.serve.auth import (
     SUBPROTOCOL,
     TokenError,
     is_local_host,
     presented_token,
     read_token_file,
 )
-from ui.serve.protocol import CloseCode
+from conclave.ui.serve.protocol import CloseCode
+from tests.serve.helpers import TOKEN, bearer, code_of, connect, serving
 
 
 async def test_a_bearer_header_with_the_token_is_welcomed(tmp_path: Path) -> None:

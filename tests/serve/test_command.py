@@ -15,9 +15,9 @@ import pytest
 import trio
 from trio_websocket import open_websocket_url
 
+from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import CONCLAVE, finish, write_config
 from tests.serve.helpers import BIG, TASK
-from ui.exit_codes import ExitCode
 
 
 def serve(tmp_path: Path, *args: str) -> subprocess.Popen[str]:

@@ -16,11 +16,11 @@ import trio
 import trio.testing
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
-from actors.run.driver import RunSpec
-from actors.run.result import RunResult, Termination
+from conclave.actors.run.driver import RunSpec
+from conclave.actors.run.result import RunResult, Termination
+from conclave.ui.headless.progress import RunClock, StreamJson
+from conclave.ui.serve.feed import RunFeed, Watcher, text_frame
 from tests.serve.helpers import TASK, scripted_config
-from ui.headless.progress import RunClock, StreamJson
-from ui.serve.feed import RunFeed, Watcher, text_frame
 
 LIMIT = 10_000
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from config.modes import AgentMode, CollaborationMode
-from ui.serve.protocol import (
+from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.serve.protocol import (
     Auth,
     Cancel,
     ClientMessage,

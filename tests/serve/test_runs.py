@@ -11,11 +11,12 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed
 
-from actors.events import DomainEvent
-from actors.events.view import RunView
-from runtime import converter
-from runtime.eventlog import read_event_log
-from runtime.system import ActorSystem
+from conclave.actors.events import DomainEvent
+from conclave.actors.events.view import RunView
+from conclave.runtime import converter
+from conclave.runtime.eventlog import read_event_log
+from conclave.runtime.system import ActorSystem
+from conclave.ui.serve.protocol import CloseCode, StartRun
 from tests.serve.helpers import (
     TASK,
     code_of_reason,
@@ -25,7 +26,6 @@ from tests.serve.helpers import (
     scripted_config,
     serving,
 )
-from ui.serve.protocol import CloseCode, StartRun
 
 COMMON = ["type", "run_id", "seq", "t", "time"]
 """Every stream-json line starts with these fields, in this order (docs/stream-json.md)."""

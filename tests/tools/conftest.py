@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from actors.tools.executor import DEFAULT_LIMITS, AgentTools, BeforeCall, ToolLimits, agent_tools
-from actors.tools.paths import PathPolicy
-from config.modes import CollaborationMode
+from conclave.actors.tools.executor import (
+    DEFAULT_LIMITS,
+    AgentTools,
+    BeforeCall,
+    ToolLimits,
+    agent_tools,
+)
+from conclave.actors.tools.paths import PathPolicy
+from conclave.config.modes import CollaborationMode
 from tests.tools.helpers import MutableGrants, ShellSandbox, grant
 
 MakeTools = Callable[..., AgentTools]

@@ -9,11 +9,11 @@ from typing import Any
 import attrs
 import trio
 
-from actors.llm.protocol import ToolCall
-from actors.sandbox.protocol import Mount, ShellOutcome
-from actors.tools.executor import AgentTools
-from actors.tools.paths import PathGrant
-from actors.tools.protocol import ToolResult
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.sandbox.protocol import Mount, ShellOutcome
+from conclave.actors.tools.executor import AgentTools
+from conclave.actors.tools.paths import PathGrant
+from conclave.actors.tools.protocol import ToolResult
 
 
 @attrs.define

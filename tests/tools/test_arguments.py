@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from actors.tools.arguments import ArgumentError, parse_arguments
+from conclave.actors.tools.arguments import ArgumentError, parse_arguments
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,13 +9,13 @@ from typing import Any
 
 import trio
 
-from actors.llm.protocol import ToolCall
-from actors.sandbox.protocol import ShellOutcome
-from actors.tools.executor import AgentTools, ToolLimits
-from actors.tools.protocol import ToolResult
-from actors.tools.spec import ToolContext, ToolSpec
-from actors.tools.text import cap
-from config.modes import CollaborationMode
+from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.sandbox.protocol import ShellOutcome
+from conclave.actors.tools.executor import AgentTools, ToolLimits
+from conclave.actors.tools.protocol import ToolResult
+from conclave.actors.tools.spec import ToolContext, ToolSpec
+from conclave.actors.tools.text import cap
+from conclave.config.modes import CollaborationMode
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import ShellSandbox, call, call_raw
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.tools.executor import AgentTools
-from actors.tools.gitignore import IgnoreFile, Ignorer
+from conclave.actors.tools.executor import AgentTools
+from conclave.actors.tools.gitignore import IgnoreFile, Ignorer
 from tests.tools.helpers import call
 
 BASE = Path("/repo")

@@ -7,7 +7,7 @@ import sys
 
 
 def test_importing_the_tools_never_imports_the_docker_sdk() -> None:
-    probe = "import sys, actors.tools.executor; print('docker' in sys.modules)"
+    probe = "import sys, conclave.actors.tools.executor; print('docker' in sys.modules)"
     found = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )

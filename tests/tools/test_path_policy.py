@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from actors.tools import fs, search
-from actors.tools.executor import AgentTools
-from actors.tools.paths import PathPolicy, PathRefused
+from conclave.actors.tools import fs, search
+from conclave.actors.tools.executor import AgentTools
+from conclave.actors.tools.paths import PathPolicy, PathRefused
 from tests.tools.helpers import MutableGrants, call, grant
 
 WRITES: list[tuple[str, dict[str, object]]] = [

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.tools.catalogue import ALL_TOOLS
-from actors.tools.executor import AgentTools
-from actors.tools.spec import ToolContext
-from config.modes import CollaborationMode
+from conclave.actors.tools.catalogue import ALL_TOOLS
+from conclave.actors.tools.executor import AgentTools
+from conclave.actors.tools.spec import ToolContext
+from conclave.config.modes import CollaborationMode
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import ShellSandbox, call
 

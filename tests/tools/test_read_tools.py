@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors.tools.executor import AgentTools, ToolLimits
+from conclave.actors.tools.executor import AgentTools, ToolLimits
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import call
 

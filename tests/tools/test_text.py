@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.tools.text import short_diff
+from conclave.actors.tools.text import short_diff
 
 
 def test_a_diff_keeps_two_lines_of_context() -> None:

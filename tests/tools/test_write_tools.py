@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from actors.tools.executor import AgentTools, ToolLimits
+from conclave.actors.tools.executor import AgentTools, ToolLimits
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import call
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from actors.coordination.protocol import AnswerView
-from actors.sandbox.protocol import Mount, ShellOutcome
-from actors.tools.paths import PathPolicy, PathRefused
-from actors.workspace.grants import context_mounts
-from actors.workspace.layout import RunLayout
-from actors.workspace.workspaces import RunWorkspaces
-from config.schema.context import ContextPath, ContextPermission
+from conclave.actors.coordination.protocol import AnswerView
+from conclave.actors.sandbox.protocol import Mount, ShellOutcome
+from conclave.actors.tools.paths import PathPolicy, PathRefused
+from conclave.actors.workspace.grants import context_mounts
+from conclave.actors.workspace.layout import RunLayout
+from conclave.actors.workspace.workspaces import RunWorkspaces
+from conclave.config.schema.context import ContextPath, ContextPermission
 
 
 def _workspaces(

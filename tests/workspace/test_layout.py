@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.workspace.layout import RunLayout, copy_tree
+from conclave.actors.workspace.layout import RunLayout, copy_tree
 
 
 def _layout(tmp_path: Path) -> RunLayout:

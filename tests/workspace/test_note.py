@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
-from actors.workspace.layout import RunLayout
-from actors.workspace.workspaces import RunWorkspaces
-from config.schema.context import ContextPath, ContextPermission
+from conclave.actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
+from conclave.actors.workspace.layout import RunLayout
+from conclave.actors.workspace.workspaces import RunWorkspaces
+from conclave.config.schema.context import ContextPath, ContextPermission
 from tests.workspace.test_grants import _Context
 
 

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.llm.protocol import CallPurpose, Completion, CompletionRequest, CompletionSink
-from actors.prompts.coordination import parse_prompt
-from actors.prompts.workspace import ContextAccess
-from actors.run.driver import RunSpec, build_backend, run
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from config.schema.context import ContextPath, ContextPermission
+from conclave.actors.llm.protocol import CallPurpose, Completion, CompletionRequest, CompletionSink
+from conclave.actors.prompts.coordination import parse_prompt
+from conclave.actors.prompts.workspace import ContextAccess
+from conclave.actors.run.driver import RunSpec, build_backend, run
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.context import ContextPath, ContextPermission
 from tests.coordination.helpers import TASK
 
 

@@ -11,28 +11,32 @@ from typing import Any
 import pytest
 import trio
 
-from actors.coordination.events import AnswerAdded
-from actors.coordination.protocol import WrappedUp
-from actors.events.loop import ToolCallFinished
-from actors.llm.errors import FatalLLMError
-from actors.llm.protocol import CallPurpose, Completion, CompletionRequest, CompletionSink
-from actors.run.driver import RunSpec, build_backend, run
-from actors.run.result import Termination
-from actors.workspace.events import FinalWorkspaceSaved, PresentingForWrites, SnapshotPublished
-from actors.workspace.tracker import TakeBaseline
-from actors.workspace.writes import Writes
-from config.modes import CollaborationMode
-from config.schema import (
+from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.coordination.protocol import WrappedUp
+from conclave.actors.events.loop import ToolCallFinished
+from conclave.actors.llm.errors import FatalLLMError
+from conclave.actors.llm.protocol import CallPurpose, Completion, CompletionRequest, CompletionSink
+from conclave.actors.run.driver import RunSpec, build_backend, run
+from conclave.actors.run.result import Termination
+from conclave.actors.workspace.events import (
+    FinalWorkspaceSaved,
+    PresentingForWrites,
+    SnapshotPublished,
+)
+from conclave.actors.workspace.tracker import TakeBaseline
+from conclave.actors.workspace.writes import Writes
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import (
     AgentConfig,
     ConclaveConfig,
     FinalAnswerStrategy,
     OrchestratorConfig,
     ScriptedBackendConfig,
 )
-from config.schema.backends import ToolStep
-from config.schema.context import ContextPath, ContextPermission
-from config.schema.sandbox import SandboxConfig, SandboxKind
-from runtime import Address, Delivered, Envelope, MemoryTap
+from conclave.config.schema.backends import ToolStep
+from conclave.config.schema.context import ContextPath, ContextPermission
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.runtime import Address, Delivered, Envelope, MemoryTap
 from tests.coordination.helpers import TASK, Recorder
 
 NOTES = ToolStep(tool="write_file", arguments={"path": "notes.txt", "content": "by {agent}"})
@@ -273,7 +277,7 @@ def test_running_without_tools_never_imports_the_docker_sdk() -> None:
     import subprocess
     import sys
 
-    probe = "import sys, actors.run.driver; print('docker' in sys.modules)"
+    probe = "import sys, conclave.actors.run.driver; print('docker' in sys.modules)"
     found = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )

@@ -13,15 +13,20 @@ from typing import Any
 import attrs
 import pytest
 
-from actors.events.loop import ToolCallFinished
-from actors.run.driver import RunSpec, run
-from actors.sandbox.local import bubblewrap
-from actors.sandbox.protocol import SandboxUnavailable
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig, ScriptedBackendConfig
-from config.schema.backends import ToolStep
-from config.schema.context import ContextPath, ContextPermission
-from config.schema.sandbox import SandboxConfig, SandboxKind
-from runtime import MemoryTap
+from conclave.actors.events.loop import ToolCallFinished
+from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.sandbox.local import bubblewrap
+from conclave.actors.sandbox.protocol import SandboxUnavailable
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.backends import ToolStep
+from conclave.config.schema.context import ContextPath, ContextPermission
+from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.runtime import MemoryTap
 from tests.coordination.helpers import TASK
 
 
@@ -32,8 +37,8 @@ def _missing(reason: str) -> None:
 
 
 def _engine_ready() -> None:
-    from actors.sandbox.engine import connect
-    from actors.sandbox.image import DEFAULT_IMAGE, image_present
+    from conclave.actors.sandbox.engine import connect
+    from conclave.actors.sandbox.image import DEFAULT_IMAGE, image_present
 
     try:
         client = connect()
@@ -100,7 +105,7 @@ async def test_docker_recreates_the_presenters_container_with_context_paths_writ
 
 
 def _containers_of(run_id: str) -> list[str]:
-    from actors.sandbox.engine import LABEL_RUN, connect
+    from conclave.actors.sandbox.engine import LABEL_RUN, connect
 
     client = connect()
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from actors.workspace.events import ContextPathsWritten
-from actors.workspace.tracker import (
+from conclave.actors.workspace.events import ContextPathsWritten
+from conclave.actors.workspace.tracker import (
     TRACKER,
     DiffWrites,
     TakeBaseline,
@@ -15,9 +15,9 @@ from actors.workspace.tracker import (
     WritesFound,
     WriteTracker,
 )
-from actors.workspace.writes import WRITES_FILE, Writes
-from config.schema.context import ContextPath, ContextPermission
-from runtime import MemoryTap, open_actor_system
+from conclave.actors.workspace.writes import WRITES_FILE, Writes
+from conclave.config.schema.context import ContextPath, ContextPermission
+from conclave.runtime import MemoryTap, open_actor_system
 
 
 def _state(tmp_path: Path, **fields: object) -> TrackerState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from actors.workspace.writes import (
+from conclave.actors.workspace.writes import (
     FOOTER_LIMIT,
     Writes,
     diff,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ui.headless.arguments import (
+from conclave.ui.headless.arguments import (
     _agent_count,
     _dollars,
     _model,

@@ -37,23 +37,23 @@ from typing import Any
 import attrs
 import trio
 
-from actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
-from actors.batch.ray_engine import RayEngine, RayMissing, RayUnavailable, require_ray
-from actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
-from config.discovery import discover_config
-from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
-from config.problems import ConfigError
-from config.schema import ConclaveConfig, FinalAnswerStrategy
-from config.validation import check_runnable
-from ui.batch.grading import DEFAULT_TOLERANCE, Grade, expected_problem, is_correct
-from ui.batch.progress import BatchProgress
-from ui.batch.results import ResultsFile, open_results, print_notes, result_key
-from ui.batch.summary import ModeSummary, render_table, summarise
-from ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
-from ui.exit_codes import ExitCode
-from ui.headless.flags import UsageError, resolve_config
-from ui.headless.result import display_path, plural
-from ui.headless.validate import check_some_agent_has_a_key
+from conclave.actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
+from conclave.actors.batch.ray_engine import RayEngine, RayMissing, RayUnavailable, require_ray
+from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
+from conclave.config.discovery import discover_config
+from conclave.config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
+from conclave.config.problems import ConfigError
+from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
+from conclave.config.validation import check_runnable
+from conclave.ui.batch.grading import DEFAULT_TOLERANCE, Grade, expected_problem, is_correct
+from conclave.ui.batch.progress import BatchProgress
+from conclave.ui.batch.results import ResultsFile, open_results, print_notes, result_key
+from conclave.ui.batch.summary import ModeSummary, render_table, summarise
+from conclave.ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.flags import UsageError, resolve_config
+from conclave.ui.headless.result import display_path, plural
+from conclave.ui.headless.validate import check_some_agent_has_a_key
 
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
 

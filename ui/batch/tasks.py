@@ -22,11 +22,11 @@ from typing import Any
 import attrs
 import yaml
 
-from config.limits import MAX_TASK_BYTES
-from config.loader import RENAMED
-from config.problems import ConfigError, Problem
-from config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
-from config.walker import INVALID, SchemaWalker
+from conclave.config.limits import MAX_TASK_BYTES
+from conclave.config.loader import RENAMED
+from conclave.config.problems import ConfigError, Problem
+from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
+from conclave.config.walker import INVALID, SchemaWalker
 
 __all__ = ["KEYS", "BadLine", "TaskLine", "apply_overrides", "read_tasks"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from config.limits import MAX_AGENTS, MAX_TIMEOUT_S
+from conclave.config.limits import MAX_AGENTS, MAX_TIMEOUT_S
 
 __all__ = ["MODES", "add_run_arguments", "collaboration_mode"]
 

@@ -23,14 +23,14 @@ from types import FrameType
 
 import trio
 
-from actors.events import EventHub
-from actors.run.driver import RunHandle, RunSpec, drive
-from actors.run.result import RunResult, Termination
-from config.discovery import discover_config
-from config.modes import CollaborationMode
-from runtime.eventlog import EventLogExists, EventLogFailure
-from ui.exit_codes import ExitCode
-from ui.headless.flags import (
+from conclave.actors.events import EventHub
+from conclave.actors.run.driver import RunHandle, RunSpec, drive
+from conclave.actors.run.result import RunResult, Termination
+from conclave.config.discovery import discover_config
+from conclave.config.modes import CollaborationMode
+from conclave.runtime.eventlog import EventLogExists, EventLogFailure
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.flags import (
     ConfigError,
     EmptyStdin,
     UsageError,
@@ -39,9 +39,9 @@ from ui.headless.flags import (
     resolve_mode,
     resolve_task,
 )
-from ui.headless.plan_output import PlannedResult, plan_of
-from ui.headless.progress import RunProgress, make_progress
-from ui.headless.result import display_path, print_json_error, print_result
+from conclave.ui.headless.plan_output import PlannedResult, plan_of
+from conclave.ui.headless.progress import RunProgress, make_progress
+from conclave.ui.headless.result import display_path, print_json_error, print_result
 
 __all__ = ["STOP_SIGNALS", "StopSignals", "run_command", "signal_exit_code"]
 

@@ -24,15 +24,20 @@ from typing import Any
 
 import attrs
 
-from actors.run.usage import price_of
-from config.limits import MAX_TASK_BYTES
-from config.loader import ConfigError, load_config
-from config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
-from config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy, default_config
-from config.schema.context import ContextPath, parse_context_flag
-from config.schema.endpoint import HttpBackendConfig
-from config.validation import check_runnable
-from ui.headless.result import display_path, plural
+from conclave.actors.run.usage import price_of
+from conclave.config.limits import MAX_TASK_BYTES
+from conclave.config.loader import ConfigError, load_config
+from conclave.config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
+from conclave.config.schema import (
+    ConclaveConfig,
+    FinalAnswerStrategy,
+    InFlightPolicy,
+    default_config,
+)
+from conclave.config.schema.context import ContextPath, parse_context_flag
+from conclave.config.schema.endpoint import HttpBackendConfig
+from conclave.config.validation import check_runnable
+from conclave.ui.headless.result import display_path, plural
 
 __all__ = [
     "ConfigError",
@@ -159,7 +164,7 @@ def resolve_config(args: argparse.Namespace) -> ConclaveConfig:
     # The same checks ``conclave validate`` makes, on the config as the run will use it.
     check_runnable(config, source=args.config)
     if args.config is not None:
-        from ui.headless.validate import check_some_agent_has_a_key
+        from conclave.ui.headless.validate import check_some_agent_has_a_key
 
         check_some_agent_has_a_key(config, source=args.config)
     if args.config is None:

@@ -21,10 +21,10 @@ from typing import TextIO
 
 import trio
 
-from actors.events.view import PRESENTED, AgentView, RunView
-from runtime import Event
-from ui.headless.progress import RunClock, TextProgress
-from ui.timeline import neutralise
+from conclave.actors.events.view import PRESENTED, AgentView, RunView
+from conclave.runtime import Event
+from conclave.ui.headless.progress import RunClock, TextProgress
+from conclave.ui.timeline import neutralise
 
 __all__ = [
     "REDRAW_INTERVAL",

@@ -13,10 +13,10 @@ from typing import Any
 
 import attrs
 
-from actors.planning.flow import PlanStore
-from actors.planning.plan import Plan, parse_plan, plan_to_dict
-from actors.run.result import RunResult
-from ui.headless.result import display_path
+from conclave.actors.planning.flow import PlanStore
+from conclave.actors.planning.plan import Plan, parse_plan, plan_to_dict
+from conclave.actors.run.result import RunResult
+from conclave.ui.headless.result import display_path
 
 __all__ = ["PlannedResult", "plan_of"]
 

@@ -23,14 +23,14 @@ from typing import Any, Protocol, TextIO
 
 import trio
 
-from actors.coordination.events import RunStarted
-from actors.coordination.state import CoordinationState
-from actors.events import DomainEvent, SubscriberDropped
-from actors.events.view import RunView
-from actors.run.driver import RunSpec
-from actors.run.events import RunEnded
-from actors.run.result import RunResult
-from runtime import (
+from conclave.actors.coordination.events import RunStarted
+from conclave.actors.coordination.state import CoordinationState
+from conclave.actors.events import DomainEvent, SubscriberDropped
+from conclave.actors.events.view import RunView
+from conclave.actors.run.driver import RunSpec
+from conclave.actors.run.events import RunEnded
+from conclave.actors.run.result import RunResult
+from conclave.runtime import (
     ChildExited,
     ChildStopped,
     DeadLetter,
@@ -42,7 +42,7 @@ from runtime import (
     converter,
     encode,
 )
-from ui.timeline import agent_table, describe, neutralise
+from conclave.ui.timeline import agent_table, describe, neutralise
 
 __all__ = [
     "RunClock",
@@ -98,7 +98,7 @@ def make_progress(
         return Silent()
     if output_format == "text":
         # Imported here: the live block is a TextProgress, defined in this module.
-        from ui.headless.live_status import LiveStatus, wants_live_status
+        from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 
         if wants_live_status(sys.stderr):
             return LiveStatus(sys.stderr, verbose=verbose, clock=clock)

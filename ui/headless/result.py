@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from actors.planning.plan import render_plan
-from actors.run.result import DecidedBy, RunResult
-from actors.workspace.writes import WRITES_FILE, footer
+from conclave.actors.planning.plan import render_plan
+from conclave.actors.run.result import DecidedBy, RunResult
+from conclave.actors.workspace.writes import WRITES_FILE, footer
 
 if TYPE_CHECKING:
-    from ui.headless.plan_output import PlannedResult
+    from conclave.ui.headless.plan_output import PlannedResult
 
 __all__ = [
     "display_path",

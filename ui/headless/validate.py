@@ -29,17 +29,17 @@ from collections.abc import Hashable, Mapping, Sequence
 import attrs
 import trio
 
-from actors.llm.errors import LLMError
-from actors.llm.http_hooks import KeyStatus, key_status, resolve_key
-from actors.llm.pool import BackendPool, open_backends
-from actors.llm.protocol import ChatMessage, CompletionRequest
-from config.loader import ConfigError, LoadedConfig, read_config
-from config.problems import Problem
-from config.schema import AgentConfig, ConclaveConfig
-from config.schema.endpoint import HttpBackendConfig, endpoint_host
-from config.validation import problems
-from ui.exit_codes import ExitCode
-from ui.headless.result import display_path, plural
+from conclave.actors.llm.errors import LLMError
+from conclave.actors.llm.http_hooks import KeyStatus, key_status, resolve_key
+from conclave.actors.llm.pool import BackendPool, open_backends
+from conclave.actors.llm.protocol import ChatMessage, CompletionRequest
+from conclave.config.loader import ConfigError, LoadedConfig, read_config
+from conclave.config.problems import Problem
+from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.config.schema.endpoint import HttpBackendConfig, endpoint_host
+from conclave.config.validation import problems
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.result import display_path, plural
 
 __all__ = ["CHECK_TIMEOUT_S", "EndpointCheck", "check_endpoints", "validate_command"]
 

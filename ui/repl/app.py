@@ -40,21 +40,21 @@ from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
 from prompt_toolkit.shortcuts import print_formatted_text
 
-from config.modes import AgentMode, CollaborationMode, ModeState
-from config.schema import AgentConfig, ConclaveConfig
-from ui.exit_codes import ExitCode
-from ui.repl.commands import SlashCompleter, run_command
-from ui.repl.keys import build_keys
-from ui.repl.layout import build_layout
-from ui.repl.protocol import Command, Continue, Override, Quit, Submit
-from ui.repl.state import Dialog, ReplState
-from ui.repl.style import STYLE
+from conclave.config.modes import AgentMode, CollaborationMode, ModeState
+from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.repl.commands import SlashCompleter, run_command
+from conclave.ui.repl.keys import build_keys
+from conclave.ui.repl.layout import build_layout
+from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Submit
+from conclave.ui.repl.state import Dialog, ReplState
+from conclave.ui.repl.style import STYLE
 
 if TYPE_CHECKING:
     import trio
 
-    from actors.llm.protocol import LLMBackend
-    from ui.repl.planning import PlanFlow
+    from conclave.actors.llm.protocol import LLMBackend
+    from conclave.ui.repl.planning import PlanFlow
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
@@ -359,8 +359,8 @@ async def _trio_main(
 ) -> None:
     import trio
 
-    from ui.repl.planning import attach_plans
-    from ui.repl.service import open_repl_service
+    from conclave.ui.repl.planning import attach_plans
+    from conclave.ui.repl.service import open_repl_service
 
     send, receive = trio.open_memory_channel[Command](math.inf)
     async with open_repl_service(
@@ -378,9 +378,14 @@ async def _trio_main(
 def _load_runtime() -> None:
     """What the guest needs, imported off the UI thread so the prompt answers meanwhile;
     then the collector is tuned for actors, as ``conclave`` does for other commands."""
-    for module in ("trio", "ui.repl.service", "ui.repl.planning", "ui.repl.render"):
+    for module in (
+        "trio",
+        "conclave.ui.repl.service",
+        "conclave.ui.repl.planning",
+        "conclave.ui.repl.render",
+    ):
         importlib.import_module(module)
-    from runtime.gc_tuning import tune_gc_for_actors
+    from conclave.runtime.gc_tuning import tune_gc_for_actors
 
     tune_gc_for_actors()
 
@@ -491,7 +496,7 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
     pass by construction): they cost start-up time a bare ``conclave`` does not need."""
     import attrs
 
-    from config.schema import default_config
+    from conclave.config.schema import default_config
 
     if args.config is None:
         config = default_config(args.agents or 3)
@@ -500,8 +505,8 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
             "--agents applies only to the default scripted agents; drop it or --config"
         )
     if args.visibility is not None or args.config is not None or args.agents is not None:
-        from config.loader import ConfigError, load_config
-        from config.validation import check_runnable
+        from conclave.config.loader import ConfigError, load_config
+        from conclave.config.validation import check_runnable
 
         try:
             if args.config is not None:
@@ -511,7 +516,7 @@ def _config(args: argparse.Namespace) -> ConclaveConfig:
                 config = attrs.evolve(config, orchestrator=orchestrator)
             check_runnable(config, source=args.config)
             if args.config is not None:
-                from ui.headless.validate import check_some_agent_has_a_key
+                from conclave.ui.headless.validate import check_some_agent_has_a_key
 
                 check_some_agent_has_a_key(config, source=args.config)
         except ConfigError as exc:

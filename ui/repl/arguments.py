@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from config.limits import MAX_AGENTS
-from ui.headless.arguments import collaboration_mode
+from conclave.config.limits import MAX_AGENTS
+from conclave.ui.headless.arguments import collaboration_mode
 
 __all__ = ["add_repl_arguments"]
 

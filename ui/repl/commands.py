@@ -14,12 +14,12 @@ import attrs
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from config.modes import AgentMode, CollaborationMode
-from ui.repl.protocol import ClearHistory
-from ui.repl.state import BUSY, Dialog, ReplState
+from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.repl.protocol import ClearHistory
+from conclave.ui.repl.state import BUSY, Dialog, ReplState
 
 if TYPE_CHECKING:
-    from ui.repl.app import Repl
+    from conclave.ui.repl.app import Repl
 
 __all__ = ["COMMANDS", "SlashCompleter", "invalid_mode", "parse_mode", "run_command"]
 
@@ -177,7 +177,7 @@ def _answers(repl: Repl, argument: str) -> None:
             repl.error(f'no answer "{argument}"; answers (latest): {labels}')
             return
         answer = found[-1]
-        from ui.repl.render import markdown  # loaded with the runtime, after start-up
+        from conclave.ui.repl.render import markdown  # loaded with the runtime, after start-up
 
         title = ("class:user", f"answer {answer.label} by {answer.agent}:\n")
         repl.print([title, *markdown(answer.content), ("", "\n")])

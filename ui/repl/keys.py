@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from ui.repl.protocol import Cancel
-from ui.repl.state import Dialog
+from conclave.ui.repl.protocol import Cancel
+from conclave.ui.repl.state import Dialog
 
 if TYPE_CHECKING:
-    from ui.repl.app import Repl
+    from conclave.ui.repl.app import Repl
 
 __all__ = ["build_keys"]
 

@@ -29,11 +29,11 @@ from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 
-from config.modes import AgentMode, CollaborationMode
-from ui.repl.state import Dialog, ReplState
+from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.repl.state import Dialog, ReplState
 
 if TYPE_CHECKING:
-    from ui.repl.app import Repl
+    from conclave.ui.repl.app import Repl
 
 __all__ = ["MODE_DESCRIPTIONS", "PROMPT", "build_layout", "mode_bar", "tab_bar"]
 
@@ -201,7 +201,7 @@ def _dialog(repl: Repl) -> StyleAndTextTuples:
 
 
 def _progress(repl: Repl) -> StyleAndTextTuples:
-    from ui.repl.render import progress_lines  # loaded with the runtime, after start-up
+    from conclave.ui.repl.render import progress_lines  # loaded with the runtime, after start-up
 
     state = repl.state
     if state.view is None:

@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from actors.planning.flow import PlanStore, execution_task, revision_task
-from actors.planning.plan import Plan, parse_plan, render_plan
-from actors.run.result import RunResult, Termination
-from config.modes import CollaborationMode
-from ui.headless.result import display_path
-from ui.repl.plan_dialog import Approve, Choice, PlanDecision, PlanDialog, Revise
-from ui.repl.protocol import Submit
-from ui.repl.service import ReplService
-from ui.repl.state import Dialog
+from conclave.actors.planning.flow import PlanStore, execution_task, revision_task
+from conclave.actors.planning.plan import Plan, parse_plan, render_plan
+from conclave.actors.run.result import RunResult, Termination
+from conclave.config.modes import CollaborationMode
+from conclave.ui.headless.result import display_path
+from conclave.ui.repl.plan_dialog import Approve, Choice, PlanDecision, PlanDialog, Revise
+from conclave.ui.repl.protocol import Submit
+from conclave.ui.repl.service import ReplService
+from conclave.ui.repl.state import Dialog
 
 if TYPE_CHECKING:
-    from ui.repl.app import Repl
+    from conclave.ui.repl.app import Repl
 
 __all__ = ["EXECUTING", "PlanFlow", "attach_plans"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from config.modes import ModeState
+from conclave.config.modes import ModeState
 
 __all__ = ["Cancel", "ClearHistory", "Command", "Continue", "Override", "Quit", "Submit"]
 

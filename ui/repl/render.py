@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from prompt_toolkit.formatted_text import PygmentsTokens, StyleAndTextTuples, to_formatted_text
 from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
-from actors.events.view import PRESENTED, AgentView, RunView
-from actors.run.result import RunResult, Termination
-from ui.headless.result import plural, summary, writes_footer
-from ui.timeline import neutralise
+from conclave.actors.events.view import PRESENTED, AgentView, RunView
+from conclave.actors.run.result import RunResult, Termination
+from conclave.ui.headless.result import plural, summary, writes_footer
+from conclave.ui.timeline import neutralise
 
 __all__ = [
     "MAX_PROGRESS_ROWS",

@@ -29,20 +29,20 @@ from typing import Protocol
 import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from actors.events import DomainEvent, EventHub
-from actors.events.view import RunView
-from actors.human.gate import OverrideChoice, OverrideRequest
-from actors.llm.pool import BackendPool, open_backends
-from actors.llm.protocol import LLMBackend
-from actors.mcp.session import McpSession, open_session_servers
-from actors.run.driver import RunHandle, RunSpec, drive
-from actors.run.result import RunResult, Termination
-from actors.run.turn import Turn
-from config.modes import CollaborationMode, apply_modes
-from config.schema import AgentConfig, ConclaveConfig
-from runtime import ConclaveRuntimeError
-from ui.headless.result import display_path
-from ui.repl.protocol import (
+from conclave.actors.events import DomainEvent, EventHub
+from conclave.actors.events.view import RunView
+from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.llm.pool import BackendPool, open_backends
+from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.mcp.session import McpSession, open_session_servers
+from conclave.actors.run.driver import RunHandle, RunSpec, drive
+from conclave.actors.run.result import RunResult, Termination
+from conclave.actors.run.turn import Turn
+from conclave.config.modes import CollaborationMode, apply_modes
+from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.runtime import ConclaveRuntimeError
+from conclave.ui.headless.result import display_path
+from conclave.ui.repl.protocol import (
     Cancel,
     ClearHistory,
     Command,
@@ -51,8 +51,8 @@ from ui.repl.protocol import (
     Quit,
     Submit,
 )
-from ui.repl.render import answer_block
-from ui.repl.state import OverrideRow, OverrideWindow, ReplState
+from conclave.ui.repl.render import answer_block
+from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
 
 __all__ = ["PlanHook", "Printer", "ReplService", "open_repl_service"]
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from config.modes import AgentMode, CollaborationMode, ModeState
+from conclave.config.modes import AgentMode, CollaborationMode, ModeState
 
 if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
-    from actors.events.view import RunView
-    from actors.run.result import RunResult
-    from actors.run.turn import Turn
+    from conclave.actors.events.view import RunView
+    from conclave.actors.run.result import RunResult
+    from conclave.actors.run.turn import Turn
 
 __all__ = [
     "BUSY",

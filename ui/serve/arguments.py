@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from config.limits import MAX_AGENTS
+from conclave.config.limits import MAX_AGENTS
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "add_serve_arguments"]
 

@@ -18,21 +18,21 @@ from pathlib import Path
 
 import trio
 
-from config.discovery import discover_config
-from config.loader import ConfigError, load_config
-from config.schema import ConclaveConfig, default_config
-from config.validation import check_runnable
-from ui.exit_codes import ExitCode
-from ui.headless.command import STOP_SIGNALS, StopSignals, signal_exit_code
-from ui.serve.auth import (
+from conclave.config.discovery import discover_config
+from conclave.config.loader import ConfigError, load_config
+from conclave.config.schema import ConclaveConfig, default_config
+from conclave.config.validation import check_runnable
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.command import STOP_SIGNALS, StopSignals, signal_exit_code
+from conclave.ui.serve.auth import (
     TokenError,
     generate_token,
     is_local_host,
     normalise_origin,
     read_token_file,
 )
-from ui.serve.runs import ServeSettings
-from ui.serve.server import Server, open_server
+from conclave.ui.serve.runs import ServeSettings
+from conclave.ui.serve.server import Server, open_server
 
 __all__ = ["serve_command"]
 

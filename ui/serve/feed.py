@@ -47,11 +47,11 @@ from typing import Any
 import attrs
 import trio
 
-from actors.events import DomainEvent, DropCause, SubscriberDropped
-from actors.events.view import RunView
-from actors.run.result import RunResult
-from runtime import Event, LogOpened, converter
-from ui.headless.progress import StreamJson
+from conclave.actors.events import DomainEvent, DropCause, SubscriberDropped
+from conclave.actors.events.view import RunView
+from conclave.actors.run.result import RunResult
+from conclave.runtime import Event, LogOpened, converter
+from conclave.ui.headless.progress import StreamJson
 
 __all__ = ["SCAN_EVERY", "Capture", "Frame", "RunFeed", "Watcher", "text_frame"]
 

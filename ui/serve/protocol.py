@@ -28,11 +28,11 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn
 
-from actors.human.gate import OverrideRequest
-from config.limits import MAX_TASK_BYTES, MAX_TIMEOUT_S
-from config.modes import AgentMode, CollaborationMode
-from runtime.codec import converter
-from ui.headless.progress import json_line
+from conclave.actors.human.gate import OverrideRequest
+from conclave.config.limits import MAX_TASK_BYTES, MAX_TIMEOUT_S
+from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.runtime.codec import converter
+from conclave.ui.headless.progress import json_line
 
 __all__ = [
     "PROTOCOL_VERSION",

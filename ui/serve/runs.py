@@ -30,18 +30,18 @@ from typing import Any
 import attrs
 import trio
 
-from actors.events import EventHub
-from actors.human.gate import Accept, OverrideChoice, OverrideRequest
-from actors.llm.pool import BackendPool
-from actors.run.driver import RunHandle, RunSpec, drive, not_started
-from actors.run.result import RunResult, Termination
-from actors.run.turn import Turn
-from config.modes import AgentMode, ModeState, apply_modes
-from config.schema import ConclaveConfig
-from runtime import ConclaveRuntimeError
-from ui.headless.progress import RunClock, StreamJson
-from ui.serve.feed import Capture, RunFeed, text_frame
-from ui.serve.protocol import (
+from conclave.actors.events import EventHub
+from conclave.actors.human.gate import Accept, OverrideChoice, OverrideRequest
+from conclave.actors.llm.pool import BackendPool
+from conclave.actors.run.driver import RunHandle, RunSpec, drive, not_started
+from conclave.actors.run.result import RunResult, Termination
+from conclave.actors.run.turn import Turn
+from conclave.config.modes import AgentMode, ModeState, apply_modes
+from conclave.config.schema import ConclaveConfig
+from conclave.runtime import ConclaveRuntimeError
+from conclave.ui.headless.progress import RunClock, StreamJson
+from conclave.ui.serve.feed import Capture, RunFeed, text_frame
+from conclave.ui.serve.protocol import (
     ErrorCode,
     OverrideWindow,
     ProtocolError,

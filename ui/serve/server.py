@@ -40,16 +40,16 @@ from trio_websocket import (
     wrap_server_stream,
 )
 
-from actors.llm.pool import open_backends
-from ui.serve.auth import (
+from conclave.actors.llm.pool import open_backends
+from conclave.ui.serve.auth import (
     SUBPROTOCOL,
     presented_token,
     refused_origin,
     token_matches,
 )
-from ui.serve.feed import Watcher
-from ui.serve.health import ReplayStream, read_head, respond_json
-from ui.serve.protocol import (
+from conclave.ui.serve.feed import Watcher
+from conclave.ui.serve.health import ReplayStream, read_head, respond_json
+from conclave.ui.serve.protocol import (
     Accepted,
     Ack,
     Auth,
@@ -70,7 +70,7 @@ from ui.serve.protocol import (
     decode_client,
     encode_server,
 )
-from ui.serve.runs import RunRegistry, ServedRun, ServeSettings
+from conclave.ui.serve.runs import RunRegistry, ServedRun, ServeSettings
 
 __all__ = ["BACKLOG", "Server", "Session", "open_server"]
 

@@ -1,0 +1,8 @@
+"""``python -m conclave``: the ``conclave`` command, with the same arguments and exit codes."""
+
+import sys
+
+from conclave.ui.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
