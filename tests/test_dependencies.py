@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ("runtime", "actors", "ui", "config", "benchmarks")
+"""The folders installed as ``conclave.<folder>``."""
 
 
 def _name(requirement: str) -> str:
@@ -31,22 +32,26 @@ def _declared() -> set[str]:
     return names
 
 
+def _modules_imported_by(path: Path) -> list[str]:
+    """Every absolute import of ``path``, by its full dotted name."""
+    modules: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules.append(node.module)
+    return modules
+
+
 def _imported() -> dict[str, str]:
     """Top-level third-party module → a file that imports it."""
     found: dict[str, str] = {}
     for package in SHIPPED:
         for path in sorted((ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Import):
-                    modules = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    modules = [node.module]
-                else:
-                    continue
-                for module in modules:
-                    top = module.split(".")[0]
-                    if top not in sys.stdlib_module_names and top not in ("conclave", "tests"):
-                        found.setdefault(top, str(path.relative_to(ROOT)))
+            for module in _modules_imported_by(path):
+                top = module.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("conclave", "tests"):
+                    found.setdefault(top, str(path.relative_to(ROOT)))
     return found
 
 
@@ -60,3 +65,17 @@ def test_every_third_party_import_of_the_shipped_code_is_a_declared_dependency()
     }
 
     assert undeclared == {}
+
+
+def test_no_module_imports_a_folder_by_its_bare_name() -> None:
+    """The folders are installed as ``conclave.<folder>`` only. In the repository ``import
+    runtime`` would still work (its folder is on the path), and then fail in every installed
+    copy (tests/test_packaging.py installs one)."""
+    offenders = {
+        str(path.relative_to(ROOT)): bare
+        for folder in (*SHIPPED, "tests", "conclave")  # rglob does not follow conclave/'s links
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if (bare := [m for m in _modules_imported_by(path) if m.split(".")[0] in SHIPPED])
+    }
+
+    assert offenders == {}

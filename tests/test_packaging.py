@@ -7,7 +7,6 @@ fresh virtual environment that borrows this one's dependencies but not its edita
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -167,29 +166,3 @@ def test_every_public_name_resolves_to_what_its_module_defines() -> None:
         assert getattr(value, "__name__", name) == name
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         _ = conclave.nothing_here
-
-
-def _bare_imports(path: Path) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            modules = [node.module]
-        else:
-            continue
-        found += [m for m in modules if m.split(".")[0] in FOLDERS]
-    return found
-
-
-def test_no_module_imports_a_folder_by_its_bare_name() -> None:
-    """In the repository ``import runtime`` would still work (its folder is on the path),
-    and then fail in every installed copy."""
-    offenders = {
-        str(path.relative_to(ROOT)): bare
-        for folder in (*FOLDERS, "tests", "conclave")  # rglob does not follow conclave/'s links
-        for path in sorted((ROOT / folder).rglob("*.py"))
-        if (bare := _bare_imports(path))
-    }
-
-    assert offenders == {}
