@@ -28,8 +28,16 @@ import attrs
 
 from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
 from conclave.config.schema.context import ContextWritePhase
+from conclave.config.wording import listed
 
-__all__ = ["AgentMode", "CollaborationMode", "ModeState", "apply_modes", "overrides"]
+__all__ = [
+    "AgentMode",
+    "CollaborationMode",
+    "ModeState",
+    "UnknownAgent",
+    "apply_modes",
+    "overrides",
+]
 
 
 class AgentMode(enum.Enum):
@@ -76,15 +84,22 @@ def overrides(state: ModeState) -> dict[str, Any]:
     }
 
 
+class UnknownAgent(ValueError):
+    """Single mode names an agent the config does not have; the message lists those it has.
+    Whoever named it says where (``--agent``, ``start_run.agent``)."""
+
+
 def apply_modes(config: ConclaveConfig, state: ModeState) -> ConclaveConfig:
-    """The config a run actually uses: agents narrowed for single mode, overrides applied."""
+    """The config a run actually uses: agents narrowed for single mode, overrides applied.
+    Apply it once, to the config before any mode: :mod:`config.resolver` does, for every
+    front end."""
     agents = config.agents
     if state.agent_mode is AgentMode.SINGLE:
         wanted = state.active_agent or agents[0].id
         chosen = [a for a in agents if a.id == wanted]
         if not chosen:
-            known = ", ".join(a.id for a in agents)
-            raise ValueError(
+            known = listed([a.id for a in agents], shown=10)
+            raise UnknownAgent(
                 f"active agent {wanted!r} is not configured; configured agents: {known}"
             )
         agents = tuple(chosen)

@@ -25,6 +25,7 @@ from types import FrameType
 from typing import NoReturn, TypeAlias
 
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.signals import signal_exit_code
 
 __all__ = ["build_parser", "main"]
 
@@ -280,19 +281,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _normalise(argv: list[str]) -> list[str]:
-    """``-p TASK`` and a bare piped task become ``run``; nothing at all, with a terminal on
-    stdin, is ``repl``."""
-    commands = {"run", "batch", "repl", "replay", "validate", "bench", "import", "sandbox", "mcp"}
-    commands |= {"serve", "-h", "--help", "--version"}
-    if argv and argv[0] in commands:
+def _normalise(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``-p TASK`` and a bare piped task become ``run``; with a terminal on stdin, nothing at
+    all, or only flags the REPL takes (``conclave --config x.yaml``, ``conclave --mode
+    plan``), is ``repl``; anything else without a command (a task) is ``run``."""
+    if argv and argv[0] in _commands(parser):
         return argv
     if "-p" in argv or "--print" in argv:
         return ["run", *[a for a in argv if a not in ("-p", "--print")]]
-    piped = sys.stdin is not None and not sys.stdin.isatty()
-    if piped or argv:
+    if sys.stdin is None:
+        return ["run", *argv] if argv else argv
+    if not sys.stdin.isatty():
         return ["run", *argv]
-    return ["repl"] if sys.stdin is not None else argv
+    return ["repl", *argv] if _repl_takes(parser, argv) else ["run", *argv]
+
+
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    return {*_subcommand_names(parser), "-h", "--help", "--version"}
+
+
+def _repl_takes(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
+    """Whether ``argv`` is a line of the REPL's flags and nothing else: no task, no flag of
+    a headless run only (``--output-format``), no help, and every value valid (a bad one is
+    reported by ``run``, whose usage names every flag)."""
+    if "-h" in argv or "--help" in argv:
+        return False
+    try:
+        _, unknown = _subcommand_parser(parser, "repl").parse_known_args(argv)
+    except _UsageError:
+        return False
+    return not unknown
 
 
 def _refuse_misspelt_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
@@ -360,8 +378,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "conclave"
     try:
         with _stop_signals_raise():
-            command = _command_name(args_list)
-            return _dispatch(args_list)
+            parser = build_parser()
+            _refuse_misspelt_command(parser, args_list)
+            normalised = _normalise(args_list, parser)
+            command = _command_name(normalised)
+            return _dispatch(parser, normalised)
     except _UsageError as exc:
         exc.parser.print_usage(sys.stderr)
         return _report(f"{exc.parser.prog}: error: {exc.message}", ExitCode.USAGE, json_errors)
@@ -372,8 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _report(None, ExitCode.CANCELLED, json_errors)
     except _Stopped as exc:
-        code = ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.CANCELLED
-        return _report(None, code, json_errors)
+        return _report(None, signal_exit_code(exc.signum), json_errors)
     except BrokenPipeError:
         # The reader of stdout left (``| head``): say nothing more, and point stdout at
         # /dev/null so Python's exit-time flush does not raise again.
@@ -392,8 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(message, ExitCode.FAILED, json_errors)
 
 
-def _command_name(argv: list[str]) -> str:
-    normalised = _normalise(argv)
+def _command_name(normalised: list[str]) -> str:
     first = normalised[0] if normalised else ""
     named = ("run", "batch", "repl", "serve", "replay", "validate", "bench", "import")
     return f"conclave {first}" if first in named else "conclave"
@@ -434,10 +453,8 @@ def _stop_signals_raise() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def _dispatch(args_list: list[str]) -> int:
-    parser = build_parser()
-    _refuse_misspelt_command(parser, args_list)
-    args, unknown = parser.parse_known_args(_normalise(args_list))
+def _dispatch(parser: argparse.ArgumentParser, normalised: list[str]) -> int:
+    args, unknown = parser.parse_known_args(normalised)
     if unknown:
         # Said by the command's own parser (its usage, not the top level's), with the
         # closest option when one is near: argparse alone names neither.

@@ -26,8 +26,9 @@ from conclave.config.limits import MAX_CONFIG_BYTES
 from conclave.config.loader import ConfigError, parse_yaml, read_config_text
 from conclave.config.massgen import Conversion, MassGenError, NoteKind, convert_massgen
 from conclave.config.validation import check_runnable
+from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.result import display_path, plural
+from conclave.ui.text import display_path
 
 __all__ = ["import_massgen_command", "render"]
 

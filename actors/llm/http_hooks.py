@@ -18,7 +18,6 @@ its SDK call (:func:`call_scope`): hooks run in the calling task.
 from __future__ import annotations
 
 import email.utils
-import enum
 import math
 import time
 from collections import deque
@@ -26,7 +25,6 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 import httpx2
@@ -34,20 +32,15 @@ import trio
 
 from conclave.actors.llm.protocol import CompletionSink
 from conclave.config.schema.endpoint import HttpBackendConfig, Timeouts
-from conclave.config.secret import Secret
 
 __all__ = [
     "CallScope",
     "EndpointGate",
     "GateStatistics",
-    "KeyStatus",
     "call_scope",
     "event_hooks",
     "http_client",
     "http_timeout",
-    "is_local",
-    "key_status",
-    "resolve_key",
     "retry_delay",
 ]
 
@@ -232,32 +225,3 @@ def http_client(config: HttpBackendConfig, gate: EndpointGate) -> httpx2.AsyncCl
         event_hooks=event_hooks(gate),
         follow_redirects=True,
     )
-
-
-def resolve_key(config: HttpBackendConfig, environ: Mapping[str, str]) -> Secret | None:
-    """The configured key, else the value of ``api_key_env``; ``None`` when neither is set."""
-    if config.api_key is not None:
-        return config.api_key
-    value = environ.get(config.api_key_env)
-    return Secret(value) if value else None
-
-
-def is_local(base_url: str) -> bool:
-    """Whether ``base_url`` is this machine, where a server (Ollama, vLLM, LM Studio)
-    usually wants no key."""
-    host = urlsplit(base_url).hostname or ""
-    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
-
-
-class KeyStatus(enum.Enum):
-    GIVEN = "given"
-    NOT_NEEDED = "not_needed"
-    """No key, for a server on this machine: sent without one."""
-    MISSING = "missing"
-    """No key, for a remote server: every call fails, naming the variable to set."""
-
-
-def key_status(key: Secret | None, base_url: str) -> KeyStatus:
-    if key is not None:
-        return KeyStatus.GIVEN
-    return KeyStatus.NOT_NEEDED if is_local(base_url) else KeyStatus.MISSING

@@ -31,16 +31,9 @@ from conclave.actors.llm.http_errors import (
     failure,
     status_diagnosis,
 )
-from conclave.actors.llm.http_hooks import (
-    EndpointGate,
-    KeyStatus,
-    call_scope,
-    http_client,
-    http_timeout,
-    key_status,
-    resolve_key,
-)
+from conclave.actors.llm.http_hooks import EndpointGate, call_scope, http_client, http_timeout
 from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink
+from conclave.config.keys import KeyStatus, key_status, resolve_key
 from conclave.config.schema import AgentConfig
 from conclave.config.schema.endpoint import HttpBackendConfig, endpoint_host
 from conclave.config.secret import Secret

@@ -22,10 +22,11 @@ from conclave.actors.llm.pricing import UsageLedger, UsageSummary
 from conclave.actors.llm.protocol import Usage
 from conclave.actors.loop import CallOutcome
 from conclave.config.schema import AgentConfig
-from conclave.config.schema.endpoint import HttpBackendConfig, Price
+from conclave.config.schema.agents import price_of
+from conclave.config.schema.endpoint import Price
 from conclave.runtime import Event
 
-__all__ = ["AgentUsage", "RunUsage", "UsageTap", "price_of"]
+__all__ = ["AgentUsage", "RunUsage", "UsageTap"]
 
 _OK = CallOutcome.OK.value
 _COST_DIGITS = 9
@@ -69,13 +70,6 @@ class RunUsage:
     total: AgentUsage = AgentUsage()
     agents: dict[str, AgentUsage] = attrs.field(factory=dict)
     """Agent id → its calls' usage; an agent without a finished call is absent."""
-
-
-def price_of(agent: AgentConfig) -> Price | None:
-    """The agent's price per million tokens, if its backend section gives one (the
-    scripted backend costs nothing and has no price)."""
-    backend = agent.backend
-    return backend.price if isinstance(backend, HttpBackendConfig) else None
 
 
 class UsageTap:

@@ -8,9 +8,10 @@ import attrs
 
 from conclave.config.schema.backends import BackendConfig, ScriptedBackendConfig
 from conclave.config.schema.checks import InvalidValue
+from conclave.config.schema.endpoint import HttpBackendConfig, Price
 from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
 
-__all__ = ["AgentConfig"]
+__all__ = ["AgentConfig", "price_of"]
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -36,3 +37,10 @@ class AgentConfig:
         default=(), validator=check_unique_servers
     )
     """MCP servers only this agent is offered, besides the top-level ones."""
+
+
+def price_of(agent: AgentConfig) -> Price | None:
+    """The agent's price per million tokens, if its backend section gives one (the
+    scripted backend costs nothing and has no price)."""
+    backend = agent.backend
+    return backend.price if isinstance(backend, HttpBackendConfig) else None

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conclave.config.problems import ConfigError
+from conclave.config.resolver import UsageError
 from conclave.config.schema import default_config
 from conclave.ui.batch.command import exit_code, parse_modes
 from conclave.ui.batch.grading import Grade, is_correct, last_number
@@ -19,7 +20,6 @@ from conclave.ui.batch.results import open_results
 from conclave.ui.batch.summary import ModeSummary, summarise
 from conclave.ui.batch.tasks import BadLine, apply_overrides
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.flags import UsageError
 
 
 @pytest.mark.parametrize(

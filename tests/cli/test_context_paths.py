@@ -15,7 +15,7 @@ from conclave.config.loader import ConfigError, parse_config
 from conclave.config.schema.context import ContextPath, ContextPermission, parse_context_flag
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.result import writes_footer
+from conclave.ui.summary import writes_footer
 from tests.cli.helpers import TASK, write_config
 
 

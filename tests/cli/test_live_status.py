@@ -37,6 +37,7 @@ from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
 from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.ui.headless.command import make_progress
 from conclave.ui.headless.live_status import (
     REDRAW_INTERVAL,
     LiveStatus,
@@ -45,7 +46,7 @@ from conclave.ui.headless.live_status import (
     status_line,
     wants_live_status,
 )
-from conclave.ui.headless.progress import RunClock, RunProgress, TextProgress, make_progress
+from conclave.ui.progress import RunClock, RunProgress, TextProgress
 from tests.cli.helpers import CONCLAVE, TASK, write_config
 
 SIZE = os.terminal_size((100, 24))

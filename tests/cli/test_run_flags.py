@@ -10,15 +10,15 @@ import pytest
 from conclave.actors.coordination.state import Answer
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.usage import AgentUsage, RunUsage
+from conclave.config.resolver import RunFlags, resolve, with_model
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 from conclave.config.schema.endpoint import Price
 from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.secret import Secret
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.flags import check_priced, with_model
-from conclave.ui.headless.result import summary
-from tests.cli.helpers import TASK
+from conclave.ui.summary import summary
+from tests.cli.helpers import TASK, write_config
 
 
 def _openai(agent_id: str, *, price: Price | None = None) -> AgentConfig:
@@ -71,13 +71,16 @@ def test_max_cost_must_be_a_positive_number_of_dollars(
     assert "expected a number of dollars > 0" in capsys.readouterr().err
 
 
-def test_max_cost_says_which_agents_it_does_not_count(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    check_priced(ConclaveConfig(agents=(_openai("paid", price=PRICE), _scripted("free"))))
+def test_max_cost_says_which_agents_it_does_not_count(tmp_path: Path) -> None:
+    price = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    paid = {"id": "paid", "type": "openai", "model": "m", "api_key": "sk-x", "price": price}
+    config = write_config(tmp_path / "mixed.yaml", [paid, {"id": "free", "latency": 0}])
 
-    err = capsys.readouterr().err
-    assert "the calls of 1 agent without a price (free) are not counted" in err
+    resolved = resolve(RunFlags(config=str(config), max_cost=1.0))
+
+    note = resolved.unpriced_note()
+    assert note is not None
+    assert "the calls of 1 agent without a price (free) are not counted" in note
 
 
 def test_the_text_summary_shows_what_the_run_cost() -> None:

@@ -27,7 +27,7 @@ from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendC
 from conclave.runtime import LogOpened, encode, read_event_log
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.progress import RunClock, StreamJson
+from conclave.ui.progress import RunClock, StreamJson
 from tests.cli.helpers import REQUIRED_KEYS, TASK, fast_agents, write_config
 from tests.events.strategies import DOMAIN_EVENTS, strategy_for_class
 

@@ -22,7 +22,7 @@ from conclave.config.schema import (
     OrchestratorConfig,
     ScriptedBackendConfig,
 )
-from conclave.ui.headless.progress import RunClock, StreamJson
+from conclave.ui.progress import RunClock, StreamJson
 
 AGENTS = 10_000
 

@@ -12,7 +12,7 @@ from conclave.actors.coordination.state import Answer
 from conclave.actors.run.result import DecidedBy, RunResult, Termination
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.result import summary
+from conclave.ui.summary import summary
 from tests.cli.helpers import TASK, write_config
 
 

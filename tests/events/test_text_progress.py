@@ -14,7 +14,8 @@ from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
 from conclave.config.schema import AgentConfig, ConclaveConfig
 from conclave.runtime import ChildStopped, LogOpened, TapFailed
-from conclave.ui.headless.progress import RunClock, Silent, StreamJson, TextProgress, make_progress
+from conclave.ui.headless.command import make_progress
+from conclave.ui.progress import RunClock, Silent, StreamJson, TextProgress
 
 STARTED = RunStarted(
     at=10.0, task="t", agents=("a1", "a2"), anonymous_ids=("agent1", "agent2"), strategy="s"

@@ -7,13 +7,8 @@ import httpx2
 import pytest
 import trio
 
-from conclave.actors.llm.http_hooks import (
-    EndpointGate,
-    call_scope,
-    event_hooks,
-    is_local,
-    retry_delay,
-)
+from conclave.actors.llm.http_hooks import EndpointGate, call_scope, event_hooks, retry_delay
+from conclave.config.keys import is_local
 from tests.llm.helpers import Recorder
 
 

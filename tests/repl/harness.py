@@ -23,6 +23,7 @@ from prompt_toolkit.output import DummyOutput
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.run.result import RunResult
 from conclave.config.modes import ModeState
+from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import (
     AgentConfig,
     ConclaveConfig,
@@ -154,7 +155,12 @@ def play(
             repl = Repl(state, input=keys, output=DummyOutput())
             session = Session(repl=repl, keys=keys, log_root=log_root)
             running = asyncio.ensure_future(
-                run_session(repl, config=chosen, log_root=log_root, backend_factory=backend_factory)
+                run_session(
+                    repl,
+                    resolved=ResolvedConfig(base=chosen),
+                    log_root=log_root,
+                    backend_factory=backend_factory,
+                )
             )
             await session.until(lambda: repl.connected or running.done(), "start-up")
             try:

@@ -10,6 +10,7 @@ from conclave.actors.coordination.protocol import AnswerVerdict
 from conclave.actors.events import EventHub
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunHandle
+from conclave.config.resolver import ResolvedConfig
 from conclave.runtime import SystemClosed
 from conclave.ui.repl.protocol import Continue, Override
 from conclave.ui.repl.service import ReplService
@@ -33,7 +34,7 @@ async def test_a_decision_that_reaches_an_ended_run_says_so(tmp_path: Path) -> N
     async with open_backends() as pool:
         with EventHub() as hub:
             service = ReplService(
-                config=config(1),
+                resolved=ResolvedConfig(base=config(1)),
                 state=state,
                 printer=printed.append,
                 log_root=tmp_path,

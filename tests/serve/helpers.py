@@ -13,6 +13,7 @@ import attrs
 import trio
 from trio_websocket import CloseReason, ConnectionClosed, WebSocketConnection, open_websocket
 
+from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 from conclave.config.schema.orchestrator import OrchestratorConfig
 from conclave.ui.serve.runs import ServeSettings
@@ -37,8 +38,11 @@ def scripted_config(agents: int = 3, latency: float = 0.0, **orchestrator: Any) 
     )
 
 
-def settings(tmp_path: Path, **changes: Any) -> ServeSettings:
-    base = ServeSettings(config=scripted_config(), token=TOKEN, log_root=tmp_path / "runs")
+def settings(
+    tmp_path: Path, *, config: ConclaveConfig | None = None, **changes: Any
+) -> ServeSettings:
+    resolved = ResolvedConfig(base=config or scripted_config())
+    base = ServeSettings(resolved=resolved, token=TOKEN, log_root=tmp_path / "runs")
     return attrs.evolve(base, **changes)
 
 

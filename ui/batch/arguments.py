@@ -1,19 +1,12 @@
 """``conclave batch``'s flags. Only argparse here (``conclave --help`` stays fast). The flags
-that shape each run are ``conclave run``'s, with its value checks
-(:mod:`ui.headless.arguments`); ``--max-cost`` and ``--log-dir`` mean the batch's."""
+that shape each run are the shared run flags (:func:`config.flags.add_run_flags`), as
+``conclave run`` takes them; ``--max-cost`` and ``--log-dir`` mean the batch's."""
 
 from __future__ import annotations
 
 import argparse
 
-from conclave.ui.headless.arguments import (
-    _agent_count,
-    _dollars,
-    _model,
-    _timeout,
-    _visibility,
-    collaboration_mode,
-)
+from conclave.config.flags import add_run_flags, dollars
 
 __all__ = ["ENGINES", "GRADES", "add_batch_arguments", "positive_count", "tolerance"]
 
@@ -88,7 +81,7 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-cost",
-        type=_dollars,
+        type=dollars,
         metavar="USD",
         help="for the whole batch: start no more runs once this much is spent (the runs in "
         "flight finish)",
@@ -114,34 +107,10 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="keep each run's event log under DIR/<id>-<mode>-<random>/ (default: no logs)",
     )
-    p.add_argument("--config", metavar="PATH", help="YAML config (default: three scripted agents)")
-    p.add_argument(
-        "--agents", type=_agent_count, metavar="N", help="number of scripted agents (no --config)"
-    )
-    p.add_argument("--agent-mode", choices=("single", "multi"), default="multi")
-    p.add_argument(
-        "--agent", metavar="ID", help="in single mode, which agent runs (default: the first)"
-    )
-    p.add_argument("--refinement", choices=("on", "off"), default="on")
-    p.add_argument(
-        "--mode",
-        type=collaboration_mode,
-        default="default",
-        metavar="default|plan|execute",
-        help="the collaboration mode of every run",
-    )
-    p.add_argument(
-        "--final-answer-strategy", choices=("winner_reuse", "winner_present", "synthesize")
-    )
-    p.add_argument("--visibility", type=_visibility, metavar="all|ring|islands:K")
-    p.add_argument(
-        "--context", action="append", metavar="PATH[:w]", help="as for conclave run; repeatable"
-    )
-    p.add_argument("--in-flight-policy", choices=("cancel", "finish", "inject"))
-    p.add_argument("--timeout", type=_timeout, metavar="SECONDS", help="per task: a run's timeout")
-    p.add_argument(
-        "--model",
-        type=_model,
-        metavar="NAME",
-        help="use this model for every openai/anthropic agent",
+    add_run_flags(
+        p,
+        help={
+            "mode": "the collaboration mode of every run",
+            "timeout": "per task: a run's whole-run timeout",
+        },
     )

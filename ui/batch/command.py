@@ -2,11 +2,12 @@
 
 What it does, in order (docs/batch.md is the user's page):
 
-1. Resolve the config as ``conclave run`` does (same flags, same discovery), once per mode
+1. Resolve the config through the one resolver (:mod:`config.resolver`: the same flags,
+   discovery and checks as ``conclave run``), and finish it once for each mode
    (``--compare-modes`` names several; otherwise the mode the flags give).
 2. Read TASKS: every bad line is reported with its number and skipped. Each good line's
-   overrides are applied to the config before the mode table and checked as a run's config
-   is; ``--dry-run`` stops here (exit 0 when every line is good, else 2).
+   overrides are applied to the config before the mode table, which is then finished for
+   each mode as a run's is; ``--dry-run`` stops here (exit 0 when every line is good, else 2).
 3. Open RESULTS (repairing a last line cut by a crash), skip what it already holds (unless
    ``--retry-failed`` and it did not complete), and run the rest on an engine
    (:mod:`actors.batch.engine`): in this process, or ``--workers N`` processes, or Ray tasks
@@ -23,11 +24,9 @@ signal abandons the orderly halt.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import re
 import secrets
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -40,24 +39,21 @@ import trio
 from conclave.actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
 from conclave.actors.batch.ray_engine import RayEngine, RayMissing, RayUnavailable, require_ray
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
-from conclave.config.discovery import discover_config
-from conclave.config.modes import AgentMode, CollaborationMode, ModeState, apply_modes
+from conclave.config.modes import AgentMode, CollaborationMode, ModeState
 from conclave.config.problems import ConfigError
-from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
-from conclave.config.validation import check_runnable
+from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
+from conclave.config.schema import ConclaveConfig
+from conclave.config.wording import plural
 from conclave.ui.batch.grading import DEFAULT_TOLERANCE, Grade, expected_problem, is_correct
 from conclave.ui.batch.progress import BatchProgress
 from conclave.ui.batch.results import ResultsFile, open_results, print_notes, result_key
 from conclave.ui.batch.summary import ModeSummary, render_table, summarise
 from conclave.ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.flags import UsageError, resolve_config
-from conclave.ui.headless.result import display_path, plural
-from conclave.ui.headless.validate import check_some_agent_has_a_key
+from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
+from conclave.ui.text import display_path
 
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @attrs.frozen(kw_only=True)
@@ -105,6 +101,7 @@ class _Setup:
     """(id, mode) → the config of a line with overrides."""
     grade: Grade | None
     tolerance: float
+    collaboration: CollaborationMode
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -169,10 +166,11 @@ def _setup(args: argparse.Namespace) -> _Setup:
         if args.compare_modes is not None
         else [ModeName(agent_mode=AgentMode(args.agent_mode), refinement=args.refinement == "on")]
     )
-    if args.agent is not None and all(m.agent_mode is not AgentMode.SINGLE for m in modes):
-        raise UsageError("--agent picks the agent of single mode; add --agent-mode single")
-    base = _base_config(args)
-    bases = {m.name: _for_mode(base, m, args) for m in modes}
+    flags = RunFlags.from_args(args)
+    states = flags.mode_states([(m.agent_mode, m.refinement) for m in modes])
+    resolved = resolve(flags)
+    _say_where(resolved)
+    bases = {m.name: resolved.for_flags(state) for m, state in zip(modes, states, strict=True)}
     try:
         lines, bad = read_tasks(tasks_path)
     except OSError as exc:
@@ -184,7 +182,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
     good: list[TaskLine] = []
     configs: dict[tuple[str, str], ConclaveConfig] = {}
     for line in lines:
-        problem = _line_problem(line, base, modes, args, grade, configs)
+        problem = _line_problem(line, resolved, modes, states, grade, configs)
         if problem is None:
             good.append(line)
         else:
@@ -198,7 +196,14 @@ def _setup(args: argparse.Namespace) -> _Setup:
         configs=configs,
         grade=grade,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
+        collaboration=flags.collaboration,
     )
+
+
+def _say_where(resolved: ResolvedConfig) -> None:
+    for note in (resolved.source_note(len(resolved.base.agents)), resolved.unpriced_note()):
+        if note is not None:
+            print(f"conclave batch: {note}", file=sys.stderr)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -208,47 +213,11 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _base_config(args: argparse.Namespace) -> ConclaveConfig:
-    """The config from the file and the flags, before the mode table: ``conclave run``'s own
-    resolution with the table's no-op row (multi, refinement on)."""
-    if args.config is None and args.agents is None:
-        found = discover_config(None)
-        if found.path is not None:
-            args.config = str(found.path)
-            print(f"conclave batch: {found.describe()}", file=sys.stderr)
-    neutral = copy.copy(args)
-    neutral.agent_mode, neutral.agent, neutral.refinement = "multi", None, "on"
-    return resolve_config(neutral)
-
-
-def _for_mode(config: ConclaveConfig, mode: ModeName, args: argparse.Namespace) -> ConclaveConfig:
-    """What ``conclave run`` does after its flags: the modes table, then an explicit
-    ``--final-answer-strategy`` over the table's, then the runnable checks."""
-    state = ModeState(
-        agent_mode=mode.agent_mode,
-        active_agent=args.agent if mode.agent_mode is AgentMode.SINGLE else None,
-        refinement=mode.refinement,
-    )
-    try:
-        config = apply_modes(config, state)
-    except ValueError as exc:
-        raise UsageError(f"--agent: {exc}") from None
-    if args.final_answer_strategy is not None:
-        strategy = FinalAnswerStrategy(args.final_answer_strategy)
-        config = attrs.evolve(
-            config, orchestrator=attrs.evolve(config.orchestrator, final_answer_strategy=strategy)
-        )
-    check_runnable(config, source=args.config)
-    if args.config is not None:
-        check_some_agent_has_a_key(config, source=args.config)
-    return config
-
-
 def _line_problem(
     line: TaskLine,
-    base: ConclaveConfig,
+    resolved: ResolvedConfig,
     modes: Sequence[ModeName],
-    args: argparse.Namespace,
+    states: Sequence[ModeState],
     grade: Grade | None,
     configs: dict[tuple[str, str], ConclaveConfig],
 ) -> str | None:
@@ -261,9 +230,9 @@ def _line_problem(
     if line.overrides is None:
         return None
     try:
-        overridden = apply_overrides(base, line.overrides)
-        for mode in modes:
-            configs[line.key, mode.name] = _for_mode(overridden, mode, args)
+        overridden = attrs.evolve(resolved, base=apply_overrides(resolved.base, line.overrides))
+        for mode, state in zip(modes, states, strict=True):
+            configs[line.key, mode.name] = overridden.for_flags(state)
     except ConfigError as exc:
         return "overrides refused: " + "; ".join(p.render() for p in exc.problems)
     except UsageError as exc:
@@ -311,7 +280,7 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
                     key=f"{line.key} ({mode.name})",
                     task=line.task,
                     config=config,
-                    mode=CollaborationMode(args.mode),
+                    mode=setup.collaboration,
                     log_dir=_log_dir(log_root, line.key, mode.name),
                 )
             )
@@ -405,7 +374,7 @@ async def _drive(
     progress: BatchProgress,
 ) -> None:
     """Run the engine, halting it at the first stop signal and abandoning it at the second."""
-    with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
 
             async def on_signals() -> None:
@@ -469,7 +438,7 @@ def exit_code(
     failed (or a worker died, or RESULTS could not be written); else 3 when a run timed out
     or ``--max-cost`` left runs unstarted; else 0: every task completed."""
     if signals:
-        return ExitCode.TERMINATED if signals[0] == signal.SIGTERM else ExitCode.CANCELLED
+        return signal_exit_code(signals[0])
     if bad:
         return ExitCode.USAGE
     if lost or any(row.failed for row in rows):

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from conclave.ui.headless.result import display_path
+from conclave.ui.text import display_path
 
 __all__ = ["ResultsFile", "open_results", "result_key"]
 

@@ -16,37 +16,29 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
-from collections.abc import Iterator
-from types import FrameType
 
 import trio
 
 from conclave.actors.events import EventHub
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.result import RunResult, Termination
-from conclave.config.discovery import discover_config
+from conclave.config.discovery import ConfigOrigin
 from conclave.config.modes import CollaborationMode
+from conclave.config.problems import ConfigError
+from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
+from conclave.config.schema import ConclaveConfig
 from conclave.runtime.eventlog import EventLogExists, EventLogFailure
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.flags import (
-    ConfigError,
-    EmptyStdin,
-    UsageError,
-    resolve_config,
-    resolve_log_dir,
-    resolve_mode,
-    resolve_task,
-)
+from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
+from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
-from conclave.ui.headless.progress import RunProgress, make_progress
-from conclave.ui.headless.result import display_path, print_json_error, print_result
+from conclave.ui.headless.result import print_json_error, print_result
+from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
+from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
+from conclave.ui.text import display_path
 
-__all__ = ["STOP_SIGNALS", "StopSignals", "run_command", "signal_exit_code"]
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""The signals that end a run with its best answer so far."""
+__all__ = ["make_progress", "run_command"]
 
 _EXIT = {
     Termination.COMPLETED: ExitCode.OK,
@@ -57,49 +49,25 @@ _EXIT = {
 }
 
 
-def signal_exit_code(signum: int) -> ExitCode:
-    return ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.CANCELLED
-
-
-class StopSignals:
-    """The stop signals received, in order: the first decides the exit code of a cancelled
-    run. While it is installed, a signal is only recorded, so none can interrupt trio's
-    start-up or the printing of the result half-way; the run listens for them itself.
-    ``conclave serve`` uses it the same way around its server."""
-
-    def __init__(self) -> None:
-        self.received: list[int] = []
-
-    def record(self, signum: int, _frame: FrameType | None) -> None:
-        self.received.append(signum)
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        previous = {signum: signal.signal(signum, self.record) for signum in STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-
 def run_command(args: argparse.Namespace) -> int:
     fmt: str = args.output_format
+    flags = RunFlags.from_args(args)
     try:
         task = resolve_task(args)
-        _discover_config(args, fmt)
-        config = resolve_config(args)
+        resolved = resolve(flags)
+        config = resolved.for_flags(flags.mode_state())
         log_dir = resolve_log_dir(args.log_dir)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
     except (UsageError, ConfigError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
+    _say_where(resolved, config, fmt)
     spec = RunSpec(
         task=task,
         config=config,
         log_dir=log_dir,
         max_cost_usd=args.max_cost,
-        mode=resolve_mode(args),
+        mode=flags.collaboration,
     )
     signals = StopSignals()
     with signals.installed():
@@ -123,18 +91,38 @@ def run_command(args: argparse.Namespace) -> int:
         return _print(result, progress, fmt, code, planned)
 
 
-def _discover_config(args: argparse.Namespace, fmt: str) -> None:
-    """Without ``--config`` (or ``--agents``, which asks for the scripted default), the
-    project's or the user's config file when there is one (:mod:`config.discovery`); in
-    text mode, one line on stderr says which."""
-    if args.config is not None or args.agents is not None:
-        return
-    found = discover_config(None)
-    if found.path is None:
-        return
-    args.config = str(found.path)
-    if fmt == "text":
-        print(f"conclave: {found.describe()}", file=sys.stderr)
+def _say_where(resolved: ResolvedConfig, config: ConclaveConfig, fmt: str) -> None:
+    """One line on stderr for a config the command line did not name: the scripted default
+    (always), or the file found (text mode only: json and stream-json keep stderr for
+    progress and errors). Then what ``--max-cost`` does not count."""
+    note = resolved.source_note(len(config.agents))
+    if note is not None and (fmt == "text" or resolved.found.origin is ConfigOrigin.DEFAULT):
+        print(f"conclave: {note}", file=sys.stderr)
+    unpriced = resolved.unpriced_note()
+    if unpriced is not None:
+        print(f"conclave: {unpriced}", file=sys.stderr)
+
+
+def make_progress(
+    spec: RunSpec, output_format: str, *, verbose: bool, include_partial: bool
+) -> RunProgress:
+    """The renderer for ``--output-format``; call it in the run's trio context, just before
+    the run opens (its clock starts now). Text progress to a terminal is a live block of
+    agent statuses (:mod:`ui.headless.live_status`); to anything else, timeline lines."""
+    clock = RunClock()
+    if output_format == "stream-json":
+        return StreamJson(
+            sys.stdout,
+            spec=spec,
+            run_id=run_id_of(spec),
+            include_partial=include_partial,
+            clock=clock,
+        )
+    if output_format == "json" and not verbose:
+        return Silent()
+    if output_format == "text" and wants_live_status(sys.stderr):
+        return LiveStatus(sys.stderr, verbose=verbose, clock=clock)
+    return TextProgress(sys.stderr, verbose=verbose, clock=clock)
 
 
 def _print(

@@ -23,7 +23,7 @@ import trio
 
 from conclave.actors.events.view import PRESENTED, AgentView, RunView
 from conclave.runtime import Event
-from conclave.ui.headless.progress import RunClock, TextProgress
+from conclave.ui.progress import RunClock, TextProgress
 from conclave.ui.timeline import neutralise
 
 __all__ = [

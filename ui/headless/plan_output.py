@@ -16,7 +16,7 @@ import attrs
 from conclave.actors.planning.flow import PlanStore
 from conclave.actors.planning.plan import Plan, parse_plan, plan_to_dict
 from conclave.actors.run.result import RunResult
-from conclave.ui.headless.result import display_path
+from conclave.ui.text import display_path
 
 __all__ = ["PlannedResult", "plan_of"]
 

@@ -24,27 +24,25 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 
 import attrs
 import trio
 
 from conclave.actors.llm.errors import LLMError
-from conclave.actors.llm.http_hooks import KeyStatus, key_status, resolve_key
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import ChatMessage, CompletionRequest
+from conclave.config.keys import missing_keys
 from conclave.config.loader import ConfigError, LoadedConfig, read_config
 from conclave.config.problems import Problem
 from conclave.config.schema import AgentConfig, ConclaveConfig
 from conclave.config.schema.endpoint import HttpBackendConfig, endpoint_host
 from conclave.config.validation import problems
+from conclave.config.wording import listed, plural
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.result import display_path, plural
+from conclave.ui.text import display_path
 
 __all__ = ["CHECK_TIMEOUT_S", "EndpointCheck", "check_endpoints", "validate_command"]
-
-_SHOWN = 5
-"""Names a line lists; past that it counts, so it stays one short line."""
 
 CHECK_TIMEOUT_S = 60.0
 """Seconds an endpoint check may take, retries included: a server that cannot answer one
@@ -77,7 +75,10 @@ def validate_command(path: str, *, as_json: bool = False, check: bool = False) -
     except ConfigError as exc:
         return _report(source, list(exc.problems), list(exc.warnings), None, None, as_json)
     errors = problems(loaded.config, source=source, locations=loaded.locations)
-    warnings = [*loaded.warnings, *_missing_keys(loaded, source, os.environ)]
+    keys = missing_keys(
+        loaded.config, source=source, environ=os.environ, locations=loaded.locations
+    )
+    warnings = [*loaded.warnings, *keys]
     checks = trio.run(check_endpoints, loaded.config) if check and not errors else None
     if checks is not None:
         errors += [_endpoint_problem(c, loaded, source) for c in checks if not c.ok]
@@ -133,11 +134,6 @@ def _exit_code(errors: Sequence[Problem], checks: Sequence[EndpointCheck] | None
     return ExitCode.USAGE
 
 
-def _names(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:_SHOWN])
-    return shown + (f" and {len(items) - _SHOWN:,} more" if len(items) > _SHOWN else "")
-
-
 def _summary(config: ConclaveConfig) -> str:
     """``3 agents: a, b, c; backends: 2 openai, 1 scripted; endpoints: api.openai.com``."""
     ids = [a.id for a in config.agents]
@@ -152,63 +148,10 @@ def _summary(config: ConclaveConfig) -> str:
             if isinstance(a.backend, HttpBackendConfig)
         )
     )
-    endpoints = _names(hosts) if hosts else "none (offline)"
+    endpoints = listed(hosts) if hosts else "none (offline)"
     return (
-        f"{plural(len(ids), 'agent')}: {_names(ids)}; backends: {backends}; endpoints: {endpoints}"
+        f"{plural(len(ids), 'agent')}: {listed(ids)}; backends: {backends}; endpoints: {endpoints}"
     )
-
-
-def check_some_agent_has_a_key(config: ConclaveConfig, *, source: str | None) -> None:
-    """Before a run: raise :class:`ConfigError` when no agent could make a single call for
-    want of a key (every agent on a network backend, none with a key), so a run that cannot
-    work does not start; when only some lack one, the run excludes those, saying why, and
-    goes on with the others (a mixed panel keeps its working half)."""
-    if not config.agents or not all(
-        isinstance(a.backend, HttpBackendConfig) for a in config.agents
-    ):
-        return
-    needing = _needing_keys(config, os.environ)
-    if sum(map(len, needing.values())) == len(config.agents):
-        loaded = LoadedConfig(config=config, source=source or "config")
-        raise ConfigError(problems=_missing_keys(loaded, source or "config", os.environ))
-
-
-def _needing_keys(config: ConclaveConfig, environ: Mapping[str, str]) -> dict[str, list[int]]:
-    """Environment variable → the indexes of the agents that need it and have no key."""
-    needing: dict[str, list[int]] = {}
-    for index, agent in enumerate(config.agents):
-        backend = agent.backend
-        if not isinstance(backend, HttpBackendConfig):
-            continue
-        key = resolve_key(backend, environ)
-        if key_status(key, backend.endpoint_url()) is KeyStatus.MISSING:
-            needing.setdefault(backend.api_key_env, []).append(index)
-    return needing
-
-
-def _missing_keys(loaded: LoadedConfig, source: str, environ: Mapping[str, str]) -> list[Problem]:
-    """One warning per environment variable that agents need and nobody set."""
-    needing = _needing_keys(loaded.config, environ)
-    found = []
-    for variable, indexes in needing.items():
-        ids = [loaded.config.agents[i].id for i in indexes]
-        path = f"agents[{indexes[0]}].backend"
-        line, column = loaded.locations.get(path, (None, None))
-        found.append(
-            Problem(
-                message=f"no API key for {plural(len(ids), 'agent')} ({_names(ids)}): "
-                f"api_key is not set and neither is the environment variable {variable}; "
-                f"a run would exclude {'it' if len(ids) == 1 else 'them'}: set {variable} "
-                "before running",
-                path=path,
-                file=source,
-                line=line,
-                column=column,
-                expected=f"api_key, or {variable} set in the environment",
-                got="neither",
-            )
-        )
-    return found
 
 
 # -- endpoint checks ------------------------------------------------------------------------
@@ -278,7 +221,7 @@ def _agent_ids(check: EndpointCheck, config: ConclaveConfig) -> list[str]:
 
 def _check_line(check: EndpointCheck, config: ConclaveConfig) -> str:
     ids = _agent_ids(check, config)
-    who = f"{'agent' if len(ids) == 1 else 'agents'} {_names(ids)}"
+    who = f"{'agent' if len(ids) == 1 else 'agents'} {listed(ids)}"
     head = f"endpoint {check.host} ({check.type}, model {check.model}; {who})"
     if check.ok:
         return f"{head}: ok in {check.seconds:.2f} s"

@@ -40,8 +40,11 @@ from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
 from prompt_toolkit.shortcuts import print_formatted_text
 
-from conclave.config.modes import AgentMode, CollaborationMode, ModeState
-from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.config.modes import CollaborationMode, ModeState
+from conclave.config.problems import ConfigError
+from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
+from conclave.config.schema import AgentConfig
+from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
@@ -49,6 +52,7 @@ from conclave.ui.repl.layout import build_layout
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Submit
 from conclave.ui.repl.state import Dialog, ReplState
 from conclave.ui.repl.style import STYLE
+from conclave.ui.signals import signal_exit_code
 
 if TYPE_CHECKING:
     import trio
@@ -353,7 +357,7 @@ class Repl:
 
 async def _trio_main(
     repl: Repl,
-    config: ConclaveConfig,
+    resolved: ResolvedConfig,
     log_root: Path | None,
     backend_factory: BackendFactory | None,
 ) -> None:
@@ -364,7 +368,7 @@ async def _trio_main(
 
     send, receive = trio.open_memory_channel[Command](math.inf)
     async with open_repl_service(
-        config=config,
+        resolved=resolved,
         state=repl.state,
         printer=repl.print,
         log_root=log_root,
@@ -393,7 +397,7 @@ def _load_runtime() -> None:
 async def run_session(
     repl: Repl,
     *,
-    config: ConclaveConfig,
+    resolved: ResolvedConfig,
     log_root: Path | None,
     backend_factory: BackendFactory | None = None,
     welcome: str = "",
@@ -420,7 +424,7 @@ async def run_session(
         trio.lowlevel.start_guest_run(
             _trio_main,
             repl,
-            config,
+            resolved,
             log_root,
             backend_factory,
             run_sync_soon_threadsafe=loop.call_soon_threadsafe,
@@ -452,17 +456,17 @@ async def run_session(
 
 
 def run_repl(
-    config: ConclaveConfig,
+    resolved: ResolvedConfig,
     *,
     modes: ModeState | None = None,
-    collaboration: CollaborationMode = CollaborationMode.DEFAULT,
     log_root: Path | None = Path(".conclave") / "runs",
     history: Path | None = None,
     welcome: str = "",
 ) -> int:
-    """The REPL on this terminal until the person leaves; the exit code."""
-    state = ReplState(agents=tuple(a.id for a in config.agents), modes=modes or ModeState())
-    state.set_collaboration(collaboration)
+    """The REPL on this terminal until the person leaves; the exit code. Each turn's config
+    is ``resolved`` finished for the modes on the bar then."""
+    agents = tuple(a.id for a in resolved.base.agents)
+    state = ReplState(agents=agents, modes=modes or ModeState())
     file_history, problem = _open_history(history)
     repl = Repl(state, history=file_history)
     if problem:
@@ -478,67 +482,24 @@ def run_repl(
                 repl.quit()
 
             loop.add_signal_handler(signum, stop)
-        await run_session(repl, config=config, log_root=log_root, welcome=welcome)
+        await run_session(repl, resolved=resolved, log_root=log_root, welcome=welcome)
 
     asyncio.run(main())
-    if stopped:
-        return ExitCode.TERMINATED if stopped[0] == signal.SIGTERM else ExitCode.CANCELLED
-    return ExitCode.OK
-
-
-class _UsageError(Exception):
-    """A flag or the config is wrong; the message says which and what to do."""
-
-
-def _config(args: argparse.Namespace) -> ConclaveConfig:
-    """The config the flags name, checked as ``conclave run`` checks it. The loader and the
-    checks are imported only when a flag changes the default three scripted agents (which
-    pass by construction): they cost start-up time a bare ``conclave`` does not need."""
-    import attrs
-
-    from conclave.config.schema import default_config
-
-    if args.config is None:
-        config = default_config(args.agents or 3)
-    elif args.agents is not None:
-        raise _UsageError(
-            "--agents applies only to the default scripted agents; drop it or --config"
-        )
-    if args.visibility is not None or args.config is not None or args.agents is not None:
-        from conclave.config.loader import ConfigError, load_config
-        from conclave.config.validation import check_runnable
-
-        try:
-            if args.config is not None:
-                config = load_config(args.config)
-            if args.visibility is not None:
-                orchestrator = attrs.evolve(config.orchestrator, visibility=args.visibility)
-                config = attrs.evolve(config, orchestrator=orchestrator)
-            check_runnable(config, source=args.config)
-            if args.config is not None:
-                from conclave.ui.headless.validate import check_some_agent_has_a_key
-
-                check_some_agent_has_a_key(config, source=args.config)
-        except ConfigError as exc:
-            raise _UsageError(str(exc)) from None
-    if args.agent is not None:
-        if args.agent_mode != "single":
-            raise _UsageError("--agent picks the agent of single mode; add --agent-mode single")
-        ids = [agent.id for agent in config.agents]
-        if args.agent not in ids:
-            known = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
-            raise _UsageError(f"--agent: no agent {args.agent!r}; configured agents: {known}")
-    return config
+    return signal_exit_code(stopped[0]) if stopped else ExitCode.OK
 
 
 def repl_command(args: argparse.Namespace) -> int:
-    """``conclave repl`` (and a bare ``conclave`` in a terminal)."""
+    """``conclave repl`` (and a bare ``conclave`` in a terminal, or one with run flags and
+    no task): the flags resolved and checked as every front end's are, before the terminal
+    is taken over."""
+    flags = RunFlags.from_args(args)
     try:
-        config = _config(args)
-    except _UsageError as exc:
+        resolved = resolve(flags)
+        modes = flags.mode_state()
+        resolved.for_flags(modes)  # the starting modes' run must be able to start
+    except (UsageError, ConfigError) as exc:
         print(f"conclave: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    ids = [agent.id for agent in config.agents]
     if sys.stdin is None or not sys.stdin.isatty():
         print(
             "conclave repl: stdin is not a terminal, and the REPL needs one; to run one task "
@@ -546,21 +507,14 @@ def repl_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE
-    modes = ModeState(
-        agent_mode=AgentMode(args.agent_mode),
-        active_agent=args.agent,
-        refinement=args.refinement == "on",
-    )
-    source = args.config or "no --config: scripted agents, offline"
     welcome = (
-        f"Conclave: {len(ids):,} agent(s) ({source}). Type a task and press Enter; "
-        "/help lists keys and commands, Ctrl+D quits."
+        f"Conclave: {plural(len(resolved.base.agents), 'agent')}, {resolved.where()}. "
+        "Type a task and press Enter; /help lists keys and commands, Ctrl+D quits."
     )
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     return run_repl(
-        config,
+        resolved,
         modes=modes,
-        collaboration=CollaborationMode(args.mode),
         log_root=log_root,
         history=history_path(),
         welcome=welcome,

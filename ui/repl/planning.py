@@ -27,11 +27,11 @@ from conclave.actors.planning.flow import PlanStore, execution_task, revision_ta
 from conclave.actors.planning.plan import Plan, parse_plan, render_plan
 from conclave.actors.run.result import RunResult, Termination
 from conclave.config.modes import CollaborationMode
-from conclave.ui.headless.result import display_path
 from conclave.ui.repl.plan_dialog import Approve, Choice, PlanDecision, PlanDialog, Revise
 from conclave.ui.repl.protocol import Submit
 from conclave.ui.repl.service import ReplService
 from conclave.ui.repl.state import Dialog
+from conclave.ui.text import display_path
 
 if TYPE_CHECKING:
     from conclave.ui.repl.app import Repl

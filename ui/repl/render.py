@@ -16,7 +16,8 @@ from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
 from conclave.actors.events.view import PRESENTED, AgentView, RunView
 from conclave.actors.run.result import RunResult, Termination
-from conclave.ui.headless.result import plural, summary, writes_footer
+from conclave.config.wording import plural
+from conclave.ui.summary import summary, writes_footer
 from conclave.ui.timeline import neutralise
 
 __all__ = [

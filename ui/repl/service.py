@@ -38,10 +38,11 @@ from conclave.actors.mcp.session import McpSession, open_session_servers
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
-from conclave.config.modes import CollaborationMode, apply_modes
-from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.config.modes import CollaborationMode, UnknownAgent
+from conclave.config.problems import ConfigError
+from conclave.config.resolver import ResolvedConfig
+from conclave.config.schema import AgentConfig
 from conclave.runtime import ConclaveRuntimeError
-from conclave.ui.headless.result import display_path
 from conclave.ui.repl.protocol import (
     Cancel,
     ClearHistory,
@@ -53,6 +54,7 @@ from conclave.ui.repl.protocol import (
 )
 from conclave.ui.repl.render import answer_block
 from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
+from conclave.ui.text import display_path
 
 __all__ = ["PlanHook", "Printer", "ReplService", "open_repl_service"]
 
@@ -100,7 +102,7 @@ class ReplService:
     def __init__(
         self,
         *,
-        config: ConclaveConfig,
+        resolved: ResolvedConfig,
         state: ReplState,
         printer: Printer,
         log_root: Path | None,
@@ -109,7 +111,8 @@ class ReplService:
         mcp: McpSession | None = None,
         backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
     ) -> None:
-        self.config = config
+        self.resolved = resolved
+        """The session's config before any mode; each turn finishes it for its modes."""
         self.state = state
         self.plans: PlanHook | None = None
         self._print = printer
@@ -227,8 +230,8 @@ class ReplService:
         shown = submit.shown_task or submit.task
         self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
         try:
-            config = apply_modes(self.config, submit.modes)
-        except ValueError as exc:
+            config = self.resolved.for_modes(submit.modes)
+        except (UnknownAgent, ConfigError) as exc:
             self._print([("class:error", f"cannot run: {exc}\n")])
             return
         log_dir = self._new_log_dir()
@@ -352,7 +355,7 @@ _STATUS = {
 @asynccontextmanager
 async def open_repl_service(
     *,
-    config: ConclaveConfig,
+    resolved: ResolvedConfig,
     state: ReplState,
     printer: Printer,
     log_root: Path | None,
@@ -361,11 +364,11 @@ async def open_repl_service(
     """The session's pool, MCP servers and hub, and a service using them; all close on
     leaving. The servers start in the background (the prompt does not wait for them) and are
     lent to each turn's run, so a turn does not pay their start-up again."""
-    async with open_backends() as pool, open_session_servers(config) as mcp:
+    async with open_backends() as pool, open_session_servers(resolved.base) as mcp:
         with EventHub() as hub:
             yield ReplService(
                 mcp=mcp,
-                config=config,
+                resolved=resolved,
                 state=state,
                 printer=printer,
                 log_root=log_root,

@@ -1,12 +1,14 @@
-"""``conclave serve``'s flags. Only argparse here: registering the command must stay cheap so
-that ``conclave --help`` starts fast; :mod:`ui.serve.command` resolves the values."""
+"""``conclave serve``'s flags: the shared run flags without the mode flags (each client's
+``start_run`` names its run's modes; :func:`config.flags.add_run_flags`) and the server's own.
+Only argparse here: registering the command must stay cheap so that ``conclave --help``
+starts fast; :mod:`ui.serve.command` resolves the values."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 
-from conclave.config.limits import MAX_AGENTS
+from conclave.config.flags import add_run_flags
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "add_serve_arguments"]
 
@@ -76,14 +78,10 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
         help="let browser pages from ORIGIN (http://host:port) connect; repeatable (default: "
         "none; clients that send no Origin, such as scripts, are not affected)",
     )
-    p.add_argument(
-        "--config", metavar="PATH", help="YAML config of every run (default: scripted agents)"
-    )
-    p.add_argument(
-        "--agents",
-        type=_whole(1, MAX_AGENTS),
-        metavar="N",
-        help="number of scripted agents (no --config)",
+    add_run_flags(
+        p,
+        modes=False,
+        help={"timeout": "each run's whole-run timeout (a start_run's timeout wins)"},
     )
     p.add_argument(
         "--log-dir",

@@ -18,12 +18,10 @@ from pathlib import Path
 
 import trio
 
-from conclave.config.discovery import discover_config
-from conclave.config.loader import ConfigError, load_config
-from conclave.config.schema import ConclaveConfig, default_config
-from conclave.config.validation import check_runnable
+from conclave.config.modes import ModeState
+from conclave.config.problems import ConfigError
+from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.command import STOP_SIGNALS, StopSignals, signal_exit_code
 from conclave.ui.serve.auth import (
     TokenError,
     generate_token,
@@ -33,6 +31,7 @@ from conclave.ui.serve.auth import (
 )
 from conclave.ui.serve.runs import ServeSettings
 from conclave.ui.serve.server import Server, open_server
+from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
 
 __all__ = ["serve_command"]
 
@@ -75,7 +74,7 @@ def _settings(args: argparse.Namespace) -> ServeSettings:
     if args.log_dir is not None and not args.log_dir.strip():
         raise _Usage("--log-dir is empty; pass the directory the runs' logs go under")
     return ServeSettings(
-        config=_config(args),
+        resolved=_config(args),
         token=token,
         log_root=log_root,
         allowed_origins=frozenset(normalise_origin(o) for o in args.allow_origin or ()),
@@ -84,22 +83,19 @@ def _settings(args: argparse.Namespace) -> ServeSettings:
     )
 
 
-def _config(args: argparse.Namespace) -> ConclaveConfig:
-    """The config every run starts from, checked as ``conclave run`` checks it."""
-    source: str | None = args.config
-    if source is not None and args.agents is not None:
-        raise _Usage("--agents applies only to the default scripted agents; drop it or --config")
-    if source is None and args.agents is None:
-        found = discover_config(None)
-        if found.path is not None:
-            source = str(found.path)
-            print(f"conclave serve: {found.describe()}", file=sys.stderr)
+def _config(args: argparse.Namespace) -> ResolvedConfig:
+    """The config every run starts from, through the one resolver; checked at once as a run
+    in the default modes would use it (a client's ``start_run`` is checked again for its
+    own modes)."""
     try:
-        config = load_config(source) if source is not None else default_config(args.agents or 3)
-        check_runnable(config, source=source)
-    except ConfigError as exc:
+        resolved = resolve(RunFlags.from_args(args))
+        resolved.for_modes(ModeState())
+    except (UsageError, ConfigError) as exc:
         raise _Usage(str(exc)) from None
-    return config
+    note = resolved.source_note(len(resolved.base.agents))
+    if note is not None:
+        print(f"conclave serve: {note}", file=sys.stderr)
+    return resolved
 
 
 def _say(line: str) -> None:

@@ -3,7 +3,7 @@ watcher.
 
 The feed is a synchronous subscriber of the run's :class:`~actors.events.EventHub`. For each
 event it folds the event into a :class:`~actors.events.view.RunView` (the snapshot a late
-joiner gets first) and hands it to :class:`ui.headless.progress.StreamJson`, the encoder of
+joiner gets first) and hands it to :class:`ui.progress.StreamJson`, the encoder of
 ``conclave run --output-format stream-json``. So the lines every watcher gets are exactly the
 stream-json schema.
 
@@ -51,7 +51,7 @@ from conclave.actors.events import DomainEvent, DropCause, SubscriberDropped
 from conclave.actors.events.view import RunView
 from conclave.actors.run.result import RunResult
 from conclave.runtime import Event, LogOpened, converter
-from conclave.ui.headless.progress import StreamJson
+from conclave.ui.progress import StreamJson
 
 __all__ = ["SCAN_EVERY", "Capture", "Frame", "RunFeed", "Watcher", "text_frame"]
 

@@ -1,7 +1,7 @@
 """The websocket protocol of ``conclave serve``: typed client and server messages.
 
 Every frame is UTF-8 text holding one or more lines of JSON (JSON Lines: a line never holds a
-raw line break, see :func:`ui.headless.progress.json_line`), each a JSON object whose first
+raw line break, see :func:`ui.progress.json_line`), each a JSON object whose first
 field is ``type``. A client sends one message per frame; the server may put several lines in
 one frame when a run produces events faster than it flushes (docs/serve.md).
 
@@ -12,7 +12,7 @@ project's converter would turn ``"false"`` into ``True`` and ``5`` into ``"5"``)
 message with a wrong type is refused naming the field, never coerced.
 
 Lines about a run's events are not declared here: they are the stream-json schema
-(docs/stream-json.md), written by :class:`ui.headless.progress.StreamJson`. Server messages
+(docs/stream-json.md), written by :class:`ui.progress.StreamJson`. Server messages
 use types no event uses, so a client tells them apart by ``type`` alone.
 """
 
@@ -32,7 +32,7 @@ from conclave.actors.human.gate import OverrideRequest
 from conclave.config.limits import MAX_TASK_BYTES, MAX_TIMEOUT_S
 from conclave.config.modes import AgentMode, CollaborationMode
 from conclave.runtime.codec import converter
-from conclave.ui.headless.progress import json_line
+from conclave.ui.progress import json_line
 
 __all__ = [
     "PROTOCOL_VERSION",

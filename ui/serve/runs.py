@@ -1,7 +1,8 @@
 """The server's runs: started by clients, outliving them, watched by any number of them.
 
 :class:`RunRegistry` starts each run as the REPL's service does (:mod:`ui.repl.service`): a
-:class:`~actors.run.spec.RunSpec` from the server's config after the client's modes, the
+:class:`~actors.run.spec.RunSpec` from the server's resolved config finished for the client's
+modes (:meth:`config.resolver.ResolvedConfig.for_modes`, as every front end's runs are), the
 server's backend pool (connections stay warm across runs), an :class:`EventHub` per run, and
 :func:`~actors.run.driver.drive` in a task of the registry's nursery, not of the client's:
 a client that disconnects does not stop the run. The run's :class:`RunFeed` (a synchronous
@@ -36,10 +37,12 @@ from conclave.actors.llm.pool import BackendPool
 from conclave.actors.run.driver import RunHandle, RunSpec, drive, not_started
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
-from conclave.config.modes import AgentMode, ModeState, apply_modes
+from conclave.config.modes import AgentMode, ModeState, UnknownAgent
+from conclave.config.problems import ConfigError
+from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import ConclaveConfig
 from conclave.runtime import ConclaveRuntimeError
-from conclave.ui.headless.progress import RunClock, StreamJson
+from conclave.ui.progress import RunClock, StreamJson
 from conclave.ui.serve.feed import Capture, RunFeed, text_frame
 from conclave.ui.serve.protocol import (
     ErrorCode,
@@ -59,8 +62,8 @@ __all__ = ["RunRegistry", "ServeSettings", "ServedRun"]
 class ServeSettings:
     """What ``conclave serve``'s flags decide, for the server and its runs."""
 
-    config: ConclaveConfig
-    """The config every run starts from (before the client's modes)."""
+    resolved: ResolvedConfig
+    """The config every run starts from (before the client's modes), from the flags."""
     token: str
     log_root: Path
     """Each run's log directory is made here: ``<log_root>/<run_id>/events.jsonl``."""
@@ -310,10 +313,6 @@ class RunRegistry:
 
     def _config(self, request: StartRun) -> ConclaveConfig:
         rid = request.request_id
-        config = self.settings.config
-        if request.timeout is not None:
-            orchestrator = attrs.evolve(config.orchestrator, run_timeout=request.timeout)
-            config = attrs.evolve(config, orchestrator=orchestrator)
         if request.agent is not None and request.agent_mode is not AgentMode.SINGLE:
             raise ProtocolError(
                 ErrorCode.BAD_MESSAGE,
@@ -326,10 +325,16 @@ class RunRegistry:
             refinement=request.refinement,
         )
         try:
-            return apply_modes(config, modes)
-        except ValueError as exc:
+            return self.settings.resolved.for_modes(modes, timeout=request.timeout)
+        except UnknownAgent as exc:
             raise ProtocolError(
                 ErrorCode.BAD_MESSAGE, f"start_run.agent: {exc}", request_id=rid
+            ) from None
+        except ConfigError as exc:
+            raise ProtocolError(
+                ErrorCode.RUN_NOT_STARTED,
+                f"the run's config cannot run in these modes: {exc}",
+                request_id=rid,
             ) from None
 
     def _new_log_dir(self, request_id: str | None) -> Path:

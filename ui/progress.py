@@ -1,4 +1,8 @@
-"""A headless run's live progress: text lines on stderr, or stream-json lines on stdout.
+"""A run's progress as it happens: timeline lines of text, or stream-json lines.
+
+Shared by the front ends: a headless run prints either (text on stderr, stream-json on
+stdout; :func:`ui.headless.command.make_progress` picks one), and ``conclave serve`` sends
+each run's stream-json lines to its clients.
 
 Both renderers are synchronous subscribers of the run's :class:`~actors.events.EventHub`:
 output to a terminal or a pipe is the run's own output, so it is written as events happen
@@ -15,7 +19,6 @@ import json
 import os
 import re
 import secrets
-import sys
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -51,7 +54,6 @@ __all__ = [
     "StreamJson",
     "TextProgress",
     "json_line",
-    "make_progress",
     "run_id_of",
 ]
 
@@ -59,7 +61,7 @@ _NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
 class RunProgress(Protocol):
-    """What the headless command needs of a renderer."""
+    """What a front end needs of a renderer."""
 
     @property
     def kinds(self) -> tuple[type[Event], ...]:
@@ -77,32 +79,6 @@ class RunProgress(Protocol):
         """Redraw while no event arrives, until the run ends (run it beside the run);
         renderers that move only with events return at once."""
         ...
-
-
-def make_progress(
-    spec: RunSpec, output_format: str, *, verbose: bool, include_partial: bool
-) -> RunProgress:
-    """The renderer for ``--output-format``; call it in the run's trio context, just before
-    the run opens (its clock starts now). Text progress to a terminal is a live block of
-    agent statuses (:mod:`ui.headless.live_status`); to anything else, timeline lines."""
-    clock = RunClock()
-    if output_format == "stream-json":
-        return StreamJson(
-            sys.stdout,
-            spec=spec,
-            run_id=run_id_of(spec),
-            include_partial=include_partial,
-            clock=clock,
-        )
-    if output_format == "json" and not verbose:
-        return Silent()
-    if output_format == "text":
-        # Imported here: the live block is a TextProgress, defined in this module.
-        from conclave.ui.headless.live_status import LiveStatus, wants_live_status
-
-        if wants_live_status(sys.stderr):
-            return LiveStatus(sys.stderr, verbose=verbose, clock=clock)
-    return TextProgress(sys.stderr, verbose=verbose, clock=clock)
 
 
 def run_id_of(spec: RunSpec) -> str:

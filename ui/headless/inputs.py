@@ -1,0 +1,124 @@
+"""``conclave run``'s own inputs: the task (the argument or stdin) and the log directory.
+The flags every front end shares resolve in :mod:`config.resolver`.
+
+Text that is not UTF-8 (documented in docs/exit-codes.md):
+
+- a task (the argument, whose bad bytes Python keeps as surrogates, or stdin's bytes) is
+  decoded with each bad byte replaced by U+FFFD, and stderr names the first one: a task is
+  prose for a model, which reads past a replaced character, and refusing it would fail a
+  run over what may be one stray byte;
+- a config file is refused (exit 2) naming the byte's position (:mod:`config.loader`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conclave.config.limits import MAX_TASK_BYTES
+from conclave.config.resolver import UsageError
+from conclave.ui.text import display_path
+
+__all__ = ["EmptyStdin", "decode_task", "resolve_log_dir", "resolve_task"]
+
+
+class EmptyStdin(Exception):
+    """Print mode (no task argument, stdin not a terminal) found nothing on stdin: the
+    pipe that should carry the task carried none (exit 1, not a usage error: the command
+    line was right, its input was not)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Error: stdin was empty; pipe a task into it (echo TASK | conclave), "
+            "or pass the task as an argument"
+        )
+
+
+def resolve_task(args: argparse.Namespace) -> str:
+    """The task from the argument or, without one, from stdin (when stdin is not a terminal:
+    print mode; an empty or blank stdin raises :class:`EmptyStdin`)."""
+    raw: bytes | None = None
+    if args.task is not None:
+        raw = _argument_bytes(args.task)
+    elif sys.stdin is not None and not sys.stdin.isatty():
+        raw = _read_stdin()
+        if not raw.strip():
+            raise EmptyStdin
+    if raw is not None and len(raw) > MAX_TASK_BYTES:
+        raise UsageError(
+            f"the task is larger than {MAX_TASK_BYTES // 1_048_576} MiB; "
+            "pass a shorter task (a file's path or an excerpt, not the whole file)"
+        )
+    task = decode_task(raw) if raw is not None else None
+    if task is None or not task.strip():
+        raise UsageError("no task given: pass TASK, use -p TASK, or pipe it on stdin")
+    return task.strip()
+
+
+def _argument_bytes(task: str) -> bytes:
+    """The bytes the user typed: Python decodes argv with ``surrogateescape``, keeping each
+    byte that is not UTF-8 as a lone surrogate (``surrogatepass`` covers a str from code)."""
+    try:
+        return task.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return task.encode("utf-8", "surrogatepass")
+
+
+def _read_stdin() -> bytes:
+    """At most one byte more than a task may hold, so ``< /dev/zero`` cannot fill memory."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # replaced by a text-only stream (tests, embedding)
+        return str(sys.stdin.read(MAX_TASK_BYTES + 1)).encode("utf-8", "surrogateescape")
+    data: bytes = buffer.read(MAX_TASK_BYTES + 1)
+    return data
+
+
+def decode_task(raw: bytes) -> str:
+    """UTF-8, with each byte that is not replaced by U+FFFD; stderr names the first one."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        print(
+            f"conclave: the task is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at position "
+            f"{exc.start}); each invalid byte was replaced with U+FFFD",
+            file=sys.stderr,
+        )
+        return raw.decode("utf-8", "replace")
+
+
+def resolve_log_dir(given: str | None) -> Path:
+    """The run's log directory, created and known to be writable, with no log in it yet.
+
+    Messages name ``--log-dir`` only when the user gave it: a problem with the default
+    directory is not a problem with a flag they never typed.
+    """
+    if given is not None:
+        if not given.strip():
+            raise UsageError("--log-dir is empty; pass the directory for the run's event log")
+        path = Path(given)
+        what = f"--log-dir {display_path(path)}"
+        advice = "pass a writable directory"
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = Path(".conclave") / "runs" / f"{stamp}-{secrets.token_hex(3)}"
+        what = f"the run's log directory {display_path(path)}"
+        advice = "run conclave from a writable directory"
+    log = path / "events.jsonl"
+    if log.is_symlink() or log.exists():
+        raise UsageError(f"{what} already holds a run (events.jsonl); choose a new directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot create it ({exc.strerror or exc}); {advice}") from None
+    try:
+        # A directory may exist and still refuse files (read-only, /proc, a full disk):
+        # find out now rather than from inside the run.
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write in it ({exc.strerror or exc}); {advice}") from None
+    return path

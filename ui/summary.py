@@ -1,0 +1,60 @@
+"""One run's result in a line of text, and what it wrote: the headless run prints them on
+stderr, the REPL under each answer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conclave.actors.run.result import DecidedBy, RunResult
+from conclave.actors.workspace.writes import WRITES_FILE, footer
+from conclave.config.wording import plural
+from conclave.ui.text import display_path
+
+__all__ = ["summary", "writes_footer"]
+
+_DECIDED = {
+    DecidedBy.VOTES: "decided by votes",
+    DecidedBy.NO_VOTES: "decided without votes",
+    DecidedBy.OVERRIDE: "chosen by override",
+    DecidedBy.TIMEOUT_BEST_SO_FAR: "best answer so far at the timeout",
+    DecidedBy.MAX_COST_BEST_SO_FAR: "best answer so far at the cost limit",
+    DecidedBy.CANCELLED_BEST_SO_FAR: "best answer so far when cancelled",
+    DecidedBy.FAILED_BEST_SO_FAR: "best answer so far when the run failed",
+}
+
+
+def writes_footer(result: RunResult) -> str | None:
+    """The lines naming what the run wrote to its writable context paths (see
+    :func:`actors.workspace.writes.footer`); ``None`` when it wrote nothing."""
+    log_dir = result.log_dir
+    list_file = Path(log_dir) / WRITES_FILE if log_dir is not None else None
+    if list_file is not None and not list_file.is_file():
+        list_file = None  # it could not be written: name no file that is not there
+    text = footer(result.writes, list_file)
+    return None if text is None else display_path(text)
+
+
+def summary(result: RunResult) -> str:
+    """One line, however many agents ran: counts, never lists."""
+    decided = _DECIDED.get(result.decided_by, "no answer") if result.decided_by else "no answer"
+    line = (
+        f"{result.termination}: winner {result.winner or '-'} ({decided}); "
+        f"{plural(len(result.answers), 'answer')}, {len(result.failed_agents):,} excluded, "
+        f"{plural(result.llm_calls, 'LLM call')}, {plural(result.restarts, 'restart')}, "
+        f"{result.duration_s:.2f}s"
+    )
+    if result.cost_usd is not None and result.usage.total.calls:
+        line += f", ${result.cost_usd:.4f}"
+    if result.failure_reason:
+        line += f"; failed: {_one_line(result.failure_reason)}"
+    if result.log_dir is not None:
+        line += f"; log {display_path(os.path.join(result.log_dir, 'events.jsonl'))}"
+    if result.workspace_path is not None:
+        line += f"; workspace {display_path(result.workspace_path)}"
+    return line
+
+
+def _one_line(text: str, width: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
