@@ -292,7 +292,7 @@ class AgentActor(Actor):
                 at=trio.current_time(),
                 agent=self.setup.agent,
                 round=self.memory.round,
-                policy=self._policy().value,
+                policy=self._policy(),
             )
         )
 
@@ -342,6 +342,6 @@ class AgentActor(Actor):
         self.memory.status = status
         self.context.record(
             AgentStatusChanged(
-                at=trio.current_time(), agent=self.setup.agent, status=status.value, detail=detail
+                at=trio.current_time(), agent=self.setup.agent, status=status, detail=detail
             )
         )

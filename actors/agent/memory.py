@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 
 import attrs
 
+from conclave.actors.agent.status import AgentStatus
 from conclave.actors.agent.transcript_log import TranscriptLog
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
@@ -20,20 +20,6 @@ from conclave.config.schema import OrchestratorConfig
 from conclave.runtime import Address
 
 __all__ = ["AgentMemory", "AgentSetup", "AgentStatus"]
-
-
-class AgentStatus(enum.Enum):
-    IDLE = "idle"
-    WORKING = "working"
-    RESTARTING = "restarting"
-    ANSWERED = "answered"
-    """Answered; waiting for "you may vote now"."""
-    ANSWERED_NO_VOTING = "answered, no voting"
-    """Answered in a run without voting: done unless new answers call for a refinement."""
-    VOTED = "voted"
-    STOPPED = "stopped"
-    PRESENTING = "presenting"
-    EXCLUDED = "excluded"
 
 
 @attrs.frozen(kw_only=True)

@@ -10,16 +10,22 @@ import trio
 from conclave.actors.agent.events import LlmRequestStarted, RoundStarted
 from conclave.actors.coordination.events import AnswerAdded, RunStarted
 from conclave.actors.events import DropCause, EventHub, SubscriberDropped
+from conclave.actors.llm.protocol import CallPurpose
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
-from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.actors.run.termination import Termination
+from conclave.config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
 from conclave.runtime import ChildStopped, LogOpened, TapFailed
 from conclave.ui.headless.progress import RunClock, Silent, StreamJson, TextProgress, make_progress
 
 STARTED = RunStarted(
-    at=10.0, task="t", agents=("a1", "a2"), anonymous_ids=("agent1", "agent2"), strategy="s"
+    at=10.0,
+    task="t",
+    agents=("a1", "a2"),
+    anonymous_ids=("agent1", "agent2"),
+    strategy=FinalAnswerStrategy.WINNER_PRESENT,
 )
-ENDED = RunEnded(at=12.0, termination="completed", winner="a1", final_answer="x")
+ENDED = RunEnded(at=12.0, termination=Termination.COMPLETED, winner="a1", final_answer="x")
 
 
 def progress(*, verbose: bool = False) -> tuple[TextProgress, io.StringIO]:
@@ -35,7 +41,7 @@ def test_each_event_is_a_timed_line() -> None:
     text.record(AnswerAdded(at=11.5, agent="a1", label="agent1.1", content="Use it as a hook"))
 
     assert out.getvalue().splitlines() == [
-        "[  0.00s] run started: 2 agents (a1, a2), strategy s",
+        "[  0.00s] run started: 2 agents (a1, a2), strategy winner_present",
         "[  1.50s] a1 answered agent1.1: Use it as a hook",
     ]
 
@@ -126,7 +132,7 @@ def test_verbose_prints_the_agents_table_from_the_run_view_when_the_run_ends() -
     for event in (
         STARTED,
         RoundStarted(at=10.5, agent="a1", round=1, tools=("new_answer",)),
-        LlmRequestStarted(at=10.5, agent="a1", purpose="round"),
+        LlmRequestStarted(at=10.5, agent="a1", purpose=CallPurpose.ROUND),
         AnswerAdded(at=11.0, agent="a1", label="agent1.1", content="x"),
         ENDED,
     ):
