@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import trio
 
 from conclave.actors.agent.status import AgentStatus
 from conclave.actors.agent.transcript_log import TranscriptLog
@@ -49,6 +50,11 @@ class AgentSetup:
     and the prefix of its system messages."""
     instructions: str = ""
     """The agent's configured ``system_prompt``, added after Conclave's own rules."""
+    halted: trio.Event = attrs.Factory(trio.Event)
+    """Set when the run ends before coordination did (timeout, Ctrl+C, failure): start
+    nothing new, whatever arrives (mail queued before the run's ``StopWork``, or a start
+    that comes only now). One per run, shared by its agents; the run's handle is its one
+    writer (:attr:`~actors.run.handle.RunHandle.halted`)."""
 
 
 @attrs.define
@@ -70,8 +76,6 @@ class AgentMemory:
     prompt_built: bool = False
     committing: bool = False
     """The round's result went to the coordinator; from here on it is never cancelled."""
-    halted: bool = False
-    """Set by the run when it ends (timeout, Ctrl+C): start nothing new, whatever arrives."""
     vote_cleared: bool = False
     """A VotesReset came while a round was in flight: if that round settles as a vote, the
     reset was about that very vote (it overtook the round's RoundSettled), so vote again."""

@@ -230,6 +230,16 @@ class CoordinationState:
         self.votes.pop(agent, None)
         self.vote_reasons.pop(agent, None)
 
+    def halt(self) -> None:
+        """The run ended before coordination did (timeout, Ctrl+C, failure): from now on
+        no answer or vote is accepted and nothing more is decided.
+
+        The run's handle calls it, synchronously, as it takes the run's result: a message to
+        the coordinator would be handled only after that moment, and what it accepted in
+        between would be missing from the result. Every other transition is the
+        coordinator's."""
+        self.phase = Phase.DONE
+
     # -- queries ------------------------------------------------------------------------
 
     def knows(self, agent: str) -> bool:
