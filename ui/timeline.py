@@ -44,6 +44,7 @@ from conclave.runtime import (
     DeadLetterCause,
     Event,
     Held,
+    HowStopped,
     Released,
     TapFailed,
 )
@@ -124,7 +125,7 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"dead letter ({event.cause.value}) {payload} to {to}: {event.reason}"
     if isinstance(event, ChildExited) and event.error is not None:
         return f"{event.child} crashed ({event.error}); supervisor {event.action}s it"
-    if isinstance(event, ChildStopped) and event.how == "crashed":
+    if isinstance(event, ChildStopped) and event.how is HowStopped.CRASHED:
         return _one_line(
             f"{event.child} crashed while {event.supervisor} stopped it ({event.error})"
         )

@@ -17,7 +17,7 @@ from conclave.actors.workspace.events import (
     SnapshotPublished,
 )
 from conclave.config.schema import FinalAnswerStrategy
-from conclave.runtime import ChildStopped, Event, TapFailed
+from conclave.runtime import ChildStopped, Event, HowStopped, TapFailed
 from conclave.ui.timeline import agent_table, describe
 
 
@@ -41,20 +41,24 @@ def test_a_big_run_names_five_agents_and_counts_the_rest() -> None:
 
 def test_a_child_that_crashes_while_being_stopped_is_shown_with_its_error() -> None:
     event = ChildStopped(
-        at=0.0, supervisor="run", child="agent:a1", how="crashed", error="RuntimeError: boom"
+        at=0.0,
+        supervisor="run",
+        child="agent:a1",
+        how=HowStopped.CRASHED,
+        error="RuntimeError: boom",
     )
     assert describe(event) == "agent:a1 crashed while run stopped it (RuntimeError: boom)"
 
 
-@pytest.mark.parametrize("how", ["graceful", "killed"])
-def test_a_child_stopped_without_a_crash_is_not_a_line(how: str) -> None:
+@pytest.mark.parametrize("how", [HowStopped.GRACEFUL, HowStopped.KILLED])
+def test_a_child_stopped_without_a_crash_is_not_a_line(how: HowStopped) -> None:
     event = ChildStopped(at=0.0, supervisor="run", child="agent:a1", how=how)
     assert describe(event, verbose=True) is None
 
 
 def test_a_crash_while_stopping_spanning_lines_is_shown_on_one() -> None:
     event = ChildStopped(
-        at=0.0, supervisor="run", child="agent:a1", how="crashed", error="OSError: a\n  b"
+        at=0.0, supervisor="run", child="agent:a1", how=HowStopped.CRASHED, error="OSError: a\n  b"
     )
     assert describe(event) == "agent:a1 crashed while run stopped it (OSError: a b)"
 

@@ -15,7 +15,7 @@ from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.termination import Termination
 from conclave.config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
-from conclave.runtime import ChildStopped, LogOpened, TapFailed
+from conclave.runtime import ChildStopped, HowStopped, LogOpened, TapFailed
 from conclave.ui.headless.progress import RunClock, Silent, StreamJson, TextProgress, make_progress
 
 STARTED = RunStarted(
@@ -106,7 +106,9 @@ def test_a_failed_tap_reaches_text_progress_as_one_line() -> None:
 def test_a_child_that_crashed_while_being_stopped_reaches_text_progress_as_a_line() -> None:
     text, out = progress()
     subscribed(text).record(
-        ChildStopped(at=11.0, supervisor="run", child="agent:a1", how="crashed", error="E: x")
+        ChildStopped(
+            at=11.0, supervisor="run", child="agent:a1", how=HowStopped.CRASHED, error="E: x"
+        )
     )
 
     assert out.getvalue() == "[  1.00s] agent:a1 crashed while run stopped it (E: x)\n"
@@ -114,7 +116,9 @@ def test_a_child_that_crashed_while_being_stopped_reaches_text_progress_as_a_lin
 
 def test_a_child_stopped_without_a_crash_prints_nothing() -> None:
     text, out = progress()
-    subscribed(text).record(ChildStopped(at=11.0, supervisor="run", child="a1", how="graceful"))
+    subscribed(text).record(
+        ChildStopped(at=11.0, supervisor="run", child="a1", how=HowStopped.GRACEFUL)
+    )
 
     assert out.getvalue() == ""
 

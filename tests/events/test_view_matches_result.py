@@ -33,7 +33,15 @@ from conclave.actors.run.driver import BUS, COORDINATOR, RunSpec, open_run
 from conclave.actors.run.result import RunResult
 from conclave.config.modes import AgentMode, ModeState, apply_modes
 from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy
-from conclave.runtime import Address, ChildExited, Envelope, Event, JsonlEventLog, MemoryTap
+from conclave.runtime import (
+    Address,
+    ChildExited,
+    Envelope,
+    Event,
+    JsonlEventLog,
+    MemoryTap,
+    SupervisorAction,
+)
 from conclave.runtime.eventlog import MAX_LINE_BYTES, EventLogStream
 from tests.coordination.helpers import TASK, agent, config
 
@@ -231,7 +239,9 @@ def _note(case: Case, ran: Ran) -> None:
     result = ran.result
     event(f"termination: {result.termination.value}")
     event(f"visibility: {case.config.orchestrator.visibility.split(':')[0]}")
-    restarts = sum(1 for e in ran.heard if isinstance(e, ChildExited) and e.action == "restart")
+    restarts = sum(
+        1 for e in ran.heard if isinstance(e, ChildExited) and e.action is SupervisorAction.RESTART
+    )
     event(f"actor restarts: {min(restarts, 3)}{'+' if restarts >= 3 else ''}")
     cleared = [e for e in ran.heard if isinstance(e, VotesCleared)]
     event(f"votes cleared: {'some' if cleared else 'none'}")
