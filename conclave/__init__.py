@@ -18,7 +18,9 @@ The public API, for programs that run Conclave instead of typing ``conclave``::
 - configuration: :func:`load_config` → :class:`ConclaveConfig`;
 - a person in the loop: the :class:`HumanGate` protocol and its headless policies;
 - watching: :class:`EventHub` subscriptions deliver :class:`DomainEvent` instances, every
-  one of them exported here by name (``conclave.AnswerAdded``, ``conclave.RunEnded``...).
+  one of them exported here by name (``conclave.AnswerAdded``, ``conclave.RunEnded``...),
+  with the enums their closed fields hold (``conclave.AgentStatus``, ``conclave.Termination``,
+  ``conclave.CallPurpose``...).
 
 Everything else lives in the subpackages: ``conclave.runtime`` (the actor kernel),
 ``conclave.actors`` (the domain), ``conclave.config``, ``conclave.ui`` (the command and the
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
         RoundStarted,
         TranscriptFailed,
     )
+    from conclave.actors.agent.status import AgentStatus
     from conclave.actors.coordination.events import (
         AgentExcluded,
         AnswerAdded,
@@ -68,12 +71,14 @@ if TYPE_CHECKING:
         OverrideChoice,
         OverrideRequest,
     )
+    from conclave.actors.llm.protocol import CallOutcome, CallPurpose, StopReason
     from conclave.actors.mcp.events import McpServerFailed, McpServerReady
     from conclave.actors.run.driver import drive, open_run, run
     from conclave.actors.run.events import RunEnded
     from conclave.actors.run.handle import RunHandle
     from conclave.actors.run.result import RunResult, RunStats
     from conclave.actors.run.spec import RunSpec
+    from conclave.actors.run.termination import DecidedBy, Termination
     from conclave.actors.workspace.events import (
         ContextPathsWritten,
         FinalWorkspaceSaved,
@@ -81,7 +86,7 @@ if TYPE_CHECKING:
         SnapshotPublished,
     )
     from conclave.config.loader import load_config
-    from conclave.config.schema import ConclaveConfig
+    from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "conclave.actors.run.driver": ("drive", "open_run", "run"),
@@ -89,7 +94,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "conclave.actors.run.result": ("RunResult", "RunStats"),
     "conclave.actors.run.spec": ("RunSpec",),
     "conclave.config.loader": ("load_config",),
-    "conclave.config.schema": ("ConclaveConfig",),
+    "conclave.config.schema": ("ConclaveConfig", "FinalAnswerStrategy", "InFlightPolicy"),
+    "conclave.actors.agent.status": ("AgentStatus",),
+    "conclave.actors.llm.protocol": ("CallOutcome", "CallPurpose", "StopReason"),
+    "conclave.actors.run.termination": ("DecidedBy", "Termination"),
     "conclave.actors.human.gate": (
         "Accept",
         "AcceptWinner",
@@ -138,19 +146,25 @@ __all__ = [
     "Accept",
     "AcceptWinner",
     "AgentExcluded",
+    "AgentStatus",
     "AgentStatusChanged",
     "AnswerAdded",
     "AnswersInjected",
+    "CallOutcome",
+    "CallPurpose",
     "Choose",
     "ChooseAgent",
     "ConclaveConfig",
     "ContextPathsWritten",
+    "DecidedBy",
     "DomainEvent",
     "EventHub",
     "FinalAnswerProduced",
+    "FinalAnswerStrategy",
     "FinalWorkspaceSaved",
     "HumanGate",
     "HumanGateFailed",
+    "InFlightPolicy",
     "LlmRequestFinished",
     "LlmRequestStarted",
     "LlmRetry",
@@ -170,8 +184,10 @@ __all__ = [
     "RunStarted",
     "RunStats",
     "SnapshotPublished",
+    "StopReason",
     "SubscriberDropped",
     "Subscription",
+    "Termination",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",

@@ -9,14 +9,14 @@ live in the incarnation's nursery and are cancelled when the incarnation ends.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from conclave.runtime.errors import StartFailed, TeardownTimeout
 from conclave.runtime.events import DeadLetterCause, Event
-from conclave.runtime.mailbox import Mailbox
+from conclave.runtime.mailbox import Mailbox, MailboxStatistics
 from conclave.runtime.messages import Address, Envelope, Message
 from conclave.runtime.supervision import StopSignal
 
@@ -27,8 +27,13 @@ __all__ = ["Actor", "ActorContext", "ActorFactory"]
 
 
 class ActorContext:
-    """What an actor incarnation may do: send, ask, reply, run background work, stop, and
-    register teardown hooks."""
+    """What an actor incarnation may do: send, ask, reply, record events, update the
+    routing facts, look at its own mailbox, run background work, stop, and register
+    teardown hooks.
+
+    This is the whole of the kernel an actor sees. The system itself stays private: an
+    actor that could reach it could spawn, retire, re-route or read any other actor's
+    mailbox, which is the run's business, not an actor's."""
 
     def __init__(
         self,
@@ -38,7 +43,7 @@ class ActorContext:
         nursery: trio.Nursery,
         stop: StopSignal,
     ) -> None:
-        self.system = system
+        self._system = system
         self.address = address
         self.incarnation = incarnation
         self._nursery = nursery
@@ -49,22 +54,35 @@ class ActorContext:
 
     async def tell(self, to: Address, payload: Message) -> None:
         """See :meth:`ActorSystem.tell`: if it raises ``Cancelled``, nothing was sent."""
-        await self.system.tell(to, payload, sender=self.address)
+        await self._system.tell(to, payload, sender=self.address)
 
     def tell_nowait(self, to: Address, payload: Message) -> None:
-        self.system.tell_nowait(to, payload, sender=self.address)
+        self._system.tell_nowait(to, payload, sender=self.address)
 
     async def ask(self, to: Address, payload: Message, *, timeout: float | None = None) -> Any:
         """See :meth:`ActorSystem.ask`. Asking your own address from ``started``, ``handle``
         or ``stopping`` raises :class:`~runtime.errors.SelfAsk` (it would deadlock); from
         background work it is fine: your handler answers it."""
-        return await self.system.ask(to, payload, sender=self.address, timeout=timeout)
+        return await self._system.ask(to, payload, sender=self.address, timeout=timeout)
 
     def reply(self, request: Envelope, payload: Message) -> None:
-        self.system.reply(request, payload, sender=self.address)
+        self._system.reply(request, payload, sender=self.address)
 
     def record(self, event: Event) -> None:
-        self.system.record(event)
+        """Pass ``event`` to the system's taps (the event log, the UIs). It works for as
+        long as the system runs, also after this incarnation has ended: a resource the
+        incarnation handed to run-owned state (a transcript file) may report through it."""
+        self._system.record(event)
+
+    def update_facts(self, changes: Mapping[str, Any]) -> None:
+        """Change routing facts (see :meth:`ActorSystem.update_facts`): held mail whose
+        rule now lets it through is released."""
+        self._system.update_facts(changes)
+
+    def mailbox_statistics(self) -> MailboxStatistics:
+        """This actor's own mailbox: how much mail is queued, for an actor that coalesces
+        a burst before it acts on it."""
+        return self._system.mailbox_statistics(self.address)
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run background work owned by this incarnation; it is cancelled when the actor ends.

@@ -49,6 +49,28 @@ class DeadLetterCause(enum.Enum):
     was cancelled before it finished, or (a reply) nobody waits for it any more."""
 
 
+class SupervisorAction(enum.StrEnum):
+    """What a supervisor did about a child that exited on its own."""
+
+    RESTART = "restart"
+    RETIRE = "retire"
+    """Not restarted (transient after a normal exit, temporary, or a failed start of a
+    temporary child): its address is free again."""
+    ESCALATE = "escalate"
+    """Too many restarts in the period, or a failed start: the supervisor fails upwards."""
+
+
+class HowStopped(enum.StrEnum):
+    """How a child the supervisor stopped ended."""
+
+    GRACEFUL = "graceful"
+    """It finished within its shutdown timeout."""
+    KILLED = "killed"
+    """Cancelled after the timeout, or abandoned still running after its kill timeout too."""
+    CRASHED = "crashed"
+    """It raised while stopping."""
+
+
 @message()
 class LogOpened(Event):
     wall_time: float
@@ -102,22 +124,16 @@ class ChildExited(Event):
     supervisor: str
     child: str
     error: str | None
-    action: str
-    """What the supervisor did about it: ``restart``, ``retire`` or ``escalate``."""
+    action: SupervisorAction
 
 
 @message()
 class ChildStopped(Event):
-    """The supervisor stopped a child.
-
-    ``how``: ``graceful`` (it finished within its shutdown timeout), ``killed`` (cancelled
-    after the timeout, or abandoned still running after its kill timeout too) or ``crashed``
-    (it raised while stopping; ``error`` says what).
-    """
+    """The supervisor stopped a child; ``error`` says what it raised if it ``crashed``."""
 
     supervisor: str
     child: str
-    how: str
+    how: HowStopped
     error: str | None = None
 
 

@@ -39,6 +39,8 @@ from conclave.runtime.events import (
     ChildStarted,
     ChildStopped,
     Event,
+    HowStopped,
+    SupervisorAction,
     SupervisorEscalated,
 )
 
@@ -300,23 +302,23 @@ class Supervisor:
         )
         reason = None if error is None else f"{type(error).__name__}: {error}"
         if not restart:
-            self._emit(self._exited(child, reason, "retire"))
+            self._emit(self._exited(child, reason, SupervisorAction.RETIRE))
             self._retire(child)
             return
         if isinstance(error, StartFailed):
-            self._emit(self._exited(child, reason, "escalate"))
+            self._emit(self._exited(child, reason, SupervisorAction.ESCALATE))
             self._emit(
                 SupervisorEscalated(at=trio.current_time(), supervisor=self.name, error=str(error))
             )
             raise error
         if self._intensity_exceeded():
-            self._emit(self._exited(child, reason, "escalate"))
+            self._emit(self._exited(child, reason, SupervisorAction.ESCALATE))
             exc = RestartIntensityExceeded(self.name, self.spec.intensity, self.spec.period, error)
             self._emit(
                 SupervisorEscalated(at=trio.current_time(), supervisor=self.name, error=str(exc))
             )
             raise exc
-        self._emit(self._exited(child, reason, "restart"))
+        self._emit(self._exited(child, reason, SupervisorAction.RESTART))
         self.restart_count += 1
         index = self._children.index(child)
         if self.spec.strategy is Strategy.ONE_FOR_ONE:
@@ -349,17 +351,17 @@ class Supervisor:
                 continue
             child.stopping = True
             run.stop.request()
-            how = "graceful"
+            how = HowStopped.GRACEFUL
             with trio.move_on_after(child.spec.shutdown):
                 await run.done.wait()
             if not run.done.is_set():
-                how = "killed"
+                how = HowStopped.KILLED
                 run.scope.cancel()
                 with trio.move_on_after(child.spec.kill_timeout):
                     await run.done.wait()
             error = None
             if run.error is not None:
-                how = "crashed"
+                how = HowStopped.CRASHED
                 error = f"{type(run.error).__name__}: {run.error}"
             self._emit(
                 ChildStopped(
@@ -378,7 +380,7 @@ class Supervisor:
         if child.spec.retire is not None:
             child.spec.retire()
 
-    def _exited(self, child: _Child, reason: str | None, action: str) -> ChildExited:
+    def _exited(self, child: _Child, reason: str | None, action: SupervisorAction) -> ChildExited:
         return ChildExited(
             at=trio.current_time(),
             supervisor=self.name,

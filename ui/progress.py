@@ -279,7 +279,7 @@ class StreamJson:
                 }
                 for agent in config.agents
             ],
-            "strategy": started.strategy,
+            "strategy": started.strategy.value,
             "orchestrator": converter.unstructure(config.orchestrator),
         }
 
@@ -314,7 +314,7 @@ class StreamJson:
                     task=state.task,
                     agents=tuple(state.agents),
                     anonymous_ids=tuple(state.anonymous[a] for a in state.agents),
-                    strategy=state.orchestrator.final_answer_strategy.value,
+                    strategy=state.orchestrator.final_answer_strategy,
                 )
             )
         self._ended = True

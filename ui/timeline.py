@@ -27,6 +27,7 @@ from conclave.actors.coordination.events import (
     VotingComplete,
 )
 from conclave.actors.events.view import AgentView, RunView
+from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded
@@ -43,6 +44,7 @@ from conclave.runtime import (
     DeadLetterCause,
     Event,
     Held,
+    HowStopped,
     Released,
     TapFailed,
 )
@@ -90,15 +92,18 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         shown, more = event.agents[:_NAMED_AGENTS], len(event.agents) - _NAMED_AGENTS
         names = ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
         agents = "1 agent" if len(event.agents) == 1 else f"{len(event.agents):,} agents"
-        return f"run started: {agents} ({names}), strategy {event.strategy}"
+        return f"run started: {agents} ({names}), strategy {event.strategy.value}"
     if isinstance(event, AnswerAdded):
         return f"{event.agent} answered {event.label}: {_first_line(event.content)}"
     if isinstance(event, VoteAdded):
         return f"{event.voter} voted for {event.label}: {_first_line(event.reason, 60)}"
     if isinstance(event, VotesCleared):
-        return f"{event.by_label} cleared {event.cleared} vote(s)"
+        return _votes_cleared(event)
     if isinstance(event, AgentExcluded):
-        return f"{event.agent} excluded: {event.reason}"
+        withdrawn = (
+            f" (its vote for {event.withdrawn_vote} withdrawn)" if event.withdrawn_vote else ""
+        )
+        return f"{event.agent} excluded: {event.reason}{withdrawn}"
     if isinstance(event, VotingComplete):
         tally = ", ".join(f"{label}={n}" for label, n in sorted(event.tally.items()))
         return (
@@ -106,7 +111,7 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         )
     if isinstance(event, FinalAnswerProduced):
         who = event.presenter or "nobody"
-        return f"final answer by {who} ({event.strategy}): {_first_line(event.content)}"
+        return f"final answer by {who} ({event.strategy.value}): {_first_line(event.content)}"
     if isinstance(event, RunEnded):
         return f"run ended: {event.termination}" + (
             f", winner {event.winner}" if event.winner else ""
@@ -120,7 +125,7 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"dead letter ({event.cause.value}) {payload} to {to}: {event.reason}"
     if isinstance(event, ChildExited) and event.error is not None:
         return f"{event.child} crashed ({event.error}); supervisor {event.action}s it"
-    if isinstance(event, ChildStopped) and event.how == "crashed":
+    if isinstance(event, ChildStopped) and event.how is HowStopped.CRASHED:
         return _one_line(
             f"{event.child} crashed while {event.supervisor} stopped it ({event.error})"
         )
@@ -142,7 +147,7 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, RoundStarted):
         return f"{event.agent} round {event.round} offers {', '.join(event.tools)}"
     if isinstance(event, RoundRestarted):
-        return f"{event.agent} restarts round {event.round} ({event.policy})"
+        return f"{event.agent} restarts round {event.round} ({event.policy.value})"
     if isinstance(event, LlmRequestStarted):
         return f"{event.agent} → LLM ({event.purpose})"
     if isinstance(event, LlmRequestFinished):
@@ -165,6 +170,15 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     return None
 
 
+def _votes_cleared(event: VotesCleared) -> str:
+    if event.voters is None:  # a log written before voters were named
+        return f"{event.by_label} cleared {event.cleared} vote(s)"
+    shown, more = event.voters[:_NAMED_AGENTS], len(event.voters) - _NAMED_AGENTS
+    names = ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
+    votes = "1 vote" if len(event.voters) == 1 else f"{len(event.voters):,} votes"
+    return f"{event.by_label} cleared {votes} ({names})"
+
+
 def _llm_finished(event: LlmRequestFinished) -> str:
     line = f"{event.agent} ← LLM ({event.purpose}): {event.outcome}"
     if event.error:
@@ -172,7 +186,7 @@ def _llm_finished(event: LlmRequestFinished) -> str:
     details = [f"{event.input_tokens:,} in / {event.output_tokens:,} out tokens"]
     if event.cache_read_tokens:
         details.append(f"{event.cache_read_tokens:,} cached")
-    if event.stop_reason == "max_tokens":
+    if event.stop_reason is StopReason.MAX_TOKENS:
         details.append("cut at the output limit")
     if event.model:
         details.append(f"model {event.model}")

@@ -83,7 +83,8 @@ class AgentActor(Actor):
             self.start_failed(exc)
             return
         memory = self.memory
-        gone = memory.halted or memory.status in (AgentStatus.EXCLUDED, AgentStatus.STOPPED)
+        halted = self.setup.halted.is_set()
+        gone = halted or memory.status in (AgentStatus.EXCLUDED, AgentStatus.STOPPED)
         if self.context.incarnation > 1 and not gone:
             self.context.start_soon(self._rejoin)
 
@@ -100,6 +101,8 @@ class AgentActor(Actor):
 
     def _rearm(self) -> None:
         memory = self.memory
+        if self.setup.halted.is_set():
+            return  # the run is over (its StopWork may have died with the crash): rest
         if memory.status is AgentStatus.WORKING and memory.submission is not None:
             self._resubmit(memory.submission)
         elif (
@@ -179,7 +182,7 @@ class AgentActor(Actor):
 
     def _start_round(self) -> None:
         memory = self.memory
-        if memory.halted:
+        if self.setup.halted.is_set():
             return
         tools = self._offered()
         if not tools:
@@ -292,7 +295,7 @@ class AgentActor(Actor):
                 at=trio.current_time(),
                 agent=self.setup.agent,
                 round=self.memory.round,
-                policy=self._policy().value,
+                policy=self._policy(),
             )
         )
 
@@ -342,6 +345,6 @@ class AgentActor(Actor):
         self.memory.status = status
         self.context.record(
             AgentStatusChanged(
-                at=trio.current_time(), agent=self.setup.agent, status=status.value, detail=detail
+                at=trio.current_time(), agent=self.setup.agent, status=status, detail=detail
             )
         )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from conclave.actors.agent.status import AgentStatus
 from conclave.actors.events.base import DomainEvent
+from conclave.actors.llm.protocol import CallOutcome, CallPurpose, StopReason
+from conclave.config.schema import InFlightPolicy
 from conclave.runtime import message
 
 __all__ = [
@@ -19,7 +22,7 @@ __all__ = [
 @message()
 class AgentStatusChanged(DomainEvent):
     agent: str
-    status: str
+    status: AgentStatus
     detail: str = ""
 
 
@@ -34,13 +37,14 @@ class RoundStarted(DomainEvent):
 class RoundRestarted(DomainEvent):
     agent: str
     round: int
-    policy: str
+    policy: InFlightPolicy
+    """The round's in-flight policy: ``cancel`` or ``finish`` (``inject`` never restarts)."""
 
 
 @message()
 class LlmRequestStarted(DomainEvent):
     agent: str
-    purpose: str
+    purpose: CallPurpose
 
 
 @message()
@@ -49,17 +53,16 @@ class LlmRequestFinished(DomainEvent):
     event logs written before them still load."""
 
     agent: str
-    purpose: str
-    outcome: str
-    """``ok``, ``error``, ``timeout`` or ``cancelled``."""
+    purpose: CallPurpose
+    outcome: CallOutcome
     input_tokens: int = 0
     """Prompt tokens, cached ones included."""
     output_tokens: int = 0
     """Reply tokens, reasoning included."""
     model: str | None = None
     """The model that answered, as the backend names it; ``None`` without a reply."""
-    stop_reason: str | None = None
-    """Why the reply ended (:class:`~actors.llm.protocol.StopReason`); ``None`` without one."""
+    stop_reason: StopReason | None = None
+    """Why the reply ended; ``None`` without a reply."""
     cache_read_tokens: int = 0
     """Prompt tokens read from the provider's prompt cache (part of ``input_tokens``)."""
     cache_write_tokens: int = 0

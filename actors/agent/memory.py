@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 
 import attrs
+import trio
 
+from conclave.actors.agent.status import AgentStatus
 from conclave.actors.agent.transcript_log import TranscriptLog
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
@@ -20,20 +21,6 @@ from conclave.config.schema import OrchestratorConfig
 from conclave.runtime import Address
 
 __all__ = ["AgentMemory", "AgentSetup", "AgentStatus"]
-
-
-class AgentStatus(enum.Enum):
-    IDLE = "idle"
-    WORKING = "working"
-    RESTARTING = "restarting"
-    ANSWERED = "answered"
-    """Answered; waiting for "you may vote now"."""
-    ANSWERED_NO_VOTING = "answered, no voting"
-    """Answered in a run without voting: done unless new answers call for a refinement."""
-    VOTED = "voted"
-    STOPPED = "stopped"
-    PRESENTING = "presenting"
-    EXCLUDED = "excluded"
 
 
 @attrs.frozen(kw_only=True)
@@ -63,6 +50,11 @@ class AgentSetup:
     and the prefix of its system messages."""
     instructions: str = ""
     """The agent's configured ``system_prompt``, added after Conclave's own rules."""
+    halted: trio.Event = attrs.Factory(trio.Event)
+    """Set when the run ends before coordination did (timeout, Ctrl+C, failure): start
+    nothing new, whatever arrives (mail queued before the run's ``StopWork``, or a start
+    that comes only now). One per run, shared by its agents; the run's handle is its one
+    writer (:attr:`~actors.run.handle.RunHandle.halted`)."""
 
 
 @attrs.define
@@ -84,8 +76,6 @@ class AgentMemory:
     prompt_built: bool = False
     committing: bool = False
     """The round's result went to the coordinator; from here on it is never cancelled."""
-    halted: bool = False
-    """Set by the run when it ends (timeout, Ctrl+C): start nothing new, whatever arrives."""
     vote_cleared: bool = False
     """A VotesReset came while a round was in flight: if that round settles as a vote, the
     reset was about that very vote (it overtook the round's RoundSettled), so vote again."""

@@ -76,7 +76,7 @@ from conclave.actors.prompts.coordination import (
     update_message,
 )
 from conclave.config.schema import InFlightPolicy
-from conclave.runtime import ActorContext, ActorSystem, ConclaveRuntimeError
+from conclave.runtime import ActorContext, ConclaveRuntimeError
 
 __all__ = ["Rounds", "Settled", "Work"]
 
@@ -436,15 +436,15 @@ class Rounds:
             memory.transcript_log = TranscriptLog(
                 path,
                 agent=self.setup.agent,
-                on_failure=partial(_transcript_failed, self.context.system, self.setup.agent),
+                on_failure=partial(_transcript_failed, self.context, self.setup.agent),
             )
         return memory.transcript_log
 
 
-def _transcript_failed(system: ActorSystem, agent: str, error: str) -> None:
-    """Recorded through the system: the transcript file outlives the incarnation that
-    opened it."""
-    system.record(TranscriptFailed(at=trio.current_time(), agent=agent, error=error))
+def _transcript_failed(context: ActorContext, agent: str, error: str) -> None:
+    """The transcript file outlives the incarnation that opened it; recording through its
+    context still works then (see :meth:`ActorContext.record`)."""
+    context.record(TranscriptFailed(at=trio.current_time(), agent=agent, error=error))
 
 
 def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:

@@ -15,9 +15,8 @@ import trio
 
 from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
 from conclave.actors.events.loop import LlmRetry, TextDelta
-from conclave.actors.llm.protocol import CallPurpose, Completion, Usage
+from conclave.actors.llm.protocol import CallOutcome, CallPurpose, Completion, Usage
 from conclave.actors.llm.redaction import redact
-from conclave.actors.loop import CallOutcome
 from conclave.runtime import ActorContext
 
 __all__ = ["DELTA_INTERVAL", "CallEvents", "StreamEvents"]
@@ -32,7 +31,7 @@ class CallEvents:
     def __init__(self, context: ActorContext, agent: str, purpose: CallPurpose) -> None:
         self._context = context
         self._agent = agent
-        self._purpose = purpose.value
+        self._purpose = purpose
 
     def call_started(self) -> None:
         self._context.record(
@@ -50,11 +49,11 @@ class CallEvents:
                 at=trio.current_time(),
                 agent=self._agent,
                 purpose=self._purpose,
-                outcome=outcome.value,
+                outcome=outcome,
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 model=(completion.model or None) if completion is not None else None,
-                stop_reason=completion.stop_reason.value if completion is not None else None,
+                stop_reason=completion.stop_reason if completion is not None else None,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
                 reasoning_tokens=usage.reasoning_tokens,

@@ -108,14 +108,14 @@ class InjectionBus(Actor):
             await trio.sleep_until(deadline)
         state.quiet_deadline = None
         self._timer_running = False
-        self.context.system.update_facts({QUIET: True})
+        self.context.update_facts({QUIET: True})
 
     def _flush_when_idle(self) -> None:
         """Send the collected updates once no more accepted answers are queued."""
         state = self._state
         if not state.pending:
             return
-        if self.context.system.mailbox_statistics(self.context.address).queued:
+        if self.context.mailbox_statistics().queued:
             return
         pending, state.pending = state.pending, {}
         for recipient, answers in pending.items():

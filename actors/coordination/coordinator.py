@@ -163,7 +163,7 @@ class Coordinator(Actor):
                 task=state.task,
                 agents=tuple(state.agents),
                 anonymous_ids=tuple(state.anonymous[a] for a in state.agents),
-                strategy=state.orchestrator.final_answer_strategy.value,
+                strategy=state.orchestrator.final_answer_strategy,
             )
         )
         for agent in state.agents:
@@ -197,10 +197,14 @@ class Coordinator(Actor):
         elif isinstance(payload, AnswersRequest):
             self._on_answers_request(envelope, payload)
         elif isinstance(payload, AgentFailed):
-            if self.state.fail(payload.agent, payload.reason):
+            exclusion = self.state.fail(payload.agent, payload.reason)
+            if exclusion is not None:
                 self.context.record(
                     AgentExcluded(
-                        at=trio.current_time(), agent=payload.agent, reason=payload.reason
+                        at=trio.current_time(),
+                        agent=payload.agent,
+                        reason=payload.reason,
+                        withdrawn_vote=exclusion.withdrawn_vote,
                     )
                 )
                 self._check_done()
@@ -302,12 +306,14 @@ class Coordinator(Actor):
             self.setup.bus,
             AnswerAccepted(agent=answer.agent, label=answer.label, content=answer.content),
         )
-        if outcome.cleared_voters:
+        cleared = outcome.cleared_voters
+        if cleared:
             self.context.record(
-                VotesCleared(at=now, by_label=answer.label, cleared=len(outcome.cleared_voters))
+                VotesCleared(at=now, by_label=answer.label, voters=cleared, cleared=len(cleared))
             )
-            for voter in outcome.cleared_voters:
-                self.context.tell_nowait(agent_address(voter), VotesReset())
+            for voter in cleared:
+                if voter != answer.agent:  # the author knows: it has just answered
+                    self.context.tell_nowait(agent_address(voter), VotesReset())
         if not state.orchestrator.skip_voting:
             self.context.tell_nowait(agent_address(answer.agent), VotingOpen())
         self._check_done()
@@ -490,7 +496,7 @@ class Coordinator(Actor):
                 PresentingForWrites(
                     at=trio.current_time(),
                     presenter=presenter,
-                    strategy=strategy.value,
+                    strategy=strategy,
                     reason=f"writable context paths need someone to write them; {presenter} "
                     f"presents with write access although the run asked for {why}",
                 )
@@ -642,7 +648,7 @@ class Coordinator(Actor):
                 FinalAnswerProduced(
                     at=trio.current_time(),
                     presenter=state.presenter,
-                    strategy=state.orchestrator.final_answer_strategy.value,
+                    strategy=state.orchestrator.final_answer_strategy,
                     content=content,
                 )
             )

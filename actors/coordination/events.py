@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conclave.actors.events.base import DomainEvent
+from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import message
 
 __all__ = [
@@ -24,7 +25,7 @@ class RunStarted(DomainEvent):
     task: str
     agents: tuple[str, ...]
     anonymous_ids: tuple[str, ...]
-    strategy: str
+    strategy: FinalAnswerStrategy
 
 
 @message()
@@ -43,14 +44,28 @@ class VoteAdded(DomainEvent):
 
 @message()
 class VotesCleared(DomainEvent):
+    """The new answer ``by_label`` cleared the votes of ``voters``: the agents it was shown,
+    its author included, that held one. A reader applies it as it stands; no other vote
+    changed."""
+
     by_label: str
+    voters: tuple[str, ...] | None = None
+    """Whose votes it cleared, in the order they were cast. ``None`` only in a log written
+    before this field existed, which said how many and not whose: readers take it that
+    every vote standing then was cleared, as they did then (right for all-to-all runs)."""
     cleared: int
+    """How many votes it cleared: the length of ``voters`` (kept for the readers that
+    counted them before ``voters`` existed)."""
 
 
 @message()
 class AgentExcluded(DomainEvent):
     agent: str
     reason: str
+    withdrawn_vote: str | None = None
+    """The label of the vote it held, which no longer counts (an excluded agent does not
+    vote); ``None`` if it held none or coordination was over (the votes that decided it
+    stand), and in a log written before this field existed."""
 
 
 @message()
@@ -63,7 +78,7 @@ class VotingComplete(DomainEvent):
 @message()
 class FinalAnswerProduced(DomainEvent):
     presenter: str | None
-    strategy: str
+    strategy: FinalAnswerStrategy
     content: str
 
 

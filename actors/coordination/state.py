@@ -27,6 +27,7 @@ __all__ = [
     "Answer",
     "AnswerOutcome",
     "CoordinationState",
+    "Exclusion",
     "PendingPresentation",
     "Phase",
     "Winner",
@@ -52,6 +53,17 @@ class AnswerOutcome:
     answer: Answer | None
     error: str | None
     cleared_voters: tuple[str, ...] = ()
+    """Whose votes the answer cleared: those of the agents shown it, its author's own
+    included (an author that answers again is no longer done)."""
+
+
+@attrs.frozen(kw_only=True)
+class Exclusion:
+    """What excluding an agent changed."""
+
+    withdrawn_vote: str | None
+    """The label it had voted for, which no longer counts; ``None`` if it held no vote, or
+    coordination was over (the votes that decided it stand)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -160,9 +172,9 @@ class CoordinationState:
         if not visibility.everyone:
             for viewer in (agent, *visibility.peers(agent)):
                 self._answers_seen[viewer] += 1
-        # Only the agents shown this answer have a reason to look again: a vote elsewhere
-        # stands (it could not have been for this author, whom its voter cannot see).
-        self._drop_vote(agent)
+        # Only the agents shown this answer (its author among them) have a reason to look
+        # again: a vote elsewhere stands (it could not be for this author, whom its voter
+        # cannot see).
         cleared = tuple(v for v in self.votes if visibility.sees(v, agent))
         for voter in cleared:
             self._drop_vote(voter)
@@ -198,18 +210,35 @@ class CoordinationState:
         self.vote_reasons[agent] = reason
         return answer, None, False
 
-    def fail(self, agent: str, reason: str) -> bool:
-        """Exclude ``agent``; False (and nothing changes) if it is not live in this run."""
+    def fail(self, agent: str, reason: str) -> Exclusion | None:
+        """Exclude ``agent``; ``None`` (and nothing changes) if it is not live in this run.
+
+        While agents still vote, an excluded agent's vote stops counting (voting completes
+        once every *live* agent has voted). Once coordination is over its vote stands: the
+        run's votes are those that decided it."""
         if agent not in self.live:
-            return False
+            return None
         self.failed[agent] = reason
         self.live.remove(agent)
+        vote = self.votes.get(agent)
+        if vote is None or self.phase is not Phase.COORDINATING:
+            return Exclusion(withdrawn_vote=None)
         self._drop_vote(agent)
-        return True
+        return Exclusion(withdrawn_vote=vote.label)
 
     def _drop_vote(self, agent: str) -> None:
         self.votes.pop(agent, None)
         self.vote_reasons.pop(agent, None)
+
+    def halt(self) -> None:
+        """The run ended before coordination did (timeout, Ctrl+C, failure): from now on
+        no answer or vote is accepted and nothing more is decided.
+
+        The run's handle calls it, synchronously, as it takes the run's result: a message to
+        the coordinator would be handled only after that moment, and what it accepted in
+        between would be missing from the result. Every other transition is the
+        coordinator's."""
+        self.phase = Phase.DONE
 
     # -- queries ------------------------------------------------------------------------
 
@@ -240,7 +269,8 @@ class CoordinationState:
             return True
         if self.orchestrator.skip_voting:
             return len(self.latest) >= len(self.live) and all(a in self.latest for a in self.live)
-        # Only live agents hold votes (``fail`` drops a vote), so counting suffices.
+        # While coordinating only live agents hold votes (``fail`` drops one), so counting
+        # suffices.
         return len(self.votes) == len(self.live)
 
     def choose_winner(self) -> Winner | None:

@@ -25,27 +25,25 @@ from conclave.actors.agent.events import (
     RoundRestarted,
     RoundStarted,
 )
+from conclave.actors.agent.status import STOPPED, AgentStatus
 from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
     FinalAnswerProduced,
     RunStarted,
     VoteAdded,
+    VotesCleared,
     VotingComplete,
 )
 from conclave.actors.coordination.state import Answer
 from conclave.actors.events.base import DomainEvent
 from conclave.actors.events.loop import LlmRetry, ToolCallFinished, ToolCallStarted
 from conclave.actors.run.events import RunEnded
+from conclave.actors.run.termination import Termination
+from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import Event
 
 __all__ = ["AgentView", "RunPhase", "RunView"]
-
-STOPPED_STATUSES = frozenset({"stopped", "excluded"})
-"""Statuses (``AgentStatusChanged.status``) after which an agent's clock stops."""
-PRESENTED = "presented"
-"""The status the view gives a presenter once the final answer is out (the agent records
-no status for having finished its presentation)."""
 
 
 class RunPhase(enum.Enum):
@@ -67,9 +65,9 @@ class RunPhase(enum.Enum):
 class AgentView:
     agent: str
     anonymous_id: str | None = None
-    status: str = "idle"
-    """The agent's last recorded status (``working``, ``answered``, ``voted``, ``stopped``,
-    ``excluded``...), or :data:`PRESENTED`."""
+    status: AgentStatus = AgentStatus.IDLE
+    """The agent's last recorded status, or :attr:`AgentStatus.PRESENTED` once the final
+    answer it presented is out."""
     round: int = 0
     started_at: float | None = None
     """When its first round started."""
@@ -107,7 +105,7 @@ class RunView:
     """The run as of the events applied so far; compare two views with ``==``."""
 
     task: str = ""
-    strategy: str = ""
+    strategy: FinalAnswerStrategy | None = None
     phase: RunPhase = RunPhase.STARTING
     started_at: float | None = None
     now: float | None = None
@@ -122,7 +120,7 @@ class RunView:
     tally: dict[str, int] = attrs.Factory(dict)
     presenter: str | None = None
     final_answer: str | None = None
-    termination: str | None = None
+    termination: Termination | None = None
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunView:
@@ -174,7 +172,7 @@ class RunView:
         agent = self._agent(event.agent)
         self.agents[event.agent] = attrs.evolve(
             agent,
-            status="working",
+            status=AgentStatus.WORKING,
             round=event.round,
             started_at=_first(agent.started_at, event.at),
             stopped_at=None,
@@ -186,14 +184,14 @@ class RunView:
 
     def _status_changed(self, event: AgentStatusChanged) -> None:
         agent = self._agent(event.agent)
-        stopped = event.status in STOPPED_STATUSES
+        stopped = event.status in STOPPED
         self.agents[event.agent] = attrs.evolve(
             agent,
             status=event.status,
             stopped_at=_first(agent.stopped_at, event.at) if stopped else None,
             tool=None if stopped else agent.tool,
         )
-        if event.status == "presenting" and self.phase is not RunPhase.ENDED:
+        if event.status is AgentStatus.PRESENTING and self.phase is not RunPhase.ENDED:
             self.phase = RunPhase.PRESENTING
             self.presenter = event.agent
 
@@ -223,11 +221,14 @@ class RunView:
     def _answer_added(self, event: AnswerAdded) -> None:
         self.answers.append(Answer(label=event.label, agent=event.agent, content=event.content))
         self._update(event.agent, answer=event.label)
-        # The coordinator clears every standing vote on a new answer (``votes_cleared``
-        # counts only those of other agents), so the view does too.
-        for voter in self.votes:
-            self._update(voter, vote=None)
-        self.votes.clear()
+
+    def _votes_cleared(self, event: VotesCleared) -> None:
+        # A log written before ``voters`` existed does not say whose: its readers always
+        # took every standing vote (see VotesCleared.voters).
+        voters = tuple(self.votes) if event.voters is None else event.voters
+        for voter in voters:
+            if self.votes.pop(voter, None) is not None:
+                self._update(voter, vote=None)
 
     def _vote_added(self, event: VoteAdded) -> None:
         self.votes[event.voter] = event.label
@@ -235,15 +236,17 @@ class RunView:
 
     def _agent_excluded(self, event: AgentExcluded) -> None:
         agent = self._agent(event.agent)
+        withdrawn = event.withdrawn_vote is not None
         self.agents[event.agent] = attrs.evolve(
             agent,
-            status="excluded",
+            status=AgentStatus.EXCLUDED,
             excluded=event.reason,
-            vote=None,
+            vote=None if withdrawn else agent.vote,
             tool=None,
             stopped_at=_first(agent.stopped_at, event.at),
         )
-        self.votes.pop(event.agent, None)
+        if withdrawn:
+            self.votes.pop(event.agent, None)
 
     def _voting_complete(self, event: VotingComplete) -> None:
         self.winner = event.winner
@@ -259,9 +262,9 @@ class RunView:
         if self.phase is not RunPhase.ENDED:
             self.phase = RunPhase.FINISHED
         presenter = self.agents.get(event.presenter or "")
-        if presenter is not None and presenter.status == "presenting":
+        if presenter is not None and presenter.status is AgentStatus.PRESENTING:
             self.agents[presenter.agent] = attrs.evolve(
-                presenter, status=PRESENTED, stopped_at=event.at
+                presenter, status=AgentStatus.PRESENTED, stopped_at=event.at
             )
 
     def _run_ended(self, event: RunEnded) -> None:
@@ -292,10 +295,11 @@ _STEPS: dict[type[Event], Callable[[RunView, Any], None]] = {
     ToolCallFinished: RunView._tool_finished,
     AnswerAdded: RunView._answer_added,
     VoteAdded: RunView._vote_added,
+    VotesCleared: RunView._votes_cleared,
     AgentExcluded: RunView._agent_excluded,
     VotingComplete: RunView._voting_complete,
     FinalAnswerProduced: RunView._final_answer,
     RunEnded: RunView._run_ended,
 }
 """One step per event class (exact class: a dict lookup per event, whatever the run size).
-``votes_cleared`` needs none (see ``_answer_added``); ``text_delta`` is ephemeral."""
+``text_delta`` needs none: it is ephemeral."""

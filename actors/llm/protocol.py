@@ -17,6 +17,7 @@ import attrs
 from conclave.actors.llm.errors import LLMError
 
 __all__ = [
+    "CallOutcome",
     "CallPurpose",
     "ChatMessage",
     "Completion",
@@ -81,14 +82,23 @@ class ToolChoice(enum.Enum):
     NONE = "none"
 
 
-class CallPurpose(enum.Enum):
+class CallPurpose(enum.StrEnum):
     """Why the call is made: events, pricing and per-purpose settings key on it."""
 
     ROUND = "round"
     PRESENT = "present"
 
 
-class StopReason(enum.Enum):
+class CallOutcome(enum.StrEnum):
+    """How one LLM call ended, as the ``LlmRequestFinished`` event reports it."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+class StopReason(enum.StrEnum):
     END_TURN = "end_turn"
     TOOL_USE = "tool_use"
     MAX_TOKENS = "max_tokens"

@@ -23,6 +23,7 @@ import trio
 
 from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, ResponseError
 from conclave.actors.llm.protocol import (
+    CallOutcome,
     CallPurpose,
     ChatMessage,
     Completion,
@@ -56,15 +57,6 @@ class LoopEnd(enum.Enum):
     """The backend cannot serve this agent at all (bad key, unknown model)."""
     CONTEXT_OVERFLOW = "context_overflow"
     """The transcript no longer fits the model: the caller may rebuild it shorter."""
-
-
-class CallOutcome(enum.Enum):
-    """How one LLM call ended, as the ``LlmRequestFinished`` event reports it."""
-
-    OK = "ok"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
 
 
 @attrs.frozen(kw_only=True)

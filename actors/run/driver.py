@@ -193,7 +193,6 @@ async def open_run(
                 system=system,
                 spec=spec,
                 state=state,
-                memories=memories,
                 stats=stats,
                 usage=usage,
                 clock=RunClock(config.orchestrator.run_timeout),
@@ -204,7 +203,16 @@ async def open_run(
             usage.on_budget_reached = handle.budget_reached
             agents_supervisor, run_child = _prepare(system, spec, handle, state, services)
             start = partial(
-                _start, system, spec, state, memories, pool, services, agents_supervisor, run_child
+                _start,
+                system,
+                spec,
+                state,
+                memories,
+                handle.halted,
+                pool,
+                services,
+                agents_supervisor,
+                run_child,
             )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(handle._live, start)
@@ -295,6 +303,7 @@ async def _start(
     spec: RunSpec,
     state: CoordinationState,
     memories: dict[str, AgentMemory],
+    halted: trio.Event,
     pool: BackendPool,
     services: RunServices,
     agents_supervisor: Supervisor,
@@ -310,7 +319,7 @@ async def _start(
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
         memories[agent.id] = _spawn_agent(
-            system, spec, agent, state, backend, tooling, agents_supervisor
+            system, spec, agent, state, backend, tooling, halted, agents_supervisor
         )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
@@ -410,6 +419,7 @@ def _spawn_agent(
     state: CoordinationState,
     backend: LLMBackend,
     tooling: AgentTooling,
+    halted: trio.Event,
     supervisor: Supervisor,
 ) -> AgentMemory:
     setup = AgentSetup(
@@ -425,6 +435,7 @@ def _spawn_agent(
         tools=tooling.tools,
         workspace=tooling.workspace,
         transcript_path=spec.log_dir / TRANSCRIPTS if spec.log_dir is not None else None,
+        halted=halted,
     )
     memory = AgentMemory()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conclave.actors.events.base import DomainEvent
+from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.runtime import message
 
 __all__ = ["RunEnded"]
@@ -10,12 +11,10 @@ __all__ = ["RunEnded"]
 
 @message()
 class RunEnded(DomainEvent):
-    termination: str
-    """A :class:`~actors.run.termination.Termination` (a ``StrEnum``, so its members are
-    strings, as the field decodes from a log)."""
+    termination: Termination
     winner: str | None
     final_answer: str | None
-    decided_by: str | None = None
-    """A :class:`~actors.run.termination.DecidedBy` value; ``None`` without a final answer."""
+    decided_by: DecidedBy | None = None
+    """``None`` without a final answer."""
     failure_reason: str | None = None
     """Why a ``failed`` run failed."""

@@ -17,7 +17,6 @@ from typing import Protocol
 
 import trio
 
-from conclave.actors.agent.actor import AgentMemory
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.protocol import (
     AnswerVerdict,
@@ -26,7 +25,7 @@ from conclave.actors.coordination.protocol import (
     OverrideDecision,
     StopWork,
 )
-from conclave.actors.coordination.state import CoordinationState, Phase
+from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import RunResult, RunStats
@@ -55,7 +54,6 @@ class RunHandle:
         system: ActorSystem,
         spec: RunSpec,
         state: CoordinationState,
-        memories: dict[str, AgentMemory],
         stats: RunStats,
         usage: UsageTap,
         clock: RunClock,
@@ -69,7 +67,6 @@ class RunHandle:
         self.stats = stats
         self.clock = clock
         """The run's timer: ``run_timeout`` counts on it, paused while a person decides."""
-        self._memories = memories
         self._usage = usage
         self._log = log
         self._taps = taps
@@ -82,6 +79,13 @@ class RunHandle:
         self._actors_started = False
         self._result: RunResult | None = None
         self._ended = trio.Event()
+        self._halted = trio.Event()
+
+    @property
+    def halted(self) -> trio.Event:
+        """Set when the run ends before coordination did; every agent of the run reads it
+        (:attr:`~actors.agent.memory.AgentSetup.halted`). Only the handle sets it."""
+        return self._halted
 
     # -- steering -------------------------------------------------------------------------
 
@@ -265,9 +269,8 @@ class RunHandle:
         """End coordination now: no more answers or votes are accepted, and every agent is
         told to cancel its round. Without this, a thousand agents would keep answering (and
         the bus fanning out) while the shutdown stops them one by one."""
-        self.state.phase = Phase.DONE
-        for memory in self._memories.values():
-            memory.halted = True  # mail already queued must not start rounds either
+        self.state.halt()
+        self._halted.set()  # mail already queued must not start rounds either
         if not self._actors_started:
             return  # spawned agents that never started have no round to stop
         for agent in self.state.live:

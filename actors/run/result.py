@@ -15,6 +15,7 @@ from conclave.actors.agent.events import (
     RoundStarted,
 )
 from conclave.actors.coordination.state import Answer
+from conclave.actors.llm.protocol import CallOutcome
 from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.actors.run.usage import RunUsage
 from conclave.actors.workspace.writes import Writes
@@ -100,7 +101,7 @@ class RunStats:
 
     def _llm_finished(self, event: Event) -> None:
         assert isinstance(event, LlmRequestFinished)
-        if event.outcome == "ok":
+        if event.outcome is CallOutcome.OK:
             self.llm_completed += 1
         self.input_tokens += event.input_tokens
         self.output_tokens += event.output_tokens

@@ -19,8 +19,7 @@ import attrs
 
 from conclave.actors.agent.events import LlmRequestFinished
 from conclave.actors.llm.pricing import UsageLedger, UsageSummary
-from conclave.actors.llm.protocol import Usage
-from conclave.actors.loop import CallOutcome
+from conclave.actors.llm.protocol import CallOutcome, Usage
 from conclave.config.schema import AgentConfig
 from conclave.config.schema.agents import price_of
 from conclave.config.schema.endpoint import Price
@@ -28,7 +27,6 @@ from conclave.runtime import Event
 
 __all__ = ["AgentUsage", "RunUsage", "UsageTap"]
 
-_OK = CallOutcome.OK.value
 _COST_DIGITS = 9
 """Dollars are rounded to a billionth in results: exact enough for one token of the cheapest
 model, and free of float noise such as 0.30000000000000004."""
@@ -89,7 +87,7 @@ class UsageTap:
         self._reached = False
 
     def record(self, event: Event) -> None:
-        if type(event) is not LlmRequestFinished or event.outcome != _OK:
+        if type(event) is not LlmRequestFinished or event.outcome is not CallOutcome.OK:
             return
         usage = Usage(
             input_tokens=event.input_tokens,

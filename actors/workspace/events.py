@@ -5,6 +5,7 @@ context paths opened) only in the log."""
 from __future__ import annotations
 
 from conclave.actors.events.base import DomainEvent
+from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import Event, message
 
 __all__ = [
@@ -32,7 +33,8 @@ class PresentingForWrites(DomainEvent):
     context paths need someone to write them."""
 
     presenter: str
-    strategy: str
+    strategy: FinalAnswerStrategy
+    """The strategy the run asked for."""
     reason: str
 
 

@@ -200,8 +200,10 @@ async def open_agent(
     orchestrator: OrchestratorConfig | None = None,
     faults: FaultPlan | None = None,
     actor: AgentClass = AgentActor,
+    halted: trio.Event | None = None,
 ) -> AsyncIterator[AgentRun]:
-    """Agent ``a`` (anonymous ``agent1`` of two) and the stand-in coordinator."""
+    """Agent ``a`` (anonymous ``agent1`` of two) and the stand-in coordinator; ``halted`` is
+    its run's end (a fresh one: the run goes on)."""
     tap = WaitingTap()
     desk = Desk()
     memory = AgentMemory()
@@ -215,6 +217,7 @@ async def open_agent(
         history=history,
         transcript_path=transcript_path,
         tools=tools,
+        halted=trio.Event() if halted is None else halted,
     )
     async with open_actor_system(name="agent", taps=[tap]) as system:
         system.spawn(COORDINATOR, lambda ctx: FakeCoordinator(ctx, desk))

@@ -43,6 +43,7 @@ from conclave.runtime import (
     Event,
     JsonlEventLog,
     MemoryTap,
+    SupervisorAction,
     TapFailed,
 )
 from tests.coordination.helpers import TASK, agent, config
@@ -312,7 +313,9 @@ class Tally:
         self.tap_failures += outcome.tap_failed
         self.log_failures += outcome.log_failed
         self.restarts += sum(
-            1 for e in outcome.events if isinstance(e, ChildExited) and e.action == "restart"
+            1
+            for e in outcome.events
+            if isinstance(e, ChildExited) and e.action is SupervisorAction.RESTART
         )
         result = outcome.result
         if result is None:

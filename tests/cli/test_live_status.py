@@ -31,12 +31,15 @@ from conclave.actors.agent.events import (
     LlmRequestStarted,
     RoundStarted,
 )
+from conclave.actors.agent.status import AgentStatus
 from conclave.actors.coordination.events import AnswerAdded, RunStarted, VoteAdded, VotingComplete
 from conclave.actors.events import TextDelta, ToolCallStarted
 from conclave.actors.events.view import AgentView, RunView
+from conclave.actors.llm.protocol import CallPurpose
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
-from conclave.config.schema import AgentConfig, ConclaveConfig
+from conclave.actors.run.termination import Termination
+from conclave.config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
 from conclave.ui.headless.command import make_progress
 from conclave.ui.headless.live_status import (
     REDRAW_INTERVAL,
@@ -276,16 +279,16 @@ def agent(**changes: Any) -> AgentView:
     ("changes", "state"),
     [
         ({}, "waiting"),
-        ({"status": "working"}, "thinking"),
-        ({"status": "working", "tool": "read_file"}, "tool read_file"),
-        ({"status": "answered", "answer": "agent1.2"}, "answered agent1.2"),
-        ({"status": "answered, no voting", "answer": "agent1.1"}, "answered agent1.1"),
-        ({"status": "voted", "vote": "agent2.1"}, "voted for agent2.1"),
-        ({"status": "voted"}, "voted"),
-        ({"status": "restarting"}, "restarting"),
-        ({"status": "excluded", "excluded": "401"}, "failed"),
-        ({"status": "presenting"}, "presenting"),
-        ({"status": "stopped"}, "stopped"),
+        ({"status": AgentStatus.WORKING}, "thinking"),
+        ({"status": AgentStatus.WORKING, "tool": "read_file"}, "tool read_file"),
+        ({"status": AgentStatus.ANSWERED, "answer": "agent1.2"}, "answered agent1.2"),
+        ({"status": AgentStatus.ANSWERED_NO_VOTING, "answer": "agent1.1"}, "answered agent1.1"),
+        ({"status": AgentStatus.VOTED, "vote": "agent2.1"}, "voted for agent2.1"),
+        ({"status": AgentStatus.VOTED}, "voted"),
+        ({"status": AgentStatus.RESTARTING}, "restarting"),
+        ({"status": AgentStatus.EXCLUDED, "excluded": "401"}, "failed"),
+        ({"status": AgentStatus.PRESENTING}, "presenting"),
+        ({"status": AgentStatus.STOPPED}, "stopped"),
     ],
 )
 def test_an_agents_state_says_what_it_is_doing(changes: dict[str, Any], state: str) -> None:
@@ -295,7 +298,7 @@ def test_an_agents_state_says_what_it_is_doing(changes: dict[str, Any], state: s
 def test_an_agents_line_has_its_elapsed_time_calls_tokens_retries_and_model() -> None:
     line = status_line(
         agent(
-            status="working",
+            status=AgentStatus.WORKING,
             llm_calls=3,
             input_tokens=1000,
             output_tokens=234,
@@ -313,7 +316,7 @@ def test_an_agents_line_has_its_elapsed_time_calls_tokens_retries_and_model() ->
 
 
 def test_an_agent_without_retries_or_model_shows_neither() -> None:
-    line = status_line(agent(status="working", llm_calls=1), now=11.0)
+    line = status_line(agent(status=AgentStatus.WORKING, llm_calls=1), now=11.0)
 
     assert line.rstrip().endswith("1 LLM call           0 tokens")
 
@@ -322,12 +325,20 @@ def view_of(n: int, *, finished: int = 0) -> RunView:
     """A run of ``n`` agents at t = 20, the first ``finished`` of them stopped."""
     ids = tuple(f"a{i}" for i in range(1, n + 1))
     view = RunView.from_events(
-        [RunStarted(at=10.0, task="t", agents=ids, anonymous_ids=ids, strategy="s")]
+        [
+            RunStarted(
+                at=10.0,
+                task="t",
+                agents=ids,
+                anonymous_ids=ids,
+                strategy=FinalAnswerStrategy.WINNER_PRESENT,
+            )
+        ]
     )
     for i, name in enumerate(ids):
         view.apply(RoundStarted(at=11.0, agent=name, round=1, tools=()))
         if i < finished:
-            view.apply(AgentStatusChanged(at=15.0, agent=name, status="stopped"))
+            view.apply(AgentStatusChanged(at=15.0, agent=name, status=AgentStatus.STOPPED))
     return view
 
 
@@ -400,7 +411,11 @@ def live(out: io.StringIO, rows: int = 24) -> LiveStatus:
 
 def started(at: float) -> RunStarted:
     return RunStarted(
-        at=at, task="t", agents=("a1", "a2"), anonymous_ids=("g1", "g2"), strategy="s"
+        at=at,
+        task="t",
+        agents=("a1", "a2"),
+        anonymous_ids=("g1", "g2"),
+        strategy=FinalAnswerStrategy.WINNER_PRESENT,
     )
 
 
@@ -416,13 +431,13 @@ async def test_events_within_100_ms_of_a_redraw_wait_for_the_next(autojump_clock
     now = trio.current_time()
     status.record(started(now))
     for _ in range(20):
-        status.record(LlmRequestStarted(at=now, agent="a1", purpose="round"))
+        status.record(LlmRequestStarted(at=now, agent="a1", purpose=CallPurpose.ROUND))
 
     await trio.sleep(REDRAW_INTERVAL / 2)
-    status.record(LlmRequestStarted(at=trio.current_time(), agent="a2", purpose="round"))
+    status.record(LlmRequestStarted(at=trio.current_time(), agent="a2", purpose=CallPurpose.ROUND))
     assert out.getvalue().count("coordinating") == 1
     await trio.sleep(REDRAW_INTERVAL / 2 + 0.001)
-    status.record(LlmRequestStarted(at=trio.current_time(), agent="a2", purpose="round"))
+    status.record(LlmRequestStarted(at=trio.current_time(), agent="a2", purpose=CallPurpose.ROUND))
     assert out.getvalue().count("coordinating") == 2
 
 
@@ -447,13 +462,18 @@ async def test_the_run_ending_erases_the_block(autojump_clock: object) -> None:
     status.record(started(trio.current_time()))
     await trio.sleep(REDRAW_INTERVAL)
     status.record(
-        RunEnded(at=trio.current_time(), termination="completed", winner=None, final_answer=None)
+        RunEnded(
+            at=trio.current_time(),
+            termination=Termination.COMPLETED,
+            winner=None,
+            final_answer=None,
+        )
     )
     status.record(VoteAdded(at=trio.current_time(), voter="a1", label="g1.1", reason="r"))
 
     lines = screen_of(out)
     assert [re.sub(r"^\[ *[\d.]+s\] ", "", line) for line in lines] == [
-        "run started: 2 agents (a1, a2), strategy s",
+        "run started: 2 agents (a1, a2), strategy winner_present",
         "run ended: completed",
     ]
 
@@ -492,7 +512,10 @@ async def test_the_ticker_erases_the_block_when_the_run_ends(autojump_clock: obj
         await trio.sleep(0.5)
         status.record(
             RunEnded(
-                at=trio.current_time(), termination="completed", winner=None, final_answer=None
+                at=trio.current_time(),
+                termination=Termination.COMPLETED,
+                winner=None,
+                final_answer=None,
             )
         )
     # The nursery closed by itself: animating ended with the run.

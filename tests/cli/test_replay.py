@@ -198,3 +198,25 @@ def test_replay_says_when_a_run_before_the_next_stopped_early(
     assert out[header - 6] == "(the log ends before the run did: it was interrupted)"
     assert out[header - 5] == ""
     assert out[header - 4].startswith("agent ")
+
+
+OLD_LOG = Path(__file__).parent / "logs" / "ring_run_before_voters_were_named.jsonl"
+"""A five-agent ring run's log (its run's events; the kernel's left out) as the version
+before ``votes_cleared`` named its voters wrote it: strings for statuses and purposes, a
+``votes_cleared`` with a count, ``agent_excluded`` without ``withdrawn_vote``."""
+
+
+def test_replay_reads_a_log_written_before_events_named_whose_votes_were_cleared(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["replay", str(OLD_LOG)])
+
+    out, err = capsys.readouterr()
+    assert (code, err) == (ExitCode.OK, "")
+    lines, table = timeline_and_table(out)
+    assert any(line.endswith("] agent2.1 cleared 2 vote(s)") for line in lines)
+    assert re.search(r"run ended: completed, winner a2$", lines[-1])
+    rows = {row.split()[0]: row.split()[1:] for row in table[1:]}
+    votes = {agent: row[-1] for agent, row in rows.items()}
+    assert votes == {"a1": "agent2.1", "a2": "agent2.1", "a3": "agent4.1", "a4": "-", "a5": "-"}
+    assert [rows[agent][0] for agent in ("a4", "a5")] == ["excluded", "excluded"]

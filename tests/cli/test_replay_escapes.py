@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conclave.runtime import SupervisorAction
 from conclave.runtime.events import ChildExited
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
@@ -42,7 +43,9 @@ def test_neutralise_leaves_other_text_alone() -> None:
 
 
 def test_describe_neutralises_the_line_it_returns() -> None:
-    event = ChildExited(at=0.0, supervisor="s", child="agent:x", error=HOSTILE, action="restart")
+    event = ChildExited(
+        at=0.0, supervisor="s", child="agent:x", error=HOSTILE, action=SupervisorAction.RESTART
+    )
 
     line = describe(event)
 

@@ -23,7 +23,13 @@ from conclave.actors.events import DomainEvent, TextDelta
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import RunResult
-from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.actors.run.termination import Termination
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    FinalAnswerStrategy,
+    ScriptedBackendConfig,
+)
 from conclave.runtime import LogOpened, encode, read_event_log
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
@@ -97,7 +103,7 @@ def started(n: int = 2) -> RunStarted:
         task=TASK,
         agents=ids,
         anonymous_ids=tuple(f"agent{i}" for i in range(1, n + 1)),
-        strategy="winner_present",
+        strategy=FinalAnswerStrategy.WINNER_PRESENT,
     )
 
 
@@ -242,7 +248,9 @@ def test_nothing_but_the_result_follows_run_ended(finished: RunResult) -> None:
     out = io.StringIO()
     stream_json = renderer(out)
     stream_json.record(started())
-    stream_json.record(RunEnded(at=2.0, termination="completed", winner="a1", final_answer="x"))
+    stream_json.record(
+        RunEnded(at=2.0, termination=Termination.COMPLETED, winner="a1", final_answer="x")
+    )
     stream_json.record(AnswerAdded(at=3.0, agent="a1", label="agent1.2", content="late"))
     stream_json.finish(finished)
 

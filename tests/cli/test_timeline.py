@@ -9,19 +9,23 @@ import pytest
 from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
 from conclave.actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
 from conclave.actors.events.view import RunView
+from conclave.actors.llm.protocol import CallOutcome, CallPurpose, StopReason
 from conclave.actors.workspace.events import (
     ContextPathsWritten,
     FinalWorkspaceSaved,
     PresentingForWrites,
     SnapshotPublished,
 )
-from conclave.runtime import ChildStopped, Event, TapFailed
+from conclave.config.schema import FinalAnswerStrategy
+from conclave.runtime import ChildStopped, Event, HowStopped, TapFailed
 from conclave.ui.timeline import agent_table, describe
 
 
 def started(agents: int) -> RunStarted:
     ids = tuple(f"a{i}" for i in range(agents))
-    return RunStarted(at=0.0, task="t", agents=ids, anonymous_ids=ids, strategy="synthesize")
+    return RunStarted(
+        at=0.0, task="t", agents=ids, anonymous_ids=ids, strategy=FinalAnswerStrategy.SYNTHESIZE
+    )
 
 
 def test_a_small_run_names_every_agent() -> None:
@@ -37,20 +41,24 @@ def test_a_big_run_names_five_agents_and_counts_the_rest() -> None:
 
 def test_a_child_that_crashes_while_being_stopped_is_shown_with_its_error() -> None:
     event = ChildStopped(
-        at=0.0, supervisor="run", child="agent:a1", how="crashed", error="RuntimeError: boom"
+        at=0.0,
+        supervisor="run",
+        child="agent:a1",
+        how=HowStopped.CRASHED,
+        error="RuntimeError: boom",
     )
     assert describe(event) == "agent:a1 crashed while run stopped it (RuntimeError: boom)"
 
 
-@pytest.mark.parametrize("how", ["graceful", "killed"])
-def test_a_child_stopped_without_a_crash_is_not_a_line(how: str) -> None:
+@pytest.mark.parametrize("how", [HowStopped.GRACEFUL, HowStopped.KILLED])
+def test_a_child_stopped_without_a_crash_is_not_a_line(how: HowStopped) -> None:
     event = ChildStopped(at=0.0, supervisor="run", child="agent:a1", how=how)
     assert describe(event, verbose=True) is None
 
 
 def test_a_crash_while_stopping_spanning_lines_is_shown_on_one() -> None:
     event = ChildStopped(
-        at=0.0, supervisor="run", child="agent:a1", how="crashed", error="OSError: a\n  b"
+        at=0.0, supervisor="run", child="agent:a1", how=HowStopped.CRASHED, error="OSError: a\n  b"
     )
     assert describe(event) == "agent:a1 crashed while run stopped it (OSError: a b)"
 
@@ -61,17 +69,17 @@ def test_a_failed_tap_is_shown_on_one_line_with_what_it_raised() -> None:
 
 
 def finished(**fields: Any) -> LlmRequestFinished:
-    return LlmRequestFinished(at=0.0, agent="a1", purpose="round", **fields)
+    return LlmRequestFinished(at=0.0, agent="a1", purpose=CallPurpose.ROUND, **fields)
 
 
 def test_a_finished_llm_call_shows_its_tokens_cached_tokens_and_model() -> None:
     event = finished(
-        outcome="ok",
+        outcome=CallOutcome.OK,
         input_tokens=1200,
         output_tokens=300,
         cache_read_tokens=1000,
         model="gpt-test-1",
-        stop_reason="tool_use",
+        stop_reason=StopReason.TOOL_USE,
     )
     assert describe(event, verbose=True) == (
         "a1 ← LLM (round): ok, 1,200 in / 300 out tokens, 1,000 cached, model gpt-test-1"
@@ -79,13 +87,13 @@ def test_a_finished_llm_call_shows_its_tokens_cached_tokens_and_model() -> None:
 
 
 def test_a_reply_cut_at_the_output_limit_says_so() -> None:
-    event = finished(outcome="ok", output_tokens=4096, stop_reason="max_tokens")
+    event = finished(outcome=CallOutcome.OK, output_tokens=4096, stop_reason=StopReason.MAX_TOKENS)
     line = describe(event, verbose=True)
     assert line is not None and line.endswith("4,096 out tokens, cut at the output limit")
 
 
 def test_a_failed_llm_call_shows_its_error_on_one_line() -> None:
-    event = finished(outcome="error", error="401 Unauthorized:\n key [REDACTED] refused")
+    event = finished(outcome=CallOutcome.ERROR, error="401 Unauthorized:\n key [REDACTED] refused")
     assert describe(event, verbose=True) == (
         "a1 ← LLM (round): error: 401 Unauthorized: key [REDACTED] refused"
     )
@@ -97,8 +105,8 @@ def view_with(*events: Event) -> RunView:
 
 def test_the_agent_table_has_a_header_and_a_row_per_agent_aligned() -> None:
     view = view_with(
-        LlmRequestStarted(at=1.0, agent="a0", purpose="round"),
-        finished(outcome="ok", input_tokens=1234, output_tokens=56),
+        LlmRequestStarted(at=1.0, agent="a0", purpose=CallPurpose.ROUND),
+        finished(outcome=CallOutcome.OK, input_tokens=1234, output_tokens=56),
         AnswerAdded(at=2.0, agent="a0", label="a0.1", content="x"),
     )
     view.apply(VoteAdded(at=3.0, voter="a1", label="a0.1", reason="r"))
@@ -111,7 +119,7 @@ def test_the_agent_table_has_a_header_and_a_row_per_agent_aligned() -> None:
 
 
 def test_the_agent_table_shows_the_model_column_once_a_backend_names_one() -> None:
-    view = view_with(finished(outcome="ok", model="gpt-test-1"))
+    view = view_with(finished(outcome=CallOutcome.OK, model="gpt-test-1"))
 
     table = agent_table(view)
 
@@ -132,7 +140,10 @@ def test_a_view_without_agents_has_no_table() -> None:
 
 def test_a_presentation_run_for_writes_says_who_and_why() -> None:
     event = PresentingForWrites(
-        at=0.0, presenter="a1", strategy="winner_reuse", reason="writable paths need a writer"
+        at=0.0,
+        presenter="a1",
+        strategy=FinalAnswerStrategy.WINNER_REUSE,
+        reason="writable paths need a writer",
     )
     assert describe(event) == (
         "a1 presents to write the context paths: writable paths need a writer"

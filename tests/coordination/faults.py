@@ -14,9 +14,19 @@ import attrs
 
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.run.driver import BUS, COORDINATOR
+from conclave.actors.run.faults import FaultPlan
 from conclave.runtime import Address, ChildExited, Envelope, Event, Message, message
 
-__all__ = ["ACTORS", "CrashAfter", "CrashDuring", "CrashOnPoke", "CrashOnStart", "Poke", "crashes"]
+__all__ = [
+    "ACTORS",
+    "AllOf",
+    "CrashAfter",
+    "CrashDuring",
+    "CrashOnPoke",
+    "CrashOnStart",
+    "Poke",
+    "crashes",
+]
 
 
 @message(kind="test_poke")
@@ -99,6 +109,21 @@ class CrashOnStart:
         if (actor, incarnation) != (self.actor, self.incarnation):
             return None
         return f"injected crash of {actor} in started()"
+
+
+class AllOf:
+    """Crashes whenever any of ``plans`` says so (the first reason given wins)."""
+
+    def __init__(self, *plans: FaultPlan) -> None:
+        self.plans = plans
+
+    def crash_after(self, actor: Address, envelope: Envelope) -> str | None:
+        reasons = (plan.crash_after(actor, envelope) for plan in self.plans)
+        return next((reason for reason in reasons if reason is not None), None)
+
+    def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
+        reasons = (plan.crash_on_start(actor, incarnation) for plan in self.plans)
+        return next((reason for reason in reasons if reason is not None), None)
 
 
 def crashes(events: list[Event], actor: Address) -> list[ChildExited]:

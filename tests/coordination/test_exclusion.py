@@ -4,13 +4,20 @@ and is retried, at most 3 tries; an agent that exhausts them is excluded (``Agen
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from conclave.actors.agent.events import LlmRequestFinished
+from conclave.actors.agent.protocol import RoundOutcome, RoundSettled
+from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import AgentExcluded, VotingComplete
-from conclave.actors.coordination.protocol import AgentFailed
+from conclave.actors.coordination.protocol import AgentFailed, Present
+from conclave.actors.events.view import RunView
 from conclave.actors.run.driver import COORDINATOR
 from conclave.config.schema import Misbehaviour
+from conclave.runtime import Envelope
+from tests.coordination.faults import AllOf, CrashAfter, CrashOnStart
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
 
 EXPECTED_ERROR = {
@@ -158,3 +165,51 @@ async def test_when_every_agent_is_excluded_before_answering_the_run_fails(
     assert run.result.final_answer is None
     assert run.result.winner is None
     assert set(run.result.failed_agents) == {"a", "b"}
+
+
+def _after_its_vote(envelope: Envelope) -> bool:
+    payload = envelope.payload
+    return isinstance(payload, RoundSettled) and payload.outcome is RoundOutcome.VOTED
+
+
+def _gone_for_good(agent: str, when: Callable[[Envelope], bool]) -> AllOf:
+    """``agent`` crashes right after the message ``when`` picks, and cannot start again:
+    it is excluded at that moment."""
+    address = agent_address(agent)
+    return AllOf(CrashAfter(address, when), CrashOnStart(address, incarnation=2))
+
+
+async def test_an_agent_excluded_while_agents_vote_withdraws_its_vote_and_says_which(
+    autojump_clock: object,
+) -> None:
+    # fast votes for its own answer long before slow answers, then is excluded.
+    run = await run_tapped(
+        config(agent("fast", seed=1, latency=0.1), agent("slow", seed=2, latency=2.0)),
+        faults=_gone_for_good("fast", _after_its_vote),
+    )
+
+    [excluded] = run.events(AgentExcluded)
+    assert (excluded.agent, excluded.withdrawn_vote) == ("fast", "agent1.1")
+    assert set(run.result.votes) == {"slow"}
+    assert RunView.from_events(run.tap.events).votes == run.result.votes
+
+
+async def test_an_agent_excluded_once_voting_is_over_keeps_the_vote_that_decided(
+    autojump_clock: object,
+) -> None:
+    # Both vote for b, which then crashes as it presents and cannot start again.
+    run = await run_tapped(
+        config(
+            agent("a", seed=1, latency=0.1, vote="agent2"),
+            agent("b", seed=2, latency=0.1, vote="agent2"),
+        ),
+        faults=_gone_for_good("b", lambda e: isinstance(e.payload, Present)),
+    )
+
+    [complete] = run.events(VotingComplete)
+    [excluded] = run.events(AgentExcluded)
+    assert complete.at <= excluded.at
+    assert (excluded.agent, excluded.withdrawn_vote) == ("b", None)
+    assert run.result.votes == {"a": "agent2.1", "b": "agent2.1"}
+    assert complete.tally == {"agent2.1": 2}
+    assert RunView.from_events(run.tap.events).votes == run.result.votes

@@ -38,7 +38,7 @@ async def test_cancel_policy_a_burst_of_answers_mid_round_causes_one_restart(
     assert run.delivered(AnswerUpdate, to="fast")
     assert run.restarts("fast") == 1
     [restart] = [e for e in run.events(RoundRestarted) if e.agent == "fast"]
-    assert restart.policy == "cancel"
+    assert restart.policy is InFlightPolicy.CANCEL
     # the one restarted round saw all three new answers
     restarted_prompt = recorder.prompts("fast")[-1]
     assert all(f"<{label} " in restarted_prompt for label in ("agent1.1", "agent2.1", "agent3.1"))
@@ -59,7 +59,7 @@ async def test_finish_policy_answers_arriving_during_a_round_cause_one_rerun(
     # ...and its round was re-run once, when it finished, with all three answers
     assert run.restarts("fast") == 1
     [restart] = [e for e in run.events(RoundRestarted) if e.agent == "fast"]
-    assert restart.policy == "finish"
+    assert restart.policy is InFlightPolicy.FINISH
     assert restart.at == 2.0
     rerun_prompt = recorder.prompts("fast")[-1]
     assert all(f"<{label} " in rerun_prompt for label in ("agent1.1", "agent2.1", "agent3.1"))

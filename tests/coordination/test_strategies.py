@@ -65,7 +65,7 @@ async def test_winner_reuse_returns_the_winners_answer_verbatim(autojump_clock: 
 
     assert run.result.final_answer == run.answer_of(run.result.winner or "")
     [final] = run.events(FinalAnswerProduced)
-    assert final.strategy == "winner_reuse"
+    assert final.strategy is FinalAnswerStrategy.WINNER_REUSE
 
 
 async def test_winner_present_is_one_call_by_the_winner_based_on_its_own_answer(

@@ -9,12 +9,15 @@ from pathlib import Path
 import trio
 
 from conclave.actors.agent.events import LlmRequestFinished, RoundStarted
+from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import AnswerAdded, VoteAdded
-from conclave.actors.run.driver import RunSpec, open_run
+from conclave.actors.coordination.protocol import AnswerVerdict, StopWork, SubmitAnswer
+from conclave.actors.run.driver import COORDINATOR, RunSpec, open_run
 from conclave.actors.run.events import RunEnded
 from conclave.config.schema import Misbehaviour
 from conclave.runtime import LogOpened, read_event_log
-from tests.coordination.helpers import WaitingTap, agent, config, run_tapped
+from tests.coordination.faults import CrashDuring
+from tests.coordination.helpers import Recorder, WaitingTap, agent, config, run_tapped
 
 
 async def test_run_timeout_without_votes_ends_with_the_newest_answer(
@@ -156,3 +159,45 @@ async def test_a_cancelled_run_stops_every_agent_before_shutting_down(
     after = tap.events[ended:]
     assert not [e for e in after if isinstance(e, AnswerAdded | VoteAdded)]
     assert not [e for e in after if isinstance(e, RoundStarted)]
+
+
+async def test_a_run_that_ended_before_coordination_did_accepts_no_more_answers(
+    autojump_clock: object,
+) -> None:
+    spec = RunSpec(
+        task="Name three uses of a paperclip",
+        config=config(agent("quick", seed=1, latency=1.0), agent("slow", seed=2, latency=60.0)),
+    )
+    async with open_run(spec) as handle:
+        await trio.sleep(2.0)
+        handle.cancel()
+        await handle.result()
+        late = SubmitAnswer(agent="slow", content="a late answer", round=1)
+        verdict = await handle.system.ask(COORDINATOR, late)
+
+    assert isinstance(verdict, AnswerVerdict)
+    assert (verdict.accepted, verdict.error) == (
+        False,
+        "Coordination is over; no more answers are accepted.",
+    )
+
+
+async def test_an_agent_restarting_after_its_run_ended_resumes_no_round(
+    autojump_clock: object,
+) -> None:
+    # slow is mid-call when the run is cancelled, and crashes on the StopWork that would
+    # have stopped it: its restarted incarnation must not take the round up again.
+    recorder = Recorder()
+    spec = RunSpec(
+        task="Name three uses of a paperclip",
+        config=config(agent("quick", seed=1, latency=1.0), agent("slow", seed=2, latency=60.0)),
+        backend_factory=recorder,
+        faults=CrashDuring(agent_address("slow"), lambda e: isinstance(e.payload, StopWork)),
+    )
+    async with open_run(spec) as handle:
+        await trio.sleep(2.0)
+        handle.cancel()
+        await handle.result()
+        await trio.sleep(120.0)  # time enough for a resumed round to call its backend
+
+    assert len(recorder.backends["slow"].requests) == 1

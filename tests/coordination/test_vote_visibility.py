@@ -3,8 +3,9 @@ and a new answer resets only the votes of the agents that can see it."""
 
 from __future__ import annotations
 
-from conclave.actors.coordination.events import AgentExcluded, VoteAdded
+from conclave.actors.coordination.events import AgentExcluded, VoteAdded, VotesCleared
 from conclave.actors.coordination.protocol import VotesReset
+from conclave.actors.events.view import RunView
 from tests.coordination.helpers import agent, agents, config, run_tapped
 
 
@@ -39,3 +40,15 @@ async def test_a_new_answer_resets_only_the_votes_of_agents_that_can_see_it(
     for unaffected in ("a3", "a4", "a5"):
         assert len([v for v in run.events(VoteAdded) if v.voter == unaffected]) == 1
     assert len(run.result.votes) == 6
+
+
+async def test_votes_cleared_names_the_voters_a_new_answer_reset_and_no_others(
+    autojump_clock: object,
+) -> None:
+    late = agent("a1", seed=1, latency=3.0, answers=2)
+    run = await run_tapped(config(late, *agents(6, latency=1.0)[1:], visibility="ring"))
+
+    cleared = run.events(VotesCleared)
+    assert {voter for event in cleared for voter in event.voters} == {"a2", "a6"}
+    assert all(event.cleared == len(event.voters) for event in cleared)
+    assert RunView.from_events(run.tap.events).votes == run.result.votes

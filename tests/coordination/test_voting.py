@@ -105,7 +105,7 @@ async def test_a_new_answer_clears_every_vote_and_the_voters_vote_again(
 
     slow_label = run.answers_added("slow")[0].label
     cleared = run.events(VotesCleared)
-    assert [(c.by_label, c.cleared) for c in cleared] == [(slow_label, 1)]
+    assert [(c.by_label, c.voters, c.cleared) for c in cleared] == [(slow_label, ("fast",), 1)]
     fast_votes = [e for e in run.events(VoteAdded) if e.voter == "fast"]
     assert len(fast_votes) == 2
     assert fast_votes[0].at < cleared[0].at < fast_votes[1].at

@@ -9,6 +9,8 @@ import trio
 from conclave.actors.agent.events import AgentStatusChanged, LlmRequestFinished
 from conclave.actors.llm.errors import TransientLLMError
 from conclave.actors.llm.protocol import (
+    CallOutcome,
+    CallPurpose,
     Completion,
     CompletionRequest,
     CompletionSink,
@@ -117,7 +119,12 @@ def test_an_event_logged_before_the_new_fields_existed_still_loads() -> None:
 
     assert isinstance(event, LlmRequestFinished)
     assert event == LlmRequestFinished(
-        at=1.5, agent="a1", purpose="round", outcome="ok", input_tokens=10, output_tokens=5
+        at=1.5,
+        agent="a1",
+        purpose=CallPurpose.ROUND,
+        outcome=CallOutcome.OK,
+        input_tokens=10,
+        output_tokens=5,
     )
     assert (event.model, event.stop_reason, event.error) == (None, None, None)
     assert event.cache_read_tokens == event.cache_write_tokens == event.reasoning_tokens == 0
@@ -142,8 +149,8 @@ def _finished(
     return LlmRequestFinished(
         at=0.0,
         agent="a",
-        purpose="round",
-        outcome="ok",
+        purpose=CallPurpose.ROUND,
+        outcome=CallOutcome.OK,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cache_read_tokens=cache_read_tokens,

@@ -10,17 +10,23 @@ import trio
 from conclave.actors.agent.events import LlmRequestStarted, RoundStarted
 from conclave.actors.coordination.events import AnswerAdded, RunStarted
 from conclave.actors.events import DropCause, EventHub, SubscriberDropped
+from conclave.actors.llm.protocol import CallPurpose
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
-from conclave.config.schema import AgentConfig, ConclaveConfig
-from conclave.runtime import ChildStopped, LogOpened, TapFailed
+from conclave.actors.run.termination import Termination
+from conclave.config.schema import AgentConfig, ConclaveConfig, FinalAnswerStrategy
+from conclave.runtime import ChildStopped, HowStopped, LogOpened, TapFailed
 from conclave.ui.headless.command import make_progress
 from conclave.ui.progress import RunClock, Silent, StreamJson, TextProgress
 
 STARTED = RunStarted(
-    at=10.0, task="t", agents=("a1", "a2"), anonymous_ids=("agent1", "agent2"), strategy="s"
+    at=10.0,
+    task="t",
+    agents=("a1", "a2"),
+    anonymous_ids=("agent1", "agent2"),
+    strategy=FinalAnswerStrategy.WINNER_PRESENT,
 )
-ENDED = RunEnded(at=12.0, termination="completed", winner="a1", final_answer="x")
+ENDED = RunEnded(at=12.0, termination=Termination.COMPLETED, winner="a1", final_answer="x")
 
 
 def progress(*, verbose: bool = False) -> tuple[TextProgress, io.StringIO]:
@@ -36,7 +42,7 @@ def test_each_event_is_a_timed_line() -> None:
     text.record(AnswerAdded(at=11.5, agent="a1", label="agent1.1", content="Use it as a hook"))
 
     assert out.getvalue().splitlines() == [
-        "[  0.00s] run started: 2 agents (a1, a2), strategy s",
+        "[  0.00s] run started: 2 agents (a1, a2), strategy winner_present",
         "[  1.50s] a1 answered agent1.1: Use it as a hook",
     ]
 
@@ -101,7 +107,9 @@ def test_a_failed_tap_reaches_text_progress_as_one_line() -> None:
 def test_a_child_that_crashed_while_being_stopped_reaches_text_progress_as_a_line() -> None:
     text, out = progress()
     subscribed(text).record(
-        ChildStopped(at=11.0, supervisor="run", child="agent:a1", how="crashed", error="E: x")
+        ChildStopped(
+            at=11.0, supervisor="run", child="agent:a1", how=HowStopped.CRASHED, error="E: x"
+        )
     )
 
     assert out.getvalue() == "[  1.00s] agent:a1 crashed while run stopped it (E: x)\n"
@@ -109,7 +117,9 @@ def test_a_child_that_crashed_while_being_stopped_reaches_text_progress_as_a_lin
 
 def test_a_child_stopped_without_a_crash_prints_nothing() -> None:
     text, out = progress()
-    subscribed(text).record(ChildStopped(at=11.0, supervisor="run", child="a1", how="graceful"))
+    subscribed(text).record(
+        ChildStopped(at=11.0, supervisor="run", child="a1", how=HowStopped.GRACEFUL)
+    )
 
     assert out.getvalue() == ""
 
@@ -127,7 +137,7 @@ def test_verbose_prints_the_agents_table_from_the_run_view_when_the_run_ends() -
     for event in (
         STARTED,
         RoundStarted(at=10.5, agent="a1", round=1, tools=("new_answer",)),
-        LlmRequestStarted(at=10.5, agent="a1", purpose="round"),
+        LlmRequestStarted(at=10.5, agent="a1", purpose=CallPurpose.ROUND),
         AnswerAdded(at=11.0, agent="a1", label="agent1.1", content="x"),
         ENDED,
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
+from conclave.actors.agent.status import AgentStatus
 from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.workspace.writes import Writes
@@ -80,21 +81,21 @@ def test_a_run_without_an_answer_says_so() -> None:
 
 
 def test_each_agent_line_says_what_it_is_doing() -> None:
-    agent = AgentView(agent="a1", status="working", round=1)
+    agent = AgentView(agent="a1", status=AgentStatus.WORKING, round=1)
     assert agent_line(agent) == "thinking"
     assert agent_line(attrs.evolve(agent, round=2)) == "thinking (round 2)"
     assert agent_line(attrs.evolve(agent, tool="read_file")) == "running read_file"
-    assert agent_line(attrs.evolve(agent, status="answered", answer="agent1.1")) == (
+    assert agent_line(attrs.evolve(agent, status=AgentStatus.ANSWERED, answer="agent1.1")) == (
         "answered agent1.1"
     )
-    assert agent_line(attrs.evolve(agent, status="voted", vote="agent2.1")) == (
+    assert agent_line(attrs.evolve(agent, status=AgentStatus.VOTED, vote="agent2.1")) == (
         "voted for agent2.1"
     )
-    assert agent_line(attrs.evolve(agent, status="restarting")) == "restarting"
-    assert agent_line(attrs.evolve(agent, status="excluded", excluded="bad key")) == (
+    assert agent_line(attrs.evolve(agent, status=AgentStatus.RESTARTING)) == "restarting"
+    assert agent_line(attrs.evolve(agent, status=AgentStatus.EXCLUDED, excluded="bad key")) == (
         "failed: bad key"
     )
-    assert agent_line(attrs.evolve(agent, status="stopped", vote="agent2.1")) == (
+    assert agent_line(attrs.evolve(agent, status=AgentStatus.STOPPED, vote="agent2.1")) == (
         "voted for agent2.1"
     )
 
@@ -103,7 +104,7 @@ def test_progress_lists_a_few_agents_and_counts_the_rest() -> None:
     view = RunView()
     for i in range(1000):
         view.agents[f"a{i}"] = AgentView(
-            agent=f"a{i}", status="working", round=1, llm_calls=1, input_tokens=10
+            agent=f"a{i}", status=AgentStatus.WORKING, round=1, llm_calls=1, input_tokens=10
         )
     text = fragments_text(progress_lines(view, status="Running", elapsed=2.5))
     lines = text.splitlines()

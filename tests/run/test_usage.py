@@ -10,6 +10,7 @@ import pytest
 
 from conclave.actors.agent.events import LlmRequestFinished
 from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.llm.protocol import CallOutcome, CallPurpose
 from conclave.actors.llm.scripted import ScriptedBackend
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.run.events import RunEnded
@@ -35,9 +36,16 @@ def priced(agent_id: str, price: Price | None = PRICE) -> AgentConfig:
     return AgentConfig(id=agent_id, backend=backend)
 
 
-def finished(agent: str, *, outcome: str = "ok", inp: int = 1000, out: int = 100) -> Any:
+def finished(
+    agent: str, *, outcome: CallOutcome = CallOutcome.OK, inp: int = 1000, out: int = 100
+) -> Any:
     return LlmRequestFinished(
-        at=0.0, agent=agent, purpose="round", outcome=outcome, input_tokens=inp, output_tokens=out
+        at=0.0,
+        agent=agent,
+        purpose=CallPurpose.ROUND,
+        outcome=outcome,
+        input_tokens=inp,
+        output_tokens=out,
     )
 
 
@@ -60,7 +68,7 @@ def test_usage_is_summed_per_agent_and_in_total() -> None:
 
 def test_calls_that_returned_no_reply_are_not_counted() -> None:
     tap = UsageTap([priced("a")])
-    for outcome in ("error", "timeout", "cancelled"):
+    for outcome in (CallOutcome.ERROR, CallOutcome.TIMEOUT, CallOutcome.CANCELLED):
         tap.record(finished("a", outcome=outcome))
 
     assert tap.usage().total == AgentUsage()

@@ -24,11 +24,13 @@ from conclave.runtime import (
     Event,
     EventLogCorrupt,
     Held,
+    HowStopped,
     JsonlEventLog,
     LogOpened,
     MemoryTap,
     Redirected,
     Released,
+    SupervisorAction,
     SupervisorEscalated,
     TapFailed,
     dumps,
@@ -62,13 +64,23 @@ EXAMPLES: list[Event] = [
         for cause in DeadLetterCause
     ),
     ChildStarted(at=6.0, supervisor="system", child="agent:bob", incarnation=2),
-    ChildExited(at=7.0, supervisor="system", child="agent:bob", error=None, action="retire"),
     ChildExited(
-        at=7.5, supervisor="system", child="agent:bob", error="RuntimeError: x", action="restart"
+        at=7.0, supervisor="system", child="agent:bob", error=None, action=SupervisorAction.RETIRE
     ),
-    ChildStopped(at=8.0, supervisor="system", child="agent:bob", how="killed"),
+    ChildExited(
+        at=7.5,
+        supervisor="system",
+        child="agent:bob",
+        error="RuntimeError: x",
+        action=SupervisorAction.RESTART,
+    ),
+    ChildStopped(at=8.0, supervisor="system", child="agent:bob", how=HowStopped.KILLED),
     ChildStopped(
-        at=8.5, supervisor="system", child="agent:bob", how="crashed", error="RuntimeError: x"
+        at=8.5,
+        supervisor="system",
+        child="agent:bob",
+        how=HowStopped.CRASHED,
+        error="RuntimeError: x",
     ),
     SupervisorEscalated(at=9.0, supervisor="team", error="too many restarts"),
     TapFailed(at=10.0, tap="Broken", error="RuntimeError: tap"),

@@ -271,10 +271,12 @@ async def test_a_request_an_actor_sent_itself_from_its_handler_is_dead_lettered(
 
 
 class Deferrer(Actor):
-    """Puts each request back in its own mailbox once before answering it."""
+    """Puts each request back in its own mailbox once before answering it (through the
+    system it is given: an actor's context does not hand out the system)."""
 
-    def __init__(self, context: ActorContext) -> None:
+    def __init__(self, context: ActorContext, system: ActorSystem) -> None:
         super().__init__(context)
+        self.system = system
         self.deferred: set[int | None] = set()
 
     async def handle(self, envelope: Envelope) -> None:
@@ -282,14 +284,14 @@ class Deferrer(Actor):
             self.context.reply(envelope, Echo(text="after deferring"))
         else:
             self.deferred.add(envelope.correlation_id)
-            await self.context.system.send_envelope(envelope)
+            await self.system.send_envelope(envelope)
 
 
 async def test_an_actor_may_put_a_request_back_in_its_own_mailbox(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_actor_system() as system:
-        system.spawn(addr("deferrer"), Deferrer)
+        system.spawn(addr("deferrer"), lambda context: Deferrer(context, system))
 
         with trio.fail_after(60):
             answer = await system.ask(addr("deferrer"), Echo(text="later please"))

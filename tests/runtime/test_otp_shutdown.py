@@ -15,6 +15,7 @@ from conclave.runtime import (
     ActorContext,
     ChildStopped,
     Envelope,
+    HowStopped,
     MemoryTap,
     Strategy,
     SupervisorSpec,
@@ -97,7 +98,7 @@ async def test_a_child_stuck_in_a_thread_is_abandoned_and_recorded_killed_after_
                 await system.root.terminate_child("worker:a")
 
             [stopped] = tap.of_type(ChildStopped)
-            assert stopped.how == "killed"
+            assert stopped.how is HowStopped.KILLED
             assert stopped.at - stopping == pytest.approx(5)
             assert not system.is_registered(addr("a"))
             release.set()
@@ -144,7 +145,7 @@ async def test_a_child_that_unwinds_promptly_when_killed_is_not_kept_waiting_for
         leaving = trio.current_time()
 
     [stopped] = tap.of_type(ChildStopped)
-    assert stopped.how == "killed"
+    assert stopped.how is HowStopped.KILLED
     assert stopped.at - leaving == pytest.approx(2)
 
 
@@ -243,7 +244,7 @@ async def test_a_teardown_that_overruns_its_bound_is_cut_short_and_recorded(
 
     [stopped] = events(tap, ChildStopped, child="worker:a")
     assert stopped.at - leaving == pytest.approx(4)
-    assert stopped.how == "crashed"
+    assert stopped.how is HowStopped.CRASHED
     assert stopped.error == (
         "TeardownTimeout: the teardown hooks of worker:a (incarnation 1) did not finish "
         "within 4s and were cancelled; make them faster or raise the actor's kill_timeout"

@@ -15,6 +15,7 @@ from conclave.runtime import (
     MemoryTap,
     Restart,
     StartFailed,
+    SupervisorAction,
     SupervisorEscalated,
     SupervisorSpec,
     open_actor_system,
@@ -68,7 +69,7 @@ async def test_a_crash_in_started_is_recorded_as_a_start_failure(
             await trio.sleep_forever()
 
     [exited] = tap.of_type(ChildExited)
-    assert exited.action == "escalate"
+    assert exited.action is SupervisorAction.ESCALATE
     assert exited.error is not None
     assert exited.error.startswith("StartFailed: worker:a crashed in started()")
 
@@ -106,7 +107,7 @@ async def test_a_temporary_actor_that_crashes_in_started_is_retired_and_the_rest
         await wait_all_tasks_blocked()
 
         [exited] = events(tap, ChildExited, child="worker:a")
-        assert exited.action == "retire"
+        assert exited.action is SupervisorAction.RETIRE
         assert exited.error is not None
         assert exited.error.startswith("StartFailed: worker:a crashed in started()")
         assert not system.is_registered(addr("a"))

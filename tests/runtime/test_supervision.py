@@ -14,10 +14,12 @@ from conclave.runtime import (
     ChildStopped,
     DeadLetter,
     DeadLetterCause,
+    HowStopped,
     MemoryTap,
     Restart,
     RestartIntensityExceeded,
     Strategy,
+    SupervisorAction,
     SupervisorEscalated,
     SupervisorSpec,
     open_actor_system,
@@ -239,7 +241,7 @@ async def test_a_nested_supervisor_that_exceeds_its_intensity_escalates_to_its_p
         assert [e.supervisor for e in tap.of_type(SupervisorEscalated)] == ["team"]
         [exited] = events(tap, ChildExited, supervisor="system")
         assert exited.child == "team"
-        assert exited.action == "restart"
+        assert exited.action is SupervisorAction.RESTART
         assert exited.error is not None
         assert exited.error.startswith("RestartIntensityExceeded: supervisor team exceeded")
 
@@ -337,7 +339,7 @@ async def test_a_child_that_overruns_its_shutdown_timeout_is_cancelled(
         leaving = trio.current_time()
 
     [stopped] = tap.of_type(ChildStopped)
-    assert stopped.how == "killed"
+    assert stopped.how is HowStopped.KILLED
     assert stopped.at - leaving == pytest.approx(2)
 
 

@@ -21,7 +21,8 @@ from typing import TextIO
 
 import trio
 
-from conclave.actors.events.view import PRESENTED, AgentView, RunView
+from conclave.actors.agent.status import AgentStatus
+from conclave.actors.events.view import AgentView, RunView
 from conclave.runtime import Event
 from conclave.ui.progress import RunClock, TextProgress
 from conclave.ui.timeline import neutralise
@@ -39,8 +40,9 @@ REDRAW_INTERVAL = 0.1
 """Seconds between two redraws of the block, at least: faster is flicker, not news."""
 
 _DEFAULT_SIZE = os.terminal_size((80, 24))
-_FINISHED = frozenset({"stopped", "excluded", PRESENTED})
+_FINISHED = frozenset({AgentStatus.STOPPED, AgentStatus.EXCLUDED, AgentStatus.PRESENTED})
 """Statuses of agents with nothing more to do: shown after the others when space is short."""
+_ANSWERED = frozenset({AgentStatus.ANSWERED, AgentStatus.ANSWERED_NO_VOTING})
 _NAME_WIDTH = 20
 _STATE_WIDTH = 24
 
@@ -58,17 +60,17 @@ def agent_state(agent: AgentView) -> str:
     """What the agent is doing, in a few words: ``thinking``, ``tool read_file``,
     ``answered agent2.1``, ``voted for agent1.1``, ``restarting``, ``failed``..."""
     status = agent.status
-    if status == "working":
+    if status is AgentStatus.WORKING:
         return f"tool {agent.tool}" if agent.tool else "thinking"
-    if status.startswith("answered"):
+    if status in _ANSWERED:
         return f"answered {agent.answer}" if agent.answer else "answered"
-    if status == "voted":
+    if status is AgentStatus.VOTED:
         return f"voted for {agent.vote}" if agent.vote else "voted"
-    if status == "excluded":
+    if status is AgentStatus.EXCLUDED:
         return "failed"
-    if status == "idle":
+    if status is AgentStatus.IDLE:
         return "waiting"
-    return status  # restarting, presenting, presented, stopped
+    return status.value  # restarting, presenting, presented, stopped
 
 
 def status_line(agent: AgentView, now: float, *, name_width: int = _NAME_WIDTH) -> str:

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from prompt_toolkit.formatted_text import PygmentsTokens, StyleAndTextTuples, to_formatted_text
 from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
-from conclave.actors.events.view import PRESENTED, AgentView, RunView
+from conclave.actors.agent.status import AgentStatus
+from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.run.result import RunResult, Termination
 from conclave.config.wording import plural
 from conclave.ui.summary import summary, writes_footer
@@ -85,27 +86,27 @@ def result_block(result: RunResult) -> StyleAndTextTuples:
 def agent_line(agent: AgentView) -> str:
     """What one agent is doing, in a few words."""
     status = agent.status
-    if agent.excluded is not None or status == "excluded":
+    if agent.excluded is not None or status is AgentStatus.EXCLUDED:
         return f"failed: {' '.join((agent.excluded or 'excluded').split())}"
     if agent.tool is not None:
         return f"running {agent.tool}"
-    if status == "working":
+    if status is AgentStatus.WORKING:
         return f"thinking (round {agent.round})" if agent.round > 1 else "thinking"
-    if status == "restarting":
+    if status is AgentStatus.RESTARTING:
         return "restarting"
-    if status == "voted" and agent.vote:
+    if status is AgentStatus.VOTED and agent.vote:
         return f"voted for {agent.vote}"
-    if status.startswith("answered") and agent.answer:
+    if status in (AgentStatus.ANSWERED, AgentStatus.ANSWERED_NO_VOTING) and agent.answer:
         return f"answered {agent.answer}"
-    if status == "stopped":  # the vote is over: what it did last
+    if status is AgentStatus.STOPPED:  # the vote is over: what it did last
         if agent.vote:
             return f"voted for {agent.vote}"
         return f"answered {agent.answer}" if agent.answer else "stopped"
-    if status == "presenting":
+    if status is AgentStatus.PRESENTING:
         return "presenting the final answer"
-    if status == PRESENTED:
+    if status is AgentStatus.PRESENTED:
         return "presented the final answer"
-    return status
+    return status.value
 
 
 def progress_lines(
