@@ -14,6 +14,7 @@ from conclave.actors.llm.protocol import (
     Completion,
     CompletionRequest,
     CompletionSink,
+    LLMBackend,
     ToolCall,
     ToolSchema,
 )
@@ -25,7 +26,9 @@ from conclave.actors.run.redaction import (
     redacting_backend,
     redacting_tools,
 )
+from conclave.actors.run.result import Termination
 from conclave.actors.tools.protocol import ToolResult
+from conclave.config.schema import AgentConfig
 from conclave.config.secret import Secret
 from tests.coordination.helpers import TASK, agent, config
 
@@ -173,3 +176,18 @@ async def test_an_answer_a_model_writes_a_key_into_is_redacted_in_the_result_and
     for path in (tmp_path / "r").iterdir():
         if path.is_file():
             assert KEY not in path.read_text(encoding="utf-8"), path.name
+
+
+async def test_a_runs_failure_reason_is_redacted(tmp_path: Path, autojump_clock: object) -> None:
+    Secret(KEY)
+
+    def failing(agent: AgentConfig) -> LLMBackend:
+        raise RuntimeError(f"cannot make a client with {KEY}")
+
+    spec = RunSpec(task=TASK, config=config(agent("a1")), backend_factory=failing)
+
+    result = await run(spec)
+
+    assert result.termination is Termination.FAILED
+    assert result.failure_reason is not None and REDACTED in result.failure_reason
+    assert KEY not in result.failure_reason
