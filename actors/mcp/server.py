@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 import attrs
 import trio
 
+from conclave.actors.llm.redaction import redact
 from conclave.actors.mcp.connection import (
     Connection,
     HttpRefused,
@@ -150,7 +151,7 @@ class McpServerState:
         return McpServerFailed(
             at=trio.current_time(),
             server=self.key,
-            reason=self.failure or "",
+            reason=redact(self.failure or "", self.secrets()),
             stderr=self.stderr.text(self.secrets()),
             gave_up=self.gave_up,
         )

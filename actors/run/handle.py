@@ -94,9 +94,11 @@ class RunHandle:
         self._end_with(Termination.CANCELLED)
 
     def fail(self, reason: str) -> None:
-        """End the run now as ``failed`` because of ``reason``, unless it is ending already."""
+        """End the run now as ``failed`` because of ``reason``, unless it is ending already.
+        The reason is redacted: it may quote an exception from anywhere in the run."""
         if self._ending is None:
-            self._failure = reason
+            services = self._services
+            self._failure = services.redactor(reason) if services is not None else reason
         self._end_with(Termination.FAILED)
 
     def budget_reached(self) -> None:

@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from secrets import token_hex
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
+from conclave.actors.llm.redaction import NO_REDACTION, Redactor
+from conclave.actors.run.redaction import redacting_tools
 from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
@@ -45,6 +47,7 @@ from conclave.actors.workspace.layout import RunLayout
 from conclave.actors.workspace.tracker import TrackerState
 from conclave.actors.workspace.workspaces import RunWorkspaces
 from conclave.config.modes import CollaborationMode
+from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 from conclave.config.schema.context import ContextWritePhase
 from conclave.config.schema.sandbox import SandboxKind
 
@@ -75,12 +78,18 @@ class RunServices:
         *,
         spec: RunSpec,
         run_id: str,
+        secrets: RunSecrets = NO_SECRETS,
+        redactor: Redactor = NO_REDACTION,
         workspaces: RunWorkspaces | None = None,
         tracker: TrackerState | None = None,
         stack: contextlib.AsyncExitStack | None = None,
     ) -> None:
         self.spec = spec
         self.run_id = run_id
+        self.secrets = secrets
+        """Kept out of every sandbox's environment."""
+        self.redactor = redactor
+        """Every agent's tool results pass it (actors/run/redaction.py)."""
         self.workspaces = workspaces
         """``None`` when agents have no tools."""
         self.tracker = tracker
@@ -121,16 +130,18 @@ class RunServices:
 
     async def agent_tools(self, agent: str) -> AgentTooling:
         """Open ``agent``'s sandbox (closed when the services close) and make its executor,
-        with its MCP tools, once :meth:`start` has run. Raises what opening the sandbox
-        raises."""
+        with its MCP tools, once :meth:`start` has run, every result redacted. Raises what
+        opening the sandbox raises."""
         tooling = await self._builtin_tools(agent)
+        tools = tooling.tools
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
-        if not servers:
-            return tooling
-        from conclave.actors.mcp.tools import with_mcp_tools
+        if servers:
+            from conclave.actors.mcp.tools import with_mcp_tools
 
-        tools = with_mcp_tools(tooling.tools, servers, agent=agent, mode=self.spec.mode)
-        return attrs.evolve(tooling, tools=tools)
+            tools = with_mcp_tools(tools, servers, agent=agent, mode=self.spec.mode)
+        if tools is NO_TOOLS:
+            return tooling
+        return attrs.evolve(tooling, tools=redacting_tools(tools, self.redactor))
 
     async def _builtin_tools(self, agent: str) -> AgentTooling:
         workspaces = self.workspaces
@@ -153,6 +164,7 @@ class RunServices:
                 ),
                 run_dirs=workspace.run_dirs(),
                 engine=self._engine,
+                secrets=self.secrets,
             )
         )
         workspace.sandbox = sandbox
@@ -196,15 +208,20 @@ def _plan(spec: RunSpec) -> tuple[RunLayout, tuple[Path, ...]]:
 
 
 @contextlib.asynccontextmanager
-async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
+async def open_services(
+    spec: RunSpec, *, secrets: RunSecrets = NO_SECRETS, redactor: Redactor = NO_REDACTION
+) -> AsyncIterator[RunServices]:
     """The run's services for its lifetime (see the module docstring); every sandbox opened
     through them is closed on the way out, however the block ends. Nothing is made on disk
-    or connected here: :meth:`RunServices.start` does that as the run starts."""
-    run_id = spec.log_dir.name if spec.log_dir is not None else secrets.token_hex(6)
+    or connected here: :meth:`RunServices.start` does that as the run starts. ``secrets``
+    are kept out of the sandboxes' environment, ``redactor`` applied to every tool result."""
+    run_id = spec.log_dir.name if spec.log_dir is not None else token_hex(6)
     orchestrator = spec.config.orchestrator
     if not orchestrator.agents_have_tools:
         async with contextlib.AsyncExitStack() as stack:  # holds a lent MCP session's loan
-            yield RunServices(spec=spec, run_id=run_id, stack=stack)
+            yield RunServices(
+                spec=spec, run_id=run_id, stack=stack, secrets=secrets, redactor=redactor
+            )
         return
     agents = [a.id for a in spec.config.agents]
     layout, excluded = _plan(spec)
@@ -226,5 +243,11 @@ async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
     )
     async with contextlib.AsyncExitStack() as stack:
         yield RunServices(
-            spec=spec, run_id=run_id, workspaces=workspaces, tracker=tracker, stack=stack
+            spec=spec,
+            run_id=run_id,
+            secrets=secrets,
+            redactor=redactor,
+            workspaces=workspaces,
+            tracker=tracker,
+            stack=stack,
         )

@@ -1,5 +1,6 @@
 """The ``local`` sandbox: commands run on the host, in the workspace, in their own process
-group, with an environment scrubbed of secrets; inside bubblewrap where it is installed.
+group, with an environment scrubbed of secrets (by name here, and of the run's own secrets by
+value: actors/sandbox/environment.py); inside bubblewrap where it is installed.
 
 bubblewrap makes the whole root read-only, the workspace and writable mounts writable,
 gives the command a private /tmp, no network, and its own pid namespace, so everything a
@@ -27,8 +28,10 @@ from pathlib import Path
 
 import trio
 
+from conclave.actors.sandbox.environment import without_secrets
 from conclave.actors.sandbox.output import CappedOutput
 from conclave.actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
+from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 
 __all__ = ["BWRAP_HELP", "LocalSandbox", "bubblewrap", "scrubbed_environment"]
 
@@ -115,13 +118,14 @@ class LocalSandbox:
         max_output_bytes: int,
         run_dirs: RunDirs = NO_RUN_DIRS,
         use_bubblewrap: bool = True,
+        secrets: RunSecrets = NO_SECRETS,
     ) -> None:
         self._workspace = workspace
         self._mounts = mounts
         self._run_dirs = run_dirs
         self._limit = max_output_bytes
         self._bwrap = bubblewrap() if use_bubblewrap else None
-        self._env = scrubbed_environment(os.environ)
+        self._env = without_secrets(scrubbed_environment(os.environ), secrets)
         self._closed = False
 
     @property
