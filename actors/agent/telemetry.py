@@ -14,7 +14,7 @@ import math
 import trio
 
 from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
-from conclave.actors.events.loop import LlmRetry, TextDelta
+from conclave.actors.events.loop import LlmRetry, LlmTryFailed, TextDelta
 from conclave.actors.llm.protocol import CallOutcome, CallPurpose, Completion, Usage
 from conclave.actors.llm.redaction import redact
 from conclave.runtime import ActorContext
@@ -61,6 +61,18 @@ class CallEvents:
             )
         )
 
+    def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
+        self._context.record(
+            LlmTryFailed(
+                at=trio.current_time(),
+                agent=self._agent,
+                failed=failed,
+                tries=tries,
+                error=redact(error),
+                wait=wait,
+            )
+        )
+
 
 class StreamEvents:
     """A completion sink that records coalesced ``TextDelta`` and every ``LlmRetry``.
@@ -94,7 +106,7 @@ class StreamEvents:
     def tool_arguments(self, index: int, name: str, delta: str) -> None:
         return None
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None:
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
         self._context.record(
             LlmRetry(
                 at=trio.current_time(),
@@ -102,6 +114,7 @@ class StreamEvents:
                 attempt=attempt,
                 status=status,
                 delay=delay,
+                error=redact(error),
             )
         )
 

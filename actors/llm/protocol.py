@@ -134,7 +134,11 @@ class CompletionSink(Protocol):
 
     def tool_arguments(self, index: int, name: str, delta: str) -> None: ...
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None: ...
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        """Attempt ``attempt`` of a request failed (``status``, or ``None`` with none: a
+        lost connection) because of ``error`` (redacted); it is sent again in ``delay``
+        seconds."""
+        ...
 
 
 class LLMBackend(Protocol):

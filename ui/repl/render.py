@@ -90,6 +90,11 @@ def agent_line(agent: AgentView) -> str:
         return f"failed: {' '.join((agent.excluded or 'excluded').split())}"
     if agent.tool is not None:
         return f"running {agent.tool}"
+    if status is AgentStatus.WORKING and agent.failing is not None:
+        tries = "try" if agent.failed_tries == 1 else "tries"
+        return (
+            f"retrying after {agent.failed_tries} failed {tries}: {' '.join(agent.failing.split())}"
+        )
     if status is AgentStatus.WORKING:
         return f"thinking (round {agent.round})" if agent.round > 1 else "thinking"
     if status is AgentStatus.RESTARTING:
