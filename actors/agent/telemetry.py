@@ -43,7 +43,8 @@ class CallEvents:
     ) -> None:
         """Record the call's end: what the completion says (model, stop reason, usage), or
         the error with every key redacted (providers echo keys in their error bodies)."""
-        usage = completion.usage if completion is not None else Usage()
+        reported = completion.usage if completion is not None else None
+        usage = reported or Usage()
         self._context.record(
             LlmRequestFinished(
                 at=trio.current_time(),
@@ -58,6 +59,7 @@ class CallEvents:
                 cache_write_tokens=usage.cache_write_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
                 error=redact(error) if error else None,
+                usage_reported=completion is None or reported is not None,
             )
         )
 

@@ -76,6 +76,8 @@ class AgentView:
     """When it stopped (or was excluded, or the run ended); ``None`` while it works."""
     llm_calls: int = 0
     llm_retries: int = 0
+    calls_without_usage: int = 0
+    """Replies whose server reported no usage: its token counts are then unknown."""
     failed_tries: int = 0
     """Failed tries of its rounds and presentation, in all."""
     failing: str | None = None
@@ -212,6 +214,7 @@ class RunView:
             cache_read_tokens=agent.cache_read_tokens + event.cache_read_tokens,
             model=event.model or agent.model,
             failing=None if event.outcome is CallOutcome.OK else agent.failing,
+            calls_without_usage=agent.calls_without_usage + (not event.usage_reported),
         )
 
     def _llm_retry(self, event: LlmRetry) -> None:

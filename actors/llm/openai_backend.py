@@ -203,7 +203,8 @@ class _Reply:
 
     text: list[str] = attrs.field(factory=list)
     calls: dict[int, _PartialCall] = attrs.field(factory=dict)
-    usage: Usage = attrs.field(factory=Usage)
+    usage: Usage | None = None
+    """``None`` until a chunk reports usage: a server may report none."""
     finish: str | None = None
     model: str = ""
 

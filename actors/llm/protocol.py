@@ -119,7 +119,9 @@ class CompletionRequest:
 @attrs.frozen(kw_only=True)
 class Completion:
     message: ChatMessage
-    usage: Usage = Usage()
+    usage: Usage | None = Usage()
+    """What the call used; ``None`` when the server reported nothing (an OpenAI-compatible
+    server asked for no usage, ``stream_usage: false``, or one that ignores the request)."""
     stop_reason: StopReason = StopReason.END_TURN
     model: str = ""
 

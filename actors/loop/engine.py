@@ -322,7 +322,8 @@ class _Caller:
             self.observer.call_finished(outcome, completion, error)
         if completion is None:
             raise _FailedTry(error or "the call produced no reply", retry_after=retry_after)
-        transcript.spend(completion.usage)
+        if completion.usage is not None:
+            transcript.spend(completion.usage)
         return completion
 
 

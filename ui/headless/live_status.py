@@ -81,7 +81,8 @@ def status_line(agent: AgentView, now: float, *, name_width: int = _NAME_WIDTH) 
     state = _fit(_one_line(agent_state(agent)), _STATE_WIDTH).ljust(_STATE_WIDTH)
     calls = "1 LLM call " if agent.llm_calls == 1 else f"{agent.llm_calls} LLM calls"
     tokens = agent.input_tokens + agent.output_tokens
-    line = f"{name} {state} {agent.elapsed(now):6.1f}s  {calls:>11}  {tokens:>9,} tokens"
+    counted = "unknown" if agent.calls_without_usage else f"{tokens:,}"
+    line = f"{name} {state} {agent.elapsed(now):6.1f}s  {calls:>11}  {counted:>9} tokens"
     if agent.llm_retries:
         line += f"  {agent.llm_retries} {'retry' if agent.llm_retries == 1 else 'retries'}"
     if agent.failed_tries:

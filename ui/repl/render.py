@@ -71,7 +71,10 @@ def result_block(result: RunResult) -> StyleAndTextTuples:
         more = len(tally) - 5
         shown += f" and {more:,} more" if more > 0 else ""
         lines.append(("class:summary.detail", f"  votes: {shown}\n"))
-    tokens = f"{result.input_tokens:,} in / {result.output_tokens:,} out"
+    if result.input_tokens is None or result.output_tokens is None:
+        tokens = "unknown (a server reported no usage)"
+    else:
+        tokens = f"{result.input_tokens:,} in / {result.output_tokens:,} out"
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None and result.cost_usd else ""
     presenter = f", presented by {result.presenter}" if result.presenter else ""
     lines.append(("class:summary.detail", f"  tokens: {tokens}{cost}{presenter}\n"))
