@@ -420,7 +420,9 @@ class Coordinator(Actor):
         self.context.start_soon(remind)
 
     def _exclude_failing(self, since: float) -> None:
-        """The grace is over: the run goes on without the agents that kept failing."""
+        """The grace is over: the run goes on without the agents that kept failing. Each
+        is failed through an ``AgentFailed`` to this coordinator, as an agent fails itself,
+        so the routing rules' facts (who is live) hear of it too."""
         state = self.state
         if state.failing_since != since:
             return  # a grace that ended early (someone recovered, or had work again)
@@ -431,19 +433,8 @@ class Coordinator(Actor):
                 f"its LLM calls kept failing {grace:g}s after every other agent was done "
                 f"(orchestrator.failing_agent_grace); last failure: {state.failing[agent]}"
             )
-            exclusion = state.fail(agent, reason)
-            if exclusion is None:
-                continue
-            self.context.record(
-                AgentExcluded(
-                    at=trio.current_time(),
-                    agent=agent,
-                    reason=reason,
-                    withdrawn_vote=exclusion.withdrawn_vote,
-                )
-            )
             self.context.tell_nowait(agent_address(agent), StopWork(excluded=reason))
-        self._check_done()
+            self.context.tell_nowait(self.context.address, AgentFailed(agent=agent, reason=reason))
 
     def _ask_human(self) -> None:
         """Put the override question to the human gate, in background work."""

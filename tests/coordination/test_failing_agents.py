@@ -44,6 +44,17 @@ async def test_an_agent_that_keeps_failing_is_excluded_a_grace_after_the_others_
     assert run.result.winner in ("a", "b")
 
 
+async def test_with_voting_deferred_the_others_vote_once_the_failing_agent_is_gone(
+    autojump_clock: object,
+) -> None:
+    run = await run_tapped(_panel(failing_agent_grace=15.0, defer_voting_until_all_answered=True))
+
+    [excluded] = run.events(AgentExcluded)
+    assert (excluded.agent, excluded.at) == ("dead", pytest.approx(35.0))
+    assert run.result.termination == "completed"
+    assert set(run.result.votes) == {"a", "b"}
+
+
 async def test_without_a_grace_a_failing_agent_keeps_all_its_tries(
     autojump_clock: object,
 ) -> None:
