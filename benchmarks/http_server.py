@@ -190,8 +190,8 @@ def _sse(model: str, completion: Completion, *, usage: bool) -> Iterator[bytes]:
         yield _chunk(model, delta)
     finish = "tool_calls" if message.tool_calls else "stop"
     yield _chunk(model, {}, finish_reason=finish)
-    if usage:
-        spent = completion.usage
+    spent = completion.usage
+    if usage and spent is not None:
         tokens = {
             "prompt_tokens": spent.input_tokens,
             "completion_tokens": spent.output_tokens,

@@ -26,6 +26,7 @@ from conclave.actors.coordination.events import (
     VotesCleared,
     VotingComplete,
 )
+from conclave.actors.events.loop import LlmRetry, LlmTryFailed
 from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
@@ -140,6 +141,18 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"mcp server {event.server} ready: {tools}{again}"
     if isinstance(event, McpServerFailed):
         return _one_line(f"mcp server {event.server} failed: {event.reason}")
+    if isinstance(event, LlmRetry):
+        why = f": {event.error}" if event.error else ""
+        status = f" ({event.status})" if event.status is not None else ""
+        return _one_line(
+            f"{event.agent}'s request failed{status}, retry {event.attempt} in "
+            f"{event.delay:.1f}s{why}"
+        )
+    if isinstance(event, LlmTryFailed):
+        after = "no tries left" if event.wait is None else f"next try in {event.wait:.1f}s"
+        return _one_line(
+            f"{event.agent} try {event.failed} of {event.tries} failed ({after}): {event.error}"
+        )
     if not verbose:
         return None
     if isinstance(event, AgentStatusChanged):

@@ -133,8 +133,8 @@ class _RedactingSink:
     def tool_arguments(self, index: int, name: str, delta: str) -> None:
         self._inner.tool_arguments(index, self._redact(name), self._redact(delta))
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None:
-        self._inner.retry(attempt, status, delay)
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        self._inner.retry(attempt, status, delay, self._redact(error))
 
 
 class RedactingTools:

@@ -51,6 +51,7 @@ class Replying:
             raise self.error
         assert self.reply is not None
         if sink is not None:
+            sink.retry(1, 401, 0.5, f"the server refused {KEY}")
             sink.text(self.reply.content)
             for index, call in enumerate(self.reply.tool_calls):
                 sink.tool_arguments(index, call.name, call.arguments)
@@ -70,8 +71,8 @@ class Deltas:
     def tool_arguments(self, index: int, name: str, delta: str) -> None:
         self.seen.append(delta)
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None:
-        return None
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        self.seen.append(error)
 
 
 async def test_a_replys_text_tool_calls_and_streamed_deltas_are_redacted() -> None:
@@ -83,7 +84,11 @@ async def test_a_replys_text_tool_calls_and_streamed_deltas_are_redacted() -> No
 
     assert completion.message.content == f"the key: {REDACTED}"
     assert json.loads(completion.message.tool_calls[0].arguments) == {"command": f"echo {REDACTED}"}
-    assert deltas.seen == [f"the key: {REDACTED}", json.dumps({"command": f"echo {REDACTED}"})]
+    assert deltas.seen == [
+        f"the server refused {REDACTED}",
+        f"the key: {REDACTED}",
+        json.dumps({"command": f"echo {REDACTED}"}),
+    ]
 
 
 async def test_a_reply_without_secrets_is_returned_as_it_came() -> None:
