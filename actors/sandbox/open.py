@@ -78,7 +78,7 @@ async def open_sandbox(
         local = LocalSandbox(
             workspace=workspace,
             mounts=mounts,
-            max_output_bytes=config.max_output_bytes,
+            config=config,
             run_dirs=run_dirs,
         )
         try:
