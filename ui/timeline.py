@@ -29,7 +29,7 @@ from conclave.actors.coordination.events import (
 from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.planning.plan import parse_plan
-from conclave.actors.run.events import RunEnded
+from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
     ContextPathsWritten,
     FinalWorkspaceSaved,
@@ -135,6 +135,8 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"mcp server {event.server} ready: {tools}{again}"
     if isinstance(event, McpServerFailed):
         return _one_line(f"mcp server {event.server} failed: {event.reason}")
+    if isinstance(event, SandboxOpened):
+        return _sandbox_opened(event, verbose=verbose)
     if not verbose:
         return None
     if isinstance(event, AgentStatusChanged):
@@ -163,6 +165,23 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, Released):
         return f"released {type(event.envelope.payload).__name__} to {event.envelope.recipient}"
     return None
+
+
+def _sandbox_opened(event: SandboxOpened, *, verbose: bool) -> str | None:
+    """Said at start when a person should know it (commands unconfined, orphans removed);
+    otherwise a detail."""
+    notes = [event.warning] if event.warning else []
+    removed = len(event.orphans_removed)
+    if removed:
+        shown = ", ".join(event.orphans_removed[:3]) + (f" and {removed - 3} more" * (removed > 3))
+        noun = "container" if removed == 1 else "containers"
+        notes.append(f"removed {removed} orphan {noun} of killed runs ({shown})")
+    if not notes and not verbose:
+        return None
+    how = "confined" if event.confined else "UNCONFINED"
+    network = "network on" if event.network else "no network"
+    line = f"sandbox {event.sandbox} ({how}, {network})"
+    return _one_line(f"{line}: {'; '.join(notes)}" if notes else line)
 
 
 def _llm_finished(event: LlmRequestFinished) -> str:

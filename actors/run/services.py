@@ -30,6 +30,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
@@ -87,13 +89,18 @@ class RunServices:
         """The WriteTracker's state; ``None`` when no context path is writable."""
         self._stack = stack
         self._engine: DockerEngine | None = None
+        self._deadline: float | None = None
+        """When the run's ``run_timeout`` passes (wall clock): docker containers end by
+        themselves some time after it, should the run be gone without removing them."""
         self.mcp: McpServers | None = None
         """The run's MCP servers, once :meth:`start` has spawned them."""
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
-        image checked, orphans of dead runs removed). Called as the run starts, so that what
-        goes wrong here (an unwritable workdir, no engine) fails the run and says why.
+        image checked, orphans of dead runs removed), then record :class:`SandboxOpened`
+        (unconfined commands and removed orphans said at start). Called as the run starts,
+        so that what goes wrong here (an unwritable workdir, no engine) fails the run and
+        says why.
         Nothing to do without tools. With ``system``, the configured MCP servers are spawned
         under its root and their first starts awaited (a server that cannot start is
         reported and offers no tools; the run goes on)."""
@@ -114,10 +121,44 @@ class RunServices:
         agents = list(workspaces.agents)
         await trio.to_thread.run_sync(workspaces.layout.create, agents)
         sandbox = self.spec.config.orchestrator.sandbox
+        run_timeout = self.spec.config.orchestrator.run_timeout
+        if run_timeout is not None:
+            self._deadline = time.time() + run_timeout
         if sandbox.type is SandboxKind.DOCKER:
             from conclave.actors.sandbox.open import open_docker_engine
 
             self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
+        if system is not None:
+            system.record(await self._sandbox_opened())
+
+    async def _sandbox_opened(self) -> SandboxOpened:
+        """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""
+        from conclave.actors.sandbox.local import BWRAP_HELP, bubblewrap
+
+        sandbox = self.spec.config.orchestrator.sandbox
+        if sandbox.type is SandboxKind.DOCKER:
+            removed = self._engine.orphans_removed if self._engine is not None else ()
+            return SandboxOpened(
+                at=trio.current_time(),
+                sandbox=sandbox.type.value,
+                confined=True,
+                network=sandbox.network,
+                orphans_removed=tuple(o.name for o in removed),
+            )
+        confined = await trio.to_thread.run_sync(bubblewrap) is not None
+        warning = None
+        if not confined:
+            warning = (
+                "shell commands are unconfined: they run as you, can read and write whatever "
+                "you can (~/.ssh included) and use the network; " + BWRAP_HELP
+            )
+        return SandboxOpened(
+            at=trio.current_time(),
+            sandbox=sandbox.type.value,
+            confined=confined,
+            network=sandbox.network or not confined,
+            warning=warning,
+        )
 
     async def agent_tools(self, agent: str) -> AgentTooling:
         """Open ``agent``'s sandbox (closed when the services close) and make its executor,
@@ -153,6 +194,7 @@ class RunServices:
                 ),
                 run_dirs=workspace.run_dirs(),
                 engine=self._engine,
+                deadline=self._deadline,
             )
         )
         workspace.sandbox = sandbox
