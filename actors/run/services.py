@@ -51,6 +51,7 @@ from conclave.config.schema.context import ContextWritePhase
 from conclave.config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
+    from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
     from conclave.actors.sandbox.open import DockerEngine
     from conclave.runtime import ActorSystem
@@ -100,39 +101,57 @@ class RunServices:
         image checked, orphans of dead runs removed), then record :class:`SandboxOpened`
         (unconfined commands and removed orphans said at start). Called as the run starts,
         so that what goes wrong here (an unwritable workdir, no engine) fails the run and
-        says why.
-        Nothing to do without tools. With ``system``, the configured MCP servers are spawned
-        under its root and their first starts awaited (a server that cannot start is
-        reported and offers no tools; the run goes on)."""
+        says why. With ``system``, the configured MCP servers are then spawned under its
+        root, confined to the context paths (:meth:`server_grants`; after the working
+        directory is made, so the run's own directories in a context path are covered),
+        and their first starts awaited (a server that cannot start is reported and offers
+        no tools; the run goes on)."""
+        workspaces = self.workspaces
+        if workspaces is not None and self._stack is not None:
+            agents = list(workspaces.agents)
+            await trio.to_thread.run_sync(workspaces.layout.create, agents)
+            sandbox = self.spec.config.orchestrator.sandbox
+            run_timeout = self.spec.config.orchestrator.run_timeout
+            if run_timeout is not None:
+                self._deadline = time.time() + run_timeout
+            if sandbox.type is SandboxKind.DOCKER:
+                from conclave.actors.sandbox.open import open_docker_engine
+
+                self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
+            if system is not None:
+                system.record(await self._sandbox_opened())
+        if system is not None:
+            await self._start_servers(system)
+
+    async def _start_servers(self, system: ActorSystem) -> None:
         config = self.spec.config
         lent = self.spec.mcp
-        if system is not None and lent is not None and self._stack is not None:
+        if lent is not None and self._stack is not None:
             self.mcp = await self._stack.enter_async_context(lent.lend(system.record))
-        elif system is not None and (
-            config.mcp_servers or any(a.mcp_servers for a in config.agents)
-        ):
+        elif config.mcp_servers or any(a.mcp_servers for a in config.agents):
             from conclave.actors.mcp.server import spawn_servers
 
-            self.mcp = spawn_servers(system, config)
+            writes_open = self.workspaces is not None and self.workspaces.writes_open
+            self.mcp = spawn_servers(system, config, self.server_grants(writes_open=writes_open))
             await self.mcp.settled()
-        workspaces = self.workspaces
-        if workspaces is None or self._stack is None:
-            return
-        agents = list(workspaces.agents)
-        await trio.to_thread.run_sync(workspaces.layout.create, agents)
-        sandbox = self.spec.config.orchestrator.sandbox
-        run_timeout = self.spec.config.orchestrator.run_timeout
-        if run_timeout is not None:
-            self._deadline = time.time() + run_timeout
-        if sandbox.type is SandboxKind.DOCKER:
-            from conclave.actors.sandbox.open import open_docker_engine
 
-            self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
-        if system is not None:
-            system.record(await self._sandbox_opened())
+    def server_grants(self, *, writes_open: bool) -> ServerGrants:
+        """What the run's confined MCP servers see: the context paths, read-only unless
+        writable and ``writes_open``, the run's own directories in them covered."""
+        from conclave.actors.mcp.confine import ServerGrants
+
+        orchestrator = self.spec.config.orchestrator
+        workspaces = self.workspaces
+        covers = workspaces.own_dirs() if workspaces is not None else ()
+        return ServerGrants(
+            mounts=context_mounts(orchestrator.context_paths, writes_open=writes_open),
+            covers=covers,
+            network=orchestrator.sandbox.network,
+        )
 
     async def _sandbox_opened(self) -> SandboxOpened:
         """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""
+        from conclave.actors.sandbox.limits import prlimit
         from conclave.actors.sandbox.local import BWRAP_HELP, bubblewrap
 
         sandbox = self.spec.config.orchestrator.sandbox
@@ -146,12 +165,17 @@ class RunServices:
                 orphans_removed=tuple(o.name for o in removed),
             )
         confined = await trio.to_thread.run_sync(bubblewrap) is not None
-        warning = None
+        warnings = []
         if not confined:
-            warning = (
+            warnings.append(
                 "shell commands are unconfined: they run as you, can read and write whatever "
                 "you can (~/.ssh included) and use the network; " + BWRAP_HELP
             )
+        if prlimit() is None:
+            warnings.append(
+                "prlimit (util-linux) is not installed: no CPU, memory or process limit"
+            )
+        warning = "; ".join(warnings) or None
         return SandboxOpened(
             at=trio.current_time(),
             sandbox=sandbox.type.value,
@@ -168,6 +192,15 @@ class RunServices:
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
         if not servers:
             return tooling
+        if tooling.workspace is not None:
+            grants = self.server_grants(writes_open=True)
+
+            async def regrant() -> None:
+                for state in servers:
+                    await state.regrant(grants)
+
+            # The presenter's writes open its servers' too: they restart seeing them.
+            tooling.workspace.when_writes_open.append(regrant)
         from conclave.actors.mcp.tools import with_mcp_tools
 
         tools = with_mcp_tools(tooling.tools, servers, agent=agent, mode=self.spec.mode)

@@ -39,7 +39,8 @@ class Confinement:
     """Host paths shown at the same path, read-only unless writable."""
     covers: tuple[Path, ...] = ()
     """Directories covered by an empty read-only directory, even inside a mount (the run's
-    own directories); a mount deeper inside one is still shown."""
+    own directories); a mount deeper inside one is still shown. Only those that exist and
+    that a mount would show are covered (checked when the command line is made)."""
     cwd: Path
     """Where the process starts; made (empty) if no mount shows it."""
     network: bool = False
@@ -84,14 +85,19 @@ def bwrap_argv(bwrap: str, confinement: Confinement, command: Sequence[str]) -> 
     binds: list[tuple[str, Path]] = [
         ("--bind" if m.writable else "--ro-bind", m.path) for m in confinement.mounts
     ]
-    binds += [("--tmpfs", p) for p in confinement.covers]
+    covers = [
+        p
+        for p in confinement.covers
+        if p.is_dir() and any(m.path == p or m.path in p.parents for m in confinement.mounts)
+    ]
+    binds += [("--tmpfs", p) for p in covers]
     binds.sort(key=lambda b: len(b[1].parts))
     argv = [bwrap, *system_mounts(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     if confinement.network:
         argv += _resolver_mount()
     for flag, path in binds:
         argv += [flag, str(path)] if flag == "--tmpfs" else [flag, str(path), str(path)]
-    for path in confinement.covers:  # only the cover: the mounts inside it keep their own mode
+    for path in covers:  # only the cover: the mounts inside it keep their own mode
         argv += ["--remount-ro", str(path)]
     argv += ["--dir", str(confinement.cwd), "--remount-ro", "/"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]

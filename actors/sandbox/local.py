@@ -159,14 +159,11 @@ class LocalSandbox:
         made after the sandbox opened is covered too)."""
         mounts = [Mount(path=self._workspace, writable=True), *self._mounts]
         mounts += [Mount(path=p, writable=False) for p in self._run_dirs.shared if p.exists()]
-        # A hidden directory needs covering only where a mount would show it.
-        covers = tuple(
-            p
-            for p in self._run_dirs.hidden
-            if p.is_dir() and any(m.path == p or m.path in p.parents for m in mounts)
-        )
         return Confinement(
-            mounts=tuple(mounts), covers=covers, cwd=cwd, network=self._config.network
+            mounts=tuple(mounts),
+            covers=self._run_dirs.hidden,
+            cwd=cwd,
+            network=self._config.network,
         )
 
     async def run_shell(self, command: str, *, cwd: Path, timeout: float) -> ShellOutcome:

@@ -33,6 +33,8 @@ def conclave(
 def write_config(path: Path, fs: str, git: str, files: Path, repo: Path, extra: str = "") -> Path:
     path.write_text(
         f"""
+orchestrator:
+  context_paths: [{{path: {files}}}, {{path: {repo}}}]   # what the confined servers see
 mcp_servers:
   - name: fs
     command: {fs}

@@ -2,8 +2,7 @@
 was talked into (a prompt injection in a file, a peer's answer) tries to read the user's
 credentials, reach the network, or exhaust the machine. Each case says what stops it.
 
-The credentials live in a fake home directory outside ``/tmp`` (bubblewrap's ``/tmp`` is
-private anyway, which would hide a home under it for the wrong reason)."""
+The credentials live in a fake home directory (tests/fake_home.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,29 +20,13 @@ import trio
 from conclave.actors.sandbox import Mount
 from conclave.actors.sandbox.local import LocalSandbox
 from conclave.config.schema.sandbox import SandboxConfig
-
-CREDENTIALS = {
-    ".ssh/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY----- fake-ssh-key",
-    ".aws/credentials": "[default]\naws_secret_access_key = fake-aws-secret",
-    ".netrc": "machine example.com login me password fake-netrc-password",
-    ".docker/config.json": '{"auths": {"registry": {"auth": "fake-docker-auth"}}}',
-    ".config/gh/hosts.yml": "github.com:\n  oauth_token: fake-gh-token",
-}
+from tests.fake_home import CREDENTIALS, fake_home
 
 
 @pytest.fixture
 def home() -> Iterator[Path]:
-    """A home directory holding the usual credential files, outside ``/tmp``."""
-    root = Path(tempfile.mkdtemp(prefix="conclave-home-", dir="/var/tmp")).resolve()
-    try:
-        for name, secret in CREDENTIALS.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_text(secret)
-        (root / "project").mkdir()
-        (root / "project" / "README").write_text("the project's readme\n")
+    with fake_home() as root:
         yield root
-    finally:
-        shutil.rmtree(root)
 
 
 def sandbox(
@@ -170,6 +152,7 @@ import sys, trio
 from pathlib import Path
 from conclave.actors.sandbox.local import LocalSandbox
 from conclave.config.schema.sandbox import SandboxConfig
+from tests.fake_home import CREDENTIALS, fake_home
 
 async def main() -> None:
     workspace = Path(sys.argv[1])

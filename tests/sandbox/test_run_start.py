@@ -10,7 +10,7 @@ import pytest
 
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.run.events import SandboxOpened
-from conclave.actors.sandbox import local
+from conclave.actors.sandbox import limits, local
 from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
 from conclave.runtime import MemoryTap
 from conclave.ui.timeline import describe
@@ -51,3 +51,11 @@ async def test_a_run_without_tools_has_no_sandbox_to_speak_of(tmp_path: Path) ->
     tap = MemoryTap()
     await run(RunSpec(task=TASK, config=config, log_dir=tmp_path / "run"), taps=[tap])
     assert tap.of_type(SandboxOpened) == []
+
+
+async def test_without_prlimit_the_run_says_at_start_that_no_limit_applies(
+    bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "prlimit", lambda: None)
+    event = await opened(tmp_path)
+    assert event.warning == "prlimit (util-linux) is not installed: no CPU, memory or process limit"
