@@ -44,7 +44,7 @@ from docker.types import Mount as DockerMount
 from docker.types import Ulimit
 
 from conclave.actors.sandbox.engine import LABEL_AGENT, LABEL_RUN, owner_labels
-from conclave.actors.sandbox.environment import container_environment
+from conclave.actors.sandbox.env_policy import container_environment
 from conclave.actors.sandbox.output import CappedOutput
 from conclave.actors.sandbox.protocol import (
     NO_RUN_DIRS,

@@ -26,7 +26,7 @@ from pathlib import Path
 import trio
 
 from conclave.actors.sandbox.bwrap import Confinement, bwrap_argv
-from conclave.actors.sandbox.environment import policy_environment
+from conclave.actors.sandbox.env_policy import policy_environment
 from conclave.actors.sandbox.limits import limit_argv, own_user_namespace
 from conclave.actors.sandbox.output import CappedOutput
 from conclave.actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome

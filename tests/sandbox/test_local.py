@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from conclave.actors.sandbox import Mount, open_sandbox
-from conclave.actors.sandbox.environment import policy_environment
+from conclave.actors.sandbox.env_policy import policy_environment
 from conclave.actors.sandbox.local import LocalSandbox
 from conclave.config.schema.sandbox import SandboxConfig, SandboxEnv
 

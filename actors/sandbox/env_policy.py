@@ -1,8 +1,8 @@
 """Which of Conclave's environment variables a sandboxed command gets, by name: the
 ``orchestrator.sandbox.env`` policy (see :class:`~config.schema.sandbox.SandboxEnv`).
 
-This is the policy by *name*; whatever it passes may still be scrubbed by *value* (a
-secret's value under an innocent name) after it, by its own function.
+This is the policy by *name*, applied first; whatever it passes may still be scrubbed by
+*value* (a secret's value under an innocent name) after it, by a function of its own.
 """
 
 from __future__ import annotations
