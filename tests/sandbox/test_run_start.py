@@ -1,6 +1,6 @@
 """What a run says of its sandbox as it starts (``sandbox_opened``): a person learns before
 any command runs that commands are unconfined, and how (an orphan sweep's line is in
-test_orphans)."""
+test_orphans); the REPL prints it too."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConf
 from conclave.runtime import MemoryTap
 from conclave.ui.timeline import describe
 from tests.coordination.helpers import TASK
+from tests.repl.harness import Session, play
+from tests.repl.harness import config as repl_config
 
 
 async def opened(tmp_path: Path) -> SandboxOpened:
@@ -59,3 +61,17 @@ async def test_without_prlimit_the_run_says_at_start_that_no_limit_applies(
     monkeypatch.setattr(limits, "prlimit", lambda: None)
     event = await opened(tmp_path)
     assert event.warning == "prlimit (util-linux) is not installed: no CPU, memory or process limit"
+
+
+def test_the_repl_prints_the_warning_as_its_turn_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "bubblewrap", lambda: None)
+    printed: list[str] = []
+
+    async def scenario(session: Session) -> None:
+        await session.result_of("Look around")
+        printed.append(session.transcript())
+
+    play(scenario, tmp_path, conclave=repl_config(1, tools=True))
+    assert "sandbox local (UNCONFINED, network on): shell commands are unconfined" in printed[0]
