@@ -1,9 +1,9 @@
 """A stdio MCP server confined as the agents' shell commands are: inside bubblewrap, seeing
 the system directories, its own installation, and the run's context paths with the grants
 the agents have (read-only during coordination; the writable ones writable once the
-presenter's writes open), the run's own directories covered, a private ``/tmp``, and no
-network unless ``sandbox.network``. So what it writes lands in a tracked context path or
-nowhere on the host.
+presenter's writes open; an agent's own server also that agent's workspace), the run's own
+directories covered, a private ``/tmp``, and no network unless ``sandbox.network``. So what
+it writes lands in a tracked context path, the agent's workspace, or nowhere on the host.
 
 Its own installation is found from its command: the executable, the file a symlink points
 to, and the interpreter its ``#!`` line names (``#!/usr/bin/env node`` too), each shown

@@ -354,16 +354,23 @@ class McpServers:
 NO_SERVERS = McpServers()
 
 
-def spawn_servers(system: ActorSystem, config: ConclaveConfig, grants: ServerGrants) -> McpServers:
+def spawn_servers(
+    system: ActorSystem,
+    config: ConclaveConfig,
+    grants: ServerGrants,
+    agent_grants: Callable[[str], ServerGrants] | None = None,
+) -> McpServers:
     """One supervisor and actor per configured server, started now under ``system``'s root
-    (before the run's own supervisor, so stopped after it), confined ones seeing ``grants``.
-    Await :meth:`McpServers.settled` for the first starts."""
+    (before the run's own supervisor, so stopped after it), confined ones seeing ``grants``,
+    or, for an agent's own servers, ``agent_grants(agent)`` when given. Await
+    :meth:`McpServers.settled` for the first starts."""
     if not config.mcp_servers and not any(a.mcp_servers for a in config.agents):
         return NO_SERVERS
     shared = tuple(_spawn(system, s.name, s, grants) for s in config.mcp_servers)
+    own = agent_grants or (lambda _agent: grants)
     per_agent = {
         agent.id: tuple(
-            _spawn(system, f"{agent.id}/{s.name}", s, grants) for s in agent.mcp_servers
+            _spawn(system, f"{agent.id}/{s.name}", s, own(agent.id)) for s in agent.mcp_servers
         )
         for agent in config.agents
         if agent.mcp_servers

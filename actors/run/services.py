@@ -132,22 +132,30 @@ class RunServices:
             from conclave.actors.mcp.server import spawn_servers
 
             writes_open = self.workspaces is not None and self.workspaces.writes_open
-            self.mcp = spawn_servers(system, config, self.server_grants(writes_open=writes_open))
+            self.mcp = spawn_servers(
+                system,
+                config,
+                self.server_grants(writes_open=writes_open),
+                lambda agent: self.server_grants(writes_open=writes_open, agent=agent),
+            )
             await self.mcp.settled()
 
-    def server_grants(self, *, writes_open: bool) -> ServerGrants:
+    def server_grants(self, *, writes_open: bool, agent: str | None = None) -> ServerGrants:
         """What the run's confined MCP servers see: the context paths, read-only unless
-        writable and ``writes_open``, the run's own directories in them covered."""
+        writable and ``writes_open``, the run's own directories in them covered; an
+        ``agent``'s own servers also its workspace, writable, as its shell does."""
         from conclave.actors.mcp.confine import ServerGrants
+        from conclave.actors.sandbox.protocol import Mount
 
         orchestrator = self.spec.config.orchestrator
+        mounts = context_mounts(orchestrator.context_paths, writes_open=writes_open)
         workspaces = self.workspaces
-        covers = workspaces.own_dirs() if workspaces is not None else ()
-        return ServerGrants(
-            mounts=context_mounts(orchestrator.context_paths, writes_open=writes_open),
-            covers=covers,
-            network=orchestrator.sandbox.network,
-        )
+        covers: tuple[Path, ...] = ()
+        if workspaces is not None:
+            covers = workspaces.own_dirs()
+            if agent is not None:
+                mounts = (Mount(path=workspaces.agents[agent].path, writable=True), *mounts)
+        return ServerGrants(mounts=mounts, covers=covers, network=orchestrator.sandbox.network)
 
     async def _sandbox_opened(self) -> SandboxOpened:
         """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""
@@ -192,12 +200,14 @@ class RunServices:
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
         if not servers:
             return tooling
-        if tooling.workspace is not None:
-            grants = self.server_grants(writes_open=True)
+        if tooling.workspace is not None and self.mcp is not None:
+            shared = self.server_grants(writes_open=True)
+            own = self.server_grants(writes_open=True, agent=agent)
+            run_wide = self.mcp.shared
 
             async def regrant() -> None:
                 for state in servers:
-                    await state.regrant(grants)
+                    await state.regrant(shared if state in run_wide else own)
 
             # The presenter's writes open its servers' too: they restart seeing them.
             tooling.workspace.when_writes_open.append(regrant)

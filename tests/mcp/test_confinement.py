@@ -274,3 +274,34 @@ async def test_a_run_with_a_trusted_server_is_as_before(fs_server: str, tmp_path
     )
     await run(RunSpec(task=TASK, config=attrs.evolve(config), workdir=tmp_path / "work"))
     assert (ctx / "early.txt").read_text() == "early"
+
+
+async def test_an_agents_own_server_writes_its_workspace_and_a_shared_one_does_not(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    workspace = work / "workspaces" / "a1"  # RunLayout: the agent's workspace
+    steps = (
+        ToolStep(
+            tool="mcp__own__write", arguments={"path": str(workspace / "own.txt"), "text": "own"}
+        ),
+        ToolStep(
+            tool="mcp__shared__write",
+            arguments={"path": str(workspace / "shared.txt"), "text": "shared"},
+        ),
+    )
+    agent = AgentConfig(
+        id="a1",
+        backend=ScriptedBackendConfig(tool_steps=steps),
+        mcp_servers=(stdio("own", sys.executable, str(HOSTILE)),),
+    )
+    config = ConclaveConfig(
+        agents=(agent,),
+        mcp_servers=(stdio("shared", sys.executable, str(HOSTILE)),),
+        orchestrator=OrchestratorConfig(quiet_period=None, tools=True),
+    )
+
+    await run(RunSpec(task=TASK, config=config, workdir=work))
+
+    assert (workspace / "own.txt").read_text() == "own"  # as the agent's shell could
+    assert not (workspace / "shared.txt").exists()  # a server of every agent sees no one's
