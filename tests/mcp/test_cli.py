@@ -178,6 +178,7 @@ def test_mcp_list_exits_1_naming_a_server_that_did_not_start(tmp_path: Path) -> 
             "{name: web, type: streamable-htp, url: 'http://x'}",
             "did you mean 'streamable-http'?",
         ),
+        ("{name: fs, command: x, trust: maybe}", "mcp_servers[0].trust: expected true or false"),
     ],
 )
 def test_a_bad_mcp_server_entry_is_reported_at_its_line_with_what_to_do(
