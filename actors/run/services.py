@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from secrets import token_hex
@@ -38,6 +39,7 @@ import attrs
 import trio
 
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
+from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.redaction import redacting_tools
 from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
@@ -52,6 +54,7 @@ from conclave.config.schema.context import ContextWritePhase
 from conclave.config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
+    from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
     from conclave.actors.sandbox.open import DockerEngine
     from conclave.runtime import ActorSystem
@@ -96,37 +99,107 @@ class RunServices:
         """The WriteTracker's state; ``None`` when no context path is writable."""
         self._stack = stack
         self._engine: DockerEngine | None = None
+        self._deadline: float | None = None
+        """When the run's ``run_timeout`` passes (wall clock): docker containers end by
+        themselves some time after it, should the run be gone without removing them."""
         self.mcp: McpServers | None = None
         """The run's MCP servers, once :meth:`start` has spawned them."""
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
-        image checked, orphans of dead runs removed). Called as the run starts, so that what
-        goes wrong here (an unwritable workdir, no engine) fails the run and says why.
-        Nothing to do without tools. With ``system``, the configured MCP servers are spawned
-        under its root and their first starts awaited (a server that cannot start is
-        reported and offers no tools; the run goes on)."""
+        image checked, orphans of dead runs removed), then record :class:`SandboxOpened`
+        (unconfined commands and removed orphans said at start). Called as the run starts,
+        so that what goes wrong here (an unwritable workdir, no engine) fails the run and
+        says why. With ``system``, the configured MCP servers are then spawned under its
+        root, confined to the context paths (:meth:`server_grants`; after the working
+        directory is made, so the run's own directories in a context path are covered),
+        and their first starts awaited (a server that cannot start is reported and offers
+        no tools; the run goes on)."""
+        workspaces = self.workspaces
+        if workspaces is not None and self._stack is not None:
+            agents = list(workspaces.agents)
+            await trio.to_thread.run_sync(workspaces.layout.create, agents)
+            sandbox = self.spec.config.orchestrator.sandbox
+            run_timeout = self.spec.config.orchestrator.run_timeout
+            if run_timeout is not None:
+                self._deadline = time.time() + run_timeout
+            if sandbox.type is SandboxKind.DOCKER:
+                from conclave.actors.sandbox.open import open_docker_engine
+
+                self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
+            if system is not None:
+                system.record(await self._sandbox_opened())
+        if system is not None:
+            await self._start_servers(system)
+
+    async def _start_servers(self, system: ActorSystem) -> None:
         config = self.spec.config
         lent = self.spec.mcp
-        if system is not None and lent is not None and self._stack is not None:
+        if lent is not None and self._stack is not None:
             self.mcp = await self._stack.enter_async_context(lent.lend(system.record))
-        elif system is not None and (
-            config.mcp_servers or any(a.mcp_servers for a in config.agents)
-        ):
+        elif config.mcp_servers or any(a.mcp_servers for a in config.agents):
             from conclave.actors.mcp.server import spawn_servers
 
-            self.mcp = spawn_servers(system, config)
+            writes_open = self.workspaces is not None and self.workspaces.writes_open
+            self.mcp = spawn_servers(
+                system,
+                config,
+                self.server_grants(writes_open=writes_open),
+                lambda agent: self.server_grants(writes_open=writes_open, agent=agent),
+            )
             await self.mcp.settled()
+
+    def server_grants(self, *, writes_open: bool, agent: str | None = None) -> ServerGrants:
+        """What the run's confined MCP servers see: the context paths, read-only unless
+        writable and ``writes_open``, the run's own directories in them covered; an
+        ``agent``'s own servers also its workspace, writable, as its shell does."""
+        from conclave.actors.mcp.confine import ServerGrants
+        from conclave.actors.sandbox.protocol import Mount
+
+        orchestrator = self.spec.config.orchestrator
+        mounts = context_mounts(orchestrator.context_paths, writes_open=writes_open)
         workspaces = self.workspaces
-        if workspaces is None or self._stack is None:
-            return
-        agents = list(workspaces.agents)
-        await trio.to_thread.run_sync(workspaces.layout.create, agents)
+        covers: tuple[Path, ...] = ()
+        if workspaces is not None:
+            covers = workspaces.own_dirs()
+            if agent is not None:
+                mounts = (Mount(path=workspaces.agents[agent].path, writable=True), *mounts)
+        return ServerGrants(mounts=mounts, covers=covers, network=orchestrator.sandbox.network)
+
+    async def _sandbox_opened(self) -> SandboxOpened:
+        """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""
+        from conclave.actors.sandbox.limits import prlimit
+        from conclave.actors.sandbox.local import BWRAP_HELP, bubblewrap
+
         sandbox = self.spec.config.orchestrator.sandbox
         if sandbox.type is SandboxKind.DOCKER:
-            from conclave.actors.sandbox.open import open_docker_engine
-
-            self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
+            removed = self._engine.orphans_removed if self._engine is not None else ()
+            return SandboxOpened(
+                at=trio.current_time(),
+                sandbox=sandbox.type.value,
+                confined=True,
+                network=sandbox.network,
+                orphans_removed=tuple(o.name for o in removed),
+            )
+        confined = await trio.to_thread.run_sync(bubblewrap) is not None
+        warnings = []
+        if not confined:
+            warnings.append(
+                "shell commands are unconfined: they run as you, can read and write whatever "
+                "you can (~/.ssh included) and use the network; " + BWRAP_HELP
+            )
+        if prlimit() is None:
+            warnings.append(
+                "prlimit (util-linux) is not installed: no CPU, memory or process limit"
+            )
+        warning = "; ".join(warnings) or None
+        return SandboxOpened(
+            at=trio.current_time(),
+            sandbox=sandbox.type.value,
+            confined=confined,
+            network=sandbox.network or not confined,
+            warning=warning,
+        )
 
     async def agent_tools(self, agent: str) -> AgentTooling:
         """Open ``agent``'s sandbox (closed when the services close) and make its executor,
@@ -136,6 +209,17 @@ class RunServices:
         tools = tooling.tools
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
         if servers:
+            if tooling.workspace is not None and self.mcp is not None:
+                shared = self.server_grants(writes_open=True)
+                own = self.server_grants(writes_open=True, agent=agent)
+                run_wide = self.mcp.shared
+
+                async def regrant() -> None:
+                    for state in servers:
+                        await state.regrant(shared if state in run_wide else own)
+
+                # The presenter's writes open its servers' too: they restart seeing them.
+                tooling.workspace.when_writes_open.append(regrant)
             from conclave.actors.mcp.tools import with_mcp_tools
 
             tools = with_mcp_tools(tools, servers, agent=agent, mode=self.spec.mode)
@@ -165,6 +249,7 @@ class RunServices:
                 run_dirs=workspace.run_dirs(),
                 engine=self._engine,
                 secrets=self.secrets,
+                deadline=self._deadline,
             )
         )
         workspace.sandbox = sandbox

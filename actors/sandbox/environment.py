@@ -1,11 +1,10 @@
 """A sandbox's environment without the run's secrets, by value and by name.
 
-The local sandbox's commands inherit the user's environment, scrubbed of variables whose
-*names* say they hold secrets (``*_API_KEY``, ``*_TOKEN``...: actors/sandbox/local.py). A key
+The local sandbox's commands inherit the user's environment as the ``sandbox.env`` policy
+gives it (actors/sandbox/env_policy.py: names that look secret are withheld unless allowed). A key
 can live under any name (an agent's ``api_key_env`` may be ``ZQ_CRED``), so the run's own
 secrets (config.run_secrets) are removed as well: every variable ``api_key_env`` names, and
-every variable whose value holds a secret value, whatever it is called. The docker sandbox
-passes no variable of the user's (only ``HOME``), so it needs neither.
+every variable whose value holds a secret value, whatever it is called, after the policy.
 """
 
 from __future__ import annotations

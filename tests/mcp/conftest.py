@@ -18,7 +18,9 @@ from pathlib import Path
 import attrs
 import pytest
 
+from conclave.actors.mcp.confine import ServerGrants
 from conclave.actors.mcp.server import McpServers, McpServerState, spawn_listed
+from conclave.actors.sandbox.protocol import Mount
 from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer
 from conclave.runtime import MemoryTap, open_actor_system
 
@@ -102,12 +104,21 @@ class Started:
         return next(s for s in self.servers.all() if s.key == key)
 
 
+def granting(*paths: Path) -> ServerGrants:
+    """Grants that show ``paths`` to a confined server, writable (a run's writable context
+    paths in its presentation)."""
+    return ServerGrants(mounts=tuple(Mount(path=p, writable=True) for p in paths))
+
+
 @contextlib.asynccontextmanager
-async def open_started(*configs: McpServerConfig) -> AsyncIterator[Started]:
-    """The servers started (or failed) as a run starts them; stopped on the way out."""
+async def open_started(
+    *configs: McpServerConfig, sees: tuple[Path, ...] = ()
+) -> AsyncIterator[Started]:
+    """The servers started (or failed) as a run starts them, confined ones seeing ``sees``
+    (and their own installation); stopped on the way out."""
     tap = MemoryTap()
     async with open_actor_system(name="mcp-test", taps=[tap]) as system:
-        servers = spawn_listed(system, [(c.name, c) for c in configs])
+        servers = spawn_listed(system, [(c.name, c) for c in configs], granting(*sees))
         await servers.settled()
         yield Started(servers, tap)
 

@@ -1,6 +1,7 @@
 """A sandbox's commands never find the run's secrets in their environment, whatever the
 variables holding them are called: the local sandbox drops them by name (every
-``api_key_env``) and by value; the docker sandbox passes no variable of the user's at all."""
+``api_key_env``) and by value; the docker sandbox passes only the variables
+``sandbox.env.allow`` names, less those holding a secret."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conclave.actors.sandbox import open_sandbox
 from conclave.actors.sandbox.environment import without_secrets
 from conclave.actors.sandbox.local import LocalSandbox
 from conclave.config.run_secrets import RunSecrets
-from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.config.schema.sandbox import SandboxConfig, SandboxEnv, SandboxKind
 
 KEY = "zq-plain-name-key-0123456789abcdef"
 SECRETS = RunSecrets(values=frozenset({KEY}), variables=frozenset({"ZQ_AGENT_CRED"}))
@@ -39,7 +40,7 @@ async def test_a_local_command_sees_neither_the_named_variable_nor_the_value_els
     monkeypatch.setenv("ZQ_COPY_OF_IT", KEY)
     monkeypatch.setenv("ZQ_HARMLESS", "kept")
     sandbox = LocalSandbox(
-        workspace=workspace, mounts=(), max_output_bytes=1 << 20, use_bubblewrap=False,
+        workspace=workspace, mounts=(), config=SandboxConfig(), use_bubblewrap=False,
         secrets=SECRETS,
     )  # fmt: skip
 
@@ -76,3 +77,21 @@ async def test_a_docker_command_sees_no_variable_of_the_users(
 
     assert KEY not in outcome.output and "ZQ_AGENT_CRED" not in outcome.output
     assert "HOME=/tmp" in outcome.output
+
+
+async def test_a_docker_command_sees_an_allowed_variable_but_not_one_holding_a_secret(
+    engine: docker.DockerClient, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZQ_COPY_OF_IT", KEY)
+    monkeypatch.setenv("ZQ_HARMLESS", "kept")
+    config = SandboxConfig(
+        type=SandboxKind.DOCKER, memory_mb=256, pids=64, env=SandboxEnv(allow=("ZQ_*",))
+    )
+    run_id = f"env-{secrets.token_hex(3)}"
+    async with open_sandbox(
+        config, run_id=run_id, agent="a", workspace=workspace, mounts=(), secrets=SECRETS
+    ) as sandbox:
+        outcome = await sandbox.run_shell("env", cwd=workspace, timeout=20)
+
+    assert KEY not in outcome.output and "ZQ_COPY_OF_IT" not in outcome.output
+    assert "ZQ_HARMLESS=kept" in outcome.output
