@@ -9,6 +9,7 @@ then lets the bus work through them and deliver before anything is looked at.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -50,7 +51,7 @@ async def wired_bus() -> AsyncIterator[Wired]:
     inboxes: dict[str, list[object]] = {agent: [] for agent in AGENTS}
     async with open_actor_system(name="bus-test") as system:
         for agent, got in inboxes.items():
-            system.spawn(agent_address(agent), lambda ctx, got=got: Inbox(ctx, got))
+            system.spawn(agent_address(agent), functools.partial(Inbox, got=got))
         system.spawn(
             BUS,
             lambda ctx: InjectionBus(
