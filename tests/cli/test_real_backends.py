@@ -26,6 +26,9 @@ from tests.cli.helpers import CONCLAVE, TASK
 from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
 from tests.llm.wire import anthropic_error, anthropic_events, openai_error, openai_reply
 
+# One xdist worker runs this module, so the panel run behind ``panel`` is made once.
+pytestmark = pytest.mark.xdist_group("real_backends")
+
 KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
 """Every agent's key: a test can grep for it in everything the command wrote."""
 OPENAI_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}

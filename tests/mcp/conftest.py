@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import attrs
+import mcp.client.stdio
 import pytest
 
 from conclave.actors.mcp.confine import ServerGrants
@@ -64,6 +65,14 @@ def everything_server() -> str:
     return program(
         "mcp-server-everything", "npm install -g @modelcontextprotocol/server-everything"
     )
+
+
+@pytest.fixture
+def quick_termination(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP SDK waits 2 s for a server to exit once its stdin is closed before it sends
+    SIGTERM: 0.1 s here, for specs whose server will not exit by itself (it hangs, or is
+    in the middle of a long operation)."""
+    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", 0.1)
 
 
 @pytest.fixture

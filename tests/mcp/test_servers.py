@@ -156,7 +156,7 @@ async def test_a_command_that_does_not_exist_is_named(tmp_path: Path) -> None:
 
 
 async def test_a_server_that_hangs_at_start_fails_after_its_startup_timeout(
-    tmp_path: Path,
+    tmp_path: Path, quick_termination: None
 ) -> None:
     script = tmp_path / "silent-server"
     script.write_text("#!/bin/sh\nexec sleep 60\n")
@@ -171,7 +171,7 @@ async def test_a_server_that_hangs_at_start_fails_after_its_startup_timeout(
 
 
 async def test_a_call_that_takes_longer_than_call_timeout_is_cancelled_and_says_so(
-    everything_server: str,
+    everything_server: str, quick_termination: None
 ) -> None:
     config = stdio("every", everything_server, call_timeout=0.5)
     async with open_started(config) as started:
@@ -189,7 +189,9 @@ async def test_a_call_that_takes_longer_than_call_timeout_is_cancelled_and_says_
     assert after.ok and "still here" in after.output
 
 
-async def test_cancelling_the_caller_cancels_the_mcp_request(everything_server: str) -> None:
+async def test_cancelling_the_caller_cancels_the_mcp_request(
+    everything_server: str, quick_termination: None
+) -> None:
     async with open_started(stdio("every", everything_server)) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         before = trio.current_time()

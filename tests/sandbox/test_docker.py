@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -326,19 +326,25 @@ async def test_a_slow_removal_does_not_hold_the_close_past_its_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     remove = Container.remove
+    engine_answers = threading.Event()
+    removed = threading.Event()
 
     def slow_remove(self: Container, **kwargs: Any) -> None:
-        time.sleep(2)  # an engine under load
+        engine_answers.wait(30)  # an engine under load: it answers when the spec says so
         remove(self, **kwargs)
+        removed.set()
 
     async with docker_sandbox(run_id, workspace) as sandbox:
         monkeypatch.setattr(docker_sandbox_module, "_TEARDOWN_S", 0.2)
         monkeypatch.setattr(Container, "remove", slow_remove)
         started = trio.current_time()
-        await sandbox.aclose()
+        with trio.fail_after(10):
+            await sandbox.aclose()
         closing = trio.current_time() - started
+    assert not removed.is_set()
     assert closing < 1.5
-    await trio.sleep(3)  # the abandoned removal finishes in its thread
+    engine_answers.set()  # the abandoned removal finishes in its thread
+    assert await trio.to_thread.run_sync(removed.wait, 30)
     assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
 
 

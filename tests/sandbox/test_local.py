@@ -381,12 +381,14 @@ def test_bubblewrap_commands_die_with_a_sigkilled_owner(bwrap: str, workspace: P
 
 
 def test_bubblewrap_commands_outlive_the_thread_that_would_have_started_them(
-    bwrap: str, workspace: Path
+    bwrap: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--die-with-parent follows the thread that forked bubblewrap; trio's worker threads
-    exit after 10 s idle, so a command started from one died at 10 s."""
+    exit after 10 s idle, so a command started from one died at 10 s. Here they exit after
+    0.2 s (trio's own setting, private), and the command outlives that by far."""
+    monkeypatch.setattr(trio._core._thread_cache, "IDLE_TIMEOUT", 0.2)
     outcome = trio.run(
-        lambda: confined(workspace).run_shell("sleep 12; echo done", cwd=workspace, timeout=30)
+        lambda: confined(workspace).run_shell("sleep 1.5; echo done", cwd=workspace, timeout=30)
     )
     assert (outcome.exit_code, outcome.output) == (0, "done\n")
 

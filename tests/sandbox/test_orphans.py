@@ -94,12 +94,14 @@ def gone_pid() -> int:
 
 def labelled(
     client: docker.DockerClient, run_id: str, owner: int, started: str | None = None
-) -> None:
-    """A container as an older Conclave, or a crashed engine, would leave: no lifeline."""
+) -> str:
+    """A container as an older Conclave, or a crashed engine, would leave (no lifeline),
+    labelled as ``owner``'s for run ``run_id``; its id."""
     labels = {LABEL_RUN: run_id, LABEL_OWNER_PID: str(owner), LABEL_AGENT: "agent1"}
     if started is not None:
         labels[LABEL_OWNER_STARTED] = started
-    client.containers.create(DEFAULT_IMAGE, command=["true"], labels=labels)
+    container = client.containers.create(DEFAULT_IMAGE, command=["true"], labels=labels)
+    return str(container.id)
 
 
 def test_a_sigkilled_owners_container_ends_by_itself(
@@ -148,6 +150,28 @@ def test_cleanup_leaves_the_containers_of_live_owners(
             all=True, filters={"label": LABEL_RUN + "=" + run_id}
         ):
             container.remove(force=True)
+
+
+def test_cleanup_passes_over_a_container_removed_while_it_lists_them(
+    engine: docker.DockerClient, run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine lists ids, then each is inspected: this one's owner removes it in between,
+    # as another run on the same engine can at any time.
+    doomed = labelled(engine, run_id, os.getpid(), started=process_started(os.getpid()))
+    inspect = engine.api.inspect_container
+
+    def removed_first(container: str) -> dict[str, object]:
+        if container == doomed:
+            engine.api.remove_container(container, force=True)
+        found: dict[str, object] = inspect(container)
+        return found
+
+    monkeypatch.setattr(engine.api, "inspect_container", removed_first)
+
+    removed = remove_orphans(engine)
+
+    assert run_id not in [o.run_id for o in removed]
+    assert containers_of(engine, run_id) == []
 
 
 def test_cleanup_removes_a_container_whose_owner_pid_now_names_another_process(

@@ -300,6 +300,9 @@ class Session:
         self._quiet = trio.Event()
         """Set when no pump is running (for :meth:`drain` and expulsion)."""
         self._quiet.set()
+        self._draining = False
+        self._drained = trio.Event()
+        """Set once :meth:`drain` is over, however it ended."""
 
     # ------------------------------------------------------------------ life
 
@@ -317,6 +320,10 @@ class Session:
                 return
             nursery.start_soon(self._reply_pump)
             await self._read()
+            if self._draining:
+                # Reading ended because drain is closing: its closing handshake needs the
+                # connection's reader, which stops with this session.
+                await self._drained.wait()
             nursery.cancel_scope.cancel()
 
     async def _authenticate(self) -> bool:
@@ -363,10 +370,14 @@ class Session:
 
     async def drain(self) -> None:
         """The server stops: let the pumps send the (ended) runs' last lines, then close
-        with 1001."""
-        await self._quiet.wait()
-        with suppress(ConnectionClosed):
-            await self.ws.aclose(1001, "the server is stopping")
+        with 1001. Cancelled (the grace is over), the session ends as it would have."""
+        self._draining = True
+        try:
+            await self._quiet.wait()
+            with suppress(ConnectionClosed):
+                await self.ws.aclose(1001, "the server is stopping")
+        finally:
+            self._drained.set()
 
     # ------------------------------------------------------------------ messages
 
