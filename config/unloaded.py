@@ -5,7 +5,8 @@ and the checks that compare sections (ids unique across agents, a scripted vote 
 number of agents, the visibility against it) never ran on a config that failed: fixing the
 first problem only revealed the next. :func:`unloaded_problems` runs them on what the walk
 could read (:attr:`config.walker.SchemaWalker.built`) and on the agents' ids as written, each
-problem at its line and column, and leaves out a check that needs what could not be read.
+problem at its line and column (an agent's MCP server named like a top-level one, too), and
+leaves out a check that needs what could not be read.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ def unloaded_problems(walker: SchemaWalker, root: yaml.MappingNode) -> list[Prob
     read = [agent if isinstance(agent, AgentConfig) else None for agent in agents]
     found: list[Problem] = []
     if None in read:
-        # With every agent read, the schema's own check of the list has reported these.
+        # With every agent read, the schema's own checks of the lists have reported these.
         found += _duplicate_ids(walker, agents_node)
+        found += _shared_server_names(walker, read, sections)
     found += partial_problems(
         read, _visibility(walker, sections), source=walker.source, locations=walker.locations
     )
@@ -45,6 +47,41 @@ def _visibility(walker: SchemaWalker, sections: dict[str, yaml.Node]) -> str | N
         return OrchestratorConfig().visibility
     orchestrator = walker.built.get("orchestrator")
     return orchestrator.visibility if isinstance(orchestrator, OrchestratorConfig) else None
+
+
+def _shared_server_names(
+    walker: SchemaWalker, agents: list[AgentConfig | None], sections: dict[str, yaml.Node]
+) -> list[Problem]:
+    """Each server of an agent that was read named like a top-level server that was read."""
+    servers = sections.get("mcp_servers")
+    count = len(servers.value) if isinstance(servers, yaml.SequenceNode) else 0
+    shared = {
+        server.name
+        for i in range(count)
+        if (server := walker.built.get(f"mcp_servers[{i}]")) is not None
+    }
+    found: list[Problem] = []
+    for index, agent in enumerate(agents):
+        if agent is None:
+            continue
+        for number, server in enumerate(agent.mcp_servers):
+            if server.name not in shared:
+                continue
+            path = f"agents[{index}].mcp_servers[{number}]"
+            line, column = walker.locations.get(path, (None, None))
+            found.append(
+                Problem(
+                    message=f"agent {agent.id!r} has an MCP server named {server.name!r}, like "
+                    "a top-level one: the tool names would clash; rename one of them",
+                    path=path,
+                    file=walker.source,
+                    line=line,
+                    column=column,
+                    expected="a name no top-level MCP server has",
+                    got=server.name,
+                )
+            )
+    return found
 
 
 def _duplicate_ids(walker: SchemaWalker, agents: yaml.SequenceNode) -> list[Problem]:

@@ -94,3 +94,22 @@ def test_python_data_gets_the_same_duplicate_check_without_lines() -> None:
     duplicate = problems["agents[1].id"]
     assert duplicate.line is None
     assert duplicate.message.startswith("agent id 'a' appears twice; ids must be unique")
+
+
+def test_an_invalid_agent_does_not_hide_an_mcp_server_named_like_a_top_level_one() -> None:
+    found = _problems(
+        "mcp_servers:\n"
+        "  - {name: fs, command: mcp-fs}\n"
+        "agents:\n"
+        "  - id: a\n"
+        "    mcp_servers:\n"
+        "      - {name: fs, command: other-fs}\n"
+        "  - id: b\n"
+        "    persona: [not, text]\n"
+    )
+    assert [(p.path, p.line, p.column) for p in found] == [
+        ("agents[0].mcp_servers[0]", 6, 9),
+        ("agents[1].persona", 8, 14),
+    ]
+    assert found[0].got == "fs"
+    assert "rename one of them" in found[0].message
