@@ -3,7 +3,18 @@ that must not overlap share an ``xdist_group``, which keeps them on one worker."
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl+C stays Ctrl+C for the commands the specs start, however the suite was started:
+    one started in the background (``nohup``, ``&`` in a script) has SIGINT ignored, every
+    process it starts inherits that, and a ``conclave`` still starting up (before it
+    handles SIGINT itself) would then sit out the specs' SIGINT."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

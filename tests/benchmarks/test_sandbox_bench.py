@@ -10,6 +10,11 @@ import pytest
 from conclave.benchmarks import sandbox_bench
 from tests.sandbox.conftest import missing
 
+# Every spec that opens the Docker engine runs on the same xdist worker, one at a time:
+# opening it removes every orphaned container, including those the orphan specs make to
+# see them removed.
+pytestmark = pytest.mark.xdist_group("docker")
+
 
 def test_a_tiny_run_reports_every_sandbox() -> None:
     report = sandbox_bench.run_benchmark(calls=2, repeats=1)

@@ -30,6 +30,11 @@ from conclave.actors.sandbox.engine import (
 from conclave.config.schema.sandbox import SandboxConfig, SandboxEnv, SandboxKind
 from tests.sandbox.conftest import containers_of
 
+# Every spec that opens the Docker engine runs on the same xdist worker, one at a time:
+# opening it removes every orphaned container, including those the orphan specs make to
+# see them removed.
+pytestmark = pytest.mark.xdist_group("docker")
+
 DOCKER = SandboxConfig(type=SandboxKind.DOCKER, memory_mb=256, pids=64)
 
 

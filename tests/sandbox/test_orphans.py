@@ -34,6 +34,11 @@ from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 from conclave.ui.cli import main
 from tests.sandbox.conftest import containers_of
 
+# Every spec that opens the Docker engine runs on the same xdist worker, one at a time:
+# opening it removes every orphaned container, including those the orphan specs make to
+# see them removed.
+pytestmark = pytest.mark.xdist_group("docker")
+
 _OWNER = """
 import sys, trio
 from pathlib import Path

@@ -23,6 +23,11 @@ from conclave.actors.sandbox.docker import DockerSandbox
 from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 from tests.sandbox.conftest import containers_of
 
+# Every spec that opens the Docker engine runs on the same xdist worker, one at a time:
+# opening it removes every orphaned container, including those the orphan specs make to
+# see them removed.
+pytestmark = pytest.mark.xdist_group("docker")
+
 
 @attrs.frozen(kw_only=True)
 class Run:

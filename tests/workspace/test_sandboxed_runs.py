@@ -30,6 +30,11 @@ from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 from conclave.runtime import MemoryTap
 from tests.coordination.helpers import TASK
 
+# Every spec that opens the Docker engine runs on the same xdist worker, one at a time:
+# opening it removes every orphaned container, including those the orphan specs make to
+# see them removed.
+pytestmark = pytest.mark.xdist_group("docker")
+
 
 def _missing(reason: str) -> None:
     if os.environ.get("CI") == "true":
