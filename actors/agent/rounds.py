@@ -44,6 +44,7 @@ from conclave.actors.coordination.protocol import (
     AnswerView,
     Present,
     Presentation,
+    SameAnswer,
     SubmitAnswer,
     SubmitVote,
 )
@@ -228,7 +229,12 @@ class Rounds:
         submission: SubmitAnswer | SubmitVote
         if isinstance(call, NewAnswer):
             await self._stage()
-            submission = SubmitAnswer(agent=setup.agent, content=call.content, round=memory.round)
+            submission = SubmitAnswer(
+                agent=setup.agent,
+                content=call.content,
+                round=memory.round,
+                shown=tuple(sorted(memory.shown)),
+            )
         else:
             submission = SubmitVote(
                 agent=setup.agent,
@@ -326,9 +332,18 @@ class Rounds:
     def _accepted(self, submission: SubmitAnswer | SubmitVote, verdict: AnswerVerdict) -> Settled:
         assert verdict.label is not None
         if isinstance(submission, SubmitAnswer):
-            own = AnswerView(label=verdict.label, content=submission.content)
-            self.memory.merge(self.seen((own,)))
-            return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
+            # Its own answer, or the current answer it is the same as (then it counted as
+            # this agent's vote): the text is the same either way.
+            view = AnswerView(label=verdict.label, content=submission.content)
+            self.memory.merge(self.seen((view,)))
+            if verdict.same is None:
+                return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
+            self.memory.supported = True
+            outcome = {
+                SameAnswer.VOTE: RoundOutcome.VOTED,
+                SameAnswer.PART: RoundOutcome.SAME_ANSWER,
+            }
+            return Settled(outcome=outcome[verdict.same], label=verdict.label)
         return Settled(outcome=RoundOutcome.VOTED, label=verdict.label)
 
     def _round_prompt(self, workflow: tuple[ToolSchema, ...], *, short: bool) -> list[ChatMessage]:

@@ -46,6 +46,7 @@ from conclave.actors.coordination.protocol import (
     AnswerAccepted,
     AnswersRequest,
     AnswersSnapshot,
+    AnswerSupported,
     AnswerUpdate,
     AnswerVerdict,
     AnswerView,
@@ -59,6 +60,7 @@ from conclave.actors.coordination.protocol import (
     Rejoin,
     Rejoined,
     RunFinished,
+    SameAnswer,
     StartTask,
     StopWork,
     SubmitAnswer,
@@ -69,6 +71,7 @@ from conclave.actors.coordination.protocol import (
 )
 from conclave.actors.coordination.state import (
     Accepted,
+    Answer,
     CoordinationState,
     PendingPresentation,
     Phase,
@@ -264,27 +267,34 @@ class Coordinator(Actor):
                 self.context.tell_nowait(address, VotesReset())
         self.context.reply(envelope, Rejoined())
 
-    def _repeated(self, envelope: Envelope, agent: str, round_: int) -> bool:
+    def _repeated(self, envelope: Envelope, submission: SubmitAnswer | SubmitVote) -> bool:
         """Answer a re-submitted round with the verdict it already got (see SubmitAnswer).
 
-        A vote cleared since it was accepted is stale instead: the reset that told its voter
-        so went to the incarnation that crashed, and the voter must look again."""
+        A vote (or an answer counted as one) cleared since it was accepted is stale instead:
+        the reset that told its voter so went to the incarnation that crashed, and the voter
+        must look again."""
         state = self.state
+        agent = submission.agent
         accepted = state.accepted_rounds.get(agent)
-        if accepted is None or accepted.round != round_:
+        if accepted is None or accepted.round != submission.round:
             return False
         if accepted.vote and agent not in state.votes and state.phase is Phase.COORDINATING:
             error = "A newer answer reset your vote; look at the answers again."
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=error, stale=True))
             return True
-        self.context.reply(envelope, AnswerVerdict(accepted=True, label=accepted.label))
+        self.context.reply(
+            envelope, AnswerVerdict(accepted=True, label=accepted.label, same=accepted.same)
+        )
         return True
 
     def _on_answer(self, envelope: Envelope, submit: SubmitAnswer) -> None:
         state = self.state
-        if self._repeated(envelope, submit.agent, submit.round):
+        if self._repeated(envelope, submit):
             return
-        outcome = state.submit_answer(submit.agent, submit.content)
+        outcome = state.submit_answer(submit.agent, submit.content, submit.shown)
+        if outcome.same_as is not None and outcome.counted is not None:
+            self._on_same_answer(envelope, submit, outcome.same_as, outcome.counted)
+            return
         answer = outcome.answer
         if answer is None:
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=outcome.error))
@@ -318,6 +328,35 @@ class Coordinator(Actor):
             self.context.tell_nowait(agent_address(answer.agent), VotingOpen())
         self._check_done()
 
+    def _on_same_answer(
+        self, envelope: Envelope, submit: SubmitAnswer, answer: Answer, counted: SameAnswer
+    ) -> None:
+        """The answer was the same as the current answer ``answer``: no answer is added; it
+        counted as the agent's vote for it, or as its part (see
+        :meth:`CoordinationState.submit_answer`). Either way the agent has answered as far
+        as the routing rules go, and may vote from now on."""
+        state = self.state
+        agent = submit.agent
+        vote = counted is SameAnswer.VOTE
+        state.accepted_rounds[agent] = Accepted(
+            round=submit.round, label=answer.label, vote=vote, same=counted
+        )
+        self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label, same=counted))
+        if vote:
+            self.context.record(
+                VoteAdded(
+                    at=trio.current_time(),
+                    voter=agent,
+                    label=answer.label,
+                    reason=state.vote_reasons[agent],
+                    same_answer=True,
+                )
+            )
+        self.context.tell_nowait(self.setup.bus, AnswerSupported(agent=agent, label=answer.label))
+        self.context.tell_nowait(agent_address(agent), VotingOpen())
+        if vote:
+            self._check_done()
+
     def _publish(self, agent: str, label: str) -> None:
         workspaces = self.setup.workspaces
         if workspaces is None:
@@ -332,7 +371,7 @@ class Coordinator(Actor):
             )
 
     def _on_vote(self, envelope: Envelope, vote: SubmitVote) -> None:
-        if self._repeated(envelope, vote.agent, vote.round):
+        if self._repeated(envelope, vote):
             return
         answer, error, stale = self.state.submit_vote(
             vote.agent, vote.target, vote.reason, vote.seen
@@ -516,7 +555,7 @@ class Coordinator(Actor):
             strategy=strategy, task=state.task, own_label=own, answers=shown, write_access=writes
         )
         state.presentation = PendingPresentation(
-            presenter=presenter, request=request, fallback=chosen.content
+            presenter=presenter, request=request, fallback=chosen
         )
         self._send_presentation(state.presentation)
 
@@ -597,10 +636,8 @@ class Coordinator(Actor):
         # The chosen answer is still a complete answer; nobody presented it.
         state.presentation_error = error
         state.presenter = None
-        # The fallback is the chosen answer; contents are unique (duplicates are refused).
-        chosen = next((a for a in state.latest.values() if a.content == pending.fallback), None)
-        label, author = (chosen.label, chosen.agent) if chosen is not None else ("", None)
-        self._wrap_up(pending.fallback, self._snapshot_of(label), author)
+        chosen = pending.fallback
+        self._wrap_up(chosen.content, self._snapshot_of(chosen.label), chosen.agent)
 
     def _wrap_up(self, content: str, source: str | None, agent: str | None) -> None:
         """The final answer is ``content``: diff the writes and save ``source`` in ``final/``

@@ -40,6 +40,10 @@ class VoteAdded(DomainEvent):
     voter: str
     label: str
     reason: str
+    same_answer: bool = False
+    """The voter did not call ``vote``: it submitted the text of the answer ``label`` as
+    its own answer, which counts as its vote for it (no answer was added). ``False`` in a
+    log written before this field existed."""
 
 
 @message()

@@ -6,12 +6,15 @@ and labels (``agent2.1``) are what the LLMs see.
 
 from __future__ import annotations
 
+import enum
+
 from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import Message, message
 
 __all__ = [
     "AgentFailed",
     "AnswerAccepted",
+    "AnswerSupported",
     "AnswerUpdate",
     "AnswerVerdict",
     "AnswerView",
@@ -27,6 +30,7 @@ __all__ = [
     "Rejoin",
     "Rejoined",
     "RunFinished",
+    "SameAnswer",
     "StartTask",
     "StopWork",
     "SubmitAnswer",
@@ -118,6 +122,22 @@ class SubmitAnswer(Message):
     round: int
     """The agent's round number: submitting the same round again (after the agent crashed
     while waiting for the verdict) gets the verdict it was given, not a second answer."""
+    shown: tuple[str, ...]
+    """The labels of the answers the round showed the agent: an answer the same as a
+    current one counts as the agent's vote only if the agent was shown every answer it
+    can see (see :class:`SameAnswer`)."""
+
+
+class SameAnswer(enum.Enum):
+    """What an answer counted as whose text was that of a current answer the agent can
+    see (its own included): it adds nothing to choose from, so it is no new answer, and
+    it costs the agent nothing (a deterministic model gives every agent the same one)."""
+
+    VOTE = "vote"
+    """The agent's vote for that answer: it had been shown every other answer it can see."""
+    PART = "part"
+    """The agent's part, as an answer of its own would be: it was not shown every answer it
+    can see, so it votes next, in a round that shows them all."""
 
 
 @message()
@@ -141,6 +161,9 @@ class AnswerVerdict(Message):
     error: str | None = None
     stale: bool = False
     """Rejected because newer answers exist that the voter has not seen (not a failed try)."""
+    same: SameAnswer | None = None
+    """Set when the submitted answer was the same as the current answer ``label``: no
+    answer was added, and this says what it counted as."""
 
 
 @message()
@@ -177,6 +200,17 @@ class AnswerAccepted(Message):
     agent: str
     label: str
     content: str
+
+
+@message()
+class AnswerSupported(Message):
+    """``agent``'s answer was the same as the current answer ``label`` (see
+    :class:`SameAnswer`). Told to the bus, which has nothing to send (no answer is new): it
+    is routed so that the routing rules' observer counts the agent as one that has
+    answered."""
+
+    agent: str
+    label: str
 
 
 @message()

@@ -185,7 +185,7 @@ async def test_a_repeated_submission_of_a_round_gets_its_verdict_again_and_adds_
     async with open_run(RunSpec(task=TASK, config=cfg), taps=[tap]) as h:
         first: AnswerAdded = await tap.wait_for(AnswerAdded)
         again = await h.system.ask(
-            COORDINATOR, SubmitAnswer(agent="a", content=first.content, round=1)
+            COORDINATOR, SubmitAnswer(agent="a", content=first.content, round=1, shown=())
         )
         h.cancel()
         await h.result()
