@@ -57,6 +57,7 @@ from conclave.actors.llm.protocol import (
     CompletionRequest,
     CompletionSink,
     LLMBackend,
+    ToolChoice,
     ToolSchema,
 )
 from conclave.actors.loop import (
@@ -162,6 +163,9 @@ class Rounds:
                 checkpoint=checkpoint,
                 observer=CallEvents(self.context, self.setup.agent, CallPurpose.ROUND),
                 sink=self.stream,
+                # Every step of a round calls a tool (its own, or the workflow call that ends
+                # it): where the server takes it, a reply without one is never generated.
+                tool_choice=ToolChoice.REQUIRED,
             )
             if outcome.end is LoopEnd.FINAL:
                 assert outcome.value is not None and outcome.reply is not None
