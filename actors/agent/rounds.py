@@ -199,8 +199,7 @@ class Rounds:
         """The latest answers not shown in this round's transcript yet, now marked shown."""
         memory = self.memory
         unseen = sorted(
-            (v for v in memory.view.values() if v.label not in memory.shown),
-            key=lambda v: Label.parse(v.label),
+            (v for v in memory.view.values() if v.label not in memory.shown), key=_given_order
         )
         if unseen:
             memory.shown.update(v.label for v in unseen)
@@ -338,7 +337,7 @@ class Rounds:
         if isinstance(submission, SubmitAnswer):
             # Its own answer, or the current answer it is the same as (then it counted as
             # this agent's vote): the text is the same either way.
-            view = AnswerView(label=verdict.label, content=submission.content)
+            view = AnswerView(label=verdict.label, content=submission.content, order=verdict.order)
             self.memory.merge(self.seen((view,)))
             if verdict.same is None:
                 return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
@@ -352,7 +351,9 @@ class Rounds:
 
     def _round_prompt(self, workflow: tuple[ToolSchema, ...], *, short: bool) -> list[ChatMessage]:
         setup, memory = self.setup, self.memory
-        answers = sorted(memory.view.values(), key=lambda v: Label.parse(v.label))
+        # In the order they were given: a new answer goes last, after the prefix that a
+        # provider may have cached from an earlier prompt.
+        answers = sorted(memory.view.values(), key=_given_order)
         if short:
             answers = [_shorter(v) for v in answers]
         return round_messages(
@@ -474,9 +475,12 @@ def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:
     ]
 
 
+def _given_order(view: AnswerView) -> tuple[int, Label]:
+    return view.order, Label.parse(view.label)
+
+
 def _shorter(view: AnswerView) -> AnswerView:
-    shorter = AnswerView.preview(view.label, view.content, max(1, len(view.content) // SHORTER))
-    return attrs.evolve(shorter, workspace=view.workspace)
+    return view.cut(max(1, len(view.content) // SHORTER))
 
 
 class _Guarded:

@@ -49,7 +49,6 @@ from conclave.actors.coordination.protocol import (
     AnswerSupported,
     AnswerUpdate,
     AnswerVerdict,
-    AnswerView,
     AwaitResult,
     Continue,
     OverrideChosen,
@@ -255,10 +254,7 @@ class Coordinator(Actor):
             address = agent_address(agent)
             self.context.tell_nowait(address, StartTask(task=state.task))
             chars = state.orchestrator.answer_preview_chars
-            shown = tuple(
-                AnswerView.preview(view.label, view.content, chars)
-                for view in state.snapshot_for(agent)
-            )
+            shown = tuple(view.cut(chars) for view in state.snapshot_for(agent))
             if shown:
                 self.context.tell_nowait(address, AnswerUpdate(answers=shown))
             if state.voting_opened(agent):
@@ -305,7 +301,8 @@ class Coordinator(Actor):
         # Published before anyone hears of the answer (its author included): whoever is
         # shown it can read its snapshot at once.
         self._publish(answer.agent, answer.label)
-        self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
+        order = state.order_of[answer.label]
+        self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label, order=order))
         now = trio.current_time()
         self.context.record(
             AnswerAdded(at=now, agent=answer.agent, label=answer.label, content=answer.content)
@@ -314,7 +311,9 @@ class Coordinator(Actor):
         # hold covers the resets and "you may vote now" below, even for a burst's first answer.
         self.context.tell_nowait(
             self.setup.bus,
-            AnswerAccepted(agent=answer.agent, label=answer.label, content=answer.content),
+            AnswerAccepted(
+                agent=answer.agent, label=answer.label, content=answer.content, order=order
+            ),
         )
         cleared = outcome.cleared_voters
         if cleared:
@@ -544,12 +543,12 @@ class Coordinator(Actor):
         state.phase = Phase.PRESENTING
         if strategy is FinalAnswerStrategy.SYNTHESIZE:
             shown = tuple(
-                AnswerView(label=state.latest[a].label, content=state.latest[a].content)
+                state.view_of(state.latest[a])
                 for a in sorted(state.latest, key=lambda a: state.anonymous[a])
             )
             own = state.latest[presenter].label
         else:
-            shown = (AnswerView(label=chosen.label, content=chosen.content),)
+            shown = (state.view_of(chosen),)
             own = chosen.label
         request = Present(
             strategy=strategy, task=state.task, own_label=own, answers=shown, write_access=writes

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import enum
 
+import attrs
+
 from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import Message, message
 
@@ -51,13 +53,16 @@ class AnswerView(Message):
     workspace: str | None = None
     """Where the answer's workspace snapshot is (read-only for every agent shown the answer);
     ``None`` when agents have no workspaces. Filled in by the agent that is shown it."""
+    order: int = 0
+    """Its place among the run's answers in the order the coordinator accepted them (1 is
+    the first): prompts show answers in this order, so a new one goes last and a cached
+    prompt prefix stays valid. 0 where not known (a log written before this field existed)."""
 
-    @classmethod
-    def preview(cls, label: str, content: str, chars: int) -> AnswerView:
+    def cut(self, chars: int) -> AnswerView:
         """The answer as updates show it: cut to ``chars`` characters, marked when cut."""
-        if len(content) <= chars:
-            return cls(label=label, content=content)
-        return cls(label=label, content=content[:chars] + " …", truncated=True)
+        if len(self.content) <= chars:
+            return self
+        return attrs.evolve(self, content=self.content[:chars] + " …", truncated=True)
 
 
 @message()
@@ -122,10 +127,10 @@ class SubmitAnswer(Message):
     round: int
     """The agent's round number: submitting the same round again (after the agent crashed
     while waiting for the verdict) gets the verdict it was given, not a second answer."""
-    shown: tuple[str, ...]
+    shown: tuple[str, ...] = ()
     """The labels of the answers the round showed the agent: an answer the same as a
     current one counts as the agent's vote only if the agent was shown every answer it
-    can see (see :class:`SameAnswer`)."""
+    can see (see :class:`SameAnswer`). Empty in a log written before this field existed."""
 
 
 class SameAnswer(enum.Enum):
@@ -164,6 +169,9 @@ class AnswerVerdict(Message):
     same: SameAnswer | None = None
     """Set when the submitted answer was the same as the current answer ``label``: no
     answer was added, and this says what it counted as."""
+    order: int = 0
+    """For an accepted new answer: its place in the order answers were accepted (see
+    :attr:`AnswerView.order`)."""
 
 
 @message()
@@ -200,6 +208,8 @@ class AnswerAccepted(Message):
     agent: str
     label: str
     content: str
+    order: int = 0
+    """Its place in the order answers were accepted (see :attr:`AnswerView.order`)."""
 
 
 @message()

@@ -117,6 +117,8 @@ class CoordinationState:
         self.anonymous = {a: anonymous_id(i + 1) for i, a in enumerate(sorted(self.agents))}
         self._by_anonymous = {anon: a for a, anon in self.anonymous.items()}
         self.answers: list[Answer] = []
+        self.order_of: dict[str, int] = {}
+        """Label → its place in ``answers`` (1 is the first): the order prompts show."""
         self.latest: dict[str, Answer] = {}
         self._answer_counts: Counter[str] = Counter()
         self._current: dict[str, list[Answer]] = {}
@@ -188,6 +190,7 @@ class CoordinationState:
             content=content,
         )
         self.answers.append(answer)
+        self.order_of[answer.label] = len(self.answers)
         previous = self.latest.get(agent)
         if previous is not None:
             self._forget_current(previous)
@@ -341,7 +344,13 @@ class CoordinationState:
         authors = [agent, *self.visibility.peers(agent)]
         shown = [self.latest[a] for a in authors if a in self.latest]
         shown.sort(key=lambda a: self.anonymous[a.agent])
-        return tuple(AnswerView(label=a.label, content=a.content) for a in shown)
+        return tuple(self.view_of(a) for a in shown)
+
+    def view_of(self, answer: Answer) -> AnswerView:
+        """``answer`` as an agent is shown it, whole."""
+        return AnswerView(
+            label=answer.label, content=answer.content, order=self.order_of[answer.label]
+        )
 
     def coordination_done(self) -> bool:
         if not self.live:
