@@ -27,6 +27,7 @@ from conclave.runtime import Event
 
 __all__ = ["AgentUsage", "RunUsage", "UsageTap"]
 
+_SHARE_DIGITS = 4
 _COST_DIGITS = 9
 """Dollars are rounded to a billionth in results: exact enough for one token of the cheapest
 model, and free of float noise such as 0.30000000000000004."""
@@ -47,11 +48,18 @@ class AgentUsage:
     """Calls that returned a reply."""
     cost_usd: float | None = 0.0
     """``None`` when some call had no price."""
+    cached_share: float | None = None
+    """Of the prompt tokens, the share read from the provider's cache (0 to 1, rounded to
+    a ten-thousandth): how well the prompts kept a shared prefix. ``None`` without prompt
+    tokens."""
 
     @classmethod
     def of(cls, summary: UsageSummary) -> AgentUsage:
         usage = summary.usage
         cost = summary.cost_usd
+        share = None
+        if usage.input_tokens:
+            share = round(usage.cache_read_tokens / usage.input_tokens, _SHARE_DIGITS)
         return cls(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
@@ -60,6 +68,7 @@ class AgentUsage:
             reasoning_tokens=usage.reasoning_tokens,
             calls=summary.calls,
             cost_usd=None if cost is None else round(cost, _COST_DIGITS),
+            cached_share=share,
         )
 
 
