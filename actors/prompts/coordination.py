@@ -24,7 +24,7 @@ and the answers in the order they were given (a new answer goes last; a newer ve
 agent's answer replaces its older one), and last a short user message for this agent and this
 round: who it is, its perspective, its files, the instructions configured for it, and which
 workflow tools it has now (never one it was not offered). Measured on a server that caches as
-OpenAI does (``conclave bench --scenario cache``): see ``docs/architecture.md``.
+OpenAI does (``python -m conclave.benchmarks.cache_bench``): see ``docs/architecture.md``.
 
 **Updates.** Answers that arrive while a round with tools is working enter its transcript
 at a step boundary as one user message (:func:`update_message`) that states its own fence
