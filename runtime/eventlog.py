@@ -70,13 +70,7 @@ import attrs
 import orjson
 
 from conclave.runtime.codec import DecodeError, decode, encode, encode_without, json_line
-from conclave.runtime.eventlog_texts import (
-    TEXT_MIN_CHARS,
-    TEXTS_KEY,
-    TextError,
-    TextReader,
-    TextWriter,
-)
+from conclave.runtime.eventlog_texts import TEXTS_KEY, TextError, TextReader, TextWriter
 from conclave.runtime.events import EVENT_LOG_FORMAT, Event, Held, LogOpened, Redirected
 from conclave.runtime.messages import Address, Envelope, find_message_class
 
@@ -275,11 +269,7 @@ class JsonlEventLog:
             if carries is None:
                 carries = _carries_envelope(cls)
             data = self._encode_mention(event, cls) if carries else encode(event)
-            line = json_line(data)
-            if len(line) >= TEXT_MIN_CHARS:  # a shorter line holds no long text
-                interned = self._texts.intern(data)
-                if interned is not data:
-                    line = json_line(interned)
+            line = self._texts.line(data, json_line(data))
             size = len(line)
             if size > MAX_LINE_BYTES:
                 raise ValueError(

@@ -28,6 +28,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from conclave.runtime.codec import json_line
+
 __all__ = [
     "GENERATION_CHARS",
     "GENERATION_TEXTS",
@@ -41,6 +43,7 @@ __all__ = [
 TEXT_MIN_CHARS = 1024
 """Shorter strings are written in place every time: a reference would save little."""
 TEXTS_KEY = "texts"
+_TEXTS_NAME = json_line(TEXTS_KEY)[:-1]
 GENERATION_TEXTS = 16_384
 GENERATION_CHARS = 32 * 1024 * 1024
 """A generation of remembered texts closes at this many texts or characters, whichever
@@ -82,38 +85,71 @@ class TextWriter:
         """Digest of a text → its number."""
         self._next = 1
 
-    def intern(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``data`` with every long text already written replaced by ``null``, and a
-        ``texts`` entry for every long text, defined or referred to; ``data`` itself if it
-        holds none. ``data`` is not changed."""
+    def line(self, data: dict[str, Any], line: bytes) -> bytes:
+        """The line to write for ``data`` (whose JSON line is ``line``): with every long
+        text already written replaced by ``null``, and a ``texts`` entry for every long
+        text, defined or referred to; ``line`` itself if it holds none. ``data`` is not
+        changed: containers on the way to a replaced text are copied."""
+        if len(line) < TEXT_MIN_CHARS:  # a shorter line holds no long text
+            return line
+        found: list[tuple[tuple[Any, ...], str]] = []
+        _find(data, (), found)
+        if not found:
+            return line
         texts: dict[str, int] = {}
-        interned = self._walk(data, "", texts)
-        if not texts:
-            return data
-        assert isinstance(interned, dict)
-        interned[TEXTS_KEY] = texts
-        return interned
-
-    def _walk(self, value: Any, pointer: str, texts: dict[str, int]) -> Any:
-        if isinstance(value, str):
-            if len(value) < TEXT_MIN_CHARS:
-                return value
-            digest = _digest(value)
+        written: list[tuple[Any, ...]] = []
+        for path, text in found:
+            digest = _digest(text)
             number = self._known.get(digest)
-            written = number is not None
             if number is None:
                 number = self._next
                 self._next += 1
-            texts[pointer] = number
-            self._known.met(digest, number, len(value))
-            return None if written else value
-        if isinstance(value, dict):
-            return {
-                k: self._walk(v, f"{pointer}/{_escape(str(k))}", texts) for k, v in value.items()
-            }
-        if isinstance(value, list | tuple):
-            return [self._walk(v, f"{pointer}/{i}", texts) for i, v in enumerate(value)]
-        return value
+            else:
+                written.append(path)
+            texts[_pointer(path)] = number
+            self._known.met(digest, number, len(text))
+        if not written:
+            # Every text is new: the line as it is, with ``texts`` added at its end.
+            return b"%s,%s:%s}\n" % (line[:-2], _TEXTS_NAME, json_line(texts)[:-1])
+        interned = _without(data, written)
+        interned[TEXTS_KEY] = texts
+        return json_line(interned)
+
+
+def _find(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...], str]]) -> None:
+    """Append the path and text of every long text in ``value``, in document order."""
+    items = value.items() if type(value) is dict else enumerate(value)
+    for key, item in items:
+        kind = type(item)
+        if kind is str:
+            if len(item) >= TEXT_MIN_CHARS:
+                found.append(((*path, key), item))
+        elif kind is dict or kind is list or kind is tuple:
+            _find(item, (*path, key), found)
+
+
+def _without(data: dict[str, Any], paths: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """A copy of ``data`` with ``None`` at each of ``paths``; only the containers on the
+    way are copied."""
+    top = dict(data)
+    copies: dict[tuple[Any, ...], Any] = {(): top}
+    for path in paths:
+        container: Any = top
+        for depth in range(1, len(path)):
+            prefix = path[:depth]
+            copy = copies.get(prefix)
+            if copy is None:
+                copy = container[path[depth - 1]]
+                copy = dict(copy) if type(copy) is dict else list(copy)
+                container[path[depth - 1]] = copy
+                copies[prefix] = copy
+            container = copy
+        container[path[-1]] = None
+    return top
+
+
+def _pointer(path: tuple[Any, ...]) -> str:
+    return "".join(f"/{_escape(str(key))}" for key in path)
 
 
 class TextReader:
