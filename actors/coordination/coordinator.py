@@ -32,6 +32,7 @@ from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
+    AnswerRepeated,
     FinalAnswerProduced,
     HumanGateFailed,
     PresentationFailed,
@@ -341,16 +342,19 @@ class Coordinator(Actor):
             round=submit.round, label=answer.label, vote=vote, same=counted
         )
         self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label, same=counted))
+        now = trio.current_time()
         if vote:
             self.context.record(
                 VoteAdded(
-                    at=trio.current_time(),
+                    at=now,
                     voter=agent,
                     label=answer.label,
                     reason=state.vote_reasons[agent],
                     same_answer=True,
                 )
             )
+        else:
+            self.context.record(AnswerRepeated(at=now, agent=agent, label=answer.label))
         self.context.tell_nowait(self.setup.bus, AnswerSupported(agent=agent, label=answer.label))
         self.context.tell_nowait(agent_address(agent), VotingOpen())
         if vote:

@@ -9,6 +9,7 @@ from conclave.runtime import message
 __all__ = [
     "AgentExcluded",
     "AnswerAdded",
+    "AnswerRepeated",
     "FinalAnswerProduced",
     "HumanGateFailed",
     "PresentationFailed",
@@ -33,6 +34,18 @@ class AnswerAdded(DomainEvent):
     agent: str
     label: str
     content: str
+
+
+@message()
+class AnswerRepeated(DomainEvent):
+    """``agent`` gave the text of the current answer ``label`` as its own before it had been
+    shown every answer it can see: no answer was added, and it was no vote yet. The agent has
+    taken part as an answerer has, and votes next, in a round that shows every answer. (Had
+    it been shown them all, its answer would have counted as its vote: a ``VoteAdded`` with
+    ``same_answer``.)"""
+
+    agent: str
+    label: str
 
 
 @message()

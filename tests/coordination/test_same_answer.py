@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conclave.actors.coordination.events import VoteAdded, VotingComplete
+from conclave.actors.coordination.events import AnswerRepeated, VoteAdded, VotingComplete
 from conclave.config.schema import FinalAnswerStrategy, Misbehaviour
 from tests.coordination.helpers import agent, agents, config, run_tapped
 
@@ -63,6 +63,8 @@ async def test_the_same_answer_as_an_answer_the_agent_was_not_shown_is_its_part_
     # "late" wrote its answer before it could see "other"'s: writing it was no vote; it
     # voted in a round that showed it both answers (offering vote, though it never answered).
     assert run.answers_added("late") == []
+    [repeated] = run.events(AnswerRepeated)
+    assert (repeated.agent, repeated.label) == ("late", run.answers_added("early")[0].label)
     first, second = run.rounds("late")
     assert (first.tools, second.tools) == (("new_answer",), ("new_answer", "vote"))
     [late_vote] = [v for v in run.events(VoteAdded) if v.voter == "late"]
