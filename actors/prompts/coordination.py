@@ -60,7 +60,7 @@ _SYSTEM = (
     "You see the other agents' latest answers, labelled agentN.M (the M-th answer of agentN), "
     "in the order they were given. "
     "End every turn with exactly one workflow tool call, and no other call beside it; "
-    "the last message says who you are and which workflow tools you have now. "
+    "the message after the answers says who you are and which workflow tools you have. "
     "{fence_note}"
 )
 _FENCE_NOTE = (
