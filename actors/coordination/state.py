@@ -125,8 +125,9 @@ class CoordinationState:
         """Text (stripped) → the current answers (each author's latest) with that text,
         in the order they were accepted: what a submission duplicates."""
         self.supporters: set[str] = set()
-        """Agents that gave a current answer's text as their own: it counted as their vote
-        (as :meth:`voting_opened` says, they may vote from then on, as answerers may)."""
+        """Agents that gave a current answer's text as their own (it counted as their vote,
+        or as their part): as :meth:`voting_opened` says, they may vote from then on, as
+        answerers may."""
         self._answers_seen: Counter[str] = Counter()
         """Per agent, how many answers (all versions) it can see: what a vote must cite."""
         self.votes: dict[str, Answer] = {}
