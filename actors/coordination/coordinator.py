@@ -279,9 +279,11 @@ class Coordinator(Actor):
             error = "A newer answer reset your vote; look at the answers again."
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=error, stale=True))
             return True
-        self.context.reply(
-            envelope, AnswerVerdict(accepted=True, label=accepted.label, same=accepted.same)
+        order = state.order_of.get(accepted.label, 0)
+        verdict = AnswerVerdict(
+            accepted=True, label=accepted.label, same=accepted.same, order=order
         )
+        self.context.reply(envelope, verdict)
         return True
 
     def _on_answer(self, envelope: Envelope, submit: SubmitAnswer) -> None:
@@ -341,7 +343,9 @@ class Coordinator(Actor):
         state.accepted_rounds[agent] = Accepted(
             round=submit.round, label=answer.label, vote=vote, same=counted
         )
-        self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label, same=counted))
+        order = state.order_of[answer.label]
+        verdict = AnswerVerdict(accepted=True, label=answer.label, same=counted, order=order)
+        self.context.reply(envelope, verdict)
         now = trio.current_time()
         if vote:
             self.context.record(

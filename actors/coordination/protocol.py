@@ -170,8 +170,8 @@ class AnswerVerdict(Message):
     """Set when the submitted answer was the same as the current answer ``label``: no
     answer was added, and this says what it counted as."""
     order: int = 0
-    """For an accepted new answer: its place in the order answers were accepted (see
-    :attr:`AnswerView.order`)."""
+    """For an accepted answer (or one the same as ``label``): ``label``'s place in the order
+    answers were accepted (see :attr:`AnswerView.order`)."""
 
 
 @message()

@@ -11,8 +11,10 @@ from __future__ import annotations
 import pytest
 
 from conclave.actors.coordination.events import AnswerRepeated, VoteAdded, VotingComplete
+from conclave.actors.llm.protocol import CallPurpose
+from conclave.actors.prompts.coordination import parse_prompt
 from conclave.config.schema import FinalAnswerStrategy, Misbehaviour
-from tests.coordination.helpers import agent, agents, config, run_tapped
+from tests.coordination.helpers import Recorder, agent, agents, config, run_tapped
 
 SAME = "Hold papers; pick a lock; reset a router."
 
@@ -147,3 +149,21 @@ async def test_agents_that_cannot_see_each_other_keep_their_same_answers(
     assert len(run.result.answers) >= 2
     assert len(run.result.votes) == 6
     assert run.result.failed_agents == {}
+
+
+async def test_an_answer_repeated_keeps_its_place_in_the_order_its_agents_prompts_show(
+    autojump_clock: object,
+) -> None:
+    recorder = Recorder()
+    run = await run_tapped(
+        config(
+            agent("other", seed=1, latency=0.1),
+            agent("early", latency=0.2, answer_text=SAME),
+            agent("late", latency=0.3, answer_text=SAME),
+        ),
+        backend_factory=recorder,
+    )
+
+    given = [a.label for a in run.result.answers]
+    rounds = [r for r in recorder.backends["late"].requests if r.purpose is CallPurpose.ROUND]
+    assert list(parse_prompt(rounds[-1].messages).answers) == given
