@@ -190,7 +190,7 @@ async def test_a_repeated_submission_of_a_round_gets_its_verdict_again_and_adds_
         h.cancel()
         await h.result()
 
-    assert again == AnswerVerdict(accepted=True, label=first.label)
+    assert again == AnswerVerdict(accepted=True, label=first.label, order=1)  # as the first time
     assert len(tap.of_type(AnswerAdded)) == 1
 
 
