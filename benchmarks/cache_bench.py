@@ -104,12 +104,13 @@ async def measure(agents: int) -> dict[str, Any]:
             )
         nursery.cancel_scope.cancel()
     total = result.usage.total
+    prompt, cached = total.input_tokens or 0, total.cache_read_tokens or 0  # the server counts
     return {
         "termination": str(result.termination.value),
         "llm_calls": result.llm_calls,
-        "prompt_tokens": total.input_tokens,
-        "cached_tokens": total.cache_read_tokens,
-        "cached_share": total.cache_read_tokens / total.input_tokens if total.input_tokens else 0.0,
+        "prompt_tokens": prompt,
+        "cached_tokens": cached,
+        "cached_share": cached / prompt if prompt else 0.0,
         "server_prompt_tokens": cache.stats.prompt_tokens,
         "server_cached_tokens": cache.stats.cached_tokens,
     }

@@ -46,6 +46,7 @@ from conclave.actors.llm.protocol import (
     CompletionRequest,
     ToolCall,
     ToolSchema,
+    Usage,
 )
 from conclave.actors.llm.scripted import ScriptedBackend
 from conclave.benchmarks.prompt_cache import TOKEN_CHARS, PromptCache, prompt_text, tokens
@@ -149,12 +150,13 @@ class ScriptedServer:
             completion = attrs.evolve(
                 completion, message=_padded(completion.message, self._answer_tokens)
             )
+        spent = completion.usage or Usage()  # the script always counts; a server may not
         if cached is not None:
             read, prompt = cached
-            usage = attrs.evolve(completion.usage, input_tokens=prompt, cache_read_tokens=read)
-            completion = attrs.evolve(completion, usage=usage)
-        self.stats.prompt_tokens += completion.usage.input_tokens
-        self.stats.cached_tokens += completion.usage.cache_read_tokens
+            spent = attrs.evolve(spent, input_tokens=prompt, cache_read_tokens=read)
+            completion = attrs.evolve(completion, usage=spent)
+        self.stats.prompt_tokens += spent.input_tokens
+        self.stats.cached_tokens += spent.cache_read_tokens
         return completion
 
     async def handle(self, stream: trio.SocketStream) -> None:
@@ -259,8 +261,8 @@ def _sse(model: str, completion: Completion, *, usage: bool) -> Iterator[bytes]:
         yield _chunk(model, delta)
     finish = "tool_calls" if message.tool_calls else "stop"
     yield _chunk(model, {}, finish_reason=finish)
-    if usage:
-        spent = completion.usage
+    spent = completion.usage
+    if usage and spent is not None:
         counted = {
             "prompt_tokens": spent.input_tokens,
             "completion_tokens": spent.output_tokens,

@@ -11,7 +11,9 @@ Per call, the same work (echo a short message) three ways, each timed over N cal
 
 The figure that matters is executor - sdk (what Conclave adds; target ≤ 2 ms). Start-up: the
 time from spawning 3 stdio servers (filesystem, everything, time) to all three ready, as a
-run does before its agents start. Prints a table and writes JSON.
+run does before its agents start: confined (bubblewrap, as a run starts them) and trusted
+(``trust: true``, unconfined), to show what confinement costs. Prints a table and writes
+JSON.
 
     .venv/bin/python -m conclave.benchmarks.mcp_bench [--calls N] [--json PATH]
 """
@@ -29,11 +31,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.mcp.confine import NO_GRANTS, ServerGrants
 from conclave.actors.mcp.server import spawn_listed
 from conclave.actors.mcp.tools import with_mcp_tools
+from conclave.actors.sandbox.protocol import Mount
 from conclave.actors.tools.executor import AgentTools
 from conclave.actors.tools.protocol import NO_TOOLS, ToolResult
 from conclave.actors.tools.spec import ToolContext, ToolSpec
@@ -68,7 +73,7 @@ async def _timed(n: int, call: Callable[[], Awaitable[object]]) -> list[float]:
 async def per_call(n: int) -> dict[str, dict[str, float]]:
     every = StdioMcpServer(name="every", command=_program("mcp-server-everything"))
     async with open_actor_system(name="bench") as system:
-        servers = spawn_listed(system, [("every", every)])
+        servers = spawn_listed(system, [("every", every)], NO_GRANTS)
         await servers.settled()
         (state,) = servers.all()
         tools = with_mcp_tools(NO_TOOLS, [state], agent="a", mode=CollaborationMode.DEFAULT)
@@ -108,9 +113,10 @@ async def per_call(n: int) -> dict[str, dict[str, float]]:
     return results
 
 
-async def startup() -> float:
+async def startup(trusted: bool) -> float:
     root = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
-    configs: list[tuple[str, McpServerConfig]] = [
+    grants = ServerGrants(mounts=(Mount(path=root, writable=False),))
+    configs: list[tuple[str, StdioMcpServer]] = [
         (
             "fs",
             StdioMcpServer(name="fs", command=_program("mcp-server-filesystem"), args=(str(root),)),
@@ -118,9 +124,12 @@ async def startup() -> float:
         ("every", StdioMcpServer(name="every", command=_program("mcp-server-everything"))),
         ("time", StdioMcpServer(name="time", command=_program("mcp-server-time"))),
     ]
+    listed: list[tuple[str, McpServerConfig]] = [
+        (key, attrs.evolve(config, trust=trusted)) for key, config in configs
+    ]
     async with open_actor_system(name="bench") as system:
         start = time.perf_counter()
-        servers = spawn_listed(system, configs)
+        servers = spawn_listed(system, listed, grants)
         await servers.settled()
         took = time.perf_counter() - start
         assert all(s.failure is None for s in servers.all())
@@ -133,13 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     calls = trio.run(per_call, args.calls)
-    starts = [trio.run(startup) for _ in range(3)]
+    starts = [trio.run(startup, False) for _ in range(3)]
+    trusted = [trio.run(startup, True) for _ in range(3)]
     overhead = calls["executor"]["median_ms"] - calls["sdk"]["median_ms"]
     print(f"{'path':<28} {'median ms':>10} {'p95 ms':>8}")
     for name, figures in calls.items():
         print(f"{name:<28} {figures['median_ms']:>10.3f} {figures['p95_ms']:>8.3f}")
     print(f"{'overhead (executor - sdk)':<28} {overhead:>10.3f}   (target <= 2 ms)")
-    print(f"{'start 3 stdio servers (s)':<28} {min(starts):>10.3f}   (best of 3: {starts})")
+    print(f"{'start 3 stdio servers (s)':<28} {min(starts):>10.3f}   (confined; best of 3)")
+    print(f"{'  the same, trusted (s)':<28} {min(trusted):>10.3f}   (unconfined; best of 3)")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(
@@ -149,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                     "per_call": calls,
                     "overhead_ms": overhead,
                     "startup_3_stdio_s": starts,
+                    "startup_3_stdio_trusted_s": trusted,
                 },
                 indent=2,
             )

@@ -60,13 +60,13 @@ async def _measures(
     steps: dict[str, Step] = {}
     unavailable: dict[str, str] = {}
     plain = LocalSandbox(
-        workspace=workspace, mounts=(), max_output_bytes=1 << 20, use_bubblewrap=False
+        workspace=workspace, mounts=(), config=SandboxConfig(), use_bubblewrap=False
     )
     steps[LOCAL] = lambda: plain.run_shell("true", cwd=workspace, timeout=30)
     if bubblewrap() is None:
         unavailable[BUBBLEWRAP] = "bubblewrap is not installed or does not work here"
     else:
-        confined = LocalSandbox(workspace=workspace, mounts=(), max_output_bytes=1 << 20)
+        confined = LocalSandbox(workspace=workspace, mounts=(), config=SandboxConfig())
         steps[BUBBLEWRAP] = lambda: confined.run_shell("true", cwd=workspace, timeout=30)
     try:
         sandbox = await stack.enter_async_context(

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from conclave.actors.llm.protocol import CallOutcome, CallPurpose, StopReason
     from conclave.actors.mcp.events import McpServerFailed, McpServerReady
     from conclave.actors.run.driver import drive, open_run, run
-    from conclave.actors.run.events import RunEnded
+    from conclave.actors.run.events import RunEnded, SandboxOpened
     from conclave.actors.run.handle import RunHandle
     from conclave.actors.run.result import RunResult, RunStats
     from conclave.actors.run.spec import RunSpec
@@ -134,7 +134,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "VotingComplete",
     ),
     "conclave.actors.mcp.events": ("McpServerFailed", "McpServerReady"),
-    "conclave.actors.run.events": ("RunEnded",),
+    "conclave.actors.run.events": ("RunEnded", "SandboxOpened"),
     "conclave.actors.workspace.events": (
         "ContextPathsWritten",
         "FinalWorkspaceSaved",
@@ -186,6 +186,7 @@ __all__ = [
     "RunSpec",
     "RunStarted",
     "RunStats",
+    "SandboxOpened",
     "SnapshotPublished",
     "StopReason",
     "SubscriberDropped",

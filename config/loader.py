@@ -19,8 +19,10 @@ What the loader refuses before it walks (one problem, as nothing else can be rea
 What the walk refuses: a value of the wrong type (the string ``"no"`` is not ``false``,
 ``1.5`` is not a whole number, ``true`` is not ``1``, a list is not a persona; ``.nan`` and
 ``.inf`` are not numbers), unknown keys, missing keys, values outside a fixed set, and
-whatever the schema's validators refuse. Old key names (:data:`RENAMED`) still load, with a
-warning.
+whatever the schema's validators refuse. A config with such a problem is still checked
+across the sections that could be read (:mod:`config.unloaded`: duplicate agent ids, votes
+and visibility against the number of agents), so one pass reports every problem. Old key
+names (:data:`RENAMED`) still load, with a warning.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import yaml
 from conclave.config.limits import MAX_CONFIG_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 from conclave.config.problems import ConfigError, Problem
 from conclave.config.schema import ConclaveConfig, OrchestratorConfig
+from conclave.config.unloaded import unloaded_problems
 from conclave.config.walker import SchemaWalker
 
 __all__ = [
@@ -149,7 +152,10 @@ def _walk_root(walker: SchemaWalker, node: yaml.Node | None) -> ConclaveConfig |
         )
         return None
     config = walker.walk(node, ConclaveConfig, "")
-    return config if isinstance(config, ConclaveConfig) and not walker.errors else None
+    if isinstance(config, ConclaveConfig) and not walker.errors:
+        return config
+    walker.errors += unloaded_problems(walker, node)
+    return None
 
 
 def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:

@@ -17,6 +17,10 @@ What maps where (MassGen's documented YAML schema, ``docs/source/reference/yaml_
 - A backend's ``mcp_servers`` (and the MCP tools its ``exclude_tools`` names) → the agent's
   ``mcp_servers`` (:mod:`config.massgen_mcp`).
 
+- ``${cwd}``, in any value: MassGen's name for the directory it runs in, written as ``.``
+  (a relative path is taken from the directory the run starts in; a protected path, from
+  its context path), with a note.
+
 Everything else (built-in provider tools, workspaces, UI and memory settings) has no Conclave
 equivalent and is dropped, each with a note saying why.
 """
@@ -24,6 +28,7 @@ equivalent and is dropped, each with a note saying why.
 from __future__ import annotations
 
 import enum
+import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -36,7 +41,9 @@ from conclave.config.schema.orchestrator import OrchestratorConfig
 
 __all__ = [
     "AZURE_API_VERSION",
+    "MASSGEN_CWD",
     "OPENAI_COMPATIBLE",
+    "RUN_DIRECTORY",
     "Conversion",
     "MassGenError",
     "Note",
@@ -455,6 +462,11 @@ class _Converter:
                 out.append(entry)
                 continue
             kept = {k: v for k, v in entry.items() if k in _CONTEXT_PATH_KEYS}
+            if isinstance(kept.get("protected_paths"), list):
+                kept["protected_paths"] = [
+                    _protected(self, f"{path}[{i}].protected_paths[{j}]", p, kept.get("path"))
+                    for j, p in enumerate(kept["protected_paths"])
+                ]
             for key in entry.keys() - kept.keys():
                 self.dropped(f"{path}[{i}].{key}", "not a context path setting Conclave has")
             out.append(kept)
@@ -520,10 +532,61 @@ def _kind(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+MASSGEN_CWD = "${cwd}"
+"""MassGen's name, in any value, for the directory it runs in (not an environment variable:
+MassGen replaces it itself)."""
+
+RUN_DIRECTORY = "."
+"""What :data:`MASSGEN_CWD` becomes: Conclave takes a relative path (a context path, an MCP
+server's command, arguments and ``cwd``) from the directory the run starts in, which is what
+MassGen means by ``${cwd}``, on every machine the converted config is carried to."""
+
+
+def _run_directory(converter: _Converter, data: Any, path: str) -> Any:
+    """``data`` with :data:`MASSGEN_CWD` written as :data:`RUN_DIRECTORY` in every string,
+    each with a note: left as it is, Conclave would read it as the environment variable
+    ``cwd``, which nothing sets."""
+    if isinstance(data, dict):
+        return {
+            key: _run_directory(converter, value, f"{path}.{key}" if path else str(key))
+            if key != "protected_paths"  # taken from their context path: see _protected
+            else value
+            for key, value in data.items()
+        }
+    if isinstance(data, list):
+        return [_run_directory(converter, item, f"{path}[{i}]") for i, item in enumerate(data)]
+    if isinstance(data, str) and MASSGEN_CWD in data:
+        mapped = data.replace(MASSGEN_CWD, RUN_DIRECTORY)
+        converter.changed(
+            path,
+            f"{data!r} is now {mapped!r}: MassGen's {MASSGEN_CWD} is the directory it runs "
+            "in, and Conclave takes a relative path from the directory the run starts in",
+        )
+        return mapped
+    return data
+
+
+def _protected(converter: _Converter, path: str, value: Any, context: Any) -> Any:
+    """A protected path naming :data:`MASSGEN_CWD`, relative to its context path (Conclave
+    takes a relative protected path from the context path, not from the run's directory)
+    when that is relative too; else as :func:`_run_directory` writes it."""
+    if not isinstance(value, str) or MASSGEN_CWD not in value:
+        return value
+    mapped = posixpath.normpath(value.replace(MASSGEN_CWD, RUN_DIRECTORY))
+    if isinstance(context, str) and not posixpath.isabs(context) and not posixpath.isabs(mapped):
+        mapped = posixpath.relpath(mapped, posixpath.normpath(context))
+    converter.changed(
+        path,
+        f"{value!r} is now {mapped!r}: MassGen's {MASSGEN_CWD} is the directory it runs in, and "
+        "Conclave takes a relative protected path from its context path",
+    )
+    return mapped
+
+
 def convert_massgen(data: Any) -> Conversion:
     """Conclave's config for the MassGen config ``data`` (as loaded from YAML), and a note
     for every key changed or dropped. Raises :class:`MassGenError` when ``data`` is not a
     MassGen config at all. The result is not validated here: load it to check it."""
     converter = _Converter()
-    config = converter.convert(data)
+    config = converter.convert(_run_directory(converter, data, ""))
     return Conversion(config=config, notes=tuple(converter.notes))

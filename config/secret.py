@@ -14,19 +14,21 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-__all__ = ["MASK", "Secret", "secrets_in_use"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "Secret", "secrets_in_use"]
 
 MASK = "********"
 
-_MIN_REMEMBERED = 8
-"""Shorter values are not remembered for redaction: removing every occurrence of a short
-string (a local server's placeholder key such as ``none``) would mangle ordinary text."""
+MIN_SECRET_LENGTH = 8
+"""The shortest value redacted by value, here and everywhere (docs/security.md): removing
+every occurrence of a shorter string (a local server's placeholder key such as ``none`` or
+``ollama``) would mangle ordinary text, and no provider issues keys that short."""
 
 _IN_USE: set[str] = set()
 
 
 def secrets_in_use() -> frozenset[str]:
-    """Every key made into a :class:`Secret` in this process (at least 8 characters)."""
+    """Every key made into a :class:`Secret` in this process (at least
+    :data:`MIN_SECRET_LENGTH` characters)."""
     return frozenset(_IN_USE)
 
 
@@ -40,7 +42,7 @@ class Secret:
         if not isinstance(value, str):
             raise TypeError(f"a Secret holds a string, got {type(value).__name__}")
         self._value = value
-        if len(value) >= _MIN_REMEMBERED:
+        if len(value) >= MIN_SECRET_LENGTH:
             _IN_USE.add(value)
 
     def reveal(self) -> str:

@@ -8,14 +8,14 @@ file as written; both call :func:`check_runnable`, so the two never disagree abo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from conclave.config.limits import MAX_ALL_TO_ALL
 from conclave.config.problems import ConfigError, Problem
-from conclave.config.schema import ConclaveConfig, parse_visibility
+from conclave.config.schema import AgentConfig, ConclaveConfig, parse_visibility
 from conclave.config.schema.backends import ScriptedBackendConfig, voted_agent_number
 
-__all__ = ["check_runnable", "is_all_to_all", "problems"]
+__all__ = ["check_runnable", "is_all_to_all", "partial_problems", "problems"]
 
 
 def is_all_to_all(visibility: str, agents: int) -> bool:
@@ -34,6 +34,25 @@ def problems(
     """Everything that would make this config fail or misbehave as a run, each at its
     field; with ``locations`` (a loaded file's, :class:`config.loader.LoadedConfig`), at
     the field's line and column in ``source``."""
+    return partial_problems(
+        list(config.agents),
+        config.orchestrator.visibility,
+        source=source,
+        locations=locations,
+    )
+
+
+def partial_problems(
+    agents: Sequence[AgentConfig | None],
+    visibility: str | None,
+    *,
+    source: str | None = None,
+    locations: Mapping[str, tuple[int, int]] | None = None,
+) -> list[Problem]:
+    """:func:`problems` for a config that did not load whole: ``agents`` has ``None`` for
+    each agent that could not be read, ``visibility`` is ``None`` when the orchestrator
+    could not be read. The agents are still counted; a check that needs what was not read
+    is left out (the file's own problems already name it)."""
     where = locations or {}
 
     def found_at(path: str, message: str, expected: str, got: str) -> Problem:
@@ -49,9 +68,8 @@ def problems(
         )
 
     found: list[Problem] = []
-    n = len(config.agents)
-    visibility = config.orchestrator.visibility
-    if n > MAX_ALL_TO_ALL and is_all_to_all(visibility, n):
+    n = len(agents)
+    if visibility is not None and n > MAX_ALL_TO_ALL and is_all_to_all(visibility, n):
         found.append(
             found_at(
                 "orchestrator.visibility",
@@ -63,18 +81,18 @@ def problems(
                 got=visibility,
             )
         )
-    wrong: dict[int, list[int]] = {}
-    for index, agent in enumerate(config.agents):
-        if not isinstance(agent.backend, ScriptedBackendConfig):
+    wrong: dict[int, list[tuple[int, str]]] = {}
+    for index, agent in enumerate(agents):
+        if agent is None or not isinstance(agent.backend, ScriptedBackendConfig):
             continue
         k = voted_agent_number(agent.backend.vote)
         if k is not None and k > n:
-            wrong.setdefault(k, []).append(index)
+            wrong.setdefault(k, []).append((index, agent.id))
     for k, voters in sorted(wrong.items()):
         found.append(
             found_at(
-                f"agents[{voters[0]}].backend.vote",
-                f"{_agents([config.agents[i].id for i in voters])} for agent{k}, but the run "
+                f"agents[{voters[0][0]}].backend.vote",
+                f"{_agents([voter for _, voter in voters])} for agent{k}, but the run "
                 f"has {n} agent{'' if n == 1 else 's'} (agent1 to agent{n}, in config order); "
                 "vote for one of them, best, or self",
                 expected=f"best, self, or agent1 to agent{n}",

@@ -151,6 +151,9 @@ class SchemaWalker:
         self.warnings: list[Problem] = []
         self.locations: dict[str, tuple[int, int]] = {}
         """Field path → (line, column) of its value, for checks made after loading."""
+        self.built: dict[str, Any] = {}
+        """Field path → each section built, so a document that did not load whole can still
+        be checked across the sections that did (:mod:`config.unloaded`)."""
         self._environ = environ
         self._renamed = renamed or {}
         self._constructor = yaml.constructor.SafeConstructor()
@@ -245,7 +248,7 @@ class SchemaWalker:
             )
             return INVALID
         chosen = members[0]
-        for key, _key_node, value_node in self._pairs(node, path):
+        for key, _key_node, value_node in self.pairs(node, path):
             if key != "type":
                 continue
             tag = (
@@ -303,10 +306,12 @@ class SchemaWalker:
         if bad or len(self.errors) > before:
             return INVALID
         try:
-            return cls(**{fields[name].alias: value for name, value in values.items()})
+            built = cls(**{fields[name].alias: value for name, value in values.items()})
         except (ValueError, TypeError) as exc:
             self.problem(node, path, str(exc), expected=getattr(exc, "expected", None))
             return INVALID
+        self.built[path] = built
+        return built
 
     def _given(
         self, node: yaml.MappingNode, cls: Any, fields: Mapping[str, Any], path: str
@@ -314,7 +319,7 @@ class SchemaWalker:
         """Field name → (key node, value node, path as written), with unknown keys and old
         names reported."""
         renamed = self._renamed.get(cls, {})
-        pairs = self._pairs(node, path)
+        pairs = self.pairs(node, path)
         written = {key for key, _, _ in pairs}
         given: dict[str, tuple[yaml.Node, yaml.Node, str]] = {}
         for key, key_node, value_node in pairs:
@@ -459,7 +464,7 @@ class SchemaWalker:
             return INVALID
         result = {
             key: self.walk(value_node, value_type, _child(path, key))
-            for key, _, value_node in self._pairs(node, path)
+            for key, _, value_node in self.pairs(node, path)
         }
         return INVALID if any(v is INVALID for v in result.values()) else result
 
@@ -552,7 +557,7 @@ class SchemaWalker:
         except yaml.YAMLError:
             return text
 
-    def _pairs(self, node: yaml.MappingNode, path: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
+    def pairs(self, node: yaml.MappingNode, path: str) -> list[tuple[str, yaml.Node, yaml.Node]]:
         """(key, key node, value node) with YAML merge keys (``<<: *defaults``) applied; a
         key that is not text, or written twice, is a problem (YAML would keep only the last
         of two, silently)."""
@@ -599,6 +604,6 @@ class SchemaWalker:
             items = [self._plain(child, f"{path}[{i}]") for i, child in enumerate(node.value)]
             return INVALID if any(i is INVALID for i in items) else items
         if isinstance(node, yaml.MappingNode):
-            mapping = {k: self._plain(v, _child(path, k)) for k, _, v in self._pairs(node, path)}
+            mapping = {k: self._plain(v, _child(path, k)) for k, _, v in self.pairs(node, path)}
             return INVALID if any(v is INVALID for v in mapping.values()) else mapping
         raise TypeError(f"not a YAML node: {node!r}")

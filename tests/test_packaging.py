@@ -21,6 +21,9 @@ import pytest
 
 import conclave
 
+# One xdist worker runs this module, so the wheel is built and installed once.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("runtime", "actors", "ui", "config", "benchmarks")
 """The repository's top-level folders that are installed, as ``conclave.<folder>``."""

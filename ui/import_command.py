@@ -2,11 +2,15 @@
 
 Reads a MassGen config, converts it (:mod:`config.massgen`), prints one line on stderr for
 every key that changed meaning or was dropped, and checks the result with the same loader and
-whole-config checks as ``conclave validate``. Only a config that validates is written: to
-stdout, or with ``-o`` to a file, atomically (a temporary file in the same directory, renamed
-into place: a reader never sees half a config) and never over an existing file without
-``--force``. Exit 0 when written; 2 when the input is not a MassGen config, the result does
-not validate (every problem is printed; nothing is written), or the output is refused.
+whole-config checks as ``conclave validate``. Two things belong to this machine rather than
+to the config, and do not refuse it: an environment variable it names that is not set, and a
+context path that does not exist here (a MassGen config names paths on its author's
+machine); each is one line saying what to set or create before running it. Only a config
+that validates otherwise is written: to stdout, or with ``-o`` to a file, atomically (a
+temporary file in the same directory, renamed into place: a reader never sees half a config)
+and never over an existing file without ``--force``. Exit 0 when written; 2 when the input is
+not a MassGen config, the result does not validate (every problem is printed; nothing is
+written), or the output is refused.
 """
 
 from __future__ import annotations
@@ -14,17 +18,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
+import typing
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
+import attrs
 import yaml
 
+from conclave.config.interpolation import interpolate
 from conclave.config.limits import MAX_CONFIG_BYTES
 from conclave.config.loader import ConfigError, parse_yaml, read_config_text
 from conclave.config.massgen import Conversion, MassGenError, NoteKind, convert_massgen
+from conclave.config.problems import Problem
+from conclave.config.schema.context import EXISTING_PATH
 from conclave.config.validation import check_runnable
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
@@ -46,11 +57,17 @@ def import_massgen_command(args: argparse.Namespace) -> int:
             print(f"{_PROG}: {note.line()}", file=sys.stderr)
         target = args.output if args.output is not None else "the converted config"
         text = render(conversion, source=display_path(args.source))
-        unset = _validate(text, source=display_path(target))
-        for name in unset:
+        to_do = _validate(conversion, text, source=display_path(target))
+        for name in to_do.unset:
             print(
                 f"{_PROG}: the config names ${{{name}}}, which is not set here; set {name} "
                 "before running it",
+                file=sys.stderr,
+            )
+        for path in to_do.create:
+            print(
+                f"{_PROG}: the config names the context path {path}, which does not exist here; "
+                "create it before running the config, or edit the path",
                 file=sys.stderr,
             )
         if args.output is None:
@@ -131,19 +148,108 @@ class _StandIns(Mapping[str, str]):
         return len(self._environ)
 
 
-def _validate(text: str, *, source: str) -> list[str]:
-    """Load ``text`` as ``conclave run`` would load the file (interpolation, the schema walk,
-    the whole-config checks); any problem refuses the import. The environment variables it
-    names that are not set are returned, not refused."""
+@attrs.frozen(kw_only=True)
+class _ToDo:
+    """What the person must do on this machine before the converted config runs."""
+
+    unset: tuple[str, ...] = ()
+    """Environment variables it names that are not set."""
+    create: tuple[str, ...] = ()
+    """Context paths it names that do not exist, as written (and where, when that differs)."""
+
+
+def _validate(conversion: Conversion, text: str, *, source: str) -> _ToDo:
+    """Load ``text`` (the converted config) as ``conclave run`` would load the file
+    (interpolation, the schema walk, the whole-config checks); any problem refuses the
+    import, but for two that belong to the machine, not the config: the environment
+    variables it names that are not set, and the context paths that do not exist here
+    (MassGen configs name paths on their author's machine). Those are returned, for the
+    person to set and create; the rest of the config is then checked as it will be once the
+    paths exist, with an empty directory standing in for each (same lines, same columns)."""
     environ = _StandIns(os.environ)
+    entries = _context_entries(conversion.config)
+    problems = _problems(text, source=source, environ=environ)
+    missing = {
+        index: problem
+        for problem in problems
+        if problem.expected == EXISTING_PATH
+        and (index := _context_index(problem.path)) is not None
+        and index < len(entries)
+    }
+    if len(missing) < len(problems):
+        _refuse(problems)  # every problem at once, the paths to create among them
+    if missing:
+        with tempfile.TemporaryDirectory(prefix="conclave-import-") as stand_in:
+            kept = [
+                _standing_in(entry, stand_in) if i in missing else entry
+                for i, entry in enumerate(entries)
+            ]
+            config = {**conversion.config}
+            config["orchestrator"] = {**config["orchestrator"], "context_paths": kept}
+            standing = render(attrs.evolve(conversion, config=config), source=source)
+            rest = _problems(standing, source=source, environ=environ)
+        if rest:
+            _refuse([*missing.values(), *rest])
+    create = tuple(_shown_path(entries[i]) for i in sorted(missing))
+    return _ToDo(unset=tuple(environ.unset), create=create)
+
+
+def _standing_in(entry: dict[str, Any], directory: str) -> dict[str, Any]:
+    """``entry`` with ``directory`` for its path, and for the start of each protected path
+    written under it."""
+    written = str(entry["path"]).rstrip("/")
+    protected = entry.get("protected_paths")
+    if isinstance(protected, list):
+        protected = [
+            directory + p[len(written) :]
+            if isinstance(p, str) and (p == written or p.startswith(written + "/"))
+            else p
+            for p in protected
+        ]
+        return {**entry, "path": directory, "protected_paths": protected}
+    return {**entry, "path": directory}
+
+
+def _refuse(problems: list[Problem]) -> typing.NoReturn:
+    raise _Refused(
+        "the converted config does not validate, so nothing was written:\n"
+        f"{ConfigError(problems=problems)}"
+    )
+
+
+def _problems(text: str, *, source: str, environ: _StandIns) -> list[Problem]:
     try:
         loaded = read_config_text(text, source=source, environ=environ)
         check_runnable(loaded.config, source=source, locations=loaded.locations)
     except ConfigError as exc:
-        raise _Refused(
-            f"the converted config does not validate, so nothing was written:\n{exc}"
-        ) from None
-    return environ.unset
+        return list(exc.problems)
+    return []
+
+
+_CONTEXT_ENTRY = re.compile(r"orchestrator\.context_paths\[(\d+)\]")
+
+
+def _context_index(path: str) -> int | None:
+    """The index of the context path entry a problem is about (``None``: not one)."""
+    match = _CONTEXT_ENTRY.fullmatch(path)
+    return int(match.group(1)) if match is not None else None
+
+
+def _context_entries(config: Mapping[str, Any]) -> list[Any]:
+    orchestrator = config.get("orchestrator")
+    entries = orchestrator.get("context_paths") if isinstance(orchestrator, dict) else None
+    return list(entries) if isinstance(entries, list) else []
+
+
+def _shown_path(entry: Any) -> str:
+    """``'src' (here: /home/me/src)``: the path as written, and where it resolves on this
+    machine when that differs."""
+    written = str(entry["path"])
+    try:
+        here = str(Path(interpolate(written, os.environ)).expanduser().resolve())
+    except ValueError:
+        return repr(written)
+    return repr(written) if here == written else f"{written!r} (here: {here})"
 
 
 def _write(path: Path, text: str, *, force: bool) -> None:

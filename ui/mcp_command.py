@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
     from conclave.config.schema import ConclaveConfig
     from conclave.config.schema.mcp import McpServerConfig
@@ -41,6 +42,7 @@ def mcp_list_command(config_path: str | None) -> int:
     """Load the config, start its servers, print their tools; see the module docstring."""
     import trio
 
+    from conclave.actors.mcp.confine import config_grants
     from conclave.config.discovery import discover_config
     from conclave.config.loader import ConfigError, read_config
     from conclave.ui.exit_codes import ExitCode
@@ -58,7 +60,7 @@ def mcp_list_command(config_path: str | None) -> int:
     if not servers:
         print(f"{found.path}: no mcp_servers configured")
         return ExitCode.OK
-    ok = trio.run(list_servers, servers, sys.stdout)
+    ok = trio.run(list_servers, servers, sys.stdout, config_grants(config))
     return ExitCode.OK if ok else ExitCode.FAILED
 
 
@@ -70,13 +72,16 @@ def configured(config: ConclaveConfig) -> list[tuple[str, McpServerConfig]]:
     return servers
 
 
-async def list_servers(servers: list[tuple[str, McpServerConfig]], out: TextIO) -> bool:
-    """Start ``servers``, write their tools to ``out``, stop them; whether all started."""
+async def list_servers(
+    servers: list[tuple[str, McpServerConfig]], out: TextIO, grants: ServerGrants
+) -> bool:
+    """Start ``servers`` (confined ones seeing ``grants``), write their tools to ``out``, stop
+    them; whether all started."""
     from conclave.actors.mcp.server import spawn_listed
     from conclave.runtime import open_actor_system
 
     async with open_actor_system(name="mcp-list") as system:
-        running = spawn_listed(system, servers)
+        running = spawn_listed(system, servers, grants)
         await running.settled()
         out.write(render(running))
         out.flush()

@@ -27,11 +27,12 @@ from conclave.actors.coordination.events import (
     VotesCleared,
     VotingComplete,
 )
+from conclave.actors.events.loop import LlmRetry, LlmTryFailed
 from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.planning.plan import parse_plan
-from conclave.actors.run.events import RunEnded
+from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
     ContextPathsWritten,
     FinalWorkspaceSaved,
@@ -143,6 +144,20 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"mcp server {event.server} ready: {tools}{again}"
     if isinstance(event, McpServerFailed):
         return _one_line(f"mcp server {event.server} failed: {event.reason}")
+    if isinstance(event, LlmRetry):
+        why = f": {event.error}" if event.error else ""
+        status = f" ({event.status})" if event.status is not None else ""
+        return _one_line(
+            f"{event.agent}'s request failed{status}, retry {event.attempt} in "
+            f"{event.delay:.1f}s{why}"
+        )
+    if isinstance(event, LlmTryFailed):
+        after = "no tries left" if event.wait is None else f"next try in {event.wait:.1f}s"
+        return _one_line(
+            f"{event.agent} try {event.failed} of {event.tries} failed ({after}): {event.error}"
+        )
+    if isinstance(event, SandboxOpened):
+        return _sandbox_opened(event, verbose=verbose)
     if not verbose:
         return None
     if isinstance(event, AgentStatusChanged):
@@ -180,6 +195,23 @@ def _votes_cleared(event: VotesCleared) -> str:
     names = ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
     votes = "1 vote" if len(event.voters) == 1 else f"{len(event.voters):,} votes"
     return f"{event.by_label} cleared {votes} ({names})"
+
+
+def _sandbox_opened(event: SandboxOpened, *, verbose: bool) -> str | None:
+    """Said at start when a person should know it (commands unconfined, orphans removed);
+    otherwise a detail."""
+    notes = [event.warning] if event.warning else []
+    removed = len(event.orphans_removed)
+    if removed:
+        shown = ", ".join(event.orphans_removed[:3]) + (f" and {removed - 3} more" * (removed > 3))
+        noun = "container" if removed == 1 else "containers"
+        notes.append(f"removed {removed} orphan {noun} of killed runs ({shown})")
+    if not notes and not verbose:
+        return None
+    how = "confined" if event.confined else "UNCONFINED"
+    network = "network on" if event.network else "no network"
+    line = f"sandbox {event.sandbox} ({how}, {network})"
+    return _one_line(f"{line}: {'; '.join(notes)}" if notes else line)
 
 
 def _llm_finished(event: LlmRequestFinished) -> str:

@@ -155,7 +155,10 @@ class AgentActor(Actor):
         elif isinstance(payload, StopWork):
             self._cancel_round()
             memory.generation += 1
-            self._set_status(AgentStatus.STOPPED)
+            if payload.excluded is None:
+                self._set_status(AgentStatus.STOPPED)
+            else:
+                self._set_status(AgentStatus.EXCLUDED, payload.excluded)
         elif isinstance(payload, Present):
             self._set_status(AgentStatus.PRESENTING)
             # A repeated request (the coordinator restarted and asks again) joins the

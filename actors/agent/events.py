@@ -71,6 +71,9 @@ class LlmRequestFinished(DomainEvent):
     """Reply tokens spent thinking (part of ``output_tokens``)."""
     error: str | None = None
     """Why the call failed, with every key redacted; ``None`` when it did not."""
+    usage_reported: bool = True
+    """Whether the server said what the call used: ``false`` when a reply came without usage
+    (the token counts above are then 0 for want of a number, not a count)."""
 
 
 @message()

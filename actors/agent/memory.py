@@ -92,6 +92,8 @@ class AgentMemory:
     shown: set[str] = attrs.Factory(set)
     """Labels of the answers the round's transcript shows (its prompt's and injected ones)."""
     shortened: bool = False
+    failing: bool = False
+    """The coordinator was told this agent's calls fail, and not yet that one succeeded."""
     """The round already retried with shorter answer previews after a context overflow."""
     transcript_log: TranscriptLog | None = None
     """The agent's transcript file, once its first transcript is written."""

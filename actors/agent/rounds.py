@@ -38,6 +38,7 @@ from conclave.actors.agent.telemetry import CallEvents, StreamEvents
 from conclave.actors.agent.transcript_log import TranscriptLog
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import (
+    AgentFailing,
     AnswersRequest,
     AnswersSnapshot,
     AnswerVerdict,
@@ -51,6 +52,7 @@ from conclave.actors.coordination.protocol import (
 from conclave.actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
 from conclave.actors.llm.errors import LLMError
 from conclave.actors.llm.protocol import (
+    CallOutcome,
     CallPurpose,
     ChatMessage,
     Completion,
@@ -60,12 +62,14 @@ from conclave.actors.llm.protocol import (
     ToolChoice,
     ToolSchema,
 )
+from conclave.actors.llm.redaction import redact
 from conclave.actors.loop import (
     Abort,
     CheckpointDecision,
     Inject,
     LoopBudget,
     LoopEnd,
+    LoopObserver,
     LoopOutcome,
     TextTerminal,
     Transcript,
@@ -161,7 +165,9 @@ class Rounds:
                 terminal=WorkflowTerminal(),
                 budget=self.budget,
                 checkpoint=checkpoint,
-                observer=CallEvents(self.context, self.setup.agent, CallPurpose.ROUND),
+                observer=_Health(
+                    CallEvents(self.context, self.setup.agent, CallPurpose.ROUND), self._health
+                ),
                 sink=self.stream,
                 # Every step of a round calls a tool (its own, or the workflow call that ends
                 # it): where the server takes it, a reply without one is never generated.
@@ -184,6 +190,17 @@ class Rounds:
                 settled = Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
             if settled is not None:
                 return settled
+
+    def _health(self, error: str | None) -> None:
+        """Tell the coordinator when this agent's calls start failing (and each failure
+        after), and when one succeeds again: it stops waiting for an agent that keeps
+        failing once the others are done."""
+        if error is None and not self.memory.failing:
+            return
+        self.memory.failing = error is not None
+        self.context.tell_nowait(
+            self.setup.coordinator, AgentFailing(agent=self.setup.agent, error=error)
+        )
 
     def _checkpoint(self, policy: InFlightPolicy, step: int) -> CheckpointDecision:
         """Between two steps: ``inject`` shows the answers that arrived meanwhile; with
@@ -481,6 +498,30 @@ def _given_order(view: AnswerView) -> tuple[int, Label]:
 
 def _shorter(view: AnswerView) -> AnswerView:
     return view.cut(max(1, len(view.content) // SHORTER))
+
+
+class _Health:
+    """A round's observer that also reports, through ``report``, each failed call (its
+    error) and the first call that succeeds after one (``None``)."""
+
+    def __init__(self, inner: LoopObserver, report: Callable[[str | None], None]) -> None:
+        self._inner = inner
+        self._report = report
+
+    def call_started(self) -> None:
+        self._inner.call_started()
+
+    def call_finished(
+        self, outcome: CallOutcome, completion: Completion | None, error: str | None
+    ) -> None:
+        self._inner.call_finished(outcome, completion, error)
+        if outcome is CallOutcome.OK:
+            self._report(None)
+        elif outcome is not CallOutcome.CANCELLED:
+            self._report(redact(error or outcome.value))
+
+    def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
+        self._inner.try_failed(failed, tries, error, wait)
 
 
 class _Guarded:

@@ -14,7 +14,7 @@ import math
 import trio
 
 from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
-from conclave.actors.events.loop import LlmRetry, TextDelta
+from conclave.actors.events.loop import LlmRetry, LlmTryFailed, TextDelta
 from conclave.actors.llm.protocol import CallOutcome, CallPurpose, Completion, Usage
 from conclave.actors.llm.redaction import redact
 from conclave.runtime import ActorContext
@@ -43,7 +43,8 @@ class CallEvents:
     ) -> None:
         """Record the call's end: what the completion says (model, stop reason, usage), or
         the error with every key redacted (providers echo keys in their error bodies)."""
-        usage = completion.usage if completion is not None else Usage()
+        reported = completion.usage if completion is not None else None
+        usage = reported or Usage()
         self._context.record(
             LlmRequestFinished(
                 at=trio.current_time(),
@@ -58,6 +59,19 @@ class CallEvents:
                 cache_write_tokens=usage.cache_write_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
                 error=redact(error) if error else None,
+                usage_reported=completion is None or reported is not None,
+            )
+        )
+
+    def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
+        self._context.record(
+            LlmTryFailed(
+                at=trio.current_time(),
+                agent=self._agent,
+                failed=failed,
+                tries=tries,
+                error=redact(error),
+                wait=wait,
             )
         )
 
@@ -94,7 +108,7 @@ class StreamEvents:
     def tool_arguments(self, index: int, name: str, delta: str) -> None:
         return None
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None:
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
         self._context.record(
             LlmRetry(
                 at=trio.current_time(),
@@ -102,6 +116,7 @@ class StreamEvents:
                 attempt=attempt,
                 status=status,
                 delay=delay,
+                error=redact(error),
             )
         )
 

@@ -44,6 +44,7 @@ from conclave.actors.coordination.events import (
 )
 from conclave.actors.coordination.protocol import (
     AgentFailed,
+    AgentFailing,
     AnswerAccepted,
     AnswersRequest,
     AnswersSnapshot,
@@ -52,6 +53,7 @@ from conclave.actors.coordination.protocol import (
     AnswerVerdict,
     AwaitResult,
     Continue,
+    ExcludeFailing,
     OverrideChosen,
     OverrideDecision,
     Present,
@@ -156,6 +158,8 @@ class Coordinator(Actor):
             self._ask_human()
         if self.setup.wrap_up.pending is not None and state.phase is not Phase.DONE:
             self.context.start_soon(self._wrapping)
+        if state.failing_since is not None:
+            self._remind_failing(state.failing_since)
         if state.started:
             return
         if self._writes_during(ContextWritePhase.COORDINATION):
@@ -211,6 +215,15 @@ class Coordinator(Actor):
                     )
                 )
                 self._check_done()
+        elif isinstance(payload, AgentFailing):
+            if payload.agent in self.state.live:
+                if payload.error is None:
+                    self.state.failing.pop(payload.agent, None)
+                else:
+                    self.state.failing[payload.agent] = payload.error
+                self._watch_failing()
+        elif isinstance(payload, ExcludeFailing):
+            self._exclude_failing(payload.since)
         elif isinstance(payload, AwaitResult):
             self.state.result_waiters.append(envelope)
             if self.state.phase is Phase.DONE:
@@ -399,7 +412,10 @@ class Coordinator(Actor):
 
     def _check_done(self) -> None:
         state = self.state
-        if state.phase is not Phase.COORDINATING or not state.coordination_done():
+        if state.phase is not Phase.COORDINATING:
+            return
+        if not state.coordination_done():
+            self._watch_failing()
             return
         for agent in state.live:
             self.context.tell_nowait(agent_address(agent), StopWork())
@@ -424,6 +440,47 @@ class Coordinator(Actor):
                 self._ask_human()
                 return
         self._present()
+
+    # -- agents that keep failing while the others are done -------------------------------
+
+    def _watch_failing(self) -> None:
+        """Start the grace of the agents that keep failing once every other agent is done;
+        forget it when that is no longer so (one recovered, or another has work again)."""
+        state = self.state
+        if state.orchestrator.failing_agent_grace is None:
+            return
+        if not state.stragglers():
+            state.failing_since = None
+        elif state.failing_since is None:
+            state.failing_since = trio.current_time()
+            self._remind_failing(state.failing_since)
+
+    def _remind_failing(self, since: float) -> None:
+        grace = self.state.orchestrator.failing_agent_grace
+        assert grace is not None
+
+        async def remind() -> None:
+            await trio.sleep_until(since + grace)
+            self.context.tell_nowait(self.context.address, ExcludeFailing(since=since))
+
+        self.context.start_soon(remind)
+
+    def _exclude_failing(self, since: float) -> None:
+        """The grace is over: the run goes on without the agents that kept failing. Each
+        is failed through an ``AgentFailed`` to this coordinator, as an agent fails itself,
+        so the routing rules' facts (who is live) hear of it too."""
+        state = self.state
+        if state.failing_since != since:
+            return  # a grace that ended early (someone recovered, or had work again)
+        state.failing_since = None
+        grace = state.orchestrator.failing_agent_grace
+        for agent in state.stragglers():
+            reason = (
+                f"its LLM calls kept failing {grace:g}s after every other agent was done "
+                f"(orchestrator.failing_agent_grace); last failure: {state.failing[agent]}"
+            )
+            self.context.tell_nowait(agent_address(agent), StopWork(excluded=reason))
+            self.context.tell_nowait(self.context.address, AgentFailed(agent=agent, reason=reason))
 
     def _ask_human(self) -> None:
         """Put the override question to the human gate, in background work."""

@@ -15,6 +15,7 @@ from conclave.runtime import Message, message
 
 __all__ = [
     "AgentFailed",
+    "AgentFailing",
     "AnswerAccepted",
     "AnswerSupported",
     "AnswerUpdate",
@@ -24,6 +25,7 @@ __all__ = [
     "AnswersSnapshot",
     "AwaitResult",
     "Continue",
+    "ExcludeFailing",
     "OverrideChosen",
     "OverrideDecision",
     "Present",
@@ -82,7 +84,10 @@ class VotesReset(Message):
 
 @message()
 class StopWork(Message):
-    """Coordination is over: cancel any round in flight and wait (maybe to present)."""
+    """Coordination is over: cancel any round in flight and wait (maybe to present).
+    With ``excluded``, the run goes on without this agent, for that reason."""
+
+    excluded: str | None = None
 
 
 @message()
@@ -201,6 +206,24 @@ class Rejoined(Message):
 class AgentFailed(Message):
     agent: str
     reason: str
+
+
+@message()
+class AgentFailing(Message):
+    """An agent's LLM calls fail (``error`` says the latest failure) or, with ``None``,
+    succeed again: once every other agent is done, the run waits for agents that keep
+    failing only so long (``orchestrator.failing_agent_grace``)."""
+
+    agent: str
+    error: str | None
+
+
+@message()
+class ExcludeFailing(Message):
+    """The coordinator's own reminder: the grace of the agents that kept failing while the
+    others were done is over (``since`` names which grace, so a stale one is ignored)."""
+
+    since: float
 
 
 @message()

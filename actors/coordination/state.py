@@ -134,6 +134,11 @@ class CoordinationState:
         self.vote_reasons: dict[str, str] = {}
         self.live: list[str] = list(self.agents)
         self.failed: dict[str, str] = {}
+        self.failing: dict[str, str] = {}
+        """Agent → the latest failure of its LLM calls, while they keep failing."""
+        self.failing_since: float | None = None
+        """When every other agent was last found done while some kept failing: their grace
+        runs from here (``None``: no grace is running)."""
         self.phase = Phase.COORDINATING
         self.started = False
         self.winner: Winner | None = None
@@ -300,6 +305,7 @@ class CoordinationState:
             return None
         self.failed[agent] = reason
         self.live.remove(agent)
+        self.failing.pop(agent, None)
         vote = self.votes.get(agent)
         if vote is None or self.phase is not Phase.COORDINATING:
             return Exclusion(withdrawn_vote=None)
@@ -361,6 +367,26 @@ class CoordinationState:
         # While coordinating only live agents hold votes (``fail`` drops one), so counting
         # suffices.
         return len(self.votes) == len(self.live)
+
+    def settled(self, agent: str) -> bool:
+        """Whether ``agent`` has nothing to do until others act: its vote stands, or it has
+        answered and voting is skipped or deferred until every agent has answered."""
+        if agent in self.votes:
+            return True
+        orchestrator = self.orchestrator
+        deferred = orchestrator.skip_voting or orchestrator.defer_voting_until_all_answered
+        return deferred and agent in self.latest
+
+    def stragglers(self) -> tuple[str, ...]:
+        """The live agents whose calls keep failing while every other live agent (one at
+        least) is done; empty when the run is waiting for anyone else."""
+        if self.phase is not Phase.COORDINATING:
+            return ()
+        failing = tuple(a for a in self.live if a in self.failing)
+        others = [a for a in self.live if a not in self.failing]
+        if not failing or not others or not all(self.settled(a) for a in others):
+            return ()
+        return failing
 
     def choose_winner(self) -> Winner | None:
         """Most votes; ties to the agent listed first in the config; no votes: first answerer."""

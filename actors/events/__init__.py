@@ -15,7 +15,13 @@ from conclave.actors.events.hub import (
     Subscription,
     SyncSubscription,
 )
-from conclave.actors.events.loop import LlmRetry, TextDelta, ToolCallFinished, ToolCallStarted
+from conclave.actors.events.loop import (
+    LlmRetry,
+    LlmTryFailed,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
 __all__ = [
     "DEFAULT_BUFFER",
@@ -24,6 +30,7 @@ __all__ = [
     "EventHub",
     "HubStatistics",
     "LlmRetry",
+    "LlmTryFailed",
     "SubscriberDropped",
     "Subscription",
     "SyncSubscription",

@@ -18,6 +18,7 @@ from conclave.runtime import message
 __all__ = [
     "PREVIEW_BYTES",
     "LlmRetry",
+    "LlmTryFailed",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -64,6 +65,25 @@ class LlmRetry(DomainEvent):
     status: int | None
     """The HTTP status of the failure; ``None`` when there was none (a network error)."""
     delay: float
+    error: str | None = None
+    """Why the attempt failed, redacted (``None`` in logs written before it was recorded)."""
+
+
+@message()
+class LlmTryFailed(DomainEvent):
+    """A try of an agent's round or presentation failed: its LLM call failed (after the
+    request's own retries), or its reply could not be used. The next try begins after
+    ``wait`` seconds; ``None``: there is none (the agent is excluded, or the presentation
+    fails)."""
+
+    agent: str
+    failed: int
+    """The failed try's number, from 1."""
+    tries: int
+    """Tries the round may take (``max_tries_per_round``)."""
+    error: str = attrs.field(converter=clip)
+    """Why it failed, redacted, cut to :data:`PREVIEW_BYTES`."""
+    wait: float | None
 
 
 @message()

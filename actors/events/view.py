@@ -37,7 +37,8 @@ from conclave.actors.coordination.events import (
 )
 from conclave.actors.coordination.state import Answer
 from conclave.actors.events.base import DomainEvent
-from conclave.actors.events.loop import LlmRetry, ToolCallFinished, ToolCallStarted
+from conclave.actors.events.loop import LlmRetry, LlmTryFailed, ToolCallFinished, ToolCallStarted
+from conclave.actors.llm.protocol import CallOutcome
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.termination import Termination
 from conclave.config.schema import FinalAnswerStrategy
@@ -75,6 +76,12 @@ class AgentView:
     """When it stopped (or was excluded, or the run ended); ``None`` while it works."""
     llm_calls: int = 0
     llm_retries: int = 0
+    calls_without_usage: int = 0
+    """Replies whose server reported no usage: its token counts are then unknown."""
+    failed_tries: int = 0
+    """Failed tries of its rounds and presentation, in all."""
+    failing: str | None = None
+    """Why its latest try failed, while its next try has not succeeded; ``None`` otherwise."""
     restarts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -206,10 +213,16 @@ class RunView:
             output_tokens=agent.output_tokens + event.output_tokens,
             cache_read_tokens=agent.cache_read_tokens + event.cache_read_tokens,
             model=event.model or agent.model,
+            failing=None if event.outcome is CallOutcome.OK else agent.failing,
+            calls_without_usage=agent.calls_without_usage + (not event.usage_reported),
         )
 
     def _llm_retry(self, event: LlmRetry) -> None:
         self._update(event.agent, llm_retries=self._agent(event.agent).llm_retries + 1)
+
+    def _try_failed(self, event: LlmTryFailed) -> None:
+        failed = self._agent(event.agent).failed_tries + 1
+        self._update(event.agent, failed_tries=failed, failing=event.error)
 
     def _tool_started(self, event: ToolCallStarted) -> None:
         self._update(event.agent, tool=event.tool)
@@ -291,6 +304,7 @@ _STEPS: dict[type[Event], Callable[[RunView, Any], None]] = {
     LlmRequestStarted: RunView._llm_started,
     LlmRequestFinished: RunView._llm_finished,
     LlmRetry: RunView._llm_retry,
+    LlmTryFailed: RunView._try_failed,
     ToolCallStarted: RunView._tool_started,
     ToolCallFinished: RunView._tool_finished,
     AnswerAdded: RunView._answer_added,

@@ -75,6 +75,7 @@ class AnthropicBackend(SdkBackend[AnthropicBackendConfig, anthropic.AsyncAnthrop
     CONNECTION_ERROR = anthropic.APIConnectionError
     OMIT = anthropic.omit
     STREAM_END = "message_stop"
+    PROTOCOL = "the Messages API"
 
     async def _open_stream(self, arguments: dict[str, Any]) -> SdkStream:
         stream: SdkStream = await self._client.messages.create(**arguments)
@@ -155,7 +156,7 @@ class AnthropicProvider(SdkProvider[AnthropicBackendConfig, anthropic.AsyncAnthr
             api_key=key.reveal() if key is not None else "",
             base_url=base_url,
             http_client=http,
-            max_retries=config.max_retries,
+            max_retries=0,
             open_telemetry=False,
         )
 

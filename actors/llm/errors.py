@@ -39,6 +39,12 @@ class LLMError(Exception):
 
     error_class = ErrorClass.TRANSIENT
 
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        """Seconds the server asked to be left alone for (its ``Retry-After``): the next
+        try waits at least this long."""
+
 
 class TransientLLMError(LLMError):
     """Worth another try: overloaded, rate-limited after retries, a 5xx, a dropped stream."""

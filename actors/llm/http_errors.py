@@ -10,6 +10,7 @@ error body, and never by the status alone.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import ssl
@@ -36,7 +37,9 @@ __all__ = [
     "error_message",
     "failure",
     "looks_like_context_overflow",
+    "malformed_event",
     "status_diagnosis",
+    "unexpected_event",
     "unreachable",
 ]
 
@@ -108,6 +111,13 @@ class Diagnosis:
 
     kind: type[LLMError]
     cause: str
+    retry: bool = attrs.field(default=False, kw_only=True)
+    """Whether the request may be sent again at once (``max_retries``): it failed quickly,
+    before its reply began, in a way another attempt can mend (a 429, a 5xx, a connection
+    lost). A timeout is not: it has already cost its time, and it becomes a failed try."""
+    status: int | None = attrs.field(default=None, kw_only=True)
+    retry_after: float | None = attrs.field(default=None, kw_only=True)
+    """Seconds the server asked to be left alone for (``Retry-After``)."""
 
 
 _FATAL_TYPES = {"billing_error", "insufficient_quota"}
@@ -152,30 +162,57 @@ def status_diagnosis(
 
 def connection_diagnosis(exc: BaseException, *, started: bool, timeouts: Timeouts) -> Diagnosis:
     """A transport failure: an unreachable endpoint before the first byte is fatal; a
-    timeout or a lost connection is a failed try."""
+    timeout or a lost connection is a failed try, and a connection lost before the reply
+    began may be retried at once."""
     reason = unreachable(exc)
     if reason is not None and not started:
         return Diagnosis(FatalLLMError, f"cannot connect: {reason}")
     chain = list(causes(exc))
     if any(isinstance(c, httpx2.ConnectTimeout) for c in chain):
         return Diagnosis(
-            TransientLLMError,
-            f"could not connect within {timeouts.connect:g}s (timeouts.connect), after the retries",
+            TransientLLMError, f"could not connect within {timeouts.connect:g}s (timeouts.connect)"
         )
-    if any(isinstance(c, httpx2.TimeoutException | TimeoutError) for c in chain):
-        if started:
-            return Diagnosis(
-                TransientLLMError,
-                f"the stream stalled: no data for {timeouts.stall:g}s (timeouts.stall)",
-            )
+    if any(isinstance(c, httpx2.WriteTimeout) for c in chain):
         return Diagnosis(
             TransientLLMError,
-            f"no reply began within {timeouts.stall:g}s (timeouts.stall), after the retries",
+            f"the server did not take the request within {timeouts.first_byte:g}s "
+            "(timeouts.first_byte)",
         )
     lost = next((c for c in chain if c is not exc and str(c)), exc)
     where = "mid-stream" if started else "before the reply began"
     return Diagnosis(
-        TransientLLMError, f"the connection was lost {where} ({type(lost).__name__}: {lost})"
+        TransientLLMError,
+        f"the connection was lost {where} ({type(lost).__name__}: {lost})",
+        retry=not started,
+    )
+
+
+_QUOTED_BEFORE = 60
+_QUOTED_AFTER = 30
+
+
+def malformed_event(exc: json.JSONDecodeError) -> Diagnosis:
+    """An event whose data is not JSON: what the parser found wrong, where, and the text
+    around that place (the head of a long event is cut, never the place itself)."""
+    doc, pos = exc.doc, exc.pos
+    start, end = max(0, pos - _QUOTED_BEFORE), min(len(doc), pos + _QUOTED_AFTER)
+    quoted = ("…" if start else "") + doc[start:end] + ("…" if end < len(doc) else "")
+    return Diagnosis(
+        TransientLLMError,
+        f"the server sent an event whose data is not JSON ({exc.msg} at character {pos} "
+        f"of {len(doc)}), near: {quoted}",
+    )
+
+
+def unexpected_event(item: object, exc: Exception, *, protocol: str) -> Diagnosis:
+    """An event that is JSON but not of the shape ``protocol`` has: what it held and what
+    reading it failed on."""
+    shown = repr(item)
+    if len(shown) > _QUOTED_BEFORE + _QUOTED_AFTER:
+        shown = shown[: _QUOTED_BEFORE + _QUOTED_AFTER - 1] + "…"
+    return Diagnosis(
+        TransientLLMError,
+        f"the server sent an event that is not {protocol}'s ({type(exc).__name__}: {exc}): {shown}",
     )
 
 
@@ -185,10 +222,16 @@ def _one_line(text: str) -> str:
 
 
 def failure(
-    kind: type[LLMError], *, agent: str, host: str, cause: str, key: Secret | None
+    kind: type[LLMError],
+    *,
+    agent: str,
+    host: str,
+    cause: str,
+    key: Secret | None,
+    retry_after: float | None = None,
 ) -> LLMError:
     """The error a backend raises: one line naming the agent, the endpoint host and the
     cause, with every key redacted (``key``, every key in use, anything key-shaped)."""
     extra = (key,) if key is not None else ()
     line = redact(_one_line(f"agent {agent!r} on {host}: {cause}"), extra)
-    return kind(line)
+    return kind(line, retry_after=retry_after)

@@ -64,6 +64,7 @@ class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
     CONNECTION_ERROR = openai.APIConnectionError
     OMIT = openai.omit
     STREAM_END = "finish_reason"
+    PROTOCOL = "the Chat Completions protocol"
     NO_KEY_ADVICE = " (a local server that needs no key takes any value)"
 
     required_refused: bool = False
@@ -169,13 +170,13 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, openai.AsyncOpenAI]):
                 api_version=config.api_version,
                 api_key=sent_key,
                 http_client=http,
-                max_retries=config.max_retries,
+                max_retries=0,
             )
         return openai.AsyncOpenAI(
             api_key=sent_key,
             base_url=base_url,
             http_client=http,
-            max_retries=config.max_retries,
+            max_retries=0,
         )
 
 
@@ -227,7 +228,8 @@ class _Reply:
 
     text: list[str] = attrs.field(factory=list)
     calls: dict[int, _PartialCall] = attrs.field(factory=dict)
-    usage: Usage = attrs.field(factory=Usage)
+    usage: Usage | None = None
+    """``None`` until a chunk reports usage: a server may report none."""
     finish: str | None = None
     model: str = ""
 

@@ -2,7 +2,9 @@
 
 Prices come from the config (``price:`` of a backend section) and are never fetched from the
 network. A cost is known only when every call it sums had a price: an agent without one has
-``cost_usd = None``, and so has the total (a partial sum would read as the run's cost).
+``cost_usd = None``, and so has the total (a partial sum would read as the run's cost). So it
+is with tokens: a call whose server reported no usage is counted in ``unreported``, and what
+its sums would be is unknown.
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ def cost_usd(usage: Usage, price: Price) -> float:
 @attrs.frozen(kw_only=True)
 class UsageSummary:
     usage: Usage = attrs.field(factory=Usage)
+    """Of the calls that reported usage."""
     cost_usd: float | None = 0.0
-    """``None`` when some call had no price."""
+    """``None`` when some call had no price, or reported no usage."""
     calls: int = 0
+    unreported: int = 0
+    """Calls whose server reported no usage."""
 
 
 class UsageLedger:
@@ -68,16 +73,20 @@ class UsageLedger:
         self._agents: dict[str, UsageSummary] = {}
         self._known_cost = 0.0
 
-    def record(self, agent_id: str, usage: Usage, price: Price | None) -> None:
+    def record(self, agent_id: str, usage: Usage | None, price: Price | None) -> None:
+        """One call's ``usage`` (``None``: its server reported none) at ``price``."""
         before = self._agents.get(agent_id, UsageSummary())
         cost = None
-        if price is not None:
+        if price is not None and usage is not None:
             dollars = cost_usd(usage, price)
             self._known_cost += dollars
             if before.cost_usd is not None:
                 cost = before.cost_usd + dollars
         self._agents[agent_id] = UsageSummary(
-            usage=add_usage(before.usage, usage), cost_usd=cost, calls=before.calls + 1
+            usage=before.usage if usage is None else add_usage(before.usage, usage),
+            cost_usd=cost,
+            calls=before.calls + 1,
+            unreported=before.unreported + (usage is None),
         )
 
     def per_agent(self) -> Mapping[str, UsageSummary]:
@@ -86,15 +95,17 @@ class UsageLedger:
     def total(self) -> UsageSummary:
         usage = Usage()
         cost: float | None = 0.0
-        calls = 0
+        calls = unreported = 0
         for summary in self._agents.values():
             usage = add_usage(usage, summary.usage)
             calls += summary.calls
+            unreported += summary.unreported
             cost = None if cost is None or summary.cost_usd is None else cost + summary.cost_usd
-        return UsageSummary(usage=usage, cost_usd=cost, calls=calls)
+        return UsageSummary(usage=usage, cost_usd=cost, calls=calls, unreported=unreported)
 
     def known_cost_usd(self) -> float:
-        """Dollars of every priced call so far (what ``--max-cost`` compares)."""
+        """Dollars of every priced call that reported usage so far (what ``--max-cost``
+        compares)."""
         return self._known_cost
 
     def would_exceed(self, budget_usd: float) -> bool:

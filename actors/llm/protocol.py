@@ -123,7 +123,9 @@ class CompletionRequest:
 @attrs.frozen(kw_only=True)
 class Completion:
     message: ChatMessage
-    usage: Usage = Usage()
+    usage: Usage | None = Usage()
+    """What the call used; ``None`` when the server reported nothing (an OpenAI-compatible
+    server asked for no usage, ``stream_usage: false``, or one that ignores the request)."""
     stop_reason: StopReason = StopReason.END_TURN
     model: str = ""
 
@@ -138,7 +140,11 @@ class CompletionSink(Protocol):
 
     def tool_arguments(self, index: int, name: str, delta: str) -> None: ...
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None: ...
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        """Attempt ``attempt`` of a request failed (``status``, or ``None`` with none: a
+        lost connection) because of ``error`` (redacted); it is sent again in ``delay``
+        seconds."""
+        ...
 
 
 class LLMBackend(Protocol):

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from conclave.actors.llm.retry import TRY_BACKOFF, Backoff
+
 __all__ = ["LoopBudget"]
 
 
@@ -33,3 +35,6 @@ class LoopBudget:
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
     """Per call; ``None`` leaves it to the backend's configuration."""
+    backoff: Backoff = TRY_BACKOFF
+    """The wait before the next try after a failed call (not after a reply that broke the
+    rules: the model hears why at once)."""

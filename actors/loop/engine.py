@@ -35,6 +35,7 @@ from conclave.actors.llm.protocol import (
     ToolChoice,
     ToolSchema,
 )
+from conclave.actors.llm.retry import too_long
 from conclave.actors.loop.budget import LoopBudget
 from conclave.actors.loop.checkpoint import Abort, Checkpoint, Inject
 from conclave.actors.loop.terminals import Final, Proceed, Terminal, Violation
@@ -71,13 +72,19 @@ class LoopOutcome(Generic[T]):
 
 
 class LoopObserver(Protocol):
-    """Hears about each LLM call, to record events and count cost."""
+    """Hears about each LLM call, to record events and count cost, and about each failed
+    try as it happens."""
 
     def call_started(self) -> None: ...
 
     def call_finished(
         self, outcome: CallOutcome, completion: Completion | None, error: str | None
     ) -> None: ...
+
+    def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
+        """Try number ``failed`` of ``tries`` failed because of ``error``; the next begins
+        in ``wait`` seconds, or (``None``) there is none."""
+        ...
 
 
 class _Quiet:
@@ -87,6 +94,9 @@ class _Quiet:
     def call_finished(
         self, outcome: CallOutcome, completion: Completion | None, error: str | None
     ) -> None:
+        return None
+
+    def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
         return None
 
 
@@ -115,7 +125,7 @@ async def run_loop(
     limit = budget.round_time_limit
     call = _Caller(backend, budget, observer, sink, purpose, tool_choice)
     with trio.move_on_after(math.inf if limit is None else limit) as timer:
-        outcome = await _steps(transcript, call, tools, terminal, budget, checkpoint)
+        outcome = await _steps(transcript, call, tools, terminal, budget, checkpoint, observer)
     if timer.cancelled_caught:
         return LoopOutcome(
             end=LoopEnd.TIME_LIMIT, error=f"the round took longer than its limit of {limit:g}s"
@@ -130,6 +140,7 @@ async def _steps(
     terminal: Terminal[T],
     budget: LoopBudget,
     checkpoint: Checkpoint | None,
+    observer: LoopObserver,
 ) -> LoopOutcome[T]:
     first = True
     last_error = ""
@@ -168,12 +179,18 @@ async def _steps(
             last_error = failed.error
             if failed.feedback:
                 transcript.append(ChatMessage(role="user", content=f"Error: {failed.error}"))
+                _failed(transcript, budget, observer, failed.error, wait=0.0)
+                continue
+            refused = await _back_off(transcript, budget, observer, failed)
+            if refused is not None:
+                return LoopOutcome(end=LoopEnd.FATAL, error=refused)
             continue
         reply = completion.message
         if completion.stop_reason is StopReason.MAX_TOKENS:
             transcript.failed_tries += 1
             last_error = _CUT_OFF
             transcript.append(*feedback(reply, _CUT_OFF))
+            _failed(transcript, budget, observer, _CUT_OFF, wait=0.0)
             continue
         verdict = terminal.judge(reply, offered)
         if isinstance(verdict, Final):
@@ -183,6 +200,7 @@ async def _steps(
             transcript.failed_tries += 1
             last_error = verdict.error
             transcript.append(*feedback(reply, verdict.error))
+            _failed(transcript, budget, observer, verdict.error, wait=0.0)
             continue
         assert isinstance(verdict, Proceed)
         results = await _execute(reply.tool_calls, tools, offered)
@@ -195,6 +213,35 @@ async def _steps(
         )
 
 
+def _failed(
+    transcript: Transcript, budget: LoopBudget, observer: LoopObserver, error: str, *, wait: float
+) -> None:
+    """Tell the observer of the failed try just counted, and when the next one begins."""
+    last = transcript.failed_tries >= budget.max_tries
+    observer.try_failed(transcript.failed_tries, budget.max_tries, error, None if last else wait)
+
+
+async def _back_off(
+    transcript: Transcript, budget: LoopBudget, observer: LoopObserver, failed: _FailedTry
+) -> str | None:
+    """After a failed call, wait before the next try: the back-off's draw, or the server's
+    ``Retry-After`` if longer. A ``Retry-After`` longer than the round may still take is not
+    waited for: the error saying how long the server asked is returned instead."""
+    if transcript.failed_tries >= budget.max_tries:
+        _failed(transcript, budget, observer, failed.error, wait=0.0)
+        return None
+    asked = failed.retry_after
+    wait = budget.backoff.wait(transcript.failed_tries, asked=asked)
+    if asked is not None:
+        refused = too_long(asked, trio.current_effective_deadline() - trio.current_time())
+        if refused is not None:
+            observer.try_failed(transcript.failed_tries, budget.max_tries, failed.error, None)
+            return f"{failed.error}; {refused}"
+    _failed(transcript, budget, observer, failed.error, wait=wait)
+    await trio.sleep(wait)
+    return None
+
+
 _CUT_OFF = (
     "Your reply was cut off at the output token limit; reply again, more briefly, and "
     "finish with the required call."
@@ -205,10 +252,13 @@ class _FailedTry(Exception):
     """A call that produced no usable reply; ``feedback`` says whether the model should
     hear the error (it was about its reply) or not (the backend or the network failed)."""
 
-    def __init__(self, error: str, *, feedback: bool = False) -> None:
+    def __init__(
+        self, error: str, *, feedback: bool = False, retry_after: float | None = None
+    ) -> None:
         super().__init__(error)
         self.error = error
         self.feedback = feedback
+        self.retry_after = retry_after
 
 
 class _Caller:
@@ -248,6 +298,7 @@ class _Caller:
         outcome = CallOutcome.CANCELLED
         completion: Completion | None = None
         error: str | None = None
+        retry_after: float | None = None
         try:
             with trio.move_on_after(math.inf if timeout is None else timeout) as timer:
                 completion = await self.backend.complete(request, sink=self.sink)
@@ -263,15 +314,16 @@ class _Caller:
             outcome, error = CallOutcome.ERROR, str(exc)
             raise _FailedTry(error, feedback=True) from None
         except LLMError as exc:
-            outcome, error = CallOutcome.ERROR, str(exc)
+            outcome, error, retry_after = CallOutcome.ERROR, str(exc), exc.retry_after
         except Exception as exc:
             outcome = CallOutcome.ERROR
             error = f"the backend failed: {type(exc).__name__}: {exc}"
         finally:
             self.observer.call_finished(outcome, completion, error)
         if completion is None:
-            raise _FailedTry(error or "the call produced no reply")
-        transcript.spend(completion.usage)
+            raise _FailedTry(error or "the call produced no reply", retry_after=retry_after)
+        if completion.usage is not None:
+            transcript.spend(completion.usage)
         return completion
 
 

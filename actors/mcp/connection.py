@@ -7,8 +7,10 @@ connection lives as long as the ``async with`` block, and leaving it stops a std
 shutdown). It must be entered and left in one task (the SDK's task groups require it).
 
 A stdio server's environment is exactly ``PATH`` and the config's ``env``: the SDK would add
-``HOME``, ``USER`` and others, so the command runs through ``env -i``. Its stderr is read
-into a bounded buffer (the last :data:`STDERR_KEEP` bytes), redacted when shown.
+``HOME``, ``USER`` and others, so the command runs through ``env -i``. Unless the config
+trusts it, it runs confined (:mod:`actors.mcp.confine`) with the grants it is given. Its
+stderr is read into a bounded buffer (the last :data:`STDERR_KEEP` bytes), redacted when
+shown.
 
 ``lost`` is set when the server goes away: its stdout closed (a stdio server exited), or a
 call failed because the connection is gone (:meth:`Connection.mark_lost`).
@@ -21,10 +23,12 @@ only "Server returned an error response".
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import shutil
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -32,6 +36,7 @@ import attrs
 import trio
 
 from conclave.actors.llm.redaction import redact
+from conclave.actors.mcp.confine import ServerGrants
 from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer
 
 __all__ = [
@@ -169,10 +174,13 @@ def secrets_of(config: McpServerConfig) -> tuple[str, ...]:
 
 
 @contextlib.asynccontextmanager
-async def open_connection(config: McpServerConfig, stderr: StderrTail) -> AsyncIterator[Connection]:
+async def open_connection(
+    config: McpServerConfig, stderr: StderrTail, grants: ServerGrants
+) -> AsyncIterator[Connection]:
     """Connect to the server and list its tools within ``config.startup_timeout``; raises
     what went wrong (``TooSlowError`` for the timeout, ``OSError`` for a command that cannot
-    run, the SDK's ``MCPError`` for a refused handshake). See the module docstring."""
+    run, :class:`~actors.mcp.confine.NotConfinable`, the SDK's ``MCPError`` for a refused
+    handshake). A stdio server sees what ``grants`` shows it. See the module docstring."""
     from mcp import Client
 
     lost = trio.Event()
@@ -184,7 +192,7 @@ async def open_connection(config: McpServerConfig, stderr: StderrTail) -> AsyncI
     with trio.CancelScope(deadline=trio.current_time() + config.startup_timeout) as startup:
         try:
             async with (
-                _transport(config, stderr, http) as transport,
+                _transport(config, stderr, http, grants) as transport,
                 Client(_WatchedTransport(transport, lost), cache=None) as client,
             ):
                 tools = await _list_tools(client)
@@ -237,10 +245,10 @@ async def _list_tools(client: Any) -> tuple[ListedTool, ...]:
 
 @contextlib.asynccontextmanager
 async def _transport(
-    config: McpServerConfig, stderr: StderrTail, errors: _HttpErrors
+    config: McpServerConfig, stderr: StderrTail, errors: _HttpErrors, grants: ServerGrants
 ) -> AsyncIterator[tuple[Any, Any]]:
     if isinstance(config, StdioMcpServer):
-        async with _stdio(config, stderr) as streams:
+        async with _stdio(config, stderr, grants) as streams:
             yield streams
         return
     from mcp.client.streamable_http import streamable_http_client
@@ -253,17 +261,26 @@ async def _transport(
 
 
 @contextlib.asynccontextmanager
-async def _stdio(config: StdioMcpServer, stderr: StderrTail) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's stdio transport, the server's environment exactly PATH and ``env``, its
-    stderr read into ``stderr`` until the process closes it."""
+async def _stdio(
+    config: StdioMcpServer, stderr: StderrTail, grants: ServerGrants
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport, the server's environment exactly PATH and ``env``, confined
+    unless trusted, its stderr read into ``stderr`` until the process closes it."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    from conclave.actors.mcp.confine import confined_argv
+
     env = {"PATH": os.environ.get("PATH", os.defpath), **config.env}
-    _check_command(config, env["PATH"])
+    program = _check_command(config, env["PATH"])
     launcher = shutil.which("env") or "/usr/bin/env"
-    args = ["-i", *(f"{k}={v}" for k, v in env.items()), config.command, *config.args]
+    argv = [launcher, "-i", *(f"{k}={v}" for k, v in env.items()), program, *config.args]
+    if not config.trust:
+        confine = functools.partial(
+            confined_argv, config, grants, argv, program=Path(program), search_path=env["PATH"]
+        )
+        argv = await trio.to_thread.run_sync(confine)
     params = StdioServerParameters(
-        command=launcher, args=args, cwd=str(config.cwd) if config.cwd is not None else None
+        command=argv[0], args=argv[1:], cwd=str(config.cwd) if config.cwd is not None else None
     )
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
@@ -287,16 +304,19 @@ async def _stdio(config: StdioMcpServer, stderr: StderrTail) -> AsyncIterator[tu
 _STDERR_DRAIN_S = 1.0
 
 
-def _check_command(config: StdioMcpServer, path: str) -> None:
-    """Refuse a command that cannot run, saying so (``env`` would only say it on stderr)."""
+def _check_command(config: StdioMcpServer, path: str) -> str:
+    """The command's absolute path; refuses one that cannot run, saying so (``env`` would
+    only say it on stderr)."""
     command = config.command
     if "/" in command and config.cwd is not None and not os.path.isabs(command):
         command = os.path.join(config.cwd, command)
-    if shutil.which(command, path=path) is None:
+    found = shutil.which(command, path=path)
+    if found is None:
         raise FileNotFoundError(
             f"the command {config.command!r} is not found: not on PATH, nor an executable "
             "file; install the server or fix 'command'"
         )
+    return os.path.abspath(found)
 
 
 async def _read_stderr(fd: int, tail: StderrTail, done: trio.Event) -> None:

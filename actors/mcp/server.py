@@ -10,7 +10,10 @@ the calling agent's task, so cancelling the round cancels the MCP request (the S
 server ``notifications/cancelled``) and a call costs no extra hops.
 
 What survives a restart is run-owned (:class:`McpServerState`): the tools listed at the first
-start (what the agents were offered), and whether the server ever came up.
+start (what the agents were offered), whether the server ever came up, and what a confined
+stdio server may see (:class:`~actors.mcp.confine.ServerGrants`). A confined server's mounts
+are fixed when its process starts, so new grants (the presenter's writes opening) restart the
+process (:meth:`McpServerState.regrant`), within the same incarnation: not a crash.
 
 - A server that cannot start (no such command, a crash or hang before its tools are listed)
   records :class:`McpServerFailed` with the reason and its redacted stderr, and stops; its
@@ -30,6 +33,8 @@ from collections.abc import Callable, Iterable
 import attrs
 import trio
 
+from conclave.actors.llm.redaction import redact
+from conclave.actors.mcp.confine import NotConfinable, ServerGrants
 from conclave.actors.mcp.connection import (
     Connection,
     HttpRefused,
@@ -97,12 +102,20 @@ class McpServerState:
     """One server's run-owned state, shared by its incarnations and the tools that call it."""
 
     def __init__(
-        self, *, key: str, config: McpServerConfig, record: Callable[[Event], None]
+        self,
+        *,
+        key: str,
+        config: McpServerConfig,
+        record: Callable[[Event], None],
+        grants: ServerGrants,
     ) -> None:
         self.key = key
         """The server's name, or ``agent/name`` for one agent's."""
         self.config = config
         self.record = record
+        self.grants = grants
+        """What the server sees when confined; its process starts with them."""
+        self._regranting = False
         self.status = ServerStatus.STARTING
         self.tools: tuple[ListedTool, ...] = ()
         """As listed at the first start: what agents are offered."""
@@ -150,7 +163,7 @@ class McpServerState:
         return McpServerFailed(
             at=trio.current_time(),
             server=self.key,
-            reason=self.failure or "",
+            reason=redact(self.failure or "", self.secrets()),
             stderr=self.stderr.text(self.secrets()),
             gave_up=self.gave_up,
         )
@@ -180,6 +193,39 @@ class McpServerState:
         self.settled.set()
         self._notify()
         self.record(self._failed())
+
+    @property
+    def confined(self) -> bool:
+        """Whether the server runs confined (a stdio server the config does not trust)."""
+        return isinstance(self.config, StdioMcpServer) and not self.config.trust
+
+    async def regrant(self, grants: ServerGrants) -> None:
+        """Let the server see ``grants`` from now on: its process is restarted with them
+        (calls made meanwhile wait for it), and this returns once it is up again or has
+        failed, within its ``startup_timeout``. Nothing to do for a server that is not
+        confined or already has them. Cancelled, the restart goes on."""
+        if not self.confined or grants == self.grants:
+            return
+        self.grants = grants
+        connection = self._connection
+        if connection is None or self.status is not ServerStatus.UP:
+            return  # not running now: its next start uses the new grants
+        self._regranting = True
+        connection.mark_lost()
+        with trio.move_on_after(self.config.startup_timeout + SHUTDOWN_S):
+            while not self._restarted(connection):
+                await self._changed.wait()
+
+    def _restarted(self, old: Connection) -> bool:
+        """Whether the process that ``old`` talked to has been replaced, or has failed."""
+        if self.status is ServerStatus.FAILED:
+            return True
+        return self.status is ServerStatus.UP and self._connection is not old
+
+    def take_regrant(self) -> bool:
+        """Whether the connection was ended to restart with new grants (then cleared)."""
+        regranting, self._regranting = self._regranting, False
+        return regranting
 
     def offered(self) -> tuple[ListedTool, ...]:
         """The listed tools the config's ``tools`` filter lets through."""
@@ -220,33 +266,58 @@ class McpServerActor(Actor):
 
     async def _serve(self) -> None:
         state = self.state
-        state.stderr = StderrTail()
-        ever_up = state.status is not ServerStatus.STARTING
-        try:
-            async with open_connection(state.config, state.stderr) as connection:
-                state.up(connection, self.context.incarnation)
-                await connection.lost.wait()
-        except Exception as exc:
+        while True:
+            state.stderr = StderrTail()
+            ever_up = state.status is not ServerStatus.STARTING
+            try:
+                async with open_connection(state.config, state.stderr, state.grants) as connection:
+                    state.up(connection, self.context.incarnation)
+                    await connection.lost.wait()
+            except Exception as exc:
+                state.down()
+                if not ever_up:
+                    state.fail(describe_failure(exc, state), gave_up=False)
+                    self.context.stop()
+                    return
+                state.last_loss = describe_failure(exc, state)
+                raise _Lost(state.last_loss) from exc
             state.down()
-            if not ever_up:
-                state.fail(describe_failure(exc, state.config), gave_up=False)
-                self.context.stop()
-                return
-            state.last_loss = describe_failure(exc, state.config)
-            raise _Lost(state.last_loss) from exc
-        state.down()
-        tail = state.stderr.text(state.secrets())
-        last = tail.splitlines()[-1] if tail else ""
-        state.last_loss = "its connection closed (the process exited)" + (
-            f"; stderr: {last}" if last else ""
-        )
-        raise _Lost(f"the MCP server {state.key!r} went away: {state.last_loss}")
+            if state.take_regrant():
+                continue  # ended on purpose: start again with the new grants
+            tail = state.stderr.text(state.secrets())
+            last = tail.splitlines()[-1] if tail else ""
+            state.last_loss = "its connection closed (the process exited)" + (
+                f"; stderr: {last}" if last else ""
+            )
+            raise _Lost(f"the MCP server {state.key!r} went away: {state.last_loss}")
 
 
-def describe_failure(exc: BaseException, config: McpServerConfig) -> str:
-    """Why a server could not start or went away, in a sentence for people and models."""
+_CONFINED_HINT = (
+    " (it ran confined: it sees the system, its own installation and the context paths, "
+    "with no home directory; give what it needs as a context path, install it with npm "
+    "install -g or pip rather than npx or uvx, which fetch at start, or set trust: true)"
+)
+
+
+def describe_failure(exc: BaseException, state: McpServerState) -> str:
+    """Why a server could not start or went away, in a sentence for people and models; a
+    confined server's says what it could see."""
+    reason = _describe(exc, state.config)
+    if state.confined and not isinstance(_lone(exc), NotConfinable | FileNotFoundError):
+        return reason + _CONFINED_HINT
+    return reason
+
+
+def _lone(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException, config: McpServerConfig) -> str:
+    exc = _lone(exc)
+    if isinstance(exc, NotConfinable):
+        return str(exc)
     if isinstance(exc, trio.TooSlowError):
         return f"it did not start within {config.startup_timeout:g} s (startup_timeout)"
     if isinstance(exc, FileNotFoundError) and isinstance(config, StdioMcpServer):
@@ -284,28 +355,41 @@ class McpServers:
 NO_SERVERS = McpServers()
 
 
-def spawn_servers(system: ActorSystem, config: ConclaveConfig) -> McpServers:
+def spawn_servers(
+    system: ActorSystem,
+    config: ConclaveConfig,
+    grants: ServerGrants,
+    agent_grants: Callable[[str], ServerGrants] | None = None,
+) -> McpServers:
     """One supervisor and actor per configured server, started now under ``system``'s root
-    (before the run's own supervisor, so stopped after it). Await
+    (before the run's own supervisor, so stopped after it), confined ones seeing ``grants``,
+    or, for an agent's own servers, ``agent_grants(agent)`` when given. Await
     :meth:`McpServers.settled` for the first starts."""
     if not config.mcp_servers and not any(a.mcp_servers for a in config.agents):
         return NO_SERVERS
-    shared = tuple(_spawn(system, s.name, s) for s in config.mcp_servers)
+    shared = tuple(_spawn(system, s.name, s, grants) for s in config.mcp_servers)
+    own = agent_grants or (lambda _agent: grants)
     per_agent = {
-        agent.id: tuple(_spawn(system, f"{agent.id}/{s.name}", s) for s in agent.mcp_servers)
+        agent.id: tuple(
+            _spawn(system, f"{agent.id}/{s.name}", s, own(agent.id)) for s in agent.mcp_servers
+        )
         for agent in config.agents
         if agent.mcp_servers
     }
     return McpServers(shared=shared, per_agent=per_agent)
 
 
-def spawn_listed(system: ActorSystem, servers: Iterable[tuple[str, McpServerConfig]]) -> McpServers:
+def spawn_listed(
+    system: ActorSystem, servers: Iterable[tuple[str, McpServerConfig]], grants: ServerGrants
+) -> McpServers:
     """Servers by key, as ``conclave mcp list`` starts them."""
-    return McpServers(shared=tuple(_spawn(system, key, c) for key, c in servers))
+    return McpServers(shared=tuple(_spawn(system, key, c, grants) for key, c in servers))
 
 
-def _spawn(system: ActorSystem, key: str, config: McpServerConfig) -> McpServerState:
-    state = McpServerState(key=key, config=config, record=system.record)
+def _spawn(
+    system: ActorSystem, key: str, config: McpServerConfig, grants: ServerGrants
+) -> McpServerState:
+    state = McpServerState(key=key, config=config, record=system.record, grants=grants)
     supervisor, child = system.supervisor_child(
         f"mcp-supervisor:{key}", RESTARTS, restart=Restart.TEMPORARY
     )
@@ -335,6 +419,5 @@ def _spawn(system: ActorSystem, key: str, config: McpServerConfig) -> McpServerS
 
 
 def _cause(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = _lone(exc)
     return f"{type(exc).__name__}: {exc}"

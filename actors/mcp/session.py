@@ -21,6 +21,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
+import trio
+
+from conclave.actors.mcp.confine import ServerGrants, config_grants
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.mcp.server import NO_SERVERS, McpServers, spawn_servers
 from conclave.config.schema.root import ConclaveConfig
@@ -52,10 +55,11 @@ class _Loans:
 class McpSession:
     """The session's servers; see the module docstring."""
 
-    def __init__(self, servers: McpServers, loans: _Loans) -> None:
+    def __init__(self, servers: McpServers, loans: _Loans, grants: ServerGrants) -> None:
         self.servers = servers
         """What a run uses instead of spawning its own (``actors.mcp.tools.with_mcp_tools``)."""
         self._loans = loans
+        self._grants = grants
 
     @contextlib.asynccontextmanager
     async def lend(self, record: Record) -> AsyncIterator[McpServers]:
@@ -74,6 +78,11 @@ class McpSession:
         finally:
             if record in self._loans.records:
                 self._loans.records.remove(record)
+            # A run's presenter may have opened its writes to them: the next run starts
+            # from the session's grants (read-only) again.
+            with trio.CancelScope(shield=True):
+                for state in self.servers.all():
+                    await state.regrant(self._grants)
 
 
 @contextlib.asynccontextmanager
@@ -86,12 +95,13 @@ async def open_session_servers(
     every server event, as the session's own log would. No servers configured: a session that
     lends none, and no actor system is opened."""
     loans = _Loans()
+    grants = config_grants(config)
     if not config.mcp_servers and not any(a.mcp_servers for a in config.agents):
-        yield McpSession(NO_SERVERS, loans)
+        yield McpSession(NO_SERVERS, loans, grants)
         return
     taps: list[EventTap] = [loans] if record is None else [loans, _Tap(record)]
     async with open_actor_system(name="mcp-session", taps=taps) as system:
-        yield McpSession(spawn_servers(system, config), loans)
+        yield McpSession(spawn_servers(system, config, grants), loans, grants)
 
 
 class _Tap:

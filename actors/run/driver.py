@@ -51,10 +51,12 @@ from conclave.actors.coordination.visibility import Visibility
 from conclave.actors.events.hub import EventHub
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.llm.redaction import Redactor
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.faults import with_faults
 from conclave.actors.run.handle import COORDINATOR, RunHandle
+from conclave.actors.run.redaction import redacting_backend, secrets_of_run
 from conclave.actors.run.result import RunResult, RunStats, Termination
 from conclave.actors.run.services import AgentTooling, RunServices, open_services
 from conclave.actors.run.spec import RunSpec, build_backend
@@ -168,6 +170,7 @@ async def open_run(
     )
     stats = RunStats()
     usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
+    secrets, redactor = secrets_of_run(config)
     log = (
         JsonlEventLog(spec.log_dir / "events.jsonl", on_failure=on_log_failure)
         if spec.log_dir is not None
@@ -181,7 +184,7 @@ async def open_run(
     try:
         async with (
             _backend_pool(spec) as pool,
-            open_services(spec) as services,
+            open_services(spec, secrets=secrets, redactor=redactor) as services,
             open_actor_system(name="run", taps=gated) as system,
         ):
             if hub is not None:
@@ -208,6 +211,7 @@ async def open_run(
             )
             usage.on_budget_reached = handle.budget_reached
             agents_supervisor, run_child = _prepare(system, spec, handle, state, services)
+            backends = _backends(spec, pool, redactor)
             start = partial(
                 _start,
                 system,
@@ -215,7 +219,7 @@ async def open_run(
                 state,
                 memories,
                 handle.halted,
-                pool,
+                backends,
                 services,
                 agents_supervisor,
                 run_child,
@@ -310,7 +314,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
-    pool: BackendPool,
+    backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
     agents_supervisor: Supervisor,
     run_child: ChildSpec,
@@ -319,7 +323,6 @@ async def _start(
     actor of the run at once, so the coordinator's first message finds every agent.
     Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
     :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
-    backends = _backends(spec, pool)
     await services.start(system)
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
@@ -333,14 +336,16 @@ async def _start(
     system.root.start_child(run_child)
 
 
-def _backends(spec: RunSpec, pool: BackendPool) -> Callable[[AgentConfig], Awaitable[LLMBackend]]:
-    """Where the agents' backends come from: the pool, or the spec's test seam."""
+def _backends(
+    spec: RunSpec, pool: BackendPool, redactor: Redactor
+) -> Callable[[AgentConfig], Awaitable[LLMBackend]]:
+    """Where the agents' backends come from: the pool, or the spec's test seam; either way
+    wrapped in the run's redactor (actors/run/redaction.py)."""
     factory = spec.backend_factory
-    if factory is None:
-        return pool.backend
 
     async def made(agent: AgentConfig) -> LLMBackend:
-        return factory(agent)
+        backend = factory(agent) if factory is not None else await pool.backend(agent)
+        return redacting_backend(backend, redactor)
 
     return made
 

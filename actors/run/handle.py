@@ -94,9 +94,11 @@ class RunHandle:
         self._end_with(Termination.CANCELLED)
 
     def fail(self, reason: str) -> None:
-        """End the run now as ``failed`` because of ``reason``, unless it is ending already."""
+        """End the run now as ``failed`` because of ``reason``, unless it is ending already.
+        The reason is redacted: it may quote an exception from anywhere in the run."""
         if self._ending is None:
-            self._failure = reason
+            services = self._services
+            self._failure = services.redactor(reason) if services is not None else reason
         self._end_with(Termination.FAILED)
 
     def budget_reached(self) -> None:
@@ -172,8 +174,8 @@ class RunHandle:
             log_dir=str(self.spec.log_dir) if self.spec.log_dir else None,
             duration_s=round(time.monotonic() - self._started, 3),
             llm_completed=stats.llm_completed,
-            input_tokens=stats.input_tokens,
-            output_tokens=stats.output_tokens,
+            input_tokens=None if stats.unreported else stats.input_tokens,
+            output_tokens=None if stats.unreported else stats.output_tokens,
             messages_routed=self.system.statistics().routed,
             dead_letters=stats.dead_letters,
             presentation_error=state.presentation_error,

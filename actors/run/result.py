@@ -42,8 +42,9 @@ class RunResult:
     log_dir: str | None
     duration_s: float
     llm_completed: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    """``None`` (and ``output_tokens`` too) when some call's server reported no usage."""
+    output_tokens: int | None = 0
     messages_routed: int = 0
     dead_letters: int = 0
     presentation_error: str | None = None
@@ -83,6 +84,8 @@ class RunStats:
         self.restarts = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.unreported = 0
+        """Replies whose server reported no usage: the token counts are then unknown."""
         self.delivered = 0
         self.dead_letters = 0
 
@@ -103,6 +106,7 @@ class RunStats:
         assert isinstance(event, LlmRequestFinished)
         if event.outcome is CallOutcome.OK:
             self.llm_completed += 1
+            self.unreported += not event.usage_reported
         self.input_tokens += event.input_tokens
         self.output_tokens += event.output_tokens
 

@@ -28,15 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from secrets import token_hex
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
+from conclave.actors.llm.redaction import NO_REDACTION, Redactor
+from conclave.actors.run.events import SandboxOpened
+from conclave.actors.run.redaction import redacting_tools
 from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
@@ -45,10 +49,12 @@ from conclave.actors.workspace.layout import RunLayout
 from conclave.actors.workspace.tracker import TrackerState
 from conclave.actors.workspace.workspaces import RunWorkspaces
 from conclave.config.modes import CollaborationMode
+from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 from conclave.config.schema.context import ContextWritePhase
 from conclave.config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
+    from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
     from conclave.actors.sandbox.open import DockerEngine
     from conclave.runtime import ActorSystem
@@ -75,62 +81,151 @@ class RunServices:
         *,
         spec: RunSpec,
         run_id: str,
+        secrets: RunSecrets = NO_SECRETS,
+        redactor: Redactor = NO_REDACTION,
         workspaces: RunWorkspaces | None = None,
         tracker: TrackerState | None = None,
         stack: contextlib.AsyncExitStack | None = None,
     ) -> None:
         self.spec = spec
         self.run_id = run_id
+        self.secrets = secrets
+        """Kept out of every sandbox's environment."""
+        self.redactor = redactor
+        """Every agent's tool results pass it (actors/run/redaction.py)."""
         self.workspaces = workspaces
         """``None`` when agents have no tools."""
         self.tracker = tracker
         """The WriteTracker's state; ``None`` when no context path is writable."""
         self._stack = stack
         self._engine: DockerEngine | None = None
+        self._deadline: float | None = None
+        """When the run's ``run_timeout`` passes (wall clock): docker containers end by
+        themselves some time after it, should the run be gone without removing them."""
         self.mcp: McpServers | None = None
         """The run's MCP servers, once :meth:`start` has spawned them."""
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
-        image checked, orphans of dead runs removed). Called as the run starts, so that what
-        goes wrong here (an unwritable workdir, no engine) fails the run and says why.
-        Nothing to do without tools. With ``system``, the configured MCP servers are spawned
-        under its root and their first starts awaited (a server that cannot start is
-        reported and offers no tools; the run goes on)."""
+        image checked, orphans of dead runs removed), then record :class:`SandboxOpened`
+        (unconfined commands and removed orphans said at start). Called as the run starts,
+        so that what goes wrong here (an unwritable workdir, no engine) fails the run and
+        says why. With ``system``, the configured MCP servers are then spawned under its
+        root, confined to the context paths (:meth:`server_grants`; after the working
+        directory is made, so the run's own directories in a context path are covered),
+        and their first starts awaited (a server that cannot start is reported and offers
+        no tools; the run goes on)."""
+        workspaces = self.workspaces
+        if workspaces is not None and self._stack is not None:
+            agents = list(workspaces.agents)
+            await trio.to_thread.run_sync(workspaces.layout.create, agents)
+            sandbox = self.spec.config.orchestrator.sandbox
+            run_timeout = self.spec.config.orchestrator.run_timeout
+            if run_timeout is not None:
+                self._deadline = time.time() + run_timeout
+            if sandbox.type is SandboxKind.DOCKER:
+                from conclave.actors.sandbox.open import open_docker_engine
+
+                self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
+            if system is not None:
+                system.record(await self._sandbox_opened())
+        if system is not None:
+            await self._start_servers(system)
+
+    async def _start_servers(self, system: ActorSystem) -> None:
         config = self.spec.config
         lent = self.spec.mcp
-        if system is not None and lent is not None and self._stack is not None:
+        if lent is not None and self._stack is not None:
             self.mcp = await self._stack.enter_async_context(lent.lend(system.record))
-        elif system is not None and (
-            config.mcp_servers or any(a.mcp_servers for a in config.agents)
-        ):
+        elif config.mcp_servers or any(a.mcp_servers for a in config.agents):
             from conclave.actors.mcp.server import spawn_servers
 
-            self.mcp = spawn_servers(system, config)
+            writes_open = self.workspaces is not None and self.workspaces.writes_open
+            self.mcp = spawn_servers(
+                system,
+                config,
+                self.server_grants(writes_open=writes_open),
+                lambda agent: self.server_grants(writes_open=writes_open, agent=agent),
+            )
             await self.mcp.settled()
+
+    def server_grants(self, *, writes_open: bool, agent: str | None = None) -> ServerGrants:
+        """What the run's confined MCP servers see: the context paths, read-only unless
+        writable and ``writes_open``, the run's own directories in them covered; an
+        ``agent``'s own servers also its workspace, writable, as its shell does."""
+        from conclave.actors.mcp.confine import ServerGrants
+        from conclave.actors.sandbox.protocol import Mount
+
+        orchestrator = self.spec.config.orchestrator
+        mounts = context_mounts(orchestrator.context_paths, writes_open=writes_open)
         workspaces = self.workspaces
-        if workspaces is None or self._stack is None:
-            return
-        agents = list(workspaces.agents)
-        await trio.to_thread.run_sync(workspaces.layout.create, agents)
+        covers: tuple[Path, ...] = ()
+        if workspaces is not None:
+            covers = workspaces.own_dirs()
+            if agent is not None:
+                mounts = (Mount(path=workspaces.agents[agent].path, writable=True), *mounts)
+        return ServerGrants(mounts=mounts, covers=covers, network=orchestrator.sandbox.network)
+
+    async def _sandbox_opened(self) -> SandboxOpened:
+        """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""
+        from conclave.actors.sandbox.limits import prlimit
+        from conclave.actors.sandbox.local import BWRAP_HELP, bubblewrap
+
         sandbox = self.spec.config.orchestrator.sandbox
         if sandbox.type is SandboxKind.DOCKER:
-            from conclave.actors.sandbox.open import open_docker_engine
-
-            self._engine = await self._stack.enter_async_context(open_docker_engine(sandbox))
+            removed = self._engine.orphans_removed if self._engine is not None else ()
+            return SandboxOpened(
+                at=trio.current_time(),
+                sandbox=sandbox.type.value,
+                confined=True,
+                network=sandbox.network,
+                orphans_removed=tuple(o.name for o in removed),
+            )
+        confined = await trio.to_thread.run_sync(bubblewrap) is not None
+        warnings = []
+        if not confined:
+            warnings.append(
+                "shell commands are unconfined: they run as you, can read and write whatever "
+                "you can (~/.ssh included) and use the network; " + BWRAP_HELP
+            )
+        if prlimit() is None:
+            warnings.append(
+                "prlimit (util-linux) is not installed: no CPU, memory or process limit"
+            )
+        warning = "; ".join(warnings) or None
+        return SandboxOpened(
+            at=trio.current_time(),
+            sandbox=sandbox.type.value,
+            confined=confined,
+            network=sandbox.network or not confined,
+            warning=warning,
+        )
 
     async def agent_tools(self, agent: str) -> AgentTooling:
         """Open ``agent``'s sandbox (closed when the services close) and make its executor,
-        with its MCP tools, once :meth:`start` has run. Raises what opening the sandbox
-        raises."""
+        with its MCP tools, once :meth:`start` has run, every result redacted. Raises what
+        opening the sandbox raises."""
         tooling = await self._builtin_tools(agent)
+        tools = tooling.tools
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
-        if not servers:
-            return tooling
-        from conclave.actors.mcp.tools import with_mcp_tools
+        if servers:
+            if tooling.workspace is not None and self.mcp is not None:
+                shared = self.server_grants(writes_open=True)
+                own = self.server_grants(writes_open=True, agent=agent)
+                run_wide = self.mcp.shared
 
-        tools = with_mcp_tools(tooling.tools, servers, agent=agent, mode=self.spec.mode)
-        return attrs.evolve(tooling, tools=tools)
+                async def regrant() -> None:
+                    for state in servers:
+                        await state.regrant(shared if state in run_wide else own)
+
+                # The presenter's writes open its servers' too: they restart seeing them.
+                tooling.workspace.when_writes_open.append(regrant)
+            from conclave.actors.mcp.tools import with_mcp_tools
+
+            tools = with_mcp_tools(tools, servers, agent=agent, mode=self.spec.mode)
+        if tools is NO_TOOLS:
+            return tooling
+        return attrs.evolve(tooling, tools=redacting_tools(tools, self.redactor))
 
     async def _builtin_tools(self, agent: str) -> AgentTooling:
         workspaces = self.workspaces
@@ -153,6 +248,8 @@ class RunServices:
                 ),
                 run_dirs=workspace.run_dirs(),
                 engine=self._engine,
+                secrets=self.secrets,
+                deadline=self._deadline,
             )
         )
         workspace.sandbox = sandbox
@@ -196,15 +293,20 @@ def _plan(spec: RunSpec) -> tuple[RunLayout, tuple[Path, ...]]:
 
 
 @contextlib.asynccontextmanager
-async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
+async def open_services(
+    spec: RunSpec, *, secrets: RunSecrets = NO_SECRETS, redactor: Redactor = NO_REDACTION
+) -> AsyncIterator[RunServices]:
     """The run's services for its lifetime (see the module docstring); every sandbox opened
     through them is closed on the way out, however the block ends. Nothing is made on disk
-    or connected here: :meth:`RunServices.start` does that as the run starts."""
-    run_id = spec.log_dir.name if spec.log_dir is not None else secrets.token_hex(6)
+    or connected here: :meth:`RunServices.start` does that as the run starts. ``secrets``
+    are kept out of the sandboxes' environment, ``redactor`` applied to every tool result."""
+    run_id = spec.log_dir.name if spec.log_dir is not None else token_hex(6)
     orchestrator = spec.config.orchestrator
     if not orchestrator.agents_have_tools:
         async with contextlib.AsyncExitStack() as stack:  # holds a lent MCP session's loan
-            yield RunServices(spec=spec, run_id=run_id, stack=stack)
+            yield RunServices(
+                spec=spec, run_id=run_id, stack=stack, secrets=secrets, redactor=redactor
+            )
         return
     agents = [a.id for a in spec.config.agents]
     layout, excluded = _plan(spec)
@@ -226,5 +328,11 @@ async def open_services(spec: RunSpec) -> AsyncIterator[RunServices]:
     )
     async with contextlib.AsyncExitStack() as stack:
         yield RunServices(
-            spec=spec, run_id=run_id, workspaces=workspaces, tracker=tracker, stack=stack
+            spec=spec,
+            run_id=run_id,
+            secrets=secrets,
+            redactor=redactor,
+            workspaces=workspaces,
+            tracker=tracker,
+            stack=stack,
         )

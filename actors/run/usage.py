@@ -4,7 +4,9 @@
 the ``llm_request_finished`` events the agents record (the same events replay reads), with
 each agent's price from its backend section. Cached prompt tokens are counted apart, so they
 cost the cheaper cached (or cache-write) price. Prices come from the config, never from the
-network; a cost is known only when every call it sums had a price (``None`` otherwise).
+network; a cost is known only when every call it sums had a price (``None`` otherwise), and
+tokens only when every call's server reported them (``None`` otherwise, with
+``calls_without_usage`` saying how many did not): never a 0 that reads as a count.
 
 With a budget, the tap says once, as soon as the priced calls reach it, that the run must
 halt: any further call would exceed it. The run then ends like a timeout, with the best
@@ -37,36 +39,41 @@ model, and free of float noise such as 0.30000000000000004."""
 class AgentUsage:
     """Tokens and dollars of some calls (one agent's, or the whole run's)."""
 
-    input_tokens: int = 0
-    """Prompt tokens, cached ones included."""
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    """Prompt tokens, cached ones included; ``None`` (here and in the four below) when some
+    call's server reported no usage."""
+    output_tokens: int | None = 0
     """Reply tokens, reasoning included."""
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
+    cache_read_tokens: int | None = 0
+    cache_write_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
     calls: int = 0
     """Calls that returned a reply."""
+    calls_without_usage: int = 0
+    """Of ``calls``, those whose server reported no usage."""
     cost_usd: float | None = 0.0
-    """``None`` when some call had no price."""
+    """``None`` when some call had no price, or reported no usage."""
     cached_share: float | None = None
     """Of the prompt tokens, the share read from the provider's cache (0 to 1, rounded to
     a ten-thousandth): how well the prompts kept a shared prefix. ``None`` without prompt
-    tokens."""
+    tokens, or when some call reported no usage."""
 
     @classmethod
     def of(cls, summary: UsageSummary) -> AgentUsage:
         usage = summary.usage
         cost = summary.cost_usd
+        known = not summary.unreported
         share = None
-        if usage.input_tokens:
+        if known and usage.input_tokens:
             share = round(usage.cache_read_tokens / usage.input_tokens, _SHARE_DIGITS)
         return cls(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
+            input_tokens=usage.input_tokens if known else None,
+            output_tokens=usage.output_tokens if known else None,
+            cache_read_tokens=usage.cache_read_tokens if known else None,
+            cache_write_tokens=usage.cache_write_tokens if known else None,
+            reasoning_tokens=usage.reasoning_tokens if known else None,
             calls=summary.calls,
+            calls_without_usage=summary.unreported,
             cost_usd=None if cost is None else round(cost, _COST_DIGITS),
             cached_share=share,
         )
@@ -97,6 +104,10 @@ class UsageTap:
 
     def record(self, event: Event) -> None:
         if type(event) is not LlmRequestFinished or event.outcome is not CallOutcome.OK:
+            return
+        if not event.usage_reported:
+            self.ledger.record(event.agent, None, self._prices.get(event.agent))
+            self._check_budget()
             return
         usage = Usage(
             input_tokens=event.input_tokens,

@@ -111,9 +111,12 @@ def owner_alive(pid: int, started: str | None) -> bool:
 def labelled_containers(
     client: docker.DockerClient, *, run_id: str | None = None
 ) -> list[Container]:
-    """Every container (running or not) that Conclave created, or only one run's."""
+    """Every container (running or not) that Conclave created, or only one run's. One
+    removed while it is listed (by its owner, or another cleanup) is passed over: the
+    engine lists ids first and then inspects each."""
     label = LABEL_RUN if run_id is None else f"{LABEL_RUN}={run_id}"
-    return list(client.containers.list(all=True, filters={"label": label}))
+    found = client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    return list(found)
 
 
 @attrs.frozen(kw_only=True)

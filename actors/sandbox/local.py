@@ -1,16 +1,17 @@
 """The ``local`` sandbox: commands run on the host, in the workspace, in their own process
-group, with an environment scrubbed of secrets; inside bubblewrap where it is installed.
+group, with the environment the ``sandbox.env`` policy gives, less the run's own secrets by
+value (:mod:`actors.sandbox.environment`), and the ``sandbox`` limits
+(:mod:`actors.sandbox.limits`); inside bubblewrap where it is installed.
 
-bubblewrap makes the whole root read-only, the workspace and writable mounts writable,
-gives the command a private /tmp, no network, and its own pid namespace, so everything a
-command starts dies with it. The run's own directories (:class:`RunDirs`) are laid over
-that: the answer snapshots read-only, the event log's directory and the other agents' live
-workspaces covered by empty read-only directories. So a command reads what the user can
-(the root is bound whole), minus the run's private directories, and writes only its
-workspace and the mounts that are writable now. Without bubblewrap a command could write
-anywhere the user can, so ``refusal()`` refuses ``run_shell`` while any read-only mount
-exists: that is a promise only bubblewrap can keep (the run's own directories are not
-guarded then: documented in docs/architecture.md).
+bubblewrap shows a command only what it needs (:mod:`actors.sandbox.bwrap`): the system
+directories read-only, its workspace writable, the context paths (read-only unless writable
+now), the answer snapshots read-only, a private /tmp, no network (unless ``sandbox.network``)
+and its own pid namespace, so everything a command starts dies with it. The home directory
+and the rest of the host are not there, unless a context path shows part of them; the run's
+own directories inside a context path (the event log's, the other agents' live workspaces)
+are covered by empty read-only directories. Without bubblewrap a command could read and
+write anywhere the user can: the run says so as it starts, and ``refusal()`` refuses
+``run_shell`` while any read-only mount exists, a promise only bubblewrap can keep.
 """
 
 from __future__ import annotations
@@ -18,32 +19,29 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 import trio
 
+from conclave.actors.sandbox.bwrap import Confinement, bwrap_argv
+from conclave.actors.sandbox.env_policy import policy_environment
+from conclave.actors.sandbox.environment import without_secrets
+from conclave.actors.sandbox.limits import limit_argv, own_user_namespace
 from conclave.actors.sandbox.output import CappedOutput
 from conclave.actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
+from conclave.config.run_secrets import NO_SECRETS, RunSecrets
+from conclave.config.schema.sandbox import SandboxConfig
 
-__all__ = ["BWRAP_HELP", "LocalSandbox", "bubblewrap", "scrubbed_environment"]
+__all__ = ["BWRAP_HELP", "LocalSandbox", "bubblewrap"]
 
 BWRAP_HELP = (
     "install bubblewrap (`apt-get install bubblewrap`, `dnf install bubblewrap`, "
-    "`pacman -S bubblewrap`) so commands run with the root read-only, or use "
-    "orchestrator.sandbox.type: docker"
+    "`pacman -S bubblewrap`) so commands see only the system, their workspace and the "
+    "context paths, or use orchestrator.sandbox.type: docker"
 )
-
-_SECRET_NAME = re.compile(
-    r"(API_?KEY|_TOKEN$|^TOKEN$|_SECRET$|SECRET|PASSWORD|PASSWD|CREDENTIALS?$|ACCESS_KEY|PRIVATE_KEY)",
-    re.IGNORECASE,
-)
-"""Names of variables that hold secrets: every ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET`` and
-the other usual spellings (``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``...)."""
 
 _DRAIN_S = 1.0
 """Seconds to wait for the output pipe to close once the group is killed. Only a process
@@ -51,11 +49,6 @@ that left the group (``setsid``) without bubblewrap can hold it open longer; its
 this is not read."""
 _REAP_S = 5.0
 """Seconds to wait for a SIGKILLed command to be reaped (the kernel does it at once)."""
-
-
-def scrubbed_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without any variable whose name says it holds a secret."""
-    return {name: value for name, value in environ.items() if not _SECRET_NAME.search(name)}
 
 
 @functools.cache
@@ -112,16 +105,19 @@ class LocalSandbox:
         *,
         workspace: Path,
         mounts: tuple[Mount, ...],
-        max_output_bytes: int,
+        config: SandboxConfig,
         run_dirs: RunDirs = NO_RUN_DIRS,
         use_bubblewrap: bool = True,
+        secrets: RunSecrets = NO_SECRETS,
     ) -> None:
         self._workspace = workspace
         self._mounts = mounts
         self._run_dirs = run_dirs
-        self._limit = max_output_bytes
+        self._config = config
         self._bwrap = bubblewrap() if use_bubblewrap else None
-        self._env = scrubbed_environment(os.environ)
+        self._env = without_secrets(policy_environment(os.environ, config.env), secrets)
+        if self._bwrap is not None:
+            self._env["HOME"] = "/tmp"  # the real one is not there; /tmp is the command's own
         self._closed = False
 
     @property
@@ -152,27 +148,27 @@ class LocalSandbox:
         self._closed = True
 
     def argv(self, command: str, *, cwd: Path) -> list[str]:
-        """What is executed for ``command``: ``sh -c``, inside bubblewrap when confined."""
-        shell = ["sh", "-c", command]
+        """What is executed for ``command``: ``sh -c`` under the limits, inside bubblewrap
+        when confined."""
+        # Inside bubblewrap: a process limit set before its user namespace exists would
+        # count all of the user's processes.
+        limits = limit_argv(self._config, own_user_namespace=own_user_namespace(self.confined))
+        shell = [*limits, "sh", "-c", command]
         if self._bwrap is None:
             return shell
-        binds: list[tuple[str, Path]] = [("--bind", self._workspace)]
-        binds += [("--bind" if m.writable else "--ro-bind", m.path) for m in self._mounts]
-        # Checked at each command: a directory made after the sandbox opened is covered too.
-        shared = [p for p in self._run_dirs.shared if p.exists()]
-        hidden = [p for p in self._run_dirs.hidden if p.is_dir()]
-        binds += [("--ro-bind", p) for p in shared] + [("--tmpfs", p) for p in hidden]
-        # Parents before children, so a read-only path inside a writable one stays read-only,
-        # and what is exposed inside a hidden directory is mounted over its empty cover.
-        binds.sort(key=lambda b: len(b[1].parts))
-        argv = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += ["--tmpfs", "/tmp"]
-        for flag, path in binds:
-            argv += [flag, str(path)] if flag == "--tmpfs" else [flag, str(path), str(path)]
-        for path in hidden:  # only the cover: the mounts inside it keep their own mode
-            argv += ["--remount-ro", str(path)]
-        argv += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(cwd)]
-        return [*argv, "--", *shell]
+        return bwrap_argv(self._bwrap, self.confinement(cwd), shell)
+
+    def confinement(self, cwd: Path) -> Confinement:
+        """What a command started in ``cwd`` sees (checked at each command: a run directory
+        made after the sandbox opened is covered too)."""
+        mounts = [Mount(path=self._workspace, writable=True), *self._mounts]
+        mounts += [Mount(path=p, writable=False) for p in self._run_dirs.shared if p.exists()]
+        return Confinement(
+            mounts=tuple(mounts),
+            covers=self._run_dirs.hidden,
+            cwd=cwd,
+            network=self._config.network,
+        )
 
     async def run_shell(self, command: str, *, cwd: Path, timeout: float) -> ShellOutcome:
         """Run ``command``; stdout and stderr share one pipe, so the output interleaves as the
@@ -184,7 +180,7 @@ class LocalSandbox:
         if refused is not None:
             raise PermissionError(f"run_shell is refused: {refused}")
         started = trio.current_time()
-        output = CappedOutput(self._limit)
+        output = CappedOutput(self._config.max_output_bytes)
         try:
             # Started from this thread, not a worker thread as trio.lowlevel.open_process
             # would: bubblewrap's --die-with-parent follows the thread that forked it, and an

@@ -22,6 +22,7 @@ from conclave.actors.sandbox.protocol import (
     SandboxKind,
     SandboxUnavailable,
 )
+from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 from conclave.config.schema.sandbox import SandboxConfig
 
 __all__ = ["DockerEngine", "open_docker_engine", "open_sandbox"]
@@ -67,19 +68,25 @@ async def open_sandbox(
     mounts: tuple[Mount, ...],
     run_dirs: RunDirs = NO_RUN_DIRS,
     engine: DockerEngine | None = None,
+    secrets: RunSecrets = NO_SECRETS,
+    deadline: float | None = None,
 ) -> AsyncIterator[Sandbox]:
     """The sandbox ``config.type`` names, for one agent, closed on exit however the block
     ends (normally, by an exception, or cancelled: the docker container is removed,
     shielded and bounded). ``mounts`` are the paths besides ``workspace`` the commands may
     see, read-only unless writable; ``run_dirs`` the run's own directories, shared read-only
-    or hidden (they stay across remounts). Without ``engine`` a docker sandbox opens its own."""
+    or hidden (they stay across remounts); ``secrets`` are kept out of the commands'
+    environment. Without ``engine`` a docker sandbox opens its own. ``deadline`` (wall
+    clock, ``time.time()``) is when the run's own deadline passes: a docker container ends
+    by itself some time after it (and as soon as this process is gone)."""
     if config.type is SandboxKind.LOCAL:
         await trio.to_thread.run_sync(bubblewrap)  # probed once per process, off the loop
         local = LocalSandbox(
             workspace=workspace,
             mounts=mounts,
-            max_output_bytes=config.max_output_bytes,
+            config=config,
             run_dirs=run_dirs,
+            secrets=secrets,
         )
         try:
             yield local
@@ -97,6 +104,8 @@ async def open_sandbox(
             workspace=workspace,
             mounts=mounts,
             run_dirs=run_dirs,
+            deadline=deadline,
+            secrets=secrets,
         )
         await sandbox.start()
         try:

@@ -64,7 +64,7 @@ RUN_SHELL = ToolSpec(
     description=(
         "Run a shell command (sh -c) in your workspace and return its output (stdout and "
         "stderr together). Non-zero exit codes come back as errors with the output. "
-        "No network; prefer the file tools for reading and editing files."
+        "No network unless the run allows it; prefer the file tools for reading and editing files."
     ),
     parameters={
         "type": "object",

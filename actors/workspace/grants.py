@@ -16,6 +16,7 @@ log, its peers' workspaces or snapshots it was not shown through the context pat
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,6 +105,9 @@ class AgentWorkspace:
         """Where its shell commands run, once the run opened it."""
         self._remounted = writes_open
         """Its sandbox has the writable context paths mounted rw."""
+        self.when_writes_open: list[Callable[[], Awaitable[None]]] = []
+        """What else shows the context paths and is told when this agent's writes open (its
+        confined MCP servers, restarted to see them writable)."""
         self._own = PathGrant(root=self.path, writable=True, label="workspace")
         self._contexts = self._context_grants()
         self._grants: tuple[PathGrant, ...] | None = None
@@ -188,7 +192,8 @@ class AgentWorkspace:
 
     async def open_context_writes(self, context: ActorContext) -> None:
         """Let this agent write its writable context paths: its grants first (file tools),
-        then its sandbox, remounted with them writable (docker recreates its container).
+        then its sandbox, remounted with them writable (docker recreates its container),
+        then its confined MCP servers (restarted with them writable).
         Does nothing when there are none or they are open already. Raises what the remount
         raises; cancelled, the grants stay open and the next request remounts."""
         writable = tuple(c for c in self.context_paths if c.writable)
@@ -199,6 +204,8 @@ class AgentWorkspace:
         self._grants = None
         if self.sandbox is not None:
             await self.sandbox.remount(context_mounts(self.context_paths, writes_open=True))
+        for hook in self.when_writes_open:
+            await hook()
         self._remounted = True  # only now: a failed remount is tried again by a new request
         context.record(
             ContextWritesOpened(

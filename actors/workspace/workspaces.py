@@ -30,6 +30,10 @@ class RunWorkspaces:
         writes_open: bool,
     ) -> None:
         self.layout = layout
+        self.excluded = excluded
+        """The run's own directories that a context path may hold (its log, its root)."""
+        self.writes_open = writes_open
+        """Whether writable context paths are writable from the start (single mode)."""
         self.published: dict[str, Path] = {}
         """Label → snapshot, for every accepted answer whose workspace was staged."""
         self.final: Path | None = None
@@ -45,6 +49,12 @@ class RunWorkspaces:
             )
             for agent in agents
         }
+
+    def own_dirs(self) -> tuple[Path, ...]:
+        """The run's directories that no tool but its own machinery may see: its log, its
+        root, the live workspaces and the staged copies."""
+        layout = self.layout
+        return tuple(dict.fromkeys((*self.excluded, layout.workspaces, layout.staging_root)))
 
     def publish(self, agent: str, label: str) -> Path | None:
         """Make ``agent``'s staged copy the snapshot of its accepted answer ``label``, before

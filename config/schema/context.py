@@ -19,7 +19,20 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ["ContextPath", "ContextPermission", "ContextWritePhase", "parse_context_flag"]
+from conclave.config.schema.checks import InvalidValue
+
+__all__ = [
+    "EXISTING_PATH",
+    "ContextPath",
+    "ContextPermission",
+    "ContextWritePhase",
+    "parse_context_flag",
+]
+
+EXISTING_PATH = "an existing file or directory"
+"""What a context path that does not exist was expected to be: how a problem says the path
+is missing here (``conclave import massgen`` converts such a config and names the paths to
+create, as a path on another machine is no reason to refuse it)."""
 
 
 class ContextPermission(enum.Enum):
@@ -86,8 +99,9 @@ class ContextPath:
 
     def __attrs_post_init__(self) -> None:
         if not self.path.exists():
-            raise ValueError(
-                f"context path {str(self.path)!r} does not exist; create it or fix the path"
+            raise InvalidValue(
+                f"context path {str(self.path)!r} does not exist; create it or fix the path",
+                expected=EXISTING_PATH,
             )
         if self.writable and not os.access(self.path, os.W_OK):
             raise ValueError(

@@ -129,11 +129,24 @@ def _secret(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
 
 @attrs.frozen(kw_only=True)
 class Timeouts:
+    """How long to wait for each thing a server owes a call. Separate limits, because a dead
+    server and a model thinking look alike only from far away: a server that is alive
+    starts its reply (status and headers) within seconds, even while its model thinks in
+    silence for minutes before the first token; once tokens flow, they do not pause for
+    long. With the defaults a server that accepts a request and never answers costs a round
+    about a minute (three tries of ``first_byte`` and the waits between them)."""
+
     connect: float = attrs.field(default=10.0, validator=seconds(high=MAX_TIMEOUT_S))
     """Seconds to open a connection (a refused one fails at once)."""
-    stall: float = attrs.field(default=300.0, validator=seconds(high=MAX_TIMEOUT_S))
-    """Seconds without a byte from the server, before the reply starts or between chunks.
-    Generous: a reasoning model may think for minutes before its first token."""
+    first_byte: float = attrs.field(default=20.0, validator=seconds(high=MAX_TIMEOUT_S))
+    """Seconds from sending the request to the start of the reply (its status and headers).
+    A server on this machine that loads its model, or reads a long prompt, before it starts
+    the reply (Ollama, llama.cpp) may need more."""
+    first_token: float = attrs.field(default=300.0, validator=seconds(high=MAX_TIMEOUT_S))
+    """Seconds from the start of the reply to its first token (text, reasoning or a tool
+    call): a reasoning model may think for minutes before it says anything."""
+    stall: float = attrs.field(default=30.0, validator=seconds(high=MAX_TIMEOUT_S))
+    """Seconds without a chunk once tokens flow: past it the stream has stalled."""
     total: float | None = attrs.field(
         default=None, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
     )
@@ -172,8 +185,10 @@ class HttpBackendConfig:
     """Merged into every request body, for server-specific options."""
     timeouts: Timeouts = attrs.field(factory=Timeouts)
     max_retries: int = attrs.field(default=2, validator=whole(0, MAX_RETRIES))
-    """Retries the SDK makes before the first byte (429 and 5xx, honouring Retry-After; a
-    lost connection); a failure after that is a failed try of the round."""
+    """Times a request is sent again when it failed before its reply began in a way another
+    attempt may mend (a 429, a 5xx, a lost connection), after a back-off with jitter or the
+    server's ``Retry-After``; any other failure, and the last of these, is a failed try of
+    the round."""
     max_concurrency: int = attrs.field(default=16, validator=whole(1, MAX_CONCURRENCY))
     """Calls the endpoint serves at once, across every agent on it."""
     requests_per_minute: int | None = attrs.field(

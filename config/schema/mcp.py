@@ -11,7 +11,8 @@ server's tools that count as read-only (plan mode offers only those), instead of
 tool's own ``readOnlyHint``.
 
 A stdio server's environment is ``PATH`` plus ``env``, nothing else: the user's API keys
-reach a server only when ``env`` names them (``FOO: ${FOO}``).
+reach a server only when ``env`` names them (``FOO: ${FOO}``). It runs confined, as the
+agents' shell commands are, unless ``trust: true``.
 """
 
 from __future__ import annotations
@@ -167,6 +168,10 @@ class StdioMcpServer(_Common):
     """The server's whole environment, with ``PATH`` (the user's unless given here)."""
     cwd: Path | None = None
     """Where the server runs; ``null``: Conclave's current directory."""
+    trust: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """``false``: the server runs confined like the agents' shell commands (bubblewrap: the
+    system, its own installation and the context paths, no network unless the sandbox has
+    it), and is refused where it cannot be; ``true``: it runs as you, unconfined."""
 
 
 @attrs.frozen(kw_only=True)

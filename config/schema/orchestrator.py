@@ -82,6 +82,15 @@ class OrchestratorConfig:
     """Seconds one LLM call may take before it is a failed try (``null``: no limit). A config
     may still say ``round_timeout``, its old name (the loader warns)."""
     max_tries_per_round: int = attrs.field(default=3, validator=whole(1, MAX_TRIES))
+    """Failed tries before an agent is excluded: a failed call (after its request's own
+    retries, ``max_retries``) or a reply that broke the rules. After a failed call the next
+    try waits (exponential back-off with full jitter: up to 1 s, 2 s, 4 s... 30 s)."""
+    failing_agent_grace: float | None = attrs.field(
+        default=15.0, validator=seconds(high=MAX_TIMEOUT_S, zero=True, optional=True)
+    )
+    """Once every other live agent is done (voted, or answered and waiting), seconds an agent
+    whose calls keep failing still has to succeed; then the run goes on without it (``null``:
+    it keeps its tries)."""
     sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
     """Where agents' ``run_shell`` commands run: ``local`` (default) or ``docker``."""
     context_paths: tuple[ContextPath, ...] = ()

@@ -33,7 +33,7 @@ class Streaming:
         self, request: CompletionRequest, *, sink: CompletionSink | None = None
     ) -> Completion:
         assert sink is not None
-        sink.retry(1, 429, 2.0)
+        sink.retry(1, 429, 2.0, "rate-limited")
         for chunk in CHUNKS:
             await trio.sleep(0.01)
             sink.text(chunk)

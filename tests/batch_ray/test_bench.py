@@ -11,6 +11,10 @@ import pytest
 from conclave.benchmarks import batch_ray_bench
 from tests.batch_ray.helpers import ray_processes, wait_until_gone
 
+# Every Ray spec runs on the same xdist worker, one at a time: they count the machine's Ray
+# processes, and a cluster another spec started meanwhile would look left behind.
+pytestmark = pytest.mark.xdist_group("ray")
+
 
 def test_the_ray_bench_runs_the_same_batch_on_workers_and_on_ray(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

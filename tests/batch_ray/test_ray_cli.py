@@ -19,6 +19,10 @@ from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import ray_processes, wait_for_lines, wait_until_gone
 from tests.cli.helpers import CONCLAVE, conclave, finish
 
+# Every Ray spec runs on the same xdist worker, one at a time: they count the machine's Ray
+# processes, and a cluster another spec started meanwhile would look left behind.
+pytestmark = pytest.mark.xdist_group("ray")
+
 Capsys = pytest.CaptureFixture[str]
 
 

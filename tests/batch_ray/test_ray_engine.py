@@ -25,6 +25,10 @@ from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import wait_for_lines
 from tests.cli.helpers import conclave, finish, start
 
+# Every Ray spec runs on the same xdist worker, one at a time: they count the machine's Ray
+# processes, and a cluster another spec started meanwhile would look left behind.
+pytestmark = pytest.mark.xdist_group("ray")
+
 Capsys = pytest.CaptureFixture[str]
 CPUS = 2
 
@@ -200,12 +204,12 @@ def test_a_ray_batch_resumes_running_only_the_tasks_not_in_results(
 
 
 def test_ctrl_c_stops_a_ray_batch_with_130_its_tasks_end_and_a_resume_completes_it(
-    cluster: str, tmp_path: Path, slow_config: Path
+    cluster: str, tmp_path: Path, slow_config: Path, fast_config: Path
 ) -> None:
     write_tasks(tmp_path / "tasks.jsonl", tasks(200))
-    flags = ("batch", "tasks.jsonl", "--out", "out.jsonl", "--config", str(slow_config),
+    flags = ("batch", "tasks.jsonl", "--out", "out.jsonl",
              "--engine", "ray", "--address", cluster, "--concurrency", "2")  # fmt: skip
-    process = start(*flags, cwd=tmp_path)
+    process = start(*flags, "--config", str(slow_config), cwd=tmp_path)
     wait_for_lines(tmp_path / "out.jsonl", 4)
 
     process.send_signal(signal.SIGINT)
@@ -219,7 +223,8 @@ def test_ctrl_c_stops_a_ray_batch_with_130_its_tasks_end_and_a_resume_completes_
     assert {r["termination"] for r in interrupted} == {"completed"}
     _wait_for_free_cpus()  # the interrupted runs' tasks ended with the batch's job
 
-    resumed = conclave(*flags, cwd=tmp_path, timeout=180)
+    # The rest on zero-latency agents: only the interruption needs runs that take a while.
+    resumed = conclave(*flags, "--config", str(fast_config), cwd=tmp_path, timeout=180)
 
     assert resumed.returncode == 0, resumed.stderr
     assert f"{len(interrupted)} runs already in out.jsonl; skipped" in resumed.stderr

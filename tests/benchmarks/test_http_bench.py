@@ -30,6 +30,9 @@ from conclave.benchmarks.http_server import BACKLOG, ScriptedServer, open_server
 from conclave.benchmarks.load_bench import TASK, Case
 from conclave.ui.cli import main
 
+# One xdist worker runs this module, so the benchmark behind ``report`` runs once.
+pytestmark = pytest.mark.xdist_group("http_bench")
+
 RUN_LIMIT = 60.0
 
 

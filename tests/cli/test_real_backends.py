@@ -26,6 +26,9 @@ from tests.cli.helpers import CONCLAVE, TASK
 from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
 from tests.llm.wire import anthropic_error, anthropic_events, openai_error, openai_reply
 
+# One xdist worker runs this module, so the panel run behind ``panel`` is made once.
+pytestmark = pytest.mark.xdist_group("real_backends")
+
 KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
 """Every agent's key: a test can grep for it in everything the command wrote."""
 OPENAI_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
@@ -303,3 +306,84 @@ async def test_the_run_goes_on_without_an_agent_whose_key_is_refused(
     assert "API key was refused" in result["failed_agents"]["alice"]
     assert result["winner"] == "bob"
     assert result["final_answer"] == "FINAL from gpt-bob"
+
+
+def _panel_config(path: Path, server: LoopbackServer, **changes: Any) -> Path:
+    """The panel's config, with ``changes`` to every backend (``orchestrator`` to it)."""
+    _config(path, server)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    orchestrator = changes.pop("orchestrator", {})
+    for agent in data["agents"]:
+        agent["backend"] |= changes
+    data["orchestrator"] |= orchestrator
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+async def test_a_dead_endpoint_is_left_behind_once_the_others_are_done(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    async def carol_never_answers(request: Recorded) -> Reply:
+        if request.json["model"] == "claude-carol":
+            await trio.sleep_forever()
+        return _coordinate(request)
+
+    server.handler = carol_never_answers
+    config = _panel_config(
+        tmp_path / "panel.yaml",
+        server,
+        timeouts={"connect": 5, "first_byte": 3},
+        orchestrator={"failing_agent_grace": 1},
+    )
+
+    done = await _conclave(
+        "run", "--config", str(config), "--output-format", "json", "--verbose", TASK,
+        cwd=tmp_path,
+    )  # fmt: skip
+
+    result = json.loads(done.stdout)
+    assert done.returncode == ExitCode.OK, done.stderr.decode()
+    assert list(result["failed_agents"]) == ["carol"]
+    reason = result["failed_agents"]["carol"]
+    assert "no reply began within 3s (timeouts.first_byte)" in reason
+    assert "failing_agent_grace" in reason
+    # Its first try failed at 3 s and the grace is 1 s (measured: 5.0 s in all); its
+    # three tries alone would take 9 s (before this change the run took 10.5 s).
+    assert result["duration_s"] < 8.5, result["duration_s"]
+    stderr = done.stderr.decode()
+    assert "carol try 1 of 3 failed (next try in" in stderr
+
+
+async def test_a_server_that_reports_no_usage_makes_tokens_and_cost_unknown_not_zero(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    config = _panel_config(tmp_path / "panel.yaml", server)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["agents"] = [a for a in data["agents"] if a["backend"]["type"] == "openai"]
+    for agent in data["agents"]:
+        agent["backend"]["stream_usage"] = False
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    server.handler = _without_usage
+
+    done = await _conclave(
+        "run", "--config", str(config), "--output-format", "json", TASK, cwd=tmp_path
+    )
+
+    result = json.loads(done.stdout)
+    assert done.returncode == ExitCode.OK, done.stderr.decode()
+    assert result["input_tokens"] is None
+    assert result["output_tokens"] is None
+    assert result["cost_usd"] is None
+    total = result["usage"]["total"]
+    assert total["input_tokens"] is None
+    assert total["calls_without_usage"] == total["calls"] > 0
+    assert total["cost_usd"] is None
+
+
+def _without_usage(request: Recorded) -> Reply:
+    """As :func:`_coordinate`, but the stream ends without a usage chunk, as a server does
+    when it is not asked for usage."""
+    reply = _coordinate(request)
+    assert isinstance(reply, SseReply)
+    parts = tuple(p for p in reply.parts if not (isinstance(p, bytes) and b'"usage"' in p))
+    return SseReply(parts=parts)

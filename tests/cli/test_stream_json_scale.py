@@ -24,6 +24,9 @@ from conclave.config.schema import (
 )
 from conclave.ui.progress import RunClock, StreamJson
 
+# One xdist worker runs this module, so the 10,000-agent run is made once.
+pytestmark = pytest.mark.xdist_group("stream_json_scale")
+
 AGENTS = 10_000
 
 

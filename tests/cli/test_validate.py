@@ -106,6 +106,28 @@ def test_every_problem_is_reported_at_once_one_per_line(
     assert lines[3:] == [f"conclave: {cfg}: 3 problems; fix them and validate again"]
 
 
+def test_an_unset_variable_and_a_duplicate_id_are_reported_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("UNSET_KEY", raising=False)
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(
+        "agents:\n"
+        "  - id: a\n"
+        "    backend: {type: openai, model: m, api_key: '${UNSET_KEY}'}\n"
+        "  - id: a\n",
+        encoding="utf-8",
+    )
+
+    assert main(["validate", str(cfg)]) == ExitCode.USAGE
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ", 2)[:2] for line in lines[:2]] == [
+        [f"{cfg}:3:48", "agents[0].backend.api_key"],
+        [f"{cfg}:4:9", "agents[1].id"],
+    ]
+    assert lines[2:] == [f"conclave: {cfg}: 2 problems; fix them and validate again"]
+
+
 def test_json_lists_every_problem_with_its_parts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -80,12 +80,106 @@ def test_a_context_path_that_exists_converts_into_one_conclave_reads(tmp_path: P
     assert context.writable
 
 
-def test_a_context_path_that_does_not_exist_fails_validation_naming_it(
+def test_a_context_path_missing_here_converts_and_names_the_path_to_create(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["import", "massgen", str(CONFIGS / "tools_to_drop.yaml")]) == ExitCode.USAGE
+    out = tmp_path / "conclave.yaml"
+    source = CONFIGS / "tools_to_drop.yaml"
 
-    assert "/Users/me/project/src" in capsys.readouterr().err
+    assert main(["import", "massgen", str(source), "-o", str(out)]) == ExitCode.OK
+
+    assert (
+        "conclave import massgen: the config names the context path '/Users/me/project/src', "
+        "which does not exist here; create it before running the config, or edit the path"
+    ) in capsys.readouterr().err.splitlines()
+    written = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert written["orchestrator"]["context_paths"] == [
+        {"path": "/Users/me/project/src", "permission": "read"}
+    ]
+
+
+def test_a_relative_context_path_to_create_is_named_with_where_it_would_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    agent = {"id": "a", "backend": {"type": "claude", "model": "m"}}
+    paths = [{"path": "src"}]
+    source = _write(tmp_path / "m.yaml", {"agent": agent, "orchestrator": {"context_paths": paths}})
+
+    assert main(["import", "massgen", str(source)]) == ExitCode.OK
+
+    assert f"context path 'src' (here: {tmp_path.resolve() / 'src'})" in capsys.readouterr().err
+
+
+def test_a_missing_context_path_does_not_hide_the_other_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = {"id": "a", "backend": {"type": "claude", "model": "m", "temperature": 1.5}}
+    paths = [{"path": str(tmp_path / "absent")}]
+    source = _write(tmp_path / "m.yaml", {"agent": agent, "orchestrator": {"context_paths": paths}})
+    out = tmp_path / "conclave.yaml"
+
+    assert main(["import", "massgen", str(source), "-o", str(out)]) == ExitCode.USAGE
+
+    err = capsys.readouterr().err
+    assert "agents[0].backend.temperature" in err
+    assert f"context path '{tmp_path / 'absent'}' does not exist" in err
+    assert not out.exists()
+
+
+def test_a_config_with_a_missing_context_path_is_still_checked_as_a_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = [{"id": f"a{i}", "backend": {"type": "claude", "model": "m"}} for i in range(257)]
+    paths = [{"path": str(tmp_path / "absent")}]
+    source = _write(
+        tmp_path / "m.yaml", {"agents": agents, "orchestrator": {"context_paths": paths}}
+    )
+
+    assert main(["import", "massgen", str(source)]) == ExitCode.USAGE
+
+    err = capsys.readouterr().err
+    assert "orchestrator.visibility: visibility 'all' with 257 agents is all-to-all" in err
+    assert f"context path '{tmp_path / 'absent'}' does not exist" in err
+
+
+def test_massgens_cwd_is_the_directory_the_run_starts_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("cwd", raising=False)
+    project = tmp_path / "project"
+    (project / "docs" / "drafts").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    agent = {"id": "a", "backend": {"type": "claude", "model": "m"}}
+    paths = [
+        {
+            "path": "${cwd}/docs",
+            "permission": "write",
+            "protected_paths": ["${cwd}/docs/drafts"],
+        }
+    ]
+    source = _write(tmp_path / "m.yaml", {"agent": agent, "orchestrator": {"context_paths": paths}})
+    out = tmp_path / "conclave.yaml"
+
+    assert main(["import", "massgen", str(source), "-o", str(out)]) == ExitCode.OK
+
+    (context,) = load_config(out).orchestrator.context_paths
+    assert context.path == (project / "docs").resolve()
+    assert context.protected == ((project / "docs" / "drafts").resolve(),)
+
+
+def test_massgens_cwd_is_not_reported_as_an_unset_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("cwd", raising=False)
+    monkeypatch.chdir(tmp_path)
+    agent = {"id": "a", "backend": {"type": "claude", "model": "m"}}
+    paths = [{"path": "${cwd}"}]
+    source = _write(tmp_path / "m.yaml", {"agent": agent, "orchestrator": {"context_paths": paths}})
+
+    assert main(["import", "massgen", str(source)]) == ExitCode.OK
+
+    assert "which is not set here" not in capsys.readouterr().err
 
 
 def test_without_an_output_the_config_goes_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:

@@ -287,3 +287,41 @@ def test_an_unknown_top_level_key_is_dropped_with_a_note() -> None:
 def test_input_that_is_not_a_massgen_config_is_refused_saying_why(data: Any, says: str) -> None:
     with pytest.raises(MassGenError, match=says):
         convert_massgen(data)
+
+
+def test_massgens_cwd_becomes_a_path_relative_to_the_run_directory_with_a_note() -> None:
+    data = {
+        "agent": {"id": "a", "backend": {"type": "claude", "model": "m"}},
+        "orchestrator": {"context_paths": [{"path": "${cwd}/src"}, {"path": "${cwd}"}]},
+    }
+    conversion = convert_massgen(data)
+
+    assert conversion.config["orchestrator"]["context_paths"] == [{"path": "./src"}, {"path": "."}]
+    note = _notes(conversion, NoteKind.CHANGED)["orchestrator.context_paths[0].path"]
+    assert "'${cwd}/src' is now './src'" in note
+
+
+def test_a_protected_path_under_cwd_becomes_relative_to_its_context_path() -> None:
+    entry = {"path": "${cwd}/src", "protected_paths": ["${cwd}/src/vendor", "${cwd}/README"]}
+    data = {
+        "agent": {"id": "a", "backend": {"type": "claude", "model": "m"}},
+        "orchestrator": {"context_paths": [entry]},
+    }
+    conversion = convert_massgen(data)
+
+    (converted,) = conversion.config["orchestrator"]["context_paths"]
+    assert converted["protected_paths"] == ["vendor", "../README"]
+    assert "orchestrator.context_paths[0].protected_paths[0]" in _notes(
+        conversion, NoteKind.CHANGED
+    )
+
+
+def test_cwd_in_an_mcp_servers_arguments_becomes_the_run_directory() -> None:
+    server = {"name": "fs", "type": "stdio", "command": "npx", "args": ["serve", "${cwd}/data"]}
+    data = {
+        "agent": {"id": "a", "backend": {"type": "claude", "model": "m", "mcp_servers": [server]}}
+    }
+
+    (converted,) = convert_massgen(data).config["agents"][0]["mcp_servers"]
+
+    assert converted["args"] == ["serve", "./data"]

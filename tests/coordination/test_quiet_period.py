@@ -9,6 +9,7 @@ import pytest
 
 from conclave.actors.coordination.events import AnswerAdded
 from conclave.actors.coordination.protocol import VotingOpen
+from conclave.config.loader import parse_config
 from conclave.runtime import Held
 from tests.coordination.helpers import agent, config, run_tapped
 
@@ -45,3 +46,23 @@ async def test_a_burst_costs_one_answer_and_one_vote_per_agent_and_a_presentatio
 
     assert run.result.llm_calls == 2 * 3 + 1
     assert run.result.restarts == 0
+
+
+async def test_a_config_that_names_no_quiet_period_holds_for_the_default_100_ms(
+    autojump_clock: object,
+) -> None:
+    # The default, as a user's file gets it: no ``orchestrator`` section at all.
+    unnamed = parse_config(
+        {
+            "agents": [
+                {"id": agent, "backend": {"type": "scripted", "seed": seed, "latency": latency}}
+                for agent, seed, latency in (("a", 1, 1.0), ("b", 2, 1.05), ("c", 3, 1.1))
+            ]
+        }
+    )
+    run = await run_tapped(unnamed)
+
+    [(opened, _)] = run.payloads(VotingOpen, to="a")
+    last = run.answers_added()[-1]
+    assert last.at == pytest.approx(1.1)
+    assert opened.at == pytest.approx(last.at + 0.1)

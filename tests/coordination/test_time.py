@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
 from conclave.actors.agent.events import LlmRequestFinished, RoundStarted
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import AnswerAdded, VoteAdded
 from conclave.actors.coordination.protocol import AnswerVerdict, StopWork, SubmitAnswer
+from conclave.actors.events import LlmTryFailed
 from conclave.actors.run.driver import COORDINATOR, RunSpec, open_run
 from conclave.actors.run.events import RunEnded
 from conclave.config.schema import Misbehaviour
@@ -86,8 +88,10 @@ async def test_a_call_past_call_timeout_is_a_failed_try_and_is_retried(
     assert outcomes[0].outcome == "timeout"
     assert outcomes[0].at == 5.0
     assert outcomes[1].outcome == "ok"
+    [failed] = [e for e in run.events(LlmTryFailed) if e.agent == "hangs"]
+    assert failed.wait is not None and 0.0 <= failed.wait <= 1.0  # the back-off's first draw
     [answer] = run.answers_added("hangs")
-    assert answer.at == 5.2
+    assert answer.at == pytest.approx(5.2 + failed.wait)
     assert run.result.failed_agents == {}
     assert run.result.termination == "completed"
 

@@ -33,7 +33,7 @@ __all__ = [
 KEY = "sk-test-RECOGNISABLE-0123456789abcdef"
 """A key a test can grep for in everything the code under test wrote."""
 
-FAST = Timeouts(connect=2.0, stall=2.0)
+FAST = Timeouts(connect=2.0, first_byte=2.0, first_token=2.0, stall=2.0)
 
 VOTE = ToolSchema(
     name="vote",
@@ -57,8 +57,8 @@ class Recorder:
     def tool_arguments(self, index: int, name: str, delta: str) -> None:
         self.events.append(("tool_arguments", index, name, delta))
 
-    def retry(self, attempt: int, status: int | None, delay: float) -> None:
-        self.events.append(("retry", attempt, status, delay))
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        self.events.append(("retry", attempt, status, delay, error))
 
     def of(self, kind: str) -> list[tuple[Any, ...]]:
         return [event for event in self.events if event[0] == kind]

@@ -51,18 +51,34 @@ async def test_an_overload_before_the_stream_is_retried_and_the_retry_reaches_th
         backend = await pool.backend(anthropic_agent(server, max_retries=1))
         completion = await backend.complete(ask(), sink=sink)
     assert completion.message.content == "ok"
-    assert sink.of("retry") == [("retry", 1, 529, 0.2)]
+    [(_, attempt, status, delay, error)] = sink.of("retry")
+    assert (attempt, status) == (1, 529)
+    assert 0.2 <= delay <= 0.5  # the server's wait, or the back-off's draw if longer
+    assert "overloaded" in error
 
 
 async def test_a_stalled_stream_is_a_transient_error_after_the_stall_timeout(
     server: LoopbackServer,
 ) -> None:
-    server.script(SseReply(parts=(anthropic_message_start(), Stall())))
+    began = anthropic_events([{"type": "text", "text": ["Hi"]}])[:3]  # up to the first delta
+    server.script(SseReply(parts=(*began, Stall())))
     error, seconds = await timed_failure(
-        anthropic_agent(server, timeouts=Timeouts(connect=2.0, stall=0.3))
+        anthropic_agent(server, timeouts=Timeouts(connect=2.0, first_token=10.0, stall=0.3))
     )
     assert isinstance(error, TransientLLMError)
-    assert "stalled" in str(error)
+    assert "stalled: no data for 0.3s (timeouts.stall)" in str(error)
+    assert 0.3 <= seconds < 2.0
+
+
+async def test_a_reply_that_begins_but_gives_no_token_fails_after_the_first_token_timeout(
+    server: LoopbackServer,
+) -> None:
+    server.script(SseReply(parts=(anthropic_message_start(), Stall())))
+    error, seconds = await timed_failure(
+        anthropic_agent(server, timeouts=Timeouts(connect=2.0, first_token=0.3, stall=10.0))
+    )
+    assert isinstance(error, TransientLLMError)
+    assert "no token came within 0.3s (timeouts.first_token)" in str(error)
     assert 0.3 <= seconds < 2.0
 
 

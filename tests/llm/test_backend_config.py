@@ -34,7 +34,9 @@ def test_the_openai_defaults() -> None:
     assert backend.stream_usage is True
     assert backend.tool_choice_required is True
     assert backend.max_tokens_param is MaxTokensParam.MAX_COMPLETION_TOKENS
-    assert backend.timeouts == Timeouts(connect=10.0, stall=300.0, total=None)
+    assert backend.timeouts == Timeouts(
+        connect=10.0, first_byte=20.0, first_token=300.0, stall=30.0, total=None
+    )
     assert backend.requests_per_minute is None
     assert backend.price is None
 
@@ -67,7 +69,7 @@ def test_every_setting_loads() -> None:
         reasoning_effort="high",
         extra_headers={"X-Title": "Conclave"},
         extra_body={"top_k": 20, "options": {"num_ctx": 8192}},
-        timeouts={"connect": 1, "stall": 60, "total": 600},
+        timeouts={"connect": 1, "first_byte": 90, "first_token": 900, "stall": 60, "total": 600},
         max_retries=5,
         max_concurrency=4,
         requests_per_minute=100,
@@ -75,7 +77,9 @@ def test_every_setting_loads() -> None:
         stream_usage=False,
         tool_choice_required=False,
     )
-    assert backend.timeouts == Timeouts(connect=1.0, stall=60.0, total=600.0)
+    assert backend.timeouts == Timeouts(
+        connect=1.0, first_byte=90.0, first_token=900.0, stall=60.0, total=600.0
+    )
     assert backend.price == Price(
         input_per_mtok=1.25, output_per_mtok=10.0, cached_input_per_mtok=0.125
     )

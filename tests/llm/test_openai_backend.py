@@ -135,6 +135,16 @@ async def test_usage_is_asked_for_unless_stream_usage_is_off(
         assert body["stream_options"] == {"include_usage": True}
 
 
+async def test_a_reply_without_usage_says_its_usage_is_unknown_not_zero(
+    server: LoopbackServer,
+) -> None:
+    server.script(SseReply(parts=tuple(openai_reply("ok"))))
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server, stream_usage=False))
+        completion = await backend.complete(ask())
+    assert completion.usage is None
+
+
 async def test_the_request_carries_the_conversation_tools_and_tool_choice(
     server: LoopbackServer,
 ) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from conclave.actors.llm.redaction import REDACTED, redact
-from conclave.config.secret import Secret
+import json
+
+from conclave.actors.llm.redaction import NO_REDACTION, REDACTED, Redactor, redact
+from conclave.config.secret import MIN_SECRET_LENGTH, Secret
 
 
 def test_a_key_in_use_is_removed_wherever_it_appears() -> None:
@@ -48,3 +50,41 @@ def test_short_keys_are_not_redacted_out_of_ordinary_text() -> None:
 def test_a_key_containing_another_is_removed_whole() -> None:
     inner = "inner-key-0123456789"
     assert redact(f"x {inner}-suffix y", [inner, f"{inner}-suffix"]) == f"x {REDACTED} y"
+
+
+# --- the run's redactor: a fixed set of values ---------------------------------------------
+
+
+def test_a_redactor_removes_every_occurrence_of_each_value() -> None:
+    redactor = Redactor(["value-one-0123", "value-two-4567"])
+
+    assert redactor("a value-one-0123 b value-two-4567 c value-one-0123") == (
+        f"a {REDACTED} b {REDACTED} c {REDACTED}"
+    )
+
+
+def test_a_redactor_removes_a_value_as_json_escapes_it() -> None:
+    value = 'quote"and\\slash-0123'
+    arguments = json.dumps({"command": f"echo {value}"})
+
+    assert value not in json.loads(Redactor([value])(arguments))["command"]
+    assert json.loads(Redactor([value])(arguments)) == {"command": f"echo {REDACTED}"}
+
+
+def test_a_redactor_removes_a_value_that_contains_another_whole() -> None:
+    inner = "inner-key-0123456789"
+    redactor = Redactor([inner, f"{inner}-suffix"])
+
+    assert redactor(f"x {inner}-suffix y {inner}") == f"x {REDACTED} y {REDACTED}"
+
+
+def test_a_redactor_leaves_values_shorter_than_the_minimum_alone() -> None:
+    redactor = Redactor(["none", "x" * (MIN_SECRET_LENGTH - 1)])
+
+    assert not redactor.active
+    assert redactor("none of it: xxxxxxx") == "none of it: xxxxxxx"
+
+
+def test_a_redactor_without_values_changes_nothing() -> None:
+    assert not NO_REDACTION.active
+    assert NO_REDACTION("sk-proj-AbCdEf0123456789") == "sk-proj-AbCdEf0123456789"

@@ -282,7 +282,9 @@ async def test_the_loop_ends_when_its_steps_run_out() -> None:
     assert len(backend.requests) == 4
 
 
-async def test_any_backend_exception_is_a_failed_try_not_a_crash() -> None:
+async def test_any_backend_exception_is_a_failed_try_not_a_crash(
+    autojump_clock: trio.abc.Clock,
+) -> None:
     transcript = start()
     outcome = await run_loop(
         transcript,
@@ -407,7 +409,9 @@ async def test_reentering_with_the_same_transcript_keeps_counting_tries() -> Non
     assert len(backend.requests) == 2
 
 
-async def test_the_observer_hears_each_call_and_how_it_ended() -> None:
+async def test_the_observer_hears_each_call_and_how_it_ended(
+    autojump_clock: trio.abc.Clock,
+) -> None:
     heard: list[CallOutcome] = []
 
     class Observer:
@@ -418,6 +422,9 @@ async def test_the_observer_hears_each_call_and_how_it_ended() -> None:
             self, outcome: CallOutcome, completion: Completion | None, error: str | None
         ) -> None:
             heard[-1] = outcome
+
+        def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
+            return None
 
     await run_loop(
         start(),
@@ -505,7 +512,7 @@ async def test_each_call_gets_the_sink_purpose_and_tool_choice() -> None:
 
         def tool_arguments(self, index: int, name: str, delta: str) -> None: ...
 
-        def retry(self, attempt: int, status: int | None, delay: float) -> None: ...
+        def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None: ...
 
     sink = Sink()
     backend = FakeBackend([calls(("submit", 0.0))])

@@ -16,9 +16,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import attrs
+import mcp.client.stdio
 import pytest
 
+from conclave.actors.mcp.confine import ServerGrants
 from conclave.actors.mcp.server import McpServers, McpServerState, spawn_listed
+from conclave.actors.sandbox.protocol import Mount
 from conclave.config.schema.mcp import McpServerConfig, StdioMcpServer
 from conclave.runtime import MemoryTap, open_actor_system
 
@@ -65,6 +68,14 @@ def everything_server() -> str:
 
 
 @pytest.fixture
+def quick_termination(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP SDK waits 2 s for a server to exit once its stdin is closed before it sends
+    SIGTERM: 0.1 s here, for specs whose server will not exit by itself (it hangs, or is
+    in the middle of a long operation)."""
+    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", 0.1)
+
+
+@pytest.fixture
 def files(tmp_path: Path) -> Path:
     """A directory the filesystem server serves: two files."""
     root = tmp_path / "files"
@@ -102,12 +113,21 @@ class Started:
         return next(s for s in self.servers.all() if s.key == key)
 
 
+def granting(*paths: Path) -> ServerGrants:
+    """Grants that show ``paths`` to a confined server, writable (a run's writable context
+    paths in its presentation)."""
+    return ServerGrants(mounts=tuple(Mount(path=p, writable=True) for p in paths))
+
+
 @contextlib.asynccontextmanager
-async def open_started(*configs: McpServerConfig) -> AsyncIterator[Started]:
-    """The servers started (or failed) as a run starts them; stopped on the way out."""
+async def open_started(
+    *configs: McpServerConfig, sees: tuple[Path, ...] = ()
+) -> AsyncIterator[Started]:
+    """The servers started (or failed) as a run starts them, confined ones seeing ``sees``
+    (and their own installation); stopped on the way out."""
     tap = MemoryTap()
     async with open_actor_system(name="mcp-test", taps=[tap]) as system:
-        servers = spawn_listed(system, [(c.name, c) for c in configs])
+        servers = spawn_listed(system, [(c.name, c) for c in configs], granting(*sees))
         await servers.settled()
         yield Started(servers, tap)
 

@@ -25,5 +25,5 @@ def test_a_tiny_run_reports_each_path_the_overhead_and_three_starts(
     assert report["overhead_ms"] == pytest.approx(
         report["per_call"]["executor"]["median_ms"] - report["per_call"]["sdk"]["median_ms"]
     )
-    assert len(report["startup_3_stdio_s"]) == 3
+    assert len(report["startup_3_stdio_s"]) == len(report["startup_3_stdio_trusted_s"]) == 3
     assert "overhead (executor - sdk)" in capsys.readouterr().out

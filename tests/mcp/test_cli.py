@@ -33,6 +33,8 @@ def conclave(
 def write_config(path: Path, fs: str, git: str, files: Path, repo: Path, extra: str = "") -> Path:
     path.write_text(
         f"""
+orchestrator:
+  context_paths: [{{path: {files}}}, {{path: {repo}}}]   # what the confined servers see
 mcp_servers:
   - name: fs
     command: {fs}
@@ -176,6 +178,7 @@ def test_mcp_list_exits_1_naming_a_server_that_did_not_start(tmp_path: Path) -> 
             "{name: web, type: streamable-htp, url: 'http://x'}",
             "did you mean 'streamable-http'?",
         ),
+        ("{name: fs, command: x, trust: maybe}", "mcp_servers[0].trust: expected true or false"),
     ],
 )
 def test_a_bad_mcp_server_entry_is_reported_at_its_line_with_what_to_do(

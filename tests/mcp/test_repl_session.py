@@ -22,7 +22,9 @@ def test_two_turns_of_a_repl_session_share_one_mcp_server_process(
     counted = tmp_path / "counted-fs-server"
     counted.write_text(f'#!/bin/sh\necho started >> "{starts}"\nexec "{fs_server}" "$@"\n')
     counted.chmod(0o755)
-    config = attrs.evolve(default_config(2), mcp_servers=(stdio("fs", str(counted), str(files)),))
+    # Trusted: the wrapper counts its starts in a file no grant would let it write.
+    server = stdio("fs", str(counted), str(files), trust=True)
+    config = attrs.evolve(default_config(2), mcp_servers=(server,))
     pids: list[list[int]] = []
 
     async def scenario(session: Session) -> None:

@@ -35,7 +35,7 @@ def names(tools: object) -> list[str]:
 async def test_a_servers_tools_are_offered_as_mcp_server_tool_with_their_schemas(
     fs_server: str, files: Path
 ) -> None:
-    async with open_started(stdio("fs", fs_server, str(files))) as started:
+    async with open_started(stdio("fs", fs_server, str(files)), sees=(files,)) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         schemas = {s.name: s for s in tools.schemas()}
 
@@ -60,7 +60,7 @@ async def test_read_only_comes_from_the_tools_read_only_hint(time_server: str) -
 
 async def test_the_configs_read_only_list_overrides_the_hints(git_server: str, repo: Path) -> None:
     config = stdio("git", git_server, "--repository", str(repo), read_only=("git_log",))
-    async with open_started(config) as started:
+    async with open_started(config, sees=(repo,)) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         flags = {s.name: s.read_only for s in tools.schemas()}
 
@@ -77,7 +77,7 @@ async def test_allow_and_deny_choose_the_tools_offered(git_server: str, repo: Pa
         str(repo),
         tools=McpToolFilter(allow=("git_log", "git_status", "git_commit"), deny=("git_commit",)),
     )
-    async with open_started(config) as started:
+    async with open_started(config, sees=(repo,)) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         offered = names(tools)
         refused = await call(tools, "mcp__git__git_commit", repo_path=str(repo), message="x")
@@ -87,7 +87,9 @@ async def test_allow_and_deny_choose_the_tools_offered(git_server: str, repo: Pa
 
 
 async def test_a_git_tool_answers_from_the_repository(git_server: str, repo: Path) -> None:
-    async with open_started(stdio("git", git_server, "--repository", str(repo))) as started:
+    async with open_started(
+        stdio("git", git_server, "--repository", str(repo)), sees=(repo,)
+    ) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         result = await call(tools, "mcp__git__git_log", repo_path=str(repo), max_count=1)
 
@@ -112,7 +114,7 @@ async def test_a_stdio_server_gets_exactly_path_and_the_configs_env(
 async def test_plan_mode_offers_only_read_only_tools_and_refuses_the_others(
     fs_server: str, files: Path
 ) -> None:
-    async with open_started(stdio("fs", fs_server, str(files))) as started:
+    async with open_started(stdio("fs", fs_server, str(files)), sees=(files,)) as started:
         tools = with_mcp_tools(
             NO_TOOLS, started.servers.all(), agent="a", mode=CollaborationMode.PLAN
         )
@@ -154,7 +156,7 @@ async def test_a_command_that_does_not_exist_is_named(tmp_path: Path) -> None:
 
 
 async def test_a_server_that_hangs_at_start_fails_after_its_startup_timeout(
-    tmp_path: Path,
+    tmp_path: Path, quick_termination: None
 ) -> None:
     script = tmp_path / "silent-server"
     script.write_text("#!/bin/sh\nexec sleep 60\n")
@@ -169,7 +171,7 @@ async def test_a_server_that_hangs_at_start_fails_after_its_startup_timeout(
 
 
 async def test_a_call_that_takes_longer_than_call_timeout_is_cancelled_and_says_so(
-    everything_server: str,
+    everything_server: str, quick_termination: None
 ) -> None:
     config = stdio("every", everything_server, call_timeout=0.5)
     async with open_started(config) as started:
@@ -187,7 +189,9 @@ async def test_a_call_that_takes_longer_than_call_timeout_is_cancelled_and_says_
     assert after.ok and "still here" in after.output
 
 
-async def test_cancelling_the_caller_cancels_the_mcp_request(everything_server: str) -> None:
+async def test_cancelling_the_caller_cancels_the_mcp_request(
+    everything_server: str, quick_termination: None
+) -> None:
     async with open_started(stdio("every", everything_server)) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         before = trio.current_time()
@@ -203,7 +207,7 @@ async def test_cancelling_the_caller_cancels_the_mcp_request(everything_server: 
 async def test_a_server_that_crashes_is_restarted_and_serves_the_next_call(
     fs_server: str, files: Path
 ) -> None:
-    async with open_started(stdio("fs", fs_server, str(files))) as started:
+    async with open_started(stdio("fs", fs_server, str(files)), sees=(files,)) as started:
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         first = server_pids(str(files))
         assert first
@@ -222,7 +226,7 @@ async def test_a_server_that_crashes_is_restarted_and_serves_the_next_call(
 async def test_a_server_that_keeps_crashing_is_given_up_and_its_tools_say_why(
     fs_server: str, files: Path
 ) -> None:
-    async with open_started(stdio("fs", fs_server, str(files))) as started:
+    async with open_started(stdio("fs", fs_server, str(files)), sees=(files,)) as started:
         state = started.state("fs")
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         with trio.fail_after(30):

@@ -18,15 +18,23 @@ from conclave.actors.mcp.tools import with_mcp_tools
 from conclave.actors.tools.protocol import NO_TOOLS, ToolResult
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema.agents import AgentConfig
+from conclave.config.schema.context import ContextPath
 from conclave.config.schema.mcp import McpServerConfig
+from conclave.config.schema.orchestrator import OrchestratorConfig
 from conclave.config.schema.root import ConclaveConfig
 from conclave.runtime import Event, MemoryTap, open_actor_system
 from tests.mcp.conftest import stdio
 from tests.mcp.test_servers import server_pids
 
 
-def _config(*servers: McpServerConfig) -> ConclaveConfig:
-    return ConclaveConfig(agents=(AgentConfig(id="a"),), mcp_servers=servers)
+def _config(*servers: McpServerConfig, sees: Path | None = None) -> ConclaveConfig:
+    """A config of ``servers``; a session's confined servers see its context path ``sees``."""
+    context = (ContextPath(path=sees),) if sees is not None else ()
+    return ConclaveConfig(
+        agents=(AgentConfig(id="a"),),
+        mcp_servers=servers,
+        orchestrator=OrchestratorConfig(context_paths=context),
+    )
 
 
 async def _read(servers: McpServers, files: Path) -> ToolResult:
@@ -43,7 +51,7 @@ async def test_two_runs_one_after_the_other_use_one_server_process(
     fs_server: str, files: Path
 ) -> None:
     session_events = MemoryTap()
-    config = _config(stdio("fs", fs_server, str(files)))
+    config = _config(stdio("fs", fs_server, str(files)), sees=files)
     async with open_session_servers(config, record=session_events.record) as session:
         pids = []
         results = []
@@ -66,7 +74,9 @@ async def test_two_runs_one_after_the_other_use_one_server_process(
 async def test_a_run_hears_what_happens_to_a_lent_server_while_it_runs(
     fs_server: str, files: Path
 ) -> None:
-    async with open_session_servers(_config(stdio("fs", fs_server, str(files)))) as session:
+    async with open_session_servers(
+        _config(stdio("fs", fs_server, str(files)), sees=files)
+    ) as session:
         run = MemoryTap()
         async with (
             open_actor_system(name="run", taps=[run]) as system,
@@ -121,7 +131,7 @@ async def test_a_run_whose_recording_fails_loses_its_loan_and_the_others_keep_th
             raise RuntimeError("the run's system is closed")
 
     async with (
-        open_session_servers(_config(stdio("fs", fs_server, str(files)))) as session,
+        open_session_servers(_config(stdio("fs", fs_server, str(files)), sees=files)) as session,
         session.lend(other),
         session.lend(closing),
     ):

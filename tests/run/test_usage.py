@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from conclave.actors.agent.events import LlmRequestFinished
@@ -50,6 +51,29 @@ def finished(
 
 
 # ---------------------------------------------------------------------------- the tap
+
+
+def test_a_call_whose_server_reported_no_usage_makes_the_tokens_and_cost_unknown() -> None:
+    tap = UsageTap([priced("a"), priced("b")])
+    tap.record(finished("a"))
+    tap.record(attrs.evolve(finished("a", inp=0, out=0), usage_reported=False))
+    tap.record(finished("b"))
+
+    usage = tap.usage()
+    unknown = AgentUsage(
+        input_tokens=None,
+        output_tokens=None,
+        cache_read_tokens=None,
+        cache_write_tokens=None,
+        reasoning_tokens=None,
+        calls=2,
+        calls_without_usage=1,
+        cost_usd=None,
+    )
+    assert usage.agents["a"] == unknown
+    assert usage.agents["b"].input_tokens == 1000
+    assert usage.agents["b"].cost_usd is not None
+    assert usage.total == attrs.evolve(unknown, calls=3)
 
 
 def test_usage_is_summed_per_agent_and_in_total() -> None:
@@ -146,6 +170,7 @@ async def test_a_priced_runs_cost_is_its_tokens_at_the_agents_prices(
     result = await run(RunSpec(task=TASK, config=cfg, backend_factory=backends))
 
     usage = result.usage.total
+    assert usage.input_tokens is not None and usage.output_tokens is not None
     expected = (usage.input_tokens * 2.0 + usage.output_tokens * 10.0) / 1_000_000
     assert result.cost_usd == pytest.approx(expected)
 

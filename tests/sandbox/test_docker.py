@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import docker
 import pytest
 import trio
@@ -26,7 +27,7 @@ from conclave.actors.sandbox.engine import (
     LABEL_RUN,
     process_started,
 )
-from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
+from conclave.config.schema.sandbox import SandboxConfig, SandboxEnv, SandboxKind
 from tests.sandbox.conftest import containers_of
 
 DOCKER = SandboxConfig(type=SandboxKind.DOCKER, memory_mb=256, pids=64)
@@ -34,10 +35,10 @@ DOCKER = SandboxConfig(type=SandboxKind.DOCKER, memory_mb=256, pids=64)
 
 @asynccontextmanager
 async def docker_sandbox(
-    run_id: str, workspace: Path, mounts: tuple[Mount, ...] = ()
+    run_id: str, workspace: Path, mounts: tuple[Mount, ...] = (), config: SandboxConfig = DOCKER
 ) -> AsyncIterator[DockerSandbox]:
     async with open_sandbox(
-        DOCKER, run_id=run_id, agent="agent1", workspace=workspace, mounts=mounts
+        config, run_id=run_id, agent="agent1", workspace=workspace, mounts=mounts
     ) as sandbox:
         assert isinstance(sandbox, DockerSandbox)
         yield sandbox
@@ -103,6 +104,39 @@ async def test_the_container_has_no_network(
     async with docker_sandbox(run_id, workspace) as sandbox:
         output = await run(sandbox, "tail -n +3 /proc/net/dev | cut -d: -f1", workspace)
     assert output.split() == ["lo"]
+
+
+async def test_network_true_gives_the_container_a_network(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    config = attrs.evolve(DOCKER, network=True)
+    async with docker_sandbox(run_id, workspace, config=config) as sandbox:
+        mode = container_of(sandbox).attrs["HostConfig"]["NetworkMode"]
+        output = await run(sandbox, "tail -n +3 /proc/net/dev | cut -d: -f1", workspace)
+    assert mode == "bridge"
+    assert "eth0" in output.split()
+
+
+async def test_the_container_gets_only_the_variables_env_allow_names(
+    engine: docker.DockerClient, run_id: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "gh-for-the-container")
+    monkeypatch.setenv("CONCLAVE_UNNAMED", "not-asked-for")
+    config = attrs.evolve(DOCKER, env=SandboxEnv(allow=("GITHUB_TOKEN",)))
+    async with docker_sandbox(run_id, workspace, config=config) as sandbox:
+        output = await run(sandbox, "env", workspace)
+    assert "GITHUB_TOKEN=gh-for-the-container" in output
+    assert "not-asked-for" not in output
+
+
+async def test_the_container_kills_a_process_at_its_cpu_time_limit(
+    engine: docker.DockerClient, run_id: str, workspace: Path
+) -> None:
+    config = attrs.evolve(DOCKER, cpu_seconds=1)
+    async with docker_sandbox(run_id, workspace, config=config) as sandbox:
+        outcome = await sandbox.run_shell("while :; do :; done", cwd=workspace, timeout=20)
+    assert not outcome.timed_out
+    assert outcome.exit_code == 128 + 9
 
 
 async def test_commands_share_one_shell_session(
@@ -274,7 +308,7 @@ async def test_a_close_while_a_remount_creates_the_container_leaves_no_container
     async with docker_sandbox(run_id, workspace) as sandbox:
         create = sandbox._create
 
-        def create_while_another_task_closes() -> Container:
+        def create_while_another_task_closes() -> tuple[Container, Any]:
             container = create()
             sandbox._closed = True  # aclose ran meanwhile, and found no container to remove
             return container
@@ -292,19 +326,25 @@ async def test_a_slow_removal_does_not_hold_the_close_past_its_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     remove = Container.remove
+    engine_answers = threading.Event()
+    removed = threading.Event()
 
     def slow_remove(self: Container, **kwargs: Any) -> None:
-        time.sleep(2)  # an engine under load
+        engine_answers.wait(30)  # an engine under load: it answers when the spec says so
         remove(self, **kwargs)
+        removed.set()
 
     async with docker_sandbox(run_id, workspace) as sandbox:
         monkeypatch.setattr(docker_sandbox_module, "_TEARDOWN_S", 0.2)
         monkeypatch.setattr(Container, "remove", slow_remove)
         started = trio.current_time()
-        await sandbox.aclose()
+        with trio.fail_after(10):
+            await sandbox.aclose()
         closing = trio.current_time() - started
+    assert not removed.is_set()
     assert closing < 1.5
-    await trio.sleep(3)  # the abandoned removal finishes in its thread
+    engine_answers.set()  # the abandoned removal finishes in its thread
+    assert await trio.to_thread.run_sync(removed.wait, 30)
     assert await trio.to_thread.run_sync(containers_of, engine, run_id) == []
 
 

@@ -47,8 +47,14 @@ def settings(
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, **changes: Any) -> AsyncIterator[Server]:
-    async with open_server(settings(tmp_path, **changes), host="127.0.0.1", port=0) as server:
+async def serving(
+    tmp_path: Path, *, log: list[str] | None = None, **changes: Any
+) -> AsyncIterator[Server]:
+    """A server on a free loopback port; ``log`` collects the lines it says."""
+    say = log.append if log is not None else lambda line: None
+    async with open_server(
+        settings(tmp_path, **changes), host="127.0.0.1", port=0, say=say
+    ) as server:
         yield server
 
 

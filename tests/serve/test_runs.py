@@ -6,10 +6,13 @@ from __future__ import annotations
 import gc
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
+from trio.testing import wait_all_tasks_blocked
 from trio_websocket import ConnectionClosed
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import CloseConnection, Event, Request, TextMessage
 
 from conclave.actors.events import DomainEvent
 from conclave.actors.events.view import RunView
@@ -19,6 +22,7 @@ from conclave.runtime.system import ActorSystem
 from conclave.ui.serve.protocol import CloseCode, StartRun
 from tests.serve.helpers import (
     TASK,
+    bearer,
     code_of_reason,
     connect,
     events_of,
@@ -167,25 +171,29 @@ async def test_a_slow_client_is_dropped_and_the_run_goes_on(tmp_path: Path) -> N
     config = scripted_config(300, latency=0.0, visibility="ring")
     async with (
         serving(tmp_path, config=config, client_buffer=400, shutdown_grace=30) as server,
-        connect(server) as fast,
         connect(server) as slow,
+        connect(server) as other,
     ):
-        run_id = await fast.start_run()
-        await slow.send(type="subscribe", run_id=run_id)
-        # ``slow`` reads nothing until the run is over: its socket fills, the server
-        # stops being able to send to it, and its unread lines pile up.
-        started = trio.current_time()
-        result = (await fast.until("result"))[-1]
-        elapsed = trio.current_time() - started
+        # ``slow`` starts the run (so it watches from its first line) and reads nothing
+        # more until the run is over: its socket fills, the server stops being able to send
+        # to it, and its unread lines pile up. The run's 3,000 lines are several times what
+        # its socket holds.
+        run_id = await slow.start_run()
+        with trio.fail_after(30):
+            await server.registry.get(run_id).ended.wait()
         lines: list[dict[str, Any]] = []
+        reason = None
         try:
-            while True:
+            while not lines or lines[-1]["type"] != "result":
                 lines.append(await slow.next())
         except ConnectionClosed as closed:
             reason = closed.reason
+        # Another client gets the result. (It subscribes after the end: a client reading
+        # along in this trio run could itself fall 400 lines behind a run at latency 0.)
+        await other.send(type="subscribe", run_id=run_id)
+        result = (await other.until("result"))[-1]
 
     assert result["termination"] == "completed"
-    assert elapsed < 30
     assert lines[-1]["type"] == "error"
     assert lines[-1]["code"] == "fell_behind"
     assert "result" not in [line["type"] for line in lines]
@@ -391,6 +399,44 @@ async def test_stopping_the_server_cancels_runs_and_clients_get_their_last_lines
     assert lines[-1]["termination"] == "cancelled"
     assert code_of_reason(reason) == 1001
     assert events_of(lines[-1]["log_dir"])[-1]["kind"] == "run_ended"
+
+
+async def test_stopping_the_server_closes_a_connection_once_its_client_answers_the_close(
+    tmp_path: Path,
+) -> None:
+    # Not when shutdown_grace runs out: the closing handshake needs the connection's reader,
+    # which the session's end used to cancel first (every stop then waited out the grace).
+    # This client is wsproto by hand, so that it answers the close only once the server has
+    # done all it does without the answer.
+    grace = 60.0
+    protocol = WSConnection(ConnectionType.CLIENT)
+    async with (
+        serving(tmp_path, shutdown_grace=grace) as server,
+        await trio.open_tcp_stream("127.0.0.1", server.port) as stream,
+    ):
+        handshake = Request(host="127.0.0.1", target="/", extra_headers=bearer())
+        await stream.send_all(protocol.send(handshake))
+        await _first(TextMessage, protocol, stream)  # welcome
+        with trio.fail_after(grace / 2):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(server.stop)
+                close = await _first(CloseConnection, protocol, stream)
+                await wait_all_tasks_blocked()
+                await stream.send_all(protocol.send(close.response()))
+
+    assert close.code == 1001
+
+
+E = TypeVar("E", bound=Event)
+
+
+async def _first(kind: type[E], protocol: WSConnection, stream: trio.SocketStream) -> E:
+    """The first ``kind`` event the server sends; the events before it are passed over."""
+    while True:
+        for event in protocol.events():
+            if isinstance(event, kind):
+                return event
+        protocol.receive_data(await stream.receive_some() or None)
 
 
 async def test_health_answers_plain_http_get_on_the_same_port(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ them they skip saying why, and under ``CI=true`` (which installs both) they fail
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,10 @@ async def _run_in(tmp_path: Path, sandbox: SandboxConfig) -> tuple[MemoryTap, Pa
     ctx = tmp_path / "ctx"
     ctx.mkdir()
     tap = MemoryTap()
-    # The log dir's name is the run id that labels the run's containers.
-    spec = RunSpec(task=TASK, config=_config(ctx, sandbox), log_dir=tmp_path / "run-under-test")
+    # The log dir's name is the run id that labels the run's containers: unique, as other
+    # specs (and other test sessions) may have containers of their own meanwhile.
+    log_dir = tmp_path / f"run-under-test-{secrets.token_hex(4)}"
+    spec = RunSpec(task=TASK, config=_config(ctx, sandbox), log_dir=log_dir)
     result = await run(spec, taps=[tap])
     return tap, ctx, result
 
@@ -101,7 +104,8 @@ async def test_docker_recreates_the_presenters_container_with_context_paths_writ
     assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
     assert (ctx / "late.txt").read_text() == "late\n"
     assert result.writes.new == (str(ctx / "late.txt"),)
-    assert _containers_of("run-under-test") == []
+    assert result.log_dir is not None
+    assert _containers_of(Path(result.log_dir).name) == []
 
 
 def _containers_of(run_id: str) -> list[str]:

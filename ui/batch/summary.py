@@ -21,7 +21,8 @@ class ModeSummary:
     failed: int
     timed_out: int
     not_run: int
-    tokens: int
+    tokens: int | None
+    """``None`` when some run's servers reported no usage."""
     cost_usd: float | None
     """``None`` when no run had a price."""
     p50_s: float | None
@@ -35,6 +36,13 @@ class ModeSummary:
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self) | {"accuracy": self.accuracy}
+
+
+def _tokens(ran: Sequence[Mapping[str, Any]]) -> int | None:
+    counts = [(r.get("input_tokens", 0), r.get("output_tokens", 0)) for r in ran]
+    if any(n is None for pair in counts for n in pair):
+        return None
+    return sum(int(i) + int(o) for i, o in counts)
 
 
 def _percentile(values: Sequence[float], p: float) -> float | None:
@@ -60,7 +68,7 @@ def summarise(
         failed=sum(r.get("termination") == "failed" for r in ran),
         timed_out=sum(r.get("termination") in _TIMED_OUT for r in ran),
         not_run=len(records) - len(ran),
-        tokens=sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in ran),
+        tokens=_tokens(ran),
         cost_usd=round(sum(costs), 6) if costs else None,
         p50_s=_percentile(durations, 0.5),
         p95_s=_percentile(durations, 0.95),
@@ -84,7 +92,7 @@ def render_table(rows: Sequence[ModeSummary]) -> str:
             f"{row.failed:,}",
             f"{row.timed_out:,}",
             f"{row.not_run:,}",
-            f"{row.tokens:,}",
+            "unknown" if row.tokens is None else f"{row.tokens:,}",
             "-" if row.cost_usd is None else f"${row.cost_usd:.4f}",
             "-" if row.p50_s is None else f"{row.p50_s:.2f}s",
             "-" if row.p95_s is None else f"{row.p95_s:.2f}s",

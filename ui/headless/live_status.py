@@ -61,7 +61,9 @@ def agent_state(agent: AgentView) -> str:
     ``answered agent2.1``, ``voted for agent1.1``, ``restarting``, ``failed``..."""
     status = agent.status
     if status is AgentStatus.WORKING:
-        return f"tool {agent.tool}" if agent.tool else "thinking"
+        if agent.tool:
+            return f"tool {agent.tool}"
+        return "retrying" if agent.failing is not None else "thinking"
     if status in _ANSWERED:
         return f"answered {agent.answer}" if agent.answer else "answered"
     if status is AgentStatus.VOTED:
@@ -79,9 +81,13 @@ def status_line(agent: AgentView, now: float, *, name_width: int = _NAME_WIDTH) 
     state = _fit(_one_line(agent_state(agent)), _STATE_WIDTH).ljust(_STATE_WIDTH)
     calls = "1 LLM call " if agent.llm_calls == 1 else f"{agent.llm_calls} LLM calls"
     tokens = agent.input_tokens + agent.output_tokens
-    line = f"{name} {state} {agent.elapsed(now):6.1f}s  {calls:>11}  {tokens:>9,} tokens"
+    counted = "unknown" if agent.calls_without_usage else f"{tokens:,}"
+    line = f"{name} {state} {agent.elapsed(now):6.1f}s  {calls:>11}  {counted:>9} tokens"
     if agent.llm_retries:
         line += f"  {agent.llm_retries} {'retry' if agent.llm_retries == 1 else 'retries'}"
+    if agent.failed_tries:
+        tries = "try" if agent.failed_tries == 1 else "tries"
+        line += f"  {agent.failed_tries} failed {tries}"
     if agent.model:
         line += f"  {_one_line(agent.model)}"
     return line

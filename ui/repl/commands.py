@@ -122,13 +122,14 @@ def _status(repl: Repl, argument: str) -> None:
 def _cost(repl: Repl, argument: str) -> None:
     usage = repl.state.usage
     if usage.cost_usd is None:
-        cost = "unknown (some calls had no price)"
+        cost = "unknown (some calls had no price, or no usage)"
     else:
         cost = f"${usage.cost_usd:.4f}"
-    repl.say(
-        f"{usage.runs} run(s), {usage.llm_calls:,} LLM calls, tokens {usage.input_tokens:,} in / "
-        f"{usage.output_tokens:,} out, cost {cost}"
-    )
+    if usage.input_tokens is None or usage.output_tokens is None:
+        tokens = "unknown (a server reported no usage)"
+    else:
+        tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    repl.say(f"{usage.runs} run(s), {usage.llm_calls:,} LLM calls, tokens {tokens}, cost {cost}")
 
 
 def _log(repl: Repl, argument: str) -> None:

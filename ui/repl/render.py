@@ -71,7 +71,10 @@ def result_block(result: RunResult) -> StyleAndTextTuples:
         more = len(tally) - 5
         shown += f" and {more:,} more" if more > 0 else ""
         lines.append(("class:summary.detail", f"  votes: {shown}\n"))
-    tokens = f"{result.input_tokens:,} in / {result.output_tokens:,} out"
+    if result.input_tokens is None or result.output_tokens is None:
+        tokens = "unknown (a server reported no usage)"
+    else:
+        tokens = f"{result.input_tokens:,} in / {result.output_tokens:,} out"
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None and result.cost_usd else ""
     presenter = f", presented by {result.presenter}" if result.presenter else ""
     lines.append(("class:summary.detail", f"  tokens: {tokens}{cost}{presenter}\n"))
@@ -90,6 +93,11 @@ def agent_line(agent: AgentView) -> str:
         return f"failed: {' '.join((agent.excluded or 'excluded').split())}"
     if agent.tool is not None:
         return f"running {agent.tool}"
+    if status is AgentStatus.WORKING and agent.failing is not None:
+        tries = "try" if agent.failed_tries == 1 else "tries"
+        return (
+            f"retrying after {agent.failed_tries} failed {tries}: {' '.join(agent.failing.split())}"
+        )
     if status is AgentStatus.WORKING:
         return f"thinking (round {agent.round})" if agent.round > 1 else "thinking"
     if status is AgentStatus.RESTARTING:

@@ -36,6 +36,7 @@ from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.mcp.session import McpSession, open_session_servers
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
+from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode, UnknownAgent
@@ -55,6 +56,7 @@ from conclave.ui.repl.protocol import (
 from conclave.ui.repl.render import answer_block
 from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
 from conclave.ui.text import display_path
+from conclave.ui.timeline import describe
 
 __all__ = ["PlanHook", "Printer", "ReplService", "open_repl_service"]
 
@@ -254,6 +256,8 @@ class ReplService:
 
         def seen(event: DomainEvent) -> None:
             view.apply(event)
+            if isinstance(event, SandboxOpened) and event.warning is not None:
+                self._print([("class:error", f"{describe(event)}\n")])  # unconfined, say so
             state.on_change()
 
         try:

@@ -58,8 +58,9 @@ class UsageTotals:
 
     runs: int = 0
     llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    """``None`` (and ``output_tokens`` too) once some run's servers reported no usage."""
+    output_tokens: int | None = 0
     cost_usd: float | None = 0.0
     """``None`` once some run had calls without a price."""
 
@@ -69,10 +70,14 @@ class UsageTotals:
         return UsageTotals(
             runs=self.runs + 1,
             llm_calls=self.llm_calls + result.llm_calls,
-            input_tokens=self.input_tokens + result.input_tokens,
-            output_tokens=self.output_tokens + result.output_tokens,
+            input_tokens=_sum(self.input_tokens, result.input_tokens),
+            output_tokens=_sum(self.output_tokens, result.output_tokens),
             cost_usd=(self.cost_usd or 0.0) + (result.cost_usd or 0.0) if priced else None,
         )
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 @attrs.frozen(kw_only=True)

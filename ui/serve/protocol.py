@@ -11,6 +11,11 @@ converter structures the fields. The copy is strict about JSON's primitive types
 project's converter would turn ``"false"`` into ``True`` and ``5`` into ``"5"``): a wire
 message with a wrong type is refused naming the field, never coerced.
 
+A frame is hostile until decoded: :func:`decode_client` raises nothing but
+:class:`ProtocolError`, whatever the bytes (the fuzz specs in ``tests/serve`` hold it to
+that). Its decoder refuses nesting past :data:`MAX_DECODER_DEPTH` without recursing in
+Python, and a field holding an array or an object is refused before anything walks it.
+
 Lines about a run's events are not declared here: they are the stream-json schema
 (docs/stream-json.md), written by :class:`ui.progress.StreamJson`. Server messages
 use types no event uses, so a client tells them apart by ``type`` alone.
@@ -26,6 +31,7 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 import cattrs
+import orjson
 from cattrs.gen import make_dict_structure_fn
 
 from conclave.actors.human.gate import OverrideRequest
@@ -35,6 +41,7 @@ from conclave.runtime.codec import converter
 from conclave.ui.progress import json_line
 
 __all__ = [
+    "MAX_DECODER_DEPTH",
     "PROTOCOL_VERSION",
     "Accepted",
     "Ack",
@@ -65,6 +72,10 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 
+MAX_DECODER_DEPTH = 1024
+"""The deepest nesting the frame decoder (orjson) reads: deeper is an error it raises, never
+a recursion in Python. A client message itself nests nothing: it is one object of scalars."""
+
 
 class ErrorCode(enum.Enum):
     """What an ``error`` frame is about: a closed set, documented in docs/serve.md."""
@@ -93,8 +104,11 @@ class ErrorCode(enum.Enum):
 
 
 class CloseCode(enum.IntEnum):
-    """Websocket close codes the server uses besides the standard ones (1000, 1001)."""
+    """Websocket close codes the server uses besides 1000 and 1001."""
 
+    INTERNAL_ERROR = 1011
+    """Something failed inside the server while serving this connection (a bug): this
+    connection ends, the server and every run go on, and the server logs a line."""
     UNAUTHORIZED = 4401
     FELL_BEHIND = 4413
 
@@ -400,18 +414,29 @@ def decode_client(frame: str | bytes) -> ClientMessage:
                 ErrorCode.BAD_FRAME, f"the frame is not UTF-8 text (byte {exc.start})"
             ) from None
     try:
-        data = json.loads(frame)
-    except ValueError as exc:
+        # orjson, not json: it refuses a document nested deeper than MAX_DECODER_DEPTH with
+        # an error, where json recurses in C and raises RecursionError.
+        data = orjson.loads(frame)
+    except orjson.JSONDecodeError as exc:
         raise ProtocolError(
             ErrorCode.BAD_FRAME, f"the frame is not JSON ({exc}); send one JSON object per frame"
         ) from None
     if not isinstance(data, dict):
         raise ProtocolError(
             ErrorCode.BAD_FRAME,
-            f"the frame holds a JSON {type(data).__name__}; send one JSON object per frame",
+            f"the frame holds a JSON {_json_type(data)}; send one JSON object per frame",
         )
     request_id = data.get("request_id")
     request_id = request_id if isinstance(request_id, str) else None
+    nested = next((k for k, v in data.items() if isinstance(v, dict | list)), None)
+    if nested is not None:
+        # Refused before anything walks the value: no field of a client message nests.
+        raise ProtocolError(
+            ErrorCode.BAD_MESSAGE,
+            f"field {json.dumps(nested)[:60]} holds a JSON {_json_type(data[nested])}; every "
+            "field of a client message is a string, a number, true, false or null",
+            request_id=request_id,
+        )
     tag = data.get("type")
     cls = _CLIENT.get(tag) if isinstance(tag, str) else None
     if cls is None:
@@ -436,6 +461,17 @@ def decode_client(frame: str | bytes) -> ClientMessage:
     except (ValueError, TypeError) as exc:
         raise ProtocolError(ErrorCode.BAD_MESSAGE, f"{tag}: {exc}", request_id=request_id) from None
     return message
+
+
+def _json_type(value: Any) -> str:
+    """What JSON calls the type of a decoded value."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "number" if type(value) in (int, float) else "literal"
 
 
 def encode_server(message: ServerMessage) -> str:

@@ -21,6 +21,11 @@ server: every bad frame gets an ``error`` frame. A client that
 reads too slowly is dropped: told ``fell_behind`` if its socket still takes data, and
 closed (:attr:`CloseCode.FELL_BEHIND`), or cut off after ``shutdown_grace`` seconds if not.
 The runs never wait for a client.
+
+A failure inside one connection's task (a bug, whatever raised it) ends that connection
+only: closed with :attr:`CloseCode.INTERNAL_ERROR` once it has a websocket, and one line in
+the server's log (``say``). Every connection runs in one nursery, beside the runs', so an
+error escaping one would otherwise stop the server and every run of every client.
 """
 
 from __future__ import annotations
@@ -134,7 +139,18 @@ class Server:
             )
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        """One TCP connection, from its first byte to its close."""
+        """One TCP connection, from its first byte to its close. Whatever fails in it ends
+        it alone, with a line in the server's log: an error here would otherwise end the
+        nursery that holds every connection, and the server's runs with it."""
+        failure: BaseException | None = None
+        try:
+            await self._serve_stream(stream)
+        except* Exception as group:
+            failure = group
+        if failure is not None:
+            self._say(f"a connection failed and was closed: {_describe(failure)}")
+
+    async def _serve_stream(self, stream: trio.SocketStream) -> None:
         async with stream:
             try:
                 with trio.fail_after(HEAD_TIMEOUT):
@@ -193,13 +209,22 @@ class Server:
             return
         session = Session(self, ws, stream, name=f"client-{next(self._names)}")
         self.sessions.add(session)
+        failure: BaseException | None = None
         try:
             await session.serve(authenticated=token is not None)
+        except* Exception as group:
+            failure = group
         finally:
             self.sessions.discard(session)
+            code = CloseCode.INTERNAL_ERROR if failure is not None else 1000
             with trio.move_on_after(1.0) as scope:
                 scope.shield = True
-                await ws.aclose()
+                await ws.aclose(code, "internal error" if failure is not None else None)
+        if failure is not None:
+            self._say(
+                f"{session.name}: closed with {int(CloseCode.INTERNAL_ERROR)} after an internal "
+                f"error; the server and its runs go on: {_describe(failure)}"
+            )
 
     async def stop(self) -> None:
         """Stop in order; see the module docstring. Bounded by about twice
@@ -216,6 +241,18 @@ class Server:
             async with trio.open_nursery() as nursery:
                 for session in list(self.sessions):
                     nursery.start_soon(session.drain)
+
+
+_DESCRIBED = 300
+"""Characters of an error a log line shows: the text may quote what a client sent."""
+
+
+def _describe(failure: BaseException) -> str:
+    """The error behind ``failure`` (the first of a group) on one bounded line."""
+    while isinstance(failure, BaseExceptionGroup) and failure.exceptions:
+        failure = failure.exceptions[0]
+    text = " ".join(f"{type(failure).__name__}: {failure}".split())
+    return text if len(text) <= _DESCRIBED else f"{text[: _DESCRIBED - 3]}..."
 
 
 async def _quietly(operation: Any) -> None:
@@ -263,6 +300,9 @@ class Session:
         self._quiet = trio.Event()
         """Set when no pump is running (for :meth:`drain` and expulsion)."""
         self._quiet.set()
+        self._draining = False
+        self._drained = trio.Event()
+        """Set once :meth:`drain` is over, however it ended."""
 
     # ------------------------------------------------------------------ life
 
@@ -280,6 +320,10 @@ class Session:
                 return
             nursery.start_soon(self._reply_pump)
             await self._read()
+            if self._draining:
+                # Reading ended because drain is closing: its closing handshake needs the
+                # connection's reader, which stops with this session.
+                await self._drained.wait()
             nursery.cancel_scope.cancel()
 
     async def _authenticate(self) -> bool:
@@ -326,10 +370,14 @@ class Session:
 
     async def drain(self) -> None:
         """The server stops: let the pumps send the (ended) runs' last lines, then close
-        with 1001."""
-        await self._quiet.wait()
-        with suppress(ConnectionClosed):
-            await self.ws.aclose(1001, "the server is stopping")
+        with 1001. Cancelled (the grace is over), the session ends as it would have."""
+        self._draining = True
+        try:
+            await self._quiet.wait()
+            with suppress(ConnectionClosed):
+                await self.ws.aclose(1001, "the server is stopping")
+        finally:
+            self._drained.set()
 
     # ------------------------------------------------------------------ messages
 
