@@ -12,6 +12,17 @@ charged to the client being measured: it prints its port on the first line of st
 until its stdin closes, and answers ``GET /stats`` with what it has served. The listen
 backlog is large: the kernel's queue must hold every agent's first connection at once (the
 stdlib's 5 turns 20 concurrent streams from 0.2 s into 1.7 s; refused SYNs wait a second).
+Tests and other benchmarks serve it in their own process with :func:`serve`.
+
+What a real model does that the script does not, on request:
+
+* ``answer_text``: every agent gives this answer, as a deterministic model (temperature 0,
+  the same prompt) gives every agent the same one;
+* ``answer_tokens``: every answer is padded to about this many tokens (answers of real
+  length; the same answer stays the same);
+* ``cache``: a :class:`~benchmarks.prompt_cache.PromptCache`. The usage then counts a
+  prompt's tokens as the cache does (its tools and messages as JSON, 4 characters a token)
+  and says how many were cached (``prompt_tokens_details.cached_tokens``), as OpenAI does.
 """
 
 from __future__ import annotations
@@ -35,8 +46,10 @@ from conclave.actors.llm.protocol import (
     CompletionRequest,
     ToolCall,
     ToolSchema,
+    Usage,
 )
 from conclave.actors.llm.scripted import ScriptedBackend
+from conclave.benchmarks.prompt_cache import TOKEN_CHARS, PromptCache, prompt_text, tokens
 from conclave.config.schema import ScriptedBackendConfig
 
 __all__ = [
@@ -66,17 +79,33 @@ class Stats:
     in_flight: int = 0
     peak_in_flight: int = 0
     errors: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    tool_choices: dict[str, int] = attrs.field(factory=dict)
+    """How many requests with tools asked for each ``tool_choice`` (``none sent``: none)."""
     cpu_s: float = 0.0
     """The server process's CPU time so far: if it nears the run's wall time, the server,
     not the client, sets the pace."""
 
 
 class ScriptedServer:
-    """Answers Chat Completions requests as each model's scripted agent would."""
+    """Answers Chat Completions requests as each model's scripted agent would (see the module
+    docstring for ``answer_text``, ``answer_tokens`` and ``cache``)."""
 
-    def __init__(self, *, latency: float, jitter: float) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float,
+        jitter: float,
+        answer_text: str | None = None,
+        answer_tokens: int | None = None,
+        cache: PromptCache | None = None,
+    ) -> None:
         self._latency = latency
         self._jitter = jitter
+        self._answer_text = answer_text
+        self._answer_tokens = answer_tokens
+        self.cache = cache
         self._agents: dict[str, ScriptedBackend] = {}
         self.stats = Stats()
 
@@ -85,7 +114,10 @@ class ScriptedServer:
         if agent is None:
             agent_id, _, seed = model.rpartition("@")
             policy = ScriptedBackendConfig(
-                seed=int(seed or 0), latency=self._latency, jitter=self._jitter
+                seed=int(seed or 0),
+                latency=self._latency,
+                jitter=self._jitter,
+                answer_text=self._answer_text,
             )
             agent = ScriptedBackend(
                 agent_id=agent_id or model, persona="", policy=policy, seed=policy.seed
@@ -106,7 +138,26 @@ class ScriptedServer:
                 for t in body.get("tools") or ()
             ),
         )
-        return await self._agent(body["model"]).complete(request)
+        if body.get("tools"):
+            choice = str(body.get("tool_choice", "none sent"))
+            self.stats.tool_choices[choice] = self.stats.tool_choices.get(choice, 0) + 1
+        cached = None
+        if self.cache is not None:
+            text = prompt_text(body)
+            cached = self.cache.read(text), tokens(text)
+        completion = await self._agent(body["model"]).complete(request)
+        if self._answer_tokens is not None:
+            completion = attrs.evolve(
+                completion, message=_padded(completion.message, self._answer_tokens)
+            )
+        spent = completion.usage or Usage()  # the script always counts; a server may not
+        if cached is not None:
+            read, prompt = cached
+            spent = attrs.evolve(spent, input_tokens=prompt, cache_read_tokens=read)
+            completion = attrs.evolve(completion, usage=spent)
+        self.stats.prompt_tokens += spent.input_tokens
+        self.stats.cached_tokens += spent.cache_read_tokens
+        return completion
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """One connection: requests one after another (keep-alive) until the client closes."""
@@ -154,6 +205,26 @@ class ScriptedServer:
         stats.completions += 1
 
 
+def _padded(message: ChatMessage, answer_tokens: int) -> ChatMessage:
+    """``message`` with the content of each of its ``new_answer`` calls padded to about
+    ``answer_tokens`` tokens; the padding depends on the length alone, so the same answer
+    stays the same."""
+    calls = []
+    for call in message.tool_calls:
+        if call.name == "new_answer":
+            arguments = orjson.loads(call.arguments)
+            content = str(arguments.get("content", ""))
+            target = answer_tokens * TOKEN_CHARS
+            detail = 1
+            while len(content) < target:
+                content += f"\nDetail {detail}: a further point that makes this answer complete."
+                detail += 1
+            arguments["content"] = content
+            call = attrs.evolve(call, arguments=orjson.dumps(arguments).decode())
+        calls.append(call)
+    return attrs.evolve(message, tool_calls=tuple(calls))
+
+
 def _message(data: dict[str, Any]) -> ChatMessage:
     calls = tuple(
         ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
@@ -192,12 +263,13 @@ def _sse(model: str, completion: Completion, *, usage: bool) -> Iterator[bytes]:
     yield _chunk(model, {}, finish_reason=finish)
     spent = completion.usage
     if usage and spent is not None:
-        tokens = {
+        counted = {
             "prompt_tokens": spent.input_tokens,
             "completion_tokens": spent.output_tokens,
             "total_tokens": spent.input_tokens + spent.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": spent.cache_read_tokens},
         }
-        yield _chunk(model, None, usage=tokens)
+        yield _chunk(model, None, usage=counted)
     yield b"data: [DONE]\n\n"
 
 

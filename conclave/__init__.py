@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from conclave.actors.coordination.events import (
         AgentExcluded,
         AnswerAdded,
+        AnswerRepeated,
         FinalAnswerProduced,
         HumanGateFailed,
         PresentationFailed,
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "conclave.actors.coordination.events": (
         "AgentExcluded",
         "AnswerAdded",
+        "AnswerRepeated",
         "FinalAnswerProduced",
         "HumanGateFailed",
         "PresentationFailed",
@@ -149,6 +151,7 @@ __all__ = [
     "AgentStatus",
     "AgentStatusChanged",
     "AnswerAdded",
+    "AnswerRepeated",
     "AnswersInjected",
     "CallOutcome",
     "CallPurpose",

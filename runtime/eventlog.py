@@ -27,6 +27,14 @@ Envelope references
     and reader need bounded memory however long the run. Ids are unique within a process,
     so a log's envelopes must come from the process that writes it.
 
+Long texts
+    A string of at least 1,024 characters (an answer, a task) is written in full once;
+    later lines that hold it again hold ``null`` there and name it in their ``texts`` key,
+    so a 1 MB answer passed around a run costs the log about 1 MB, not one copy per
+    mention. The format and its reach are in :mod:`runtime.eventlog_texts`. The first
+    line, ``log_opened``, says the log's ``format`` (:data:`~runtime.events.EVENT_LOG_FORMAT`);
+    a reader refuses a format newer than it knows (:class:`EventLogTooNew`).
+
 Truncation and failure
     ``record`` never raises. A write that fails (disk full, I/O error) or stops short after
     a retry for the rest never leaves half a line: the file is truncated back to its last
@@ -62,7 +70,8 @@ import attrs
 import orjson
 
 from conclave.runtime.codec import DecodeError, decode, encode, encode_without, json_line
-from conclave.runtime.events import Event, Held, LogOpened, Redirected
+from conclave.runtime.eventlog_texts import TEXTS_KEY, TextError, TextReader, TextWriter
+from conclave.runtime.events import EVENT_LOG_FORMAT, Event, Held, LogOpened, Redirected
 from conclave.runtime.messages import Address, Envelope, find_message_class
 
 __all__ = [
@@ -76,6 +85,7 @@ __all__ = [
     "EventLogReading",
     "EventLogStream",
     "EventLogSummary",
+    "EventLogTooNew",
     "EventLogUnreadable",
     "EventTap",
     "JsonlEventLog",
@@ -245,6 +255,7 @@ class JsonlEventLog:
         self._mentions = 0
         self._held: dict[int, Address] = {}
         """Envelopes whose last line is ``held``, remembered until their next line."""
+        self._texts = TextWriter()
 
     def record(self, event: Event) -> None:
         file = self._file
@@ -257,7 +268,8 @@ class JsonlEventLog:
             carries = _CARRIES_ENVELOPE.get(cls)
             if carries is None:
                 carries = _carries_envelope(cls)
-            line = self._encode_mention(event, cls) if carries else json_line(encode(event))
+            data = self._encode_mention(event, cls) if carries else encode(event)
+            line = self._texts.line(data, json_line(data))
             size = len(line)
             if size > MAX_LINE_BYTES:
                 raise ValueError(
@@ -275,7 +287,7 @@ class JsonlEventLog:
         self._size += size
         self._lines += 1
 
-    def _encode_mention(self, event: Event, cls: type[Event]) -> bytes:
+    def _encode_mention(self, event: Event, cls: type[Event]) -> dict[str, Any]:
         """An event about an envelope: in full, or with ``envelope_ref`` if the reader will
         remember the envelope (see the module docstring); remembers it for later lines."""
         envelope: Envelope = event.envelope  # type: ignore[attr-defined]
@@ -297,7 +309,7 @@ class JsonlEventLog:
         self._mentions += 1
         if self._mentions == _GENERATION:
             self._older, self._recent, self._mentions = self._recent, {}, 0
-        return json_line(data)
+        return data
 
     @staticmethod
     def _write_rest(file: LogFile, line: bytes, done: int | None) -> None:
@@ -390,6 +402,10 @@ class NotAnEventLog(EventLogCorrupt):
     """The file's first line is not an event: it is some other file."""
 
 
+class EventLogTooNew(EventLogError):
+    """The log was written in a format newer than this version reads."""
+
+
 @attrs.frozen(kw_only=True)
 class EventLogSummary:
     """What a reading found so far (all of it, once the events are exhausted)."""
@@ -444,6 +460,7 @@ class EventLogStream:
         self._older: dict[int, Envelope] = {}
         self._mentions = 0
         self._held: dict[int, Envelope] = {}
+        self._texts = TextReader()
 
     @property
     def summary(self) -> EventLogSummary:
@@ -485,6 +502,12 @@ class EventLogStream:
             self._events += 1
             if type(event) is LogOpened:
                 self._runs += 1
+                if event.format > EVENT_LOG_FORMAT:
+                    raise EventLogTooNew(
+                        f"{self.path}:{number}: the log is in format {event.format}, newer "
+                        f"than the {EVENT_LOG_FORMAT} this version of Conclave reads; read "
+                        "it with the version that wrote it, or a newer one"
+                    )
             yield event
 
     def _readline(self) -> bytes:
@@ -518,6 +541,12 @@ class EventLogStream:
             raise _BadLine('no "kind" string')
         if not isinstance(at, int | float) or isinstance(at, bool):
             raise _BadLine(f'{kind!r} has no "at" time')
+        if TEXTS_KEY in data:
+            # Before the kind is looked up: a line of an unknown kind may define texts too.
+            try:
+                self._texts.resolve(data, data.pop(TEXTS_KEY))
+            except TextError as exc:
+                raise _BadLine(_shortened(str(exc))) from None
         cls = find_message_class(kind)
         if cls is None:
             self._skipped += 1

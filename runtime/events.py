@@ -71,10 +71,19 @@ class HowStopped(enum.StrEnum):
     """It raised while stopping."""
 
 
+EVENT_LOG_FORMAT = 2
+"""The event log's format: 2 writes long texts once (:mod:`runtime.eventlog_texts`); 1 (a
+log whose ``log_opened`` names none) wrote every text in full."""
+
+
 @message()
 class LogOpened(Event):
     wall_time: float
     pid: int
+    format: int = 1
+    """The format the log is written in (:data:`EVENT_LOG_FORMAT`); a reader refuses a log
+    newer than it knows rather than misread it. 1 in a log written before formats were
+    numbered."""
 
 
 @message()

@@ -23,7 +23,14 @@ from conclave.runtime.actor import ActorFactory, run_incarnation
 from conclave.runtime.asks import Asks
 from conclave.runtime.errors import SystemClosed, Undeliverable
 from conclave.runtime.eventlog import EventTap, JsonlEventLog
-from conclave.runtime.events import DeadLetter, DeadLetterCause, Event, LogOpened, TapFailed
+from conclave.runtime.events import (
+    EVENT_LOG_FORMAT,
+    DeadLetter,
+    DeadLetterCause,
+    Event,
+    LogOpened,
+    TapFailed,
+)
 from conclave.runtime.mailbox import Mailbox, MailboxSpec, MailboxStatistics
 from conclave.runtime.messages import Address, Envelope, Message
 from conclave.runtime.router import Router
@@ -337,7 +344,14 @@ async def open_actor_system(
     log = JsonlEventLog(event_log) if event_log is not None else None
     system = ActorSystem(name, supervisor or SupervisorSpec(), [*taps, *([log] if log else [])])
     if log is not None:
-        system.record(LogOpened(at=trio.current_time(), wall_time=time.time(), pid=os.getpid()))
+        system.record(
+            LogOpened(
+                at=trio.current_time(),
+                wall_time=time.time(),
+                pid=os.getpid(),
+                format=EVENT_LOG_FORMAT,
+            )
+        )
     root_stop = StopSignal()
     try:
         async with trio.open_nursery() as nursery:

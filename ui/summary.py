@@ -46,6 +46,9 @@ def summary(result: RunResult) -> str:
     )
     if result.cost_usd is not None and result.usage.total.calls:
         line += f", ${result.cost_usd:.4f}"
+    total = result.usage.total
+    if total.cache_read_tokens and total.cached_share is not None:
+        line += f", {total.cached_share:.0%} of prompt tokens cached"
     if result.failure_reason:
         line += f"; failed: {_one_line(result.failure_reason)}"
     if result.log_dir is not None:

@@ -20,6 +20,7 @@ from conclave.actors.agent.events import (
 from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
+    AnswerRepeated,
     FinalAnswerProduced,
     RunStarted,
     VoteAdded,
@@ -98,6 +99,8 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return f"{event.agent} answered {event.label}: {_first_line(event.content)}"
     if isinstance(event, VoteAdded):
         return f"{event.voter} voted for {event.label}: {_first_line(event.reason, 60)}"
+    if isinstance(event, AnswerRepeated):
+        return f"{event.agent} gave the same answer as {event.label}; it votes next"
     if isinstance(event, VotesCleared):
         return _votes_cleared(event)
     if isinstance(event, AgentExcluded):

@@ -173,8 +173,11 @@ class AgentActor(Actor):
         orch = self.setup.orchestrator
         cap = orch.max_new_answers_per_agent
         may_answer = cap is None or self.memory.answers_given < cap
+        memory = self.memory
         may_vote = (
-            self.memory.voting_open and not orch.skip_voting and self.memory.answers_given > 0
+            memory.voting_open
+            and not orch.skip_voting
+            and (memory.answers_given > 0 or memory.supported)
         )
         return workflow_tools(may_answer=may_answer, may_vote=may_vote)
 
@@ -266,7 +269,14 @@ class AgentActor(Actor):
         memory.submission = None
         memory.transcript = None  # the round is over: nothing resumes it (and it may be big)
         outcome = settled.outcome
-        if outcome is RoundOutcome.ANSWERED:
+        if outcome is RoundOutcome.SAME_ANSWER:
+            # It took part as an answerer does (not counted as an answer against its cap):
+            # it votes next, once voting is open to it.
+            if memory.voting_open:
+                self._start_round()
+            else:
+                self._set_status(AgentStatus.ANSWERED)
+        elif outcome is RoundOutcome.ANSWERED:
             memory.answers_given += 1
             skip = self.setup.orchestrator.skip_voting
             if memory.voting_open and not skip:

@@ -67,6 +67,9 @@ class AgentMemory:
     labels_seen: set[str] = attrs.Factory(set)
     snapshot_visible: int = 0
     answers_given: int = 0
+    supported: bool = False
+    """An answer of this agent was the same as a current answer (it counted as its vote,
+    or as its part): it has taken part as an answerer has, so its later rounds may vote."""
     voting_open: bool = False
     status: AgentStatus = AgentStatus.IDLE
     round: int = 0

@@ -15,7 +15,10 @@ class RoundOutcome(enum.Enum):
     ANSWERED = "answered"
     """The coordinator accepted its new answer."""
     VOTED = "voted"
-    """The coordinator accepted its vote."""
+    """The coordinator accepted its vote (or its answer as one: the same as a current one)."""
+    SAME_ANSWER = "same_answer"
+    """Its answer was the same as a current one, taken as its part (it had not been shown
+    every answer): it has taken part as an answerer has, and votes next."""
     STALE = "stale"
     """Newer answers made its result moot: a fresh round sees them (a restart)."""
     RETRY = "retry"

@@ -45,6 +45,7 @@ from conclave.actors.coordination.protocol import (
     AnswerView,
     Present,
     Presentation,
+    SameAnswer,
     SubmitAnswer,
     SubmitVote,
 )
@@ -58,6 +59,7 @@ from conclave.actors.llm.protocol import (
     CompletionRequest,
     CompletionSink,
     LLMBackend,
+    ToolChoice,
     ToolSchema,
 )
 from conclave.actors.llm.redaction import redact
@@ -167,6 +169,9 @@ class Rounds:
                     CallEvents(self.context, self.setup.agent, CallPurpose.ROUND), self._health
                 ),
                 sink=self.stream,
+                # Every step of a round calls a tool (its own, or the workflow call that ends
+                # it): where the server takes it, a reply without one is never generated.
+                tool_choice=ToolChoice.REQUIRED,
             )
             if outcome.end is LoopEnd.FINAL:
                 assert outcome.value is not None and outcome.reply is not None
@@ -211,8 +216,7 @@ class Rounds:
         """The latest answers not shown in this round's transcript yet, now marked shown."""
         memory = self.memory
         unseen = sorted(
-            (v for v in memory.view.values() if v.label not in memory.shown),
-            key=lambda v: Label.parse(v.label),
+            (v for v in memory.view.values() if v.label not in memory.shown), key=_given_order
         )
         if unseen:
             memory.shown.update(v.label for v in unseen)
@@ -245,7 +249,12 @@ class Rounds:
         submission: SubmitAnswer | SubmitVote
         if isinstance(call, NewAnswer):
             await self._stage()
-            submission = SubmitAnswer(agent=setup.agent, content=call.content, round=memory.round)
+            submission = SubmitAnswer(
+                agent=setup.agent,
+                content=call.content,
+                round=memory.round,
+                shown=tuple(sorted(memory.shown)),
+            )
         else:
             submission = SubmitVote(
                 agent=setup.agent,
@@ -343,14 +352,25 @@ class Rounds:
     def _accepted(self, submission: SubmitAnswer | SubmitVote, verdict: AnswerVerdict) -> Settled:
         assert verdict.label is not None
         if isinstance(submission, SubmitAnswer):
-            own = AnswerView(label=verdict.label, content=submission.content)
-            self.memory.merge(self.seen((own,)))
-            return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
+            # Its own answer, or the current answer it is the same as (then it counted as
+            # this agent's vote): the text is the same either way.
+            view = AnswerView(label=verdict.label, content=submission.content, order=verdict.order)
+            self.memory.merge(self.seen((view,)))
+            if verdict.same is None:
+                return Settled(outcome=RoundOutcome.ANSWERED, label=verdict.label)
+            self.memory.supported = True
+            outcome = {
+                SameAnswer.VOTE: RoundOutcome.VOTED,
+                SameAnswer.PART: RoundOutcome.SAME_ANSWER,
+            }
+            return Settled(outcome=outcome[verdict.same], label=verdict.label)
         return Settled(outcome=RoundOutcome.VOTED, label=verdict.label)
 
     def _round_prompt(self, workflow: tuple[ToolSchema, ...], *, short: bool) -> list[ChatMessage]:
         setup, memory = self.setup, self.memory
-        answers = sorted(memory.view.values(), key=lambda v: Label.parse(v.label))
+        # In the order they were given: a new answer goes last, after the prefix that a
+        # provider may have cached from an earlier prompt.
+        answers = sorted(memory.view.values(), key=_given_order)
         if short:
             answers = [_shorter(v) for v in answers]
         return round_messages(
@@ -472,9 +492,12 @@ def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:
     ]
 
 
+def _given_order(view: AnswerView) -> tuple[int, Label]:
+    return view.order, Label.parse(view.label)
+
+
 def _shorter(view: AnswerView) -> AnswerView:
-    shorter = AnswerView.preview(view.label, view.content, max(1, len(view.content) // SHORTER))
-    return attrs.evolve(shorter, workspace=view.workspace)
+    return view.cut(max(1, len(view.content) // SHORTER))
 
 
 class _Health:

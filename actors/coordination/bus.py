@@ -122,9 +122,5 @@ class InjectionBus(Actor):
             self.context.tell_nowait(agent_address(recipient), AnswerUpdate(answers=tuple(answers)))
 
     def _view(self, accepted: AnswerAccepted) -> AnswerView:
-        content = accepted.content
-        if len(content) <= self._preview:
-            return AnswerView(label=accepted.label, content=content)
-        return AnswerView(
-            label=accepted.label, content=content[: self._preview] + " …", truncated=True
-        )
+        view = AnswerView(label=accepted.label, content=accepted.content, order=accepted.order)
+        return view.cut(self._preview)

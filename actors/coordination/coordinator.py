@@ -32,6 +32,7 @@ from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import (
     AgentExcluded,
     AnswerAdded,
+    AnswerRepeated,
     FinalAnswerProduced,
     HumanGateFailed,
     PresentationFailed,
@@ -47,9 +48,9 @@ from conclave.actors.coordination.protocol import (
     AnswerAccepted,
     AnswersRequest,
     AnswersSnapshot,
+    AnswerSupported,
     AnswerUpdate,
     AnswerVerdict,
-    AnswerView,
     AwaitResult,
     Continue,
     ExcludeFailing,
@@ -61,6 +62,7 @@ from conclave.actors.coordination.protocol import (
     Rejoin,
     Rejoined,
     RunFinished,
+    SameAnswer,
     StartTask,
     StopWork,
     SubmitAnswer,
@@ -71,6 +73,7 @@ from conclave.actors.coordination.protocol import (
 )
 from conclave.actors.coordination.state import (
     Accepted,
+    Answer,
     CoordinationState,
     PendingPresentation,
     Phase,
@@ -265,10 +268,7 @@ class Coordinator(Actor):
             address = agent_address(agent)
             self.context.tell_nowait(address, StartTask(task=state.task))
             chars = state.orchestrator.answer_preview_chars
-            shown = tuple(
-                AnswerView.preview(view.label, view.content, chars)
-                for view in state.snapshot_for(agent)
-            )
+            shown = tuple(view.cut(chars) for view in state.snapshot_for(agent))
             if shown:
                 self.context.tell_nowait(address, AnswerUpdate(answers=shown))
             if state.voting_opened(agent):
@@ -277,27 +277,36 @@ class Coordinator(Actor):
                 self.context.tell_nowait(address, VotesReset())
         self.context.reply(envelope, Rejoined())
 
-    def _repeated(self, envelope: Envelope, agent: str, round_: int) -> bool:
+    def _repeated(self, envelope: Envelope, submission: SubmitAnswer | SubmitVote) -> bool:
         """Answer a re-submitted round with the verdict it already got (see SubmitAnswer).
 
-        A vote cleared since it was accepted is stale instead: the reset that told its voter
-        so went to the incarnation that crashed, and the voter must look again."""
+        A vote (or an answer counted as one) cleared since it was accepted is stale instead:
+        the reset that told its voter so went to the incarnation that crashed, and the voter
+        must look again."""
         state = self.state
+        agent = submission.agent
         accepted = state.accepted_rounds.get(agent)
-        if accepted is None or accepted.round != round_:
+        if accepted is None or accepted.round != submission.round:
             return False
         if accepted.vote and agent not in state.votes and state.phase is Phase.COORDINATING:
             error = "A newer answer reset your vote; look at the answers again."
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=error, stale=True))
             return True
-        self.context.reply(envelope, AnswerVerdict(accepted=True, label=accepted.label))
+        order = state.order_of.get(accepted.label, 0)
+        verdict = AnswerVerdict(
+            accepted=True, label=accepted.label, same=accepted.same, order=order
+        )
+        self.context.reply(envelope, verdict)
         return True
 
     def _on_answer(self, envelope: Envelope, submit: SubmitAnswer) -> None:
         state = self.state
-        if self._repeated(envelope, submit.agent, submit.round):
+        if self._repeated(envelope, submit):
             return
-        outcome = state.submit_answer(submit.agent, submit.content)
+        outcome = state.submit_answer(submit.agent, submit.content, submit.shown)
+        if outcome.same_as is not None and outcome.counted is not None:
+            self._on_same_answer(envelope, submit, outcome.same_as, outcome.counted)
+            return
         answer = outcome.answer
         if answer is None:
             self.context.reply(envelope, AnswerVerdict(accepted=False, error=outcome.error))
@@ -308,7 +317,8 @@ class Coordinator(Actor):
         # Published before anyone hears of the answer (its author included): whoever is
         # shown it can read its snapshot at once.
         self._publish(answer.agent, answer.label)
-        self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label))
+        order = state.order_of[answer.label]
+        self.context.reply(envelope, AnswerVerdict(accepted=True, label=answer.label, order=order))
         now = trio.current_time()
         self.context.record(
             AnswerAdded(at=now, agent=answer.agent, label=answer.label, content=answer.content)
@@ -317,7 +327,9 @@ class Coordinator(Actor):
         # hold covers the resets and "you may vote now" below, even for a burst's first answer.
         self.context.tell_nowait(
             self.setup.bus,
-            AnswerAccepted(agent=answer.agent, label=answer.label, content=answer.content),
+            AnswerAccepted(
+                agent=answer.agent, label=answer.label, content=answer.content, order=order
+            ),
         )
         cleared = outcome.cleared_voters
         if cleared:
@@ -330,6 +342,40 @@ class Coordinator(Actor):
         if not state.orchestrator.skip_voting:
             self.context.tell_nowait(agent_address(answer.agent), VotingOpen())
         self._check_done()
+
+    def _on_same_answer(
+        self, envelope: Envelope, submit: SubmitAnswer, answer: Answer, counted: SameAnswer
+    ) -> None:
+        """The answer was the same as the current answer ``answer``: no answer is added; it
+        counted as the agent's vote for it, or as its part (see
+        :meth:`CoordinationState.submit_answer`). Either way the agent has answered as far
+        as the routing rules go, and may vote from now on."""
+        state = self.state
+        agent = submit.agent
+        vote = counted is SameAnswer.VOTE
+        state.accepted_rounds[agent] = Accepted(
+            round=submit.round, label=answer.label, vote=vote, same=counted
+        )
+        order = state.order_of[answer.label]
+        verdict = AnswerVerdict(accepted=True, label=answer.label, same=counted, order=order)
+        self.context.reply(envelope, verdict)
+        now = trio.current_time()
+        if vote:
+            self.context.record(
+                VoteAdded(
+                    at=now,
+                    voter=agent,
+                    label=answer.label,
+                    reason=state.vote_reasons[agent],
+                    same_answer=True,
+                )
+            )
+        else:
+            self.context.record(AnswerRepeated(at=now, agent=agent, label=answer.label))
+        self.context.tell_nowait(self.setup.bus, AnswerSupported(agent=agent, label=answer.label))
+        self.context.tell_nowait(agent_address(agent), VotingOpen())
+        if vote:
+            self._check_done()
 
     def _publish(self, agent: str, label: str) -> None:
         workspaces = self.setup.workspaces
@@ -345,7 +391,7 @@ class Coordinator(Actor):
             )
 
     def _on_vote(self, envelope: Envelope, vote: SubmitVote) -> None:
-        if self._repeated(envelope, vote.agent, vote.round):
+        if self._repeated(envelope, vote):
             return
         answer, error, stale = self.state.submit_vote(
             vote.agent, vote.target, vote.reason, vote.seen
@@ -562,18 +608,18 @@ class Coordinator(Actor):
         state.phase = Phase.PRESENTING
         if strategy is FinalAnswerStrategy.SYNTHESIZE:
             shown = tuple(
-                AnswerView(label=state.latest[a].label, content=state.latest[a].content)
+                state.view_of(state.latest[a])
                 for a in sorted(state.latest, key=lambda a: state.anonymous[a])
             )
             own = state.latest[presenter].label
         else:
-            shown = (AnswerView(label=chosen.label, content=chosen.content),)
+            shown = (state.view_of(chosen),)
             own = chosen.label
         request = Present(
             strategy=strategy, task=state.task, own_label=own, answers=shown, write_access=writes
         )
         state.presentation = PendingPresentation(
-            presenter=presenter, request=request, fallback=chosen.content
+            presenter=presenter, request=request, fallback=chosen
         )
         self._send_presentation(state.presentation)
 
@@ -654,10 +700,8 @@ class Coordinator(Actor):
         # The chosen answer is still a complete answer; nobody presented it.
         state.presentation_error = error
         state.presenter = None
-        # The fallback is the chosen answer; contents are unique (duplicates are refused).
-        chosen = next((a for a in state.latest.values() if a.content == pending.fallback), None)
-        label, author = (chosen.label, chosen.agent) if chosen is not None else ("", None)
-        self._wrap_up(pending.fallback, self._snapshot_of(label), author)
+        chosen = pending.fallback
+        self._wrap_up(chosen.content, self._snapshot_of(chosen.label), chosen.agent)
 
     def _wrap_up(self, content: str, source: str | None, agent: str | None) -> None:
         """The final answer is ``content``: diff the writes and save ``source`` in ``final/``

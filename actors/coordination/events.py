@@ -9,6 +9,7 @@ from conclave.runtime import message
 __all__ = [
     "AgentExcluded",
     "AnswerAdded",
+    "AnswerRepeated",
     "FinalAnswerProduced",
     "HumanGateFailed",
     "PresentationFailed",
@@ -36,10 +37,26 @@ class AnswerAdded(DomainEvent):
 
 
 @message()
+class AnswerRepeated(DomainEvent):
+    """``agent`` gave the text of the current answer ``label`` as its own before it had been
+    shown every answer it can see: no answer was added, and it was no vote yet. The agent has
+    taken part as an answerer has, and votes next, in a round that shows every answer. (Had
+    it been shown them all, its answer would have counted as its vote: a ``VoteAdded`` with
+    ``same_answer``.)"""
+
+    agent: str
+    label: str
+
+
+@message()
 class VoteAdded(DomainEvent):
     voter: str
     label: str
     reason: str
+    same_answer: bool = False
+    """The voter did not call ``vote``: it submitted the text of the answer ``label`` as
+    its own answer, which counts as its vote for it (no answer was added). ``False`` in a
+    log written before this field existed."""
 
 
 @message()

@@ -6,6 +6,10 @@ and labels (``agent2.1``) are what the LLMs see.
 
 from __future__ import annotations
 
+import enum
+
+import attrs
+
 from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import Message, message
 
@@ -13,6 +17,7 @@ __all__ = [
     "AgentFailed",
     "AgentFailing",
     "AnswerAccepted",
+    "AnswerSupported",
     "AnswerUpdate",
     "AnswerVerdict",
     "AnswerView",
@@ -29,6 +34,7 @@ __all__ = [
     "Rejoin",
     "Rejoined",
     "RunFinished",
+    "SameAnswer",
     "StartTask",
     "StopWork",
     "SubmitAnswer",
@@ -49,13 +55,16 @@ class AnswerView(Message):
     workspace: str | None = None
     """Where the answer's workspace snapshot is (read-only for every agent shown the answer);
     ``None`` when agents have no workspaces. Filled in by the agent that is shown it."""
+    order: int = 0
+    """Its place among the run's answers in the order the coordinator accepted them (1 is
+    the first): prompts show answers in this order, so a new one goes last and a cached
+    prompt prefix stays valid. 0 where not known (a log written before this field existed)."""
 
-    @classmethod
-    def preview(cls, label: str, content: str, chars: int) -> AnswerView:
+    def cut(self, chars: int) -> AnswerView:
         """The answer as updates show it: cut to ``chars`` characters, marked when cut."""
-        if len(content) <= chars:
-            return cls(label=label, content=content)
-        return cls(label=label, content=content[:chars] + " …", truncated=True)
+        if len(self.content) <= chars:
+            return self
+        return attrs.evolve(self, content=self.content[:chars] + " …", truncated=True)
 
 
 @message()
@@ -123,6 +132,22 @@ class SubmitAnswer(Message):
     round: int
     """The agent's round number: submitting the same round again (after the agent crashed
     while waiting for the verdict) gets the verdict it was given, not a second answer."""
+    shown: tuple[str, ...] = ()
+    """The labels of the answers the round showed the agent: an answer the same as a
+    current one counts as the agent's vote only if the agent was shown every answer it
+    can see (see :class:`SameAnswer`). Empty in a log written before this field existed."""
+
+
+class SameAnswer(enum.Enum):
+    """What an answer counted as whose text was that of a current answer the agent can
+    see (its own included): it adds nothing to choose from, so it is no new answer, and
+    it costs the agent nothing (a deterministic model gives every agent the same one)."""
+
+    VOTE = "vote"
+    """The agent's vote for that answer: it had been shown every other answer it can see."""
+    PART = "part"
+    """The agent's part, as an answer of its own would be: it was not shown every answer it
+    can see, so it votes next, in a round that shows them all."""
 
 
 @message()
@@ -146,6 +171,12 @@ class AnswerVerdict(Message):
     error: str | None = None
     stale: bool = False
     """Rejected because newer answers exist that the voter has not seen (not a failed try)."""
+    same: SameAnswer | None = None
+    """Set when the submitted answer was the same as the current answer ``label``: no
+    answer was added, and this says what it counted as."""
+    order: int = 0
+    """For an accepted answer (or one the same as ``label``): ``label``'s place in the order
+    answers were accepted (see :attr:`AnswerView.order`)."""
 
 
 @message()
@@ -200,6 +231,19 @@ class AnswerAccepted(Message):
     agent: str
     label: str
     content: str
+    order: int = 0
+    """Its place in the order answers were accepted (see :attr:`AnswerView.order`)."""
+
+
+@message()
+class AnswerSupported(Message):
+    """``agent``'s answer was the same as the current answer ``label`` (see
+    :class:`SameAnswer`). Told to the bus, which has nothing to send (no answer is new): it
+    is routed so that the routing rules' observer counts the agent as one that has
+    answered."""
+
+    agent: str
+    label: str
 
 
 @message()

@@ -2,8 +2,9 @@
 
 Facts kept by :class:`AnswerProgress` (from messages the router delivers), one key per agent
 so a hold waiting on one agent is re-checked only when that agent's facts change:
-``answered:<agent>`` (has an accepted answer), ``live:<agent>`` (false once excluded; absent
-means live) and ``all_answered`` (every started, live agent has answered).
+``answered:<agent>`` (has an accepted answer, or gave a current answer's text, which counted
+as its vote), ``live:<agent>`` (false once excluded; absent means live) and ``all_answered``
+(every started, live agent has answered).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import attrs
 from conclave.actors.coordination.protocol import (
     AgentFailed,
     AnswerAccepted,
+    AnswerSupported,
     AnswerUpdate,
     StartTask,
     VotesReset,
@@ -44,9 +46,10 @@ def live_key(agent: str) -> str:
 
 
 class AnswerProgress:
-    """Watches StartTask, AnswerAccepted and AgentFailed; publishes who has answered."""
+    """Watches StartTask, AnswerAccepted, AnswerSupported and AgentFailed; publishes who has
+    answered."""
 
-    payloads = (StartTask, AnswerAccepted, AgentFailed)
+    payloads = (StartTask, AnswerAccepted, AnswerSupported, AgentFailed)
 
     def __init__(self) -> None:
         self._live: set[str] = set()
@@ -64,7 +67,7 @@ class AnswerProgress:
             if agent not in self._answered:
                 self._waiting.add(agent)
             return None
-        if isinstance(payload, AnswerAccepted):
+        if isinstance(payload, AnswerAccepted | AnswerSupported):
             if payload.agent in self._answered:
                 return None
             self._answered.add(payload.agent)

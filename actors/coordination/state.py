@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import attrs
 
 from conclave.actors.coordination.label import Label, anonymous_id
-from conclave.actors.coordination.protocol import AnswerView, Present
+from conclave.actors.coordination.protocol import AnswerView, Present, SameAnswer
 from conclave.actors.coordination.visibility import Visibility
 from conclave.config.schema import OrchestratorConfig
 from conclave.runtime import Envelope
@@ -51,10 +51,15 @@ class Answer:
 @attrs.frozen(kw_only=True)
 class AnswerOutcome:
     answer: Answer | None
+    """The new answer, if the submission was taken as one."""
     error: str | None
     cleared_voters: tuple[str, ...] = ()
     """Whose votes the answer cleared: those of the agents shown it, its author's own
     included (an author that answers again is no longer done)."""
+    same_as: Answer | None = None
+    """The submission's text was that of this current answer: no answer was added (see
+    :meth:`CoordinationState.submit_answer`); ``counted`` says what it counted as."""
+    counted: SameAnswer | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -81,6 +86,8 @@ class Accepted:
     round: int
     label: str
     vote: bool
+    same: SameAnswer | None = None
+    """Set when it was an answer the same as the answer ``label``: what it counted as."""
 
 
 @attrs.define(kw_only=True)
@@ -89,7 +96,7 @@ class PendingPresentation:
 
     presenter: str
     request: Present
-    fallback: str
+    fallback: Answer
     """The answer that stands if the presentation fails: the chosen answer, verbatim."""
     sent: int = 0
     """How many times the request was sent; only the latest sending's failure counts."""
@@ -110,9 +117,17 @@ class CoordinationState:
         self.anonymous = {a: anonymous_id(i + 1) for i, a in enumerate(sorted(self.agents))}
         self._by_anonymous = {anon: a for a, anon in self.anonymous.items()}
         self.answers: list[Answer] = []
+        self.order_of: dict[str, int] = {}
+        """Label → its place in ``answers`` (1 is the first): the order prompts show."""
         self.latest: dict[str, Answer] = {}
         self._answer_counts: Counter[str] = Counter()
-        self._contents: set[str] = set()
+        self._current: dict[str, list[Answer]] = {}
+        """Text (stripped) → the current answers (each author's latest) with that text,
+        in the order they were accepted: what a submission duplicates."""
+        self.supporters: set[str] = set()
+        """Agents that gave a current answer's text as their own (it counted as their vote,
+        or as their part): as :meth:`voting_opened` says, they may vote from then on, as
+        answerers may."""
         self._answers_seen: Counter[str] = Counter()
         """Per agent, how many answers (all versions) it can see: what a vote must cite."""
         self.votes: dict[str, Answer] = {}
@@ -144,25 +159,35 @@ class CoordinationState:
 
     # -- inputs -------------------------------------------------------------------------
 
-    def submit_answer(self, agent: str, content: str) -> AnswerOutcome:
+    def submit_answer(self, agent: str, content: str, shown: Sequence[str]) -> AnswerOutcome:
+        """Take ``content`` as ``agent``'s new answer, or as the same as a current one.
+
+        An answer whose text (stripped) is that of a current answer the agent can see (its
+        own included) adds nothing to choose from: it is the agent saying that answer is
+        right. A deterministic model gives every agent the same first answer; refusing the
+        copies excluded all but one agent, and making each vote in a retry would cost a
+        call per agent to say what its answer already said. So it counts as the agent's
+        vote for that answer, with no further call, if the agent was shown (``shown``, the
+        labels its round showed) every other answer it can see: then its vote is as
+        informed as a vote. If not, it counts as the agent's part, as an answer of its own
+        would, and the agent votes next, having seen them all. With voting skipped there is
+        no vote to count it as: it is taken as a new answer."""
         if self.phase is not Phase.COORDINATING:
             return AnswerOutcome(
                 answer=None, error="Coordination is over; no more answers are accepted."
             )
         if agent not in self.live:
             return AnswerOutcome(answer=None, error=f"{agent} is not a live agent in this run.")
+        key = content.strip()
+        same = self._same_as(agent, key)
+        if same is not None and not self.orchestrator.skip_voting:
+            return self._same_answer(agent, same, shown)
         cap = self.orchestrator.max_new_answers_per_agent
         if cap is not None and self._answer_counts[agent] >= cap:
+            advice = "call vote instead" if self.voting_opened(agent) else "wait for the others"
             return AnswerOutcome(
                 answer=None,
-                error=f"You have given the maximum of {cap} answer(s); call vote instead.",
-            )
-        key = content.strip()
-        if key in self._contents:
-            return AnswerOutcome(
-                answer=None,
-                error="That answer duplicates an existing answer exactly; write a different "
-                "answer or vote for the existing one.",
+                error=f"You have given the maximum of {cap} answer(s); {advice}.",
             )
         self._answer_counts[agent] += 1
         answer = Answer(
@@ -171,8 +196,12 @@ class CoordinationState:
             content=content,
         )
         self.answers.append(answer)
+        self.order_of[answer.label] = len(self.answers)
+        previous = self.latest.get(agent)
+        if previous is not None:
+            self._forget_current(previous)
         self.latest[agent] = answer
-        self._contents.add(key)
+        self._current.setdefault(key, []).append(answer)
         visibility = self.visibility
         if not visibility.everyone:
             for viewer in (agent, *visibility.peers(agent)):
@@ -184,6 +213,57 @@ class CoordinationState:
         for voter in cleared:
             self._drop_vote(voter)
         return AnswerOutcome(answer=answer, error=None, cleared_voters=cleared)
+
+    def _same_as(self, agent: str, key: str) -> Answer | None:
+        """The first accepted of the current answers with text ``key`` that ``agent`` can
+        see (its own latest included); ``None`` if there is none."""
+        for answer in self._current.get(key, ()):
+            if self.visibility.sees(agent, answer.agent):
+                return answer
+        return None
+
+    def _forget_current(self, answer: Answer) -> None:
+        key = answer.content.strip()
+        same = self._current[key]
+        same.remove(answer)
+        if not same:
+            del self._current[key]
+
+    def _same_answer(self, agent: str, answer: Answer, shown: Sequence[str]) -> AnswerOutcome:
+        self.supporters.add(agent)
+        if not self._shown_all(agent, answer, shown):
+            return AnswerOutcome(answer=None, error=None, same_as=answer, counted=SameAnswer.PART)
+        self.votes[agent] = answer
+        self.vote_reasons[agent] = (
+            f"gave its answer {answer.label} again"
+            if answer.agent == agent
+            else f"gave the same answer as {answer.label}"
+        )
+        return AnswerOutcome(answer=None, error=None, same_as=answer, counted=SameAnswer.VOTE)
+
+    def _shown_all(self, agent: str, answer: Answer, shown: Sequence[str]) -> bool:
+        """Whether ``shown`` covers every answer ``agent`` can see, counted as
+        :meth:`visible_answer_count` counts them (all versions): a label shown stands for
+        its author's earlier versions too. The agent knows its own answers and ``answer``
+        (it gave the same text), shown or not. Counts, not a walk over the visible answers:
+        a submission costs what its prompt showed, not what the run holds."""
+        versions: dict[str, int] = {}
+        for text in shown:
+            try:
+                label = Label.parse(text)
+            except ValueError:
+                continue
+            versions[label.author] = max(versions.get(label.author, 0), label.seq)
+        own = self.anonymous[agent]
+        versions[own] = max(versions.get(own, 0), self._answer_counts[agent])
+        author = self.anonymous[answer.agent]
+        versions[author] = max(versions.get(author, 0), Label.parse(answer.label).seq)
+        known = 0
+        for anonymous, seq in versions.items():
+            writer = self._by_anonymous.get(anonymous)
+            if writer is not None and self.visibility.sees(agent, writer):
+                known += min(seq, self._answer_counts[writer])
+        return known >= self.visible_answer_count(agent)
 
     def submit_vote(
         self, agent: str, target: str, reason: str, seen: int
@@ -253,8 +333,11 @@ class CoordinationState:
 
     def voting_opened(self, agent: str) -> bool:
         """Whether the coordinator has told ``agent`` it may vote: it does so with every
-        answer of the agent it accepts, unless the run skips voting."""
-        return not self.orchestrator.skip_voting and agent in self.latest
+        answer of the agent it accepts (and every answer it counts as the agent's vote),
+        unless the run skips voting."""
+        return not self.orchestrator.skip_voting and (
+            agent in self.latest or agent in self.supporters
+        )
 
     def visible_answer_count(self, agent: str) -> int:
         if self.visibility.everyone:
@@ -268,7 +351,13 @@ class CoordinationState:
         authors = [agent, *self.visibility.peers(agent)]
         shown = [self.latest[a] for a in authors if a in self.latest]
         shown.sort(key=lambda a: self.anonymous[a.agent])
-        return tuple(AnswerView(label=a.label, content=a.content) for a in shown)
+        return tuple(self.view_of(a) for a in shown)
+
+    def view_of(self, answer: Answer) -> AnswerView:
+        """``answer`` as an agent is shown it, whole."""
+        return AnswerView(
+            label=answer.label, content=answer.content, order=self.order_of[answer.label]
+        )
 
     def coordination_done(self) -> bool:
         if not self.live:

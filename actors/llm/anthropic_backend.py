@@ -11,8 +11,14 @@ What the Messages API wants that Chat Completions does not:
 - ``max_tokens`` is required;
 - with extended thinking, the assistant's signed thinking blocks must be sent back as they
   came within a tool loop: they travel in ``ChatMessage.provider_state``;
-- prompt caching is explicit: ``cache_control`` marks the end of the stable prefix (the tools
-  and the system prompt).
+- prompt caching is explicit: ``cache_control`` marks where a cached prefix ends. Three
+  marks at most (the API takes four): the end of the tools and the system prompt (every
+  request of the run shares them), the message the prompt marks as the end of what other
+  requests share (``ChatMessage.cache_point``: a round's task and answers, the same for every
+  agent shown them), and, once a tool loop is under way (the conversation holds a reply of
+  the model), the last block, which the loop's next step sends again. A mark on a prefix
+  below the model's minimum is ignored by the API; a first step's last block is not marked
+  (nothing may read it, and writing costs more than reading).
 
 Every call streams, assembled by hand from the raw events of ``create(stream=True)``: the
 SDK's stream helper turns malformed tool-call JSON into ``{}`` without a word, and the
@@ -87,7 +93,8 @@ class AnthropicBackend(SdkBackend[AnthropicBackendConfig, anthropic.AsyncAnthrop
 
     def _arguments(self, request: CompletionRequest) -> dict[str, Any]:
         config = self._config
-        system, messages = _conversation(request.messages)
+        caching = config.prompt_caching
+        system, messages = _conversation(request.messages, caching=caching)
         limits = [n for n in (request.max_output_tokens, config.max_output_tokens) if n]
         max_tokens = min(limits)
         arguments: dict[str, Any] = {
@@ -102,11 +109,14 @@ class AnthropicBackend(SdkBackend[AnthropicBackendConfig, anthropic.AsyncAnthrop
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
-        if config.prompt_caching:
-            # One breakpoint at the end of the stable prefix (tools, then system).
+        if caching:
+            # The end of what every request shares (tools, then system); see the docstring.
             marked = system or tools
             if marked:
                 marked[-1] = {**marked[-1], "cache_control": _EPHEMERAL}
+            if messages[-1]["role"] == "user" and any(t["role"] == "assistant" for t in messages):
+                last = messages[-1]["content"]
+                last[-1] = {**last[-1], "cache_control": _EPHEMERAL}
         if system:
             arguments["system"] = system
         if tools:
@@ -167,10 +177,11 @@ def _thinking_budget(budget: int | None, max_tokens: int) -> int | None:
 
 
 def _conversation(
-    messages: tuple[ChatMessage, ...],
+    messages: tuple[ChatMessage, ...], *, caching: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, turns): system messages into ``system``; each other message into the
-    blocks of a turn, consecutive messages of the same role into one turn."""
+    blocks of a turn, consecutive messages of the same role into one turn. With ``caching``,
+    a message marked as a cache point has its last block marked."""
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -180,6 +191,8 @@ def _conversation(
             continue
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _blocks(message)
+        if caching and message.cache_point:
+            blocks[-1] = {**blocks[-1], "cache_control": _EPHEMERAL}
         if turns and turns[-1]["role"] == role:
             merged = turns[-1]["content"] + blocks
             # Tool results must open the user turn that answers the tool calls.

@@ -67,8 +67,22 @@ class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
     PROTOCOL = "the Chat Completions protocol"
     NO_KEY_ADVICE = " (a local server that needs no key takes any value)"
 
+    required_refused: bool = False
+    """The server refused ``tool_choice: required`` once: from then on this agent sends
+    ``auto`` (the prompt still asks for the call), as ``tool_choice_required: false`` does."""
+
     async def _open_stream(self, arguments: dict[str, Any]) -> SdkStream:
-        stream: SdkStream = await self._client.chat.completions.create(**arguments)
+        create = self._client.chat.completions.create
+        try:
+            stream: SdkStream = await create(**arguments)
+        except openai.BadRequestError as exc:
+            if arguments.get("tool_choice") != ToolChoice.REQUIRED.value or not _refuses_choice(
+                exc
+            ):
+                raise
+            # An older or smaller server that lacks it: the round still works with auto.
+            self.required_refused = True
+            stream = await create(**{**arguments, "tool_choice": ToolChoice.AUTO.value})
         return stream
 
     def _reply(self) -> StreamedReply:
@@ -113,7 +127,9 @@ class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
                 for t in request.tools
             ]
             choice = request.tool_choice
-            if choice is ToolChoice.REQUIRED and not config.tool_choice_required:
+            if choice is ToolChoice.REQUIRED and (
+                not config.tool_choice_required or self.required_refused
+            ):
                 choice = ToolChoice.AUTO
             arguments["tool_choice"] = choice.value
         if config.temperature is not None:
@@ -165,6 +181,15 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, openai.AsyncOpenAI]):
 
 
 PROVIDER = OpenAIProvider()
+
+
+def _refuses_choice(exc: openai.BadRequestError) -> bool:
+    """Whether a 400 is about ``tool_choice`` (its ``param``, or its message names it)."""
+    body = exc.body
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(inner, dict) and inner.get("param") == "tool_choice":
+        return True
+    return "tool_choice" in exc.message
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:

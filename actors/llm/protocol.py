@@ -52,6 +52,10 @@ class ChatMessage:
     provider_state: dict[str, Any] | None = None
     """Opaque state a provider needs back on later turns of the same loop (Anthropic's
     signed thinking blocks); other backends ignore it."""
+    cache_point: bool = False
+    """The part of the prompt that other requests share (other agents', later rounds') ends
+    with this message: a provider whose prompt cache needs marks (Anthropic's
+    ``cache_control``) marks it; one that caches every prefix (OpenAI) needs nothing."""
 
 
 @attrs.frozen(kw_only=True)

@@ -80,6 +80,7 @@ from conclave.runtime import (
     open_actor_system,
 )
 from conclave.runtime.eventlog import EventLogFailure
+from conclave.runtime.events import EVENT_LOG_FORMAT
 
 __all__ = [
     "BUS",
@@ -190,7 +191,12 @@ async def open_run(
                 hub.bind(system.record)
             if log is not None:
                 system.record(
-                    LogOpened(at=trio.current_time(), wall_time=time.time(), pid=os.getpid())
+                    LogOpened(
+                        at=trio.current_time(),
+                        wall_time=time.time(),
+                        pid=os.getpid(),
+                        format=EVENT_LOG_FORMAT,
+                    )
                 )
             handle = RunHandle(
                 system=system,

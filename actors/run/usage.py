@@ -29,6 +29,7 @@ from conclave.runtime import Event
 
 __all__ = ["AgentUsage", "RunUsage", "UsageTap"]
 
+_SHARE_DIGITS = 4
 _COST_DIGITS = 9
 """Dollars are rounded to a billionth in results: exact enough for one token of the cheapest
 model, and free of float noise such as 0.30000000000000004."""
@@ -52,12 +53,19 @@ class AgentUsage:
     """Of ``calls``, those whose server reported no usage."""
     cost_usd: float | None = 0.0
     """``None`` when some call had no price, or reported no usage."""
+    cached_share: float | None = None
+    """Of the prompt tokens, the share read from the provider's cache (0 to 1, rounded to
+    a ten-thousandth): how well the prompts kept a shared prefix. ``None`` without prompt
+    tokens, or when some call reported no usage."""
 
     @classmethod
     def of(cls, summary: UsageSummary) -> AgentUsage:
         usage = summary.usage
         cost = summary.cost_usd
         known = not summary.unreported
+        share = None
+        if known and usage.input_tokens:
+            share = round(usage.cache_read_tokens / usage.input_tokens, _SHARE_DIGITS)
         return cls(
             input_tokens=usage.input_tokens if known else None,
             output_tokens=usage.output_tokens if known else None,
@@ -67,6 +75,7 @@ class AgentUsage:
             calls=summary.calls,
             calls_without_usage=summary.unreported,
             cost_usd=None if cost is None else round(cost, _COST_DIGITS),
+            cached_share=share,
         )
 
 

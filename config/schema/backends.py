@@ -31,6 +31,7 @@ class Misbehaviour(enum.Enum):
     UNKNOWN_TOOL = "unknown_tool"
     VOTE_WITHOUT_ANSWER = "vote_without_answer"
     DUPLICATE = "duplicate"
+    """Gives the first answer shown as its own: no failure, it counts as a vote for it."""
     MALFORMED = "malformed"
     ERROR = "error"
     HANG = "hang"

@@ -63,7 +63,9 @@ class OpenAIBackendConfig(HttpBackendConfig):
     server that rejects ``stream_options``."""
     tool_choice_required: bool = attrs.field(default=True, validator=flag)
     """Send ``tool_choice: required`` where a reply must call a tool (coordination rounds);
-    turn it off for a server that lacks it (the prompt still asks for the call)."""
+    a server that refuses it (a 400 about ``tool_choice``) is asked again with ``auto``, and
+    sent ``auto`` from then on; turn it off to send ``auto`` from the start (the prompt still
+    asks for the call)."""
     api_version: str | None = attrs.field(default=None, validator=non_empty(optional=True))
     """Azure OpenAI's API version; with it, ``base_url`` is the Azure resource endpoint."""
     deployment: str | None = attrs.field(default=None, validator=_azure)

@@ -52,13 +52,14 @@ def _fence(messages: Sequence[ChatMessage]) -> str:
 
 
 def test_history_comes_as_user_and_assistant_messages_between_the_system_and_the_task() -> None:
-    system, asked, answered, body = _round()
+    system, asked, answered, body, yours = _round()
 
     assert system.role == "system"
     assert asked == ChatMessage(role="user", content=EARLIER.task)
     assert answered == ChatMessage(role="assistant", content=EARLIER.final_answer)
     assert body.role == "user"
     assert body.content.index(TASK) < body.content.index("Reset.")  # the answers come last
+    assert (yours.role, yours.content[:15]) == ("user", "You are agent2.")
 
 
 def test_a_prompt_with_history_reads_back_the_current_task_not_an_earlier_one() -> None:

@@ -75,8 +75,8 @@ async def test_the_transcript_file_is_appended_round_after_round(
         await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "voted")
 
     rounds = [line["round"] for line in _lines(path)]
-    assert rounds == [1] * 3 + [2] * 3  # system, task, reply; twice
-    assert [line["role"] for line in _lines(path)][3:] == ["system", "user", "assistant"]
+    assert rounds == [1] * 4 + [2] * 4  # system, task and answers, the agent's turn, reply; twice
+    assert [line["role"] for line in _lines(path)][4:] == ["system", "user", "user", "assistant"]
 
 
 async def test_the_presentation_is_written_to_the_transcript_file_as_such(

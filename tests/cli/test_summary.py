@@ -10,6 +10,7 @@ import pytest
 
 from conclave.actors.coordination.state import Answer
 from conclave.actors.run.result import DecidedBy, RunResult, Termination
+from conclave.actors.run.usage import AgentUsage, RunUsage
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.summary import summary
@@ -89,3 +90,17 @@ def test_the_summary_stays_one_short_line_at_50_000_agents() -> None:
     assert "\n" not in line
     assert len(line) < 200
     assert "50,000 answers, 50,000 excluded, 100,001 LLM calls" in line
+
+
+def test_the_summary_says_what_share_of_the_prompt_tokens_came_from_the_cache() -> None:
+    total = AgentUsage(input_tokens=4000, cache_read_tokens=3000, calls=4, cached_share=0.75)
+
+    line = summary(_result(usage=RunUsage(total=total)))
+
+    assert ", 75% of prompt tokens cached" in line
+
+
+def test_the_summary_says_nothing_of_a_cache_no_call_read() -> None:
+    total = AgentUsage(input_tokens=4000, calls=4, cached_share=0.0)
+
+    assert "cached" not in summary(_result(usage=RunUsage(total=total)))

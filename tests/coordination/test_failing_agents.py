@@ -90,15 +90,15 @@ def _state(**orchestrator: Any) -> CoordinationState:
 
 def test_no_agent_is_a_straggler_while_another_still_works() -> None:
     state = _state()
-    state.submit_answer("a", "one")
+    state.submit_answer("a", "one", shown=())
     state.failing["c"] = "down"
     assert state.stragglers() == ()  # b has not answered yet
 
 
 def test_failing_agents_are_stragglers_once_every_other_vote_stands() -> None:
     state = _state()
-    state.submit_answer("a", "one")
-    state.submit_answer("b", "two")
+    state.submit_answer("a", "one", shown=())
+    state.submit_answer("b", "two", shown=())
     state.submit_vote("a", "agent1", "best", seen=2)
     state.submit_vote("b", "agent1", "best", seen=2)
     state.failing["c"] = "down"
@@ -107,8 +107,8 @@ def test_failing_agents_are_stragglers_once_every_other_vote_stands() -> None:
 
 def test_with_voting_deferred_an_answer_is_enough_to_be_done() -> None:
     state = _state(defer_voting_until_all_answered=True)
-    state.submit_answer("a", "one")
-    state.submit_answer("b", "two")
+    state.submit_answer("a", "one", shown=())
+    state.submit_answer("b", "two", shown=())
     state.failing["c"] = "down"
     assert state.stragglers() == ("c",)
 

@@ -185,12 +185,12 @@ async def test_a_repeated_submission_of_a_round_gets_its_verdict_again_and_adds_
     async with open_run(RunSpec(task=TASK, config=cfg), taps=[tap]) as h:
         first: AnswerAdded = await tap.wait_for(AnswerAdded)
         again = await h.system.ask(
-            COORDINATOR, SubmitAnswer(agent="a", content=first.content, round=1)
+            COORDINATOR, SubmitAnswer(agent="a", content=first.content, round=1, shown=())
         )
         h.cancel()
         await h.result()
 
-    assert again == AnswerVerdict(accepted=True, label=first.label)
+    assert again == AnswerVerdict(accepted=True, label=first.label, order=1)  # as the first time
     assert len(tap.of_type(AnswerAdded)) == 1
 
 

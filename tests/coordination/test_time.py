@@ -176,7 +176,7 @@ async def test_a_run_that_ended_before_coordination_did_accepts_no_more_answers(
         await trio.sleep(2.0)
         handle.cancel()
         await handle.result()
-        late = SubmitAnswer(agent="slow", content="a late answer", round=1)
+        late = SubmitAnswer(agent="slow", content="a late answer", round=1, shown=())
         verdict = await handle.system.ask(COORDINATOR, late)
 
     assert isinstance(verdict, AnswerVerdict)

@@ -180,3 +180,12 @@ def test_cached_prompt_tokens_cost_the_cached_price() -> None:
 
     # 200k fresh at $2/M plus 800k cached at $0.5/M.
     assert tap.usage().total.cost_usd == 0.8
+
+
+def test_the_runs_usage_says_what_share_of_the_prompt_tokens_came_from_the_cache() -> None:
+    tap = UsageTap([_priced("a", Price(input_per_mtok=2.0, output_per_mtok=10.0))])
+    tap.record(_finished(input_tokens=1200, cache_read_tokens=1000))
+    tap.record(_finished(input_tokens=1800, cache_read_tokens=1250))
+
+    assert tap.usage().total.cached_share == 0.75
+    assert UsageTap([]).usage().total.cached_share is None  # no prompt tokens: no share

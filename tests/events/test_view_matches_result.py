@@ -1,9 +1,10 @@
 """RunView agrees with RunResult, whatever the run went through.
 
 Random small runs on the scripted backend (any visibility, in-flight policy, agent mode,
-refinement on or off, crashes of the run's actors on purpose, a cancel or a timeout mid-run)
-are folded into a :class:`RunView` twice: from the events as a tap hears them, and from the
-event log decoded back as ``conclave replay`` reads it. Both views must hold the votes, the
+refinement on or off, agents that give the same answer, crashes of the run's actors on
+purpose, a cancel or a timeout mid-run) are folded into a :class:`RunView` twice: from the
+events as a tap hears them, and from the event log decoded back as ``conclave replay``
+reads it. Both views must hold the votes, the
 tally, the answers and the winner the run returned: a reader that applies the events
 literally can follow any run, with no coordination rule of its own.
 """
@@ -25,6 +26,7 @@ from conclave.actors.agent.protocol import RoundOutcome, RoundSettled
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import (
     AgentExcluded,
+    VoteAdded,
     VotesCleared,
     VotingComplete,
 )
@@ -46,6 +48,8 @@ from conclave.runtime.eventlog import MAX_LINE_BYTES, EventLogStream
 from tests.coordination.helpers import TASK, agent, config
 
 EXAMPLES = 1_000
+SAME = "The answer every deterministic model gives."
+"""Given by the agents scripted to write it: their answers repeat each other's."""
 HANG_BOUND = 24 * 3600.0
 """Virtual seconds after which a run counts as hung (scripted latencies are under 1 s)."""
 
@@ -144,6 +148,7 @@ def cases(draw: st.DrawFn) -> Case:
             vote=draw(_weighted((4, "best"), (1, "self"), (1, f"agent{draw(st.integers(1, n))}"))),
             error_rate=draw(_weighted((4, 0.0), (1, 0.2))),
             malformed_rate=draw(_weighted((4, 0.0), (1, 0.1))),
+            answer_text=draw(_weighted((3, None), (1, SAME))),
         )
         for i in range(1, n + 1)
     ]
@@ -251,6 +256,8 @@ def _note(case: Case, ran: Ran) -> None:
     else:
         event(f"exclusions: {'some' if excluded else 'none'}")
     event(f"standing votes: {len(result.votes)}")
+    same = [e for e in ran.heard if isinstance(e, VoteAdded) and e.same_answer]
+    event(f"votes by giving the same answer: {'some' if same else 'none'}")
 
 
 @settings(

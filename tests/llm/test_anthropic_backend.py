@@ -44,6 +44,12 @@ async def _send(
     return body
 
 
+def _uncached(server: LoopbackServer) -> AgentConfig:
+    """An agent whose requests carry no cache marks: for tests of the blocks' shapes (the
+    marks are tested apart)."""
+    return anthropic_agent(server, prompt_caching=False)
+
+
 async def test_a_streamed_reply_is_assembled_and_every_delta_reaches_the_sink(
     server: LoopbackServer,
 ) -> None:
@@ -108,6 +114,59 @@ async def test_prompt_caching_can_be_turned_off(server: LoopbackServer) -> None:
     assert "cache_control" not in body["tools"][0]
 
 
+def _marked(body: dict[str, Any]) -> list[str]:
+    """The text or kind of every block that carries a cache mark, in request order."""
+    blocks = [*body.get("tools", ()), *body.get("system", ())]
+    blocks += [block for turn in body["messages"] for block in turn["content"]]
+    return [b.get("text") or b.get("name") or b["type"] for b in blocks if "cache_control" in b]
+
+
+ROUND = (
+    ChatMessage(role="system", content="The rules."),
+    ChatMessage(role="user", content="The task and the answers.", cache_point=True),
+    ChatMessage(role="user", content="You are agent2."),
+)
+
+
+async def test_a_rounds_shared_task_and_answers_are_marked_as_a_cached_prefix(
+    server: LoopbackServer,
+) -> None:
+    body = await _send(server, CompletionRequest(messages=ROUND, tools=(VOTE,)))
+
+    assert _marked(body) == ["The rules.", "The task and the answers."]
+
+
+async def test_once_a_tool_loop_is_under_way_its_last_block_is_marked_too(
+    server: LoopbackServer,
+) -> None:
+    call = ToolCall(id="toolu_1", name="read_file", arguments='{"path": "a"}')
+    request = CompletionRequest(
+        messages=(
+            *ROUND,
+            ChatMessage(role="assistant", tool_calls=(call,)),
+            ChatMessage(role="tool", content="contents of a", tool_call_id="toolu_1"),
+        ),
+        tools=(READ, VOTE),
+    )
+
+    body = await _send(server, request)
+
+    assert _marked(body) == ["The rules.", "The task and the answers.", "tool_result"]
+    assert len(_marked(body)) <= 4  # the API's limit
+
+
+async def test_a_request_of_one_turn_marks_no_message(server: LoopbackServer) -> None:
+    body = await _send(server, ask("Task", tools=(VOTE,)))
+
+    assert _marked(body) == ["vote"]
+
+
+async def test_without_prompt_caching_nothing_is_marked(server: LoopbackServer) -> None:
+    request = CompletionRequest(messages=ROUND, tools=(VOTE,))
+
+    assert _marked(await _send(server, request, _uncached(server))) == []
+
+
 async def test_tool_calls_and_results_become_blocks_and_consecutive_results_share_a_turn(
     server: LoopbackServer,
 ) -> None:
@@ -125,7 +184,7 @@ async def test_tool_calls_and_results_become_blocks_and_consecutive_results_shar
         ),
         tools=(READ, VOTE),
     )
-    body = await _send(server, request)
+    body = await _send(server, request, _uncached(server))
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Task"}]},
         {
@@ -361,7 +420,7 @@ async def test_empty_messages_are_sent_as_placeholders_the_api_accepts(
             ChatMessage(role="user", content="again"),
         )
     )
-    body = await _send(server, request)
+    body = await _send(server, request, _uncached(server))
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "(empty)"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "(empty reply)"}]},
@@ -378,7 +437,7 @@ async def test_an_empty_tool_result_is_sent_as_a_placeholder(server: LoopbackSer
             ChatMessage(role="tool", content="", tool_call_id="toolu_1"),
         )
     )
-    body = await _send(server, request)
+    body = await _send(server, request, _uncached(server))
     assert body["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "(no output)"}
     ]

@@ -18,7 +18,7 @@ from conclave.actors.llm.protocol import (
 from conclave.config.schema.openai import MaxTokensParam, ReasoningEffort
 from tests.llm.helpers import KEY, VOTE, Recorder, ask, openai_agent
 from tests.llm.loopback import JsonReply, LoopbackServer, SseReply, sse_data
-from tests.llm.wire import openai_chunk, openai_reply, split_bytes
+from tests.llm.wire import openai_chunk, openai_error, openai_reply, split_bytes
 
 
 async def test_a_streamed_reply_is_assembled_and_every_delta_reaches_the_sink(
@@ -203,6 +203,33 @@ async def test_required_tool_choice_is_sent_as_auto_to_a_server_that_lacks_it(
         backend = await pool.backend(openai_agent(server, tool_choice_required=False))
         await backend.complete(ask(tools=(VOTE,), tool_choice=ToolChoice.REQUIRED))
     assert server.requests[0].json["tool_choice"] == "auto"
+
+
+async def test_a_server_that_refuses_required_tool_choice_is_asked_again_with_auto_and_after(
+    server: LoopbackServer,
+) -> None:
+    server.script(
+        openai_error(400, "tool_choice 'required' is not supported by this server"),
+        SseReply(parts=tuple(openai_reply("first"))),
+        SseReply(parts=tuple(openai_reply("second"))),
+    )
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        first = await backend.complete(ask(tools=(VOTE,), tool_choice=ToolChoice.REQUIRED))
+        second = await backend.complete(ask(tools=(VOTE,), tool_choice=ToolChoice.REQUIRED))
+    assert (first.message.content, second.message.content) == ("first", "second")
+    assert [r.json["tool_choice"] for r in server.requests] == ["required", "auto", "auto"]
+
+
+async def test_a_refused_request_that_is_not_about_tool_choice_is_not_sent_again(
+    server: LoopbackServer,
+) -> None:
+    server.script(openai_error(400, "messages: too many images"))
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        with pytest.raises(FatalLLMError, match="too many images"):
+            await backend.complete(ask(tools=(VOTE,), tool_choice=ToolChoice.REQUIRED))
+    assert len(server.requests) == 1
 
 
 async def test_a_request_without_tools_sends_no_tool_choice(server: LoopbackServer) -> None:

@@ -1,5 +1,6 @@
-"""An agent's system message: the collaboration mode's prefix first, Conclave's rules, then
-the user's own instructions (an agent's ``system_prompt``). None of it changes what
+"""An agent's system message: the collaboration mode's prefix first, then Conclave's rules;
+the user's own instructions (an agent's ``system_prompt``) follow them, in the agent's own
+message of each round (the presenter's system message). None of it changes what
 ``parse_prompt`` reads back."""
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def test_an_execute_mode_round_starts_its_system_message_with_the_autonomy_prefi
 
 
 def test_a_default_round_has_no_mode_prefix() -> None:
-    assert _round(CollaborationMode.DEFAULT)[0].content.startswith("You are agent2")
+    assert _round(CollaborationMode.DEFAULT)[0].content.startswith("You are one of 2 agents")
 
 
 def test_a_plan_mode_presentation_is_told_to_present_a_plan() -> None:
@@ -61,18 +62,17 @@ def test_a_plan_mode_presentation_is_told_to_present_a_plan() -> None:
 
 
 def test_the_users_instructions_follow_conclaves_rules_in_rounds_and_presentations() -> None:
-    for system in (
-        _round(CollaborationMode.DEFAULT, "Answer in French.")[0].content,
-        _present(CollaborationMode.DEFAULT, "Answer in French.")[0].content,
-    ):
-        rules_end = system.index("tags ending in")
-        assert system.index("Answer in French.") > rules_end
+    messages = _round(CollaborationMode.DEFAULT, "Answer in French.")
+    assert "Answer in French." not in messages[0].content
+    assert messages[-1].content.index("Answer in French.") > messages[-1].content.index(
+        "You are agent2."
+    )
+    system = _present(CollaborationMode.DEFAULT, "Answer in French.")[0].content
+    assert system.index("Answer in French.") > system.index("tags ending in")
 
 
 def test_blank_instructions_add_nothing() -> None:
-    assert _round(CollaborationMode.DEFAULT, "  \n")[0].content == (
-        _round(CollaborationMode.DEFAULT)[0].content
-    )
+    assert _round(CollaborationMode.DEFAULT, "  \n") == _round(CollaborationMode.DEFAULT)
 
 
 def test_a_prompt_with_a_mode_prefix_and_instructions_reads_back_the_same() -> None:

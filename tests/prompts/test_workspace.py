@@ -1,8 +1,9 @@
-"""An agent is told where it works: its system message quotes its workspace directory and
-each context path with what it may do there now (read-only, writable now, writable in the
-final presentation; protected paths inside), so a real model knows where to write. Paths are
-content: they are quoted between fenced tags like the task and the answers, so no path can
-add structure or instructions, and ``parse_prompt`` reads them back exactly."""
+"""An agent is told where it works: its own message in each round (the presenter's system
+message) quotes its workspace directory and each context path with what it may do there now
+(read-only, writable now, writable in the final presentation; protected paths inside), so a
+real model knows where to write. Paths are content: they are quoted between fenced tags like
+the task and the answers, so no path can add structure or instructions, and
+``parse_prompt`` reads them back exactly."""
 
 from __future__ import annotations
 
@@ -77,25 +78,26 @@ def _fence(messages: Sequence[ChatMessage]) -> str:
     return found.group(1)
 
 
-def test_the_system_message_quotes_the_workspace_between_fenced_tags() -> None:
+def test_the_agents_own_message_quotes_the_workspace_between_fenced_tags() -> None:
     messages = _round()
     fence = _fence(messages)
 
-    system = messages[0].content
+    yours = messages[-1].content
 
-    assert f"<WORKSPACE {fence}>\n/runs/r1/workspaces/a2\n</WORKSPACE {fence}>" in system
-    assert "your file tools and shell commands start there" in system
+    assert f"<WORKSPACE {fence}>\n/runs/r1/workspaces/a2\n</WORKSPACE {fence}>" in yours
+    assert "your file tools and shell commands start there" in yours
+    assert "/runs/r1/workspaces/a2" not in messages[0].content  # the system is every agent's
 
 
 def test_each_context_path_is_tagged_with_what_the_agent_may_do_there_now() -> None:
     messages = _round()
     fence = _fence(messages)
 
-    system = messages[0].content
+    yours = messages[-1].content
 
-    assert f"<CONTEXT PATH read-only {fence}>\n/home/me/docs\n" in system
-    assert f"<CONTEXT PATH writable in the final presentation {fence}>\n/home/me/src\n" in system
-    assert f"<PROTECTED PATH {fence}>\n/home/me/src/vendor\n" in system
+    assert f"<CONTEXT PATH read-only {fence}>\n/home/me/docs\n" in yours
+    assert f"<CONTEXT PATH writable in the final presentation {fence}>\n/home/me/src\n" in yours
+    assert f"<PROTECTED PATH {fence}>\n/home/me/src/vendor\n" in yours
 
 
 def test_the_prompt_reads_back_the_workspace_and_context_paths_exactly() -> None:
@@ -110,7 +112,7 @@ def test_a_context_path_writable_now_says_so() -> None:
     view = parse_prompt(_round(note))
 
     assert view.workspace == note
-    assert "writable now: you may change it" in _round(note)[0].content
+    assert "writable now: you may change it" in _round(note)[-1].content
 
 
 def test_the_presenter_is_told_its_context_paths_are_writable_now() -> None:
@@ -125,31 +127,31 @@ def test_the_presenter_is_told_its_context_paths_are_writable_now() -> None:
 
 
 def test_plan_mode_shows_every_context_path_read_only() -> None:
-    system = _round(mode=CollaborationMode.PLAN)[0].content
+    yours = _round(mode=CollaborationMode.PLAN)[-1].content
     presented = _present(NOTE, CollaborationMode.PLAN)
 
-    for text in (system, presented):
+    for text in (yours, presented):
         assert "<CONTEXT PATH writable" not in text
         assert "<PROTECTED PATH" not in text
         assert text.count("<CONTEXT PATH read-only ") == 2
 
 
-def test_without_a_workspace_the_system_message_says_nothing_about_files() -> None:
+def test_without_a_workspace_the_prompt_says_nothing_about_files() -> None:
     messages = _round(None)
 
-    assert "Your files" not in messages[0].content
-    assert "<WORKSPACE" not in messages[0].content
+    assert not any("Your files" in m.content for m in messages)
+    assert not any("<WORKSPACE" in m.content for m in messages)
     assert parse_prompt(messages).workspace is None
 
 
-def test_the_files_section_follows_conclaves_rules_and_precedes_the_users_instructions() -> None:
-    system = _round(instructions="Prefer small diffs.")[0].content
+def test_the_files_section_follows_who_the_agent_is_and_precedes_the_users_instructions() -> None:
+    yours = _round(instructions="Prefer small diffs.")[-1].content
 
-    rules = system.index("End every turn with exactly one workflow tool call")
-    files = system.index("Your files.")
-    instructions = system.index("Instructions from the user")
+    who = yours.index("You are agent2.")
+    files = yours.index("Your files.")
+    instructions = yours.index("Instructions from the user")
 
-    assert rules < files < instructions
+    assert who < files < instructions
 
 
 def _hostile(fence: str) -> list[str]:

@@ -1,5 +1,7 @@
-"""What reaches the model in every call of a run: the collaboration mode's prefix and each
-agent's own ``system_prompt``, in its rounds and in the presentation."""
+"""What reaches the model in every call of a run: the collaboration mode's prefix (in the
+system message) and each agent's own ``system_prompt`` (in a round, in the agent's own
+last message, after the part every agent shares; in the presentation, in the system
+message)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,14 @@ from conclave.actors.llm.protocol import CallPurpose
 from conclave.actors.prompts.modes import mode_prefix
 from conclave.config.modes import CollaborationMode
 from tests.coordination.helpers import Recorder, agent, config, run_tapped
+
+
+def _said(recorder: Recorder, member: str) -> list[str]:
+    """Everything each request of ``member`` said, one text per request."""
+    return [
+        "\n".join(m.content for m in request.messages)
+        for request in recorder.backends[member].requests
+    ]
 
 
 def _systems(recorder: Recorder, member: str, purpose: CallPurpose | None = None) -> list[str]:
@@ -30,9 +40,10 @@ async def test_every_call_of_an_agent_carries_its_own_system_prompt_and_only_its
     run = await run_tapped(config(*members), backend_factory=recorder)
 
     assert run.result.termination == "completed"
-    assert _systems(recorder, "a")
-    assert all("Answer in French." in s for s in _systems(recorder, "a"))
-    assert not any("Answer in French." in s for s in _systems(recorder, "b"))
+    assert _said(recorder, "a")
+    assert all("Answer in French." in s for s in _said(recorder, "a"))
+    assert not any("Answer in French." in s for s in _said(recorder, "b"))
+    assert not any("Answer in French." in s for s in _systems(recorder, "a", CallPurpose.ROUND))
 
 
 async def test_a_plan_mode_run_prefixes_every_round_with_the_plan_instructions(
