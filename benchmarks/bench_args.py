@@ -15,6 +15,7 @@ __all__ = [
     "add_bench_arguments",
     "check_log_root",
     "check_report_path",
+    "positive_int",
     "write_report",
 ]
 
@@ -134,3 +135,14 @@ def write_report(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (counts, repeats, samples)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value

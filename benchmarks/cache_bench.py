@@ -29,7 +29,12 @@ from typing import Any
 import trio
 
 from conclave.actors.run.driver import RunSpec, run
-from conclave.benchmarks.bench_args import ReportPathChanged, check_report_path, write_report
+from conclave.benchmarks.bench_args import (
+    ReportPathChanged,
+    check_report_path,
+    positive_int,
+    write_report,
+)
 from conclave.benchmarks.http_server import ScriptedServer, model_name, serve
 from conclave.benchmarks.machine import machine_info
 from conclave.benchmarks.prompt_cache import BLOCK_TOKENS, MIN_TOKENS, PromptCache
@@ -212,23 +217,13 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m conclave.benchmarks.cache_bench",
         description="The share of a run's prompt tokens a provider's prompt cache serves.",
     )
     p.add_argument("--agents", type=_sizes, default=[3, 10], metavar="N,N")
-    p.add_argument("--repeats", type=_positive, default=3, metavar="R")
+    p.add_argument("--repeats", type=positive_int, default=3, metavar="R")
     p.add_argument("--json", default="bench-results/cache_bench.json", metavar="PATH")
     return p
 

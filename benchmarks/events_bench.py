@@ -32,6 +32,7 @@ import trio
 
 from conclave.actors.events import DEFAULT_BUFFER, EventHub, Subscription
 from conclave.actors.run.driver import RunSpec, open_run
+from conclave.benchmarks.bench_args import positive_int
 from conclave.benchmarks.machine import machine_info
 from conclave.config.modes import ModeState, apply_modes
 from conclave.config.schema import (
@@ -194,20 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m conclave.benchmarks.events_bench",
         description="What a subscriber that never reads costs a run (it must cost nothing).",
     )
-    p.add_argument("--agents", type=_positive, default=1_000, metavar="N")
-    p.add_argument("--repeats", type=_positive, default=7, metavar="R")
+    p.add_argument("--agents", type=positive_int, default=1_000, metavar="N")
+    p.add_argument("--repeats", type=positive_int, default=7, metavar="R")
     p.add_argument("--json", default="bench-results/events_bench.json", metavar="PATH")
     return p
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from conclave.benchmarks.bench_args import positive_int
 from conclave.benchmarks.machine import machine_info
 
 __all__ = ["main", "run_benchmark"]
@@ -224,24 +225,14 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m conclave.benchmarks.repl_bench",
         description="The REPL in tmux: start-up time and key echo while a big run streams.",
     )
-    p.add_argument("--agents", type=_positive, default=1000, metavar="N")
-    p.add_argument("--samples", type=_positive, default=100, metavar="K")
-    p.add_argument("--starts", type=_positive, default=5, metavar="S")
+    p.add_argument("--agents", type=positive_int, default=1000, metavar="N")
+    p.add_argument("--samples", type=positive_int, default=100, metavar="K")
+    p.add_argument("--starts", type=positive_int, default=5, metavar="S")
     p.add_argument("--json", default="bench-results/repl_bench.json", metavar="PATH")
     return p
 

@@ -31,6 +31,7 @@ import attrs
 import trio
 import trio.testing
 
+from conclave.benchmarks.bench_args import positive_int
 from conclave.benchmarks.machine import machine_info
 from conclave.runtime import (
     DELIVER,
@@ -294,17 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m conclave.benchmarks.runtime_bench",
         description="Kernel overhead: full actor path against raw trio memory channels.",
     )
-    p.add_argument("--messages", type=_positive, default=50_000, metavar="N")
-    p.add_argument("--repeats", type=_positive, default=5, metavar="R")
+    p.add_argument("--messages", type=positive_int, default=50_000, metavar="N")
+    p.add_argument("--repeats", type=positive_int, default=5, metavar="R")
     p.add_argument("--json", default="bench-results/runtime_bench.json", metavar="PATH")
     return p
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

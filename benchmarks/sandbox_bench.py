@@ -37,7 +37,7 @@ import trio
 from conclave.actors.sandbox import SandboxUnavailable, open_sandbox
 from conclave.actors.sandbox.docker import DockerSandbox
 from conclave.actors.sandbox.local import LocalSandbox, bubblewrap
-from conclave.benchmarks.bench_args import check_report_path, write_report
+from conclave.benchmarks.bench_args import check_report_path, positive_int, write_report
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 
@@ -181,23 +181,13 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join([title, *lines, *notes, verdict])
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m conclave.benchmarks.sandbox_bench",
         description="What run_shell costs per call in each sandbox (local, bubblewrap, docker).",
     )
-    p.add_argument("--calls", type=_positive, default=200, metavar="N")
-    p.add_argument("--repeats", type=_positive, default=5, metavar="R")
+    p.add_argument("--calls", type=positive_int, default=200, metavar="N")
+    p.add_argument("--repeats", type=positive_int, default=5, metavar="R")
     p.add_argument("--json", default="bench-results/sandbox_bench.json", metavar="PATH")
     return p
 

@@ -39,7 +39,7 @@ from conclave.actors.tools.executor import AgentTools, agent_tools
 from conclave.actors.tools.paths import PathGrant, PathPolicy, StaticGrants
 from conclave.actors.tools.protocol import ToolResult
 from conclave.actors.tools.spec import ToolContext, ToolSpec
-from conclave.benchmarks.bench_args import check_report_path, write_report
+from conclave.benchmarks.bench_args import check_report_path, positive_int, write_report
 from conclave.benchmarks.machine import machine_info
 from conclave.config.modes import CollaborationMode
 
@@ -224,23 +224,13 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join([title, *lines, *summary])
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m conclave.benchmarks.tools_bench",
         description="What a tool call costs beyond the tool's own work (executor, path policy).",
     )
-    p.add_argument("--calls", type=_positive, default=2_000, metavar="N")
-    p.add_argument("--repeats", type=_positive, default=7, metavar="R")
+    p.add_argument("--calls", type=positive_int, default=2_000, metavar="N")
+    p.add_argument("--repeats", type=positive_int, default=7, metavar="R")
     p.add_argument("--json", default="bench-results/tools_bench.json", metavar="PATH")
     return p
 

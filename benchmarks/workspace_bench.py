@@ -43,7 +43,12 @@ from conclave.actors.events.loop import ToolCallFinished
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.run.result import RunResult
 from conclave.actors.sandbox.local import bubblewrap
-from conclave.benchmarks.bench_args import check_log_root, check_report_path, write_report
+from conclave.benchmarks.bench_args import (
+    check_log_root,
+    check_report_path,
+    positive_int,
+    write_report,
+)
 from conclave.benchmarks.load_bench import TASK, Case
 from conclave.benchmarks.machine import current_rss_kb, machine_info, peak_rss_kb
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
@@ -269,16 +274,6 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join([title, *lines])
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def _latency(text: str) -> float:
     try:
         value = float(text)
@@ -295,9 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="A coordinated run of agents that read 3 files and write 1 each: LLM "
         "calls, tool calls, wall time against the ideal.",
     )
-    p.add_argument("--agents", type=_positive, default=50, metavar="N")
+    p.add_argument("--agents", type=positive_int, default=50, metavar="N")
     p.add_argument("--latency", type=_latency, default=0.2, metavar="SECONDS")
-    p.add_argument("--repeats", type=_positive, default=3, metavar="R")
+    p.add_argument("--repeats", type=positive_int, default=3, metavar="R")
     p.add_argument("--json", default="bench-results/workspace_bench.json", metavar="PATH")
     p.add_argument(
         "--log-root",
