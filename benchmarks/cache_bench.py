@@ -35,12 +35,9 @@ from conclave.benchmarks.bench_args import (
     positive_int,
     write_report,
 )
-from conclave.benchmarks.http_server import ScriptedServer, model_name, serve
+from conclave.benchmarks.http_server import ScriptedServer, loopback_panel, serve
 from conclave.benchmarks.machine import machine_info
 from conclave.benchmarks.prompt_cache import BLOCK_TOKENS, MIN_TOKENS, PromptCache
-from conclave.config.schema import AgentConfig, ConclaveConfig
-from conclave.config.schema.openai import OpenAIBackendConfig
-from conclave.config.secret import Secret
 
 __all__ = ["ANSWER_TOKENS", "TASK", "main", "run_benchmark"]
 
@@ -77,24 +74,6 @@ def _task() -> str:
 TASK = _task()
 
 
-def panel(agents: int, url: str) -> ConclaveConfig:
-    """``agents`` agents on the loopback server, one scripted agent per model name."""
-    return ConclaveConfig(
-        agents=tuple(
-            AgentConfig(
-                id=f"a{i}",
-                backend=OpenAIBackendConfig(
-                    model=model_name(f"a{i}", i),
-                    base_url=url,
-                    api_key=Secret("sk-bench-loopback"),
-                    max_concurrency=agents,
-                ),
-            )
-            for i in range(1, agents + 1)
-        )
-    )
-
-
 async def measure(agents: int) -> dict[str, Any]:
     """One run of ``agents`` agents against a fresh server and cache."""
     cache = PromptCache()
@@ -105,7 +84,7 @@ async def measure(agents: int) -> dict[str, Any]:
         port = await nursery.start(serve, server)
         with trio.fail_after(RUN_LIMIT_S):
             result = await run(
-                RunSpec(task=TASK, config=panel(agents, f"http://127.0.0.1:{port}/v1"))
+                RunSpec(task=TASK, config=loopback_panel(agents, f"http://127.0.0.1:{port}/v1"))
             )
         nursery.cancel_scope.cancel()
     total = result.usage.total

@@ -50,12 +50,15 @@ from conclave.actors.llm.protocol import (
 )
 from conclave.actors.llm.scripted import ScriptedBackend
 from conclave.benchmarks.prompt_cache import TOKEN_CHARS, PromptCache, prompt_text, tokens
-from conclave.config.schema import ScriptedBackendConfig
+from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
 
 __all__ = [
     "BACKLOG",
     "ScriptedServer",
     "ServerProcess",
+    "loopback_panel",
     "model_name",
     "open_server_process",
     "serve",
@@ -69,6 +72,25 @@ _MAX_HEAD = 64 * 1024
 def model_name(agent_id: str, seed: int) -> str:
     """The ``model`` a client sends for the scripted agent ``agent_id`` with ``seed``."""
     return f"{agent_id}@{seed}"
+
+
+def loopback_panel(agents: int, url: str) -> ConclaveConfig:
+    """``agents`` openai agents named ``a1``... on this server at ``url``, one scripted agent
+    per model name, each allowed as many concurrent requests as there are agents."""
+    return ConclaveConfig(
+        agents=tuple(
+            AgentConfig(
+                id=f"a{i}",
+                backend=OpenAIBackendConfig(
+                    model=model_name(f"a{i}", i),
+                    base_url=url,
+                    api_key=Secret("sk-loopback"),
+                    max_concurrency=agents,
+                ),
+            )
+            for i in range(1, agents + 1)
+        )
+    )
 
 
 @attrs.define

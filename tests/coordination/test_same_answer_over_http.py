@@ -14,10 +14,7 @@ import trio
 
 from conclave.actors.coordination.events import VoteAdded
 from conclave.actors.run.driver import RunSpec, run
-from conclave.benchmarks.http_server import ScriptedServer, model_name, serve
-from conclave.config.schema import AgentConfig, ConclaveConfig
-from conclave.config.schema.openai import OpenAIBackendConfig
-from conclave.config.secret import Secret
+from conclave.benchmarks.http_server import ScriptedServer, loopback_panel, serve
 from conclave.runtime import MemoryTap
 
 SAME = "Hold papers together, pick a simple lock, reset a router."
@@ -32,23 +29,6 @@ async def same_answer_server() -> AsyncIterator[tuple[ScriptedServer, str]]:
         nursery.cancel_scope.cancel()
 
 
-def panel(n: int, url: str) -> ConclaveConfig:
-    return ConclaveConfig(
-        agents=tuple(
-            AgentConfig(
-                id=f"a{i}",
-                backend=OpenAIBackendConfig(
-                    model=model_name(f"a{i}", i),
-                    base_url=url,
-                    api_key=Secret("sk-loopback"),
-                    max_concurrency=n,
-                ),
-            )
-            for i in range(1, n + 1)
-        )
-    )
-
-
 @pytest.mark.parametrize("n", [3, 50])
 async def test_a_panel_whose_model_gives_everyone_the_same_answer_stays_in_and_votes(
     n: int,
@@ -57,7 +37,8 @@ async def test_a_panel_whose_model_gives_everyone_the_same_answer_stays_in_and_v
     async with same_answer_server() as (server, url):
         with trio.fail_after(60):
             result = await run(
-                RunSpec(task="Name three uses of a paperclip", config=panel(n, url)), taps=[tap]
+                RunSpec(task="Name three uses of a paperclip", config=loopback_panel(n, url)),
+                taps=[tap],
             )
 
     assert result.termination == "completed"
