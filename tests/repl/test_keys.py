@@ -21,6 +21,7 @@ from tests.repl.harness import (
     CTRL_D,
     CTRL_O,
     ENTER,
+    ESC,
     SHIFT_TAB,
     Session,
     config,
@@ -133,6 +134,62 @@ def test_ctrl_o_then_a_row_makes_that_agent_the_presenter(tmp_path: Path) -> Non
         assert result.decided_by is DecidedBy.OVERRIDE
 
     play(scenario, tmp_path)
+
+
+def test_esc_at_the_vote_closes_nothing_and_the_run_still_waits_to_present(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        session.press(ESC)
+        await session.until(lambda: "Ctrl+C" in session.state.notice, "the hint to cancel")
+        assert session.state.override is not None
+        assert session.state.usage.runs == 0
+        session.press(ENTER)
+        await session.until(lambda: session.state.usage.runs == 1, "the run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.termination is Termination.COMPLETED
+
+    play(scenario, tmp_path)
+
+
+def test_esc_in_the_override_dialog_closes_it_and_the_vote_still_waits(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        session.press(CTRL_O)
+        await session.until(lambda: session.state.dialog is Dialog.OVERRIDE, "the dialog")
+        session.press(ESC)
+        await session.until(lambda: session.state.dialog is Dialog.NONE, "the dialog closed")
+        await session.settle()
+        assert session.state.override is not None
+        assert session.state.running
+
+    play(scenario, tmp_path)
+
+
+def test_a_two_digit_row_number_chooses_that_row_of_the_override_dialog(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        window = session.state.override
+        assert window is not None
+        assert len(window.rows) == 12
+        session.press(CTRL_O)
+        await session.until(lambda: session.state.dialog is Dialog.OVERRIDE, "the dialog")
+        session.press("1")
+        await session.until(lambda: session.state.selected == 0, "row 1 highlighted")
+        assert session.state.dialog is Dialog.OVERRIDE  # 1 may yet be 10, 11 or 12
+        session.press("2")
+        await session.until(lambda: session.state.usage.runs == 1, "the run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.presenter == window.rows[11].agent
+        assert result.decided_by is DecidedBy.OVERRIDE
+
+    play(scenario, tmp_path, conclave=config(agents=12))
 
 
 def test_enter_at_the_vote_continues_with_the_winner(tmp_path: Path) -> None:

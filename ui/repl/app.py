@@ -290,6 +290,7 @@ class Repl:
     def open_dialog(self, dialog: Dialog, *, selected: int = 0) -> None:
         self.state.dialog = dialog
         self.state.selected = selected
+        self.state.row_number = ""
         self.state.on_change()
 
     def close_dialog(self) -> None:
@@ -298,6 +299,7 @@ class Repl:
                 self.plans.cancel()  # the dialog's own Cancel closes it
             return
         self.state.dialog = Dialog.NONE
+        self.state.row_number = ""
         self.state.on_change()
 
     def _rows(self) -> int:
@@ -308,11 +310,35 @@ class Repl:
             return len(CollaborationMode)
         return 0
 
-    def move_selection(self, step: int) -> None:
+    def move_selection(self, step: int, *, wrap: bool = True) -> None:
+        """Move the highlight ``step`` rows; past either end it wraps round (arrows) or
+        stops there (pages)."""
         rows = self._rows()
         if rows:
-            self.state.selected = (self.state.selected + step) % rows
+            moved = self.state.selected + step
+            self.state.selected = moved % rows if wrap else min(max(moved, 0), rows - 1)
+            self.state.row_number = ""
             self.state.on_change()
+
+    def type_row_digit(self, digit: str) -> None:
+        """A digit of a row's number: the row is chosen as soon as no longer number starts
+        with the digits typed (at once with up to nine rows), and highlighted until then
+        for Enter to choose. A number past the last row starts again from this digit."""
+        state, rows = self.state, self._rows()
+        typed = state.row_number + digit
+        if int(typed) > rows:
+            typed = digit
+        number = int(typed)
+        if not 1 <= number <= rows:
+            state.row_number = ""
+            state.tell(f"no row {typed}: the rows are numbered 1 to {rows}")
+            return
+        if number * 10 > rows:
+            self.choose(number - 1)
+            return
+        state.row_number = typed
+        state.selected = number - 1
+        state.on_change()
 
     def choose(self, index: int) -> None:
         """Take row ``index`` of the open dialog."""
@@ -321,6 +347,7 @@ class Repl:
             return
         dialog = state.dialog
         state.dialog = Dialog.NONE
+        state.row_number = ""
         if dialog is Dialog.OVERRIDE and state.override is not None:
             row = state.override.rows[index]
             self.send(Override(agent=row.agent))

@@ -158,7 +158,8 @@ def _help(repl: Repl, argument: str) -> None:
         "  Alt+A / Alt+R    single/multi agent; refinement on/off",
         "  Alt+Left/Right   choose the active agent (single-agent mode); Alt+1..9 too",
         "  Ctrl+O           after the vote: choose who presents (Enter keeps the winner)",
-        "  Ctrl+C / Esc     cancel the run; at an idle prompt, clear the line",
+        "  Ctrl+C           cancel the run; at an idle prompt, clear the line",
+        "  Esc              close a dialog; at an idle prompt, clear the line (never cancels)",
         "  Ctrl+D           cancel any run and quit",
     ]
     repl.say("\n".join(lines))
