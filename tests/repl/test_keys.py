@@ -20,6 +20,7 @@ from tests.repl.harness import (
     CTRL_C,
     CTRL_D,
     CTRL_O,
+    CTRL_R,
     ENTER,
     ESC,
     SHIFT_TAB,
@@ -232,6 +233,43 @@ def test_ctrl_c_at_an_idle_prompt_clears_the_line(tmp_path: Path) -> None:
         session.press(CTRL_C)
         await session.until(lambda: session.repl.buffer.text == "", "the line cleared")
         assert session.state.usage.runs == 0
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_c_twice_at_an_empty_idle_prompt_quits(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(CTRL_C)
+        await session.until(lambda: "Ctrl+C again" in session.state.notice, "the warning")
+        assert not session.repl.quitting
+        session.press(CTRL_C)
+        await session.until(lambda: session.repl.quitting, "quitting")
+
+    play(scenario, tmp_path)
+
+
+def test_typing_between_two_ctrl_c_starts_the_count_again(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(CTRL_C)
+        await session.until(lambda: "Ctrl+C again" in session.state.notice, "the warning")
+        session.press("x", CTRL_C)  # clears the line typed since
+        await session.until(lambda: session.repl.buffer.text == "", "the line cleared")
+        session.press(CTRL_C)
+        await session.until(lambda: "Ctrl+C again" in session.state.notice, "the warning again")
+        assert not session.repl.quitting
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_r_finds_an_earlier_line_and_enter_takes_it(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("/status")
+        session.type("/cost")
+        await session.until(lambda: "LLM calls" in session.transcript(), "/cost's answer")
+        session.press(CTRL_R, "sta")
+        await session.settle()
+        session.press(ENTER)
+        await session.until(lambda: session.repl.buffer.text == "/status", "the line found")
 
     play(scenario, tmp_path)
 

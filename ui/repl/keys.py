@@ -12,6 +12,8 @@
 | a row's number (then Enter past 9 rows) | choose that row of a dialog |
 | Esc | close a dialog; at an idle prompt, clear the line (it never cancels a run) |
 | Ctrl+C | cancel the run; close a dialog; at an idle prompt, clear the line |
+| Ctrl+C twice | at an empty idle prompt: quit |
+| Ctrl+R | search the input history (prompt-toolkit's reverse search) |
 | Ctrl+D | cancel any run, wait for its log to close, and exit |
 
 Toggles go through :meth:`Repl.toggle`, which shows why a refused one changed nothing.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from conclave.ui.repl.protocol import Cancel
@@ -38,7 +40,8 @@ def build_keys(repl: Repl) -> KeyBindings:
     state = repl.state
     keys = KeyBindings()
     in_dialog = Condition(lambda: state.dialog in (Dialog.OVERRIDE, Dialog.MODE_PICKER))
-    no_dialog = Condition(lambda: state.dialog is Dialog.NONE)
+    # While Ctrl+R searches, Enter, Esc and Ctrl+C are the search's (take, leave, leave).
+    no_dialog = Condition(lambda: state.dialog is Dialog.NONE) & ~is_searching
 
     @keys.add("s-tab", filter=no_dialog)
     def _plan_mode(event: KeyPressEvent) -> None:
@@ -98,7 +101,7 @@ def build_keys(repl: Repl) -> KeyBindings:
     def _override(event: KeyPressEvent) -> None:
         repl.open_override()
 
-    @keys.add("c-c")
+    @keys.add("c-c", filter=~is_searching)
     def _cancel(event: KeyPressEvent) -> None:
         if state.dialog is not Dialog.NONE:
             repl.close_dialog()
@@ -107,8 +110,10 @@ def build_keys(repl: Repl) -> KeyBindings:
             state.notice = ""
         else:  # a run, or one just sent that the screen does not show yet
             repl.send(Cancel())
+            if not state.running:
+                repl.interrupt_idle()
 
-    @keys.add("escape", filter=~has_completions)
+    @keys.add("escape", filter=~has_completions & ~is_searching)
     def _close(event: KeyPressEvent) -> None:
         """Esc closes what is open and never cancels a run: at the vote, a stray Esc must
         not throw away the presentation it waits for."""

@@ -28,6 +28,7 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
+from prompt_toolkit.widgets import SearchToolbar
 
 from conclave.config.modes import AgentMode, CollaborationMode
 from conclave.ui.repl.state import DIALOG_ROWS, Dialog, ReplState
@@ -262,8 +263,13 @@ def _lines(
 
 def build_layout(repl: Repl) -> Layout:
     state = repl.state
+    search = SearchToolbar()  # Ctrl+R: prompt-toolkit's reverse search of the history
     prompt_window = Window(
-        BufferControl(buffer=repl.buffer, input_processors=[BeforeInput(PROMPT, "class:prompt")]),
+        BufferControl(
+            buffer=repl.buffer,
+            input_processors=[BeforeInput(PROMPT, "class:prompt")],
+            search_buffer_control=search.control,
+        ),
         height=Dimension(min=1, max=12),
         dont_extend_height=True,
         wrap_lines=True,
@@ -279,6 +285,7 @@ def build_layout(repl: Repl) -> Layout:
             _lines(lambda: tab_bar(repl), lambda: True),
             Window(FormattedTextControl(lambda: mode_bar(repl)), height=1),
             prompt_window,
+            search,
             _lines(lambda: [("class:notice", state.notice)], lambda: bool(state.notice), wrap=True),
         ]
     )
