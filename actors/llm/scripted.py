@@ -95,12 +95,14 @@ class ScriptedBackend:
             policy.hang_rate and self._rng.random() < policy.hang_rate
         ):
             await trio.sleep_forever()
-        streaming = delay * STREAMED_SHARE
-        await trio.sleep(delay - streaming)
+        # Deadlines, not durations: the reply comes at exactly start + delay, streamed or not.
+        start = trio.current_time()
+        end = start + delay
+        await trio.sleep_until(start + delay * (1 - STREAMED_SHARE))
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):
-            await trio.sleep(streaming)  # a failure takes the whole latency, as it always did
+            await trio.sleep_until(end)  # a failure takes the whole latency, as it always did
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
@@ -124,7 +126,7 @@ class ScriptedBackend:
             # In plan mode a model answers with plans: so does this one (actors.planning);
             # a configured answer_text is given exactly as written, plan or not.
             message = as_plan_reply(request.messages, message)
-        await _stream(message.content if sink is not None else "", streaming, sink)
+        await _stream(message.content if sink is not None else "", end, sink)
         return Completion(message=message, usage=_usage(request, message))
 
     def _step(
@@ -263,21 +265,23 @@ _STEP = "step"
 """How the ids of tool-step calls begin: their results in a transcript count the steps done."""
 
 
-async def _stream(text: str, duration: float, sink: CompletionSink | None) -> None:
-    """Hand ``text`` to ``sink`` in :data:`STREAM_CHUNKS` pieces over ``duration`` seconds:
-    the first at once, each next one a share of ``duration`` later, and the reply after the
-    last share. Without text (or a sink) it only waits. With no latency the pieces come at
-    once and no checkpoint is added: a call costs what it did."""
+async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
+    """Hand ``text`` to ``sink`` in :data:`STREAM_CHUNKS` pieces from now until ``end``: the
+    first at once, the others evenly spaced, and the reply at ``end``. Without text (or a
+    sink) it only waits. With no latency left the pieces come at once and no checkpoint is
+    added: a call costs what it did."""
+    now = trio.current_time()
     if not text or sink is None:
-        if duration:
-            await trio.sleep(duration)
+        if end > now:
+            await trio.sleep_until(end)
         return
     size = -(-len(text) // STREAM_CHUNKS)  # ceiling: never more than STREAM_CHUNKS pieces
     pieces = [text[i : i + size] for i in range(0, len(text), size)]
-    for piece in pieces:
+    step = (end - now) / len(pieces)
+    for index, piece in enumerate(pieces, 1):
         sink.text(piece)
-        if duration:
-            await trio.sleep(duration / len(pieces))
+        if end > now:
+            await trio.sleep_until(end if index == len(pieces) else now + step * index)
 
 
 def _is_step_result(message: ChatMessage) -> bool:
