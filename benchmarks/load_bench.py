@@ -56,6 +56,7 @@ from conclave.config.schema import (
     OrchestratorConfig,
     ScriptedBackendConfig,
 )
+from conclave.runtime.eventlog import EventLogFailure
 from conclave.runtime.gc_tuning import tune_gc_for_actors
 
 __all__ = ["main"]
@@ -135,13 +136,14 @@ def measure_big_run(case: Case) -> dict[str, Any]:
     wall/ideal over all repeats is reported next to it, because this machine is noisy."""
     baseline = current_rss_kb()
     measured: list[tuple[float, RunResult, int]] = []
+    log_failures: list[str] = []
     config = case.config()
     with _log_scratch() as tmp:
         for repeat in range(case.repeats):
             log_dir = tmp / f"run{repeat}"
             spec = RunSpec(task=TASK, config=config, log_dir=log_dir)
             started = time.perf_counter()
-            result = trio.run(run, spec)
+            result = trio.run(partial(run, spec, on_log_failure=_noting(log_failures)))
             wall = time.perf_counter() - started
             measured.append((wall, result, (log_dir / "events.jsonl").stat().st_size))
         peak = peak_rss_kb()
@@ -165,7 +167,19 @@ def measure_big_run(case: Case) -> dict[str, Any]:
         "peak_rss_mb": round(peak / 1024, 1),
         "rss_per_agent_kb": round((peak - baseline) / case.agents, 1),
         "event_log_mb": round(log_bytes / 1e6, 2),
+        **_log_failure_fields(log_failures),
     }
+
+
+def _noting(failures: list[str]) -> Callable[[EventLogFailure], None]:
+    """An ``on_log_failure`` that keeps what each stopped log said."""
+    return lambda failure: failures.append(str(failure))
+
+
+def _log_failure_fields(failures: Sequence[str]) -> dict[str, Any]:
+    """A row's count of runs whose event log stopped (a full disk), and the first's reason:
+    their figures do not include the full cost of logging."""
+    return {"log_failures": len(failures), "log_failure": failures[0] if failures else None}
 
 
 def _in_subprocess(case: Case) -> dict[str, Any]:
@@ -214,16 +228,19 @@ async def _run_batch(
     slots: int,
     log_root: Path | None,
     claim: Callable[[], int | None],
+    log_failures: list[str] | None = None,
 ) -> list[float]:
     """Run configs in ``slots`` lanes of :func:`actors.batch.lanes.run_lanes` (the lanes
     ``conclave batch`` runs); processes sharing one claim counter balance themselves.
-    Returns each run's duration on the current clock."""
+    Returns each run's duration on the current clock; what each stopped event log said is
+    added to ``log_failures``."""
     durations: list[float] = []
+    noted = _noting(log_failures) if log_failures is not None else None
 
     async def run_one(i: int) -> None:
         started = trio.current_time()
         log_dir = log_root / f"run{i}" if log_root is not None else None
-        await run(RunSpec(task=TASK, config=configs[i], log_dir=log_dir))
+        await run(RunSpec(task=TASK, config=configs[i], log_dir=log_dir), on_log_failure=noted)
         durations.append(trio.current_time() - started)
 
     await run_lanes(slots, claim, run_one)
@@ -264,14 +281,21 @@ def run_batch_worker(
     tune_gc_for_actors()
     # Parsed up front, as a batch file would be: the timed part is running them.
     configs = _batch_configs(runs, latency)
+    log_failures: list[str] = []
     with _log_scratch() as tmp:
         time.sleep(max(0.0, start_at - time.time()))
         cpu_started = time.process_time()
-        durations = trio.run(_run_batch, configs, slots, tmp, claims.claim)
+        durations = trio.run(_run_batch, configs, slots, tmp, claims.claim, log_failures)
         ended = time.time()
         cpu = time.process_time() - cpu_started
     results.send(
-        {"ended": ended, "durations": durations, "cpu_s": cpu, "peak_rss_kb": peak_rss_kb()}
+        {
+            "ended": ended,
+            "durations": durations,
+            "cpu_s": cpu,
+            "peak_rss_kb": peak_rss_kb(),
+            "log_failures": log_failures,
+        }
     )
 
 
@@ -339,6 +363,7 @@ def measure_batch(runs: int, concurrency: int, latency: float, workers: int) -> 
         "cpu_ms_per_run": round(sum(o["cpu_s"] for o in outputs) / runs * 1000, 2),
         "runs_by_worker": [len(o["durations"]) for o in outputs],
         "peak_rss_mb_per_worker": round(max(o["peak_rss_kb"] for o in outputs) / 1024, 1),
+        **_log_failure_fields([f for o in outputs for f in o["log_failures"]]),
     }
 
 
@@ -499,10 +524,28 @@ def _run_scenarios(
         report["scenarios"]["storm"] = rows
         title = "restart storm (all-to-all, L = 200 ms ±50 %; rounds without tools)"
         print(_table(title, rows, STORM_COLUMNS))
+    rows = [row for found in report["scenarios"].values() for row in found]
+    logs["failed_runs"] = sum(row.get("log_failures", 0) for row in rows)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_report(out, json.dumps(report, indent=2))
     print(f"wrote {out}")
     return report
+
+
+def stopped_logs_warning(report: dict[str, Any]) -> str | None:
+    """What to say when some measured runs' event logs stopped (``None`` if none did): their
+    figures leave out part of the logging they are meant to include."""
+    logs = report["event_logs"]
+    failed = logs["failed_runs"]
+    if not failed:
+        return None
+    rows = [row for found in report["scenarios"].values() for row in found]
+    first = next(row["log_failure"] for row in rows if row.get("log_failures"))
+    return (
+        f"the event logs of {failed:,} measured run(s) stopped, so their figures come from "
+        f"runs that did not log everything (first: {first}); free space under "
+        f"{logs['root']} or choose another --log-root, and measure again"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -529,7 +572,7 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
             print(f"conclave bench: {problem}", file=sys.stderr)
             return 2
     try:
-        run_benchmarks(scenarios, args.quick, Path(args.json), Path(args.log_root))
+        report = run_benchmarks(scenarios, args.quick, Path(args.json), Path(args.log_root))
     except ReportPathChanged as exc:
         print(f"conclave bench: {exc}", file=sys.stderr)
         return 1
@@ -541,6 +584,10 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
             "another --log-root or --json",
             file=sys.stderr,
         )
+        return 1
+    warning = stopped_logs_warning(report)
+    if warning is not None:
+        print(f"conclave bench: {warning}", file=sys.stderr)
         return 1
     return 0
 

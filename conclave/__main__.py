@@ -2,7 +2,7 @@
 
 import sys
 
-from conclave.ui.cli import main
+from conclave.ui.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

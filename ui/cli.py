@@ -21,9 +21,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from types import FrameType
 from typing import NoReturn, TypeAlias
 
+from conclave.ui.entry import Stopped, raise_stopped, report, wants_json
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import signal_exit_code
 
@@ -53,14 +53,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 _Subcommands: TypeAlias = "argparse._SubParsersAction[_Parser]"
-
-
-class _Stopped(BaseException):
-    """SIGTERM or SIGHUP outside a run: ends the command like KeyboardInterrupt does."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 def _register_run(sub: _Subcommands) -> None:
@@ -358,23 +350,9 @@ def _closest_option(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
     return ""
 
 
-def _wants_json(argv: list[str]) -> bool:
-    """Whether the command line asks for ``--output-format json``: known before parsing, so
-    that a line argparse refuses still gets its error as JSON."""
-    wanted = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
-        if arg == "--output-format" and i + 1 < len(argv):
-            wanted = argv[i + 1]
-        elif arg.startswith("--output-format="):
-            wanted = arg.partition("=")[2]
-    return wanted == "json"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    json_errors = _wants_json(args_list)
+    json_errors = wants_json(args_list)
     command = "conclave"
     try:
         with _stop_signals_raise():
@@ -385,15 +363,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dispatch(parser, normalised)
     except _UsageError as exc:
         exc.parser.print_usage(sys.stderr)
-        return _report(f"{exc.parser.prog}: error: {exc.message}", ExitCode.USAGE, json_errors)
+        return report(f"{exc.parser.prog}: error: {exc.message}", ExitCode.USAGE, json_errors)
     except SystemExit as exc:  # --help, --version, or a command's own sys.exit
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or ExitCode.OK
-        return _report(f"{command}: {exc.code}", ExitCode.FAILED, json_errors)
+        return report(f"{command}: {exc.code}", ExitCode.FAILED, json_errors)
     except KeyboardInterrupt:
-        return _report(None, ExitCode.CANCELLED, json_errors)
-    except _Stopped as exc:
-        return _report(None, signal_exit_code(exc.signum), json_errors)
+        return report(None, ExitCode.CANCELLED, json_errors)
+    except Stopped as exc:
+        return report(None, signal_exit_code(exc.signum), json_errors)
     except BrokenPipeError:
         # The reader of stdout left (``| head``): say nothing more, and point stdout at
         # /dev/null so Python's exit-time flush does not raise again.
@@ -409,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         detail = detail if len(detail) <= 500 else detail[:499] + "…"
         message = f"{command}: internal error: {detail}"
         message += " (a bug; CONCLAVE_TRACEBACK=1 shows where)"
-        return _report(message, ExitCode.FAILED, json_errors)
+        return report(message, ExitCode.FAILED, json_errors)
 
 
 def _command_name(normalised: list[str]) -> str:
@@ -418,29 +396,10 @@ def _command_name(normalised: list[str]) -> str:
     return f"conclave {first}" if first in named else "conclave"
 
 
-def _report(message: str | None, code: int, json_errors: bool) -> int:
-    """The last word: one line on stderr (none for a quiet stop) and, for JSON, the error
-    object on stdout. Writing either may fail too; the exit code is still returned."""
-    with contextlib.suppress(OSError, ValueError):
-        if message is not None:
-            print(message, file=sys.stderr)
-        if json_errors:
-            import json
-
-            error = message or ("terminated" if code == ExitCode.TERMINATED else "cancelled")
-            sys.stdout.write(json.dumps({"error": error, "exit_code": int(code)}, indent=2))
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-    return code
-
-
 @contextlib.contextmanager
 def _stop_signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise :class:`_Stopped` while a command starts up, as SIGINT
+    """SIGTERM and SIGHUP raise :class:`Stopped` while a command starts up, as SIGINT
     raises KeyboardInterrupt; a run installs its own handling once it begins."""
-
-    def raise_stopped(signum: int, _frame: FrameType | None) -> None:
-        raise _Stopped(signum)
 
     previous = {}
     with contextlib.suppress(ValueError):  # only the main thread may set handlers

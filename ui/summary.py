@@ -38,8 +38,13 @@ def writes_footer(result: RunResult) -> str | None:
 def summary(result: RunResult) -> str:
     """One line, however many agents ran: counts, never lists."""
     decided = _DECIDED.get(result.decided_by, "no answer") if result.decided_by else "no answer"
+    winner = result.winner
+    if result.decided_by is DecidedBy.OVERRIDE and result.presenter not in (None, winner):
+        # the person's choice is the answer; the vote's winner is what it overrode
+        decided += f" of the vote's winner {winner}"
+        winner = result.presenter
     line = (
-        f"{result.termination}: winner {result.winner or '-'} ({decided}); "
+        f"{result.termination}: winner {winner or '-'} ({decided}); "
         f"{plural(len(result.answers), 'answer')}, {len(result.failed_agents):,} excluded, "
         f"{plural(result.llm_calls, 'LLM call')}, {plural(result.restarts, 'restart')}, "
         f"{result.duration_s:.2f}s"

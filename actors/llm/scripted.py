@@ -5,6 +5,11 @@ real tool calls, so the agents' loop cannot tell it from a network model. Everyt
 comes from one ``random.Random`` seeded by ``(seed, agent id)``: the same config gives the
 same run, call for call.
 
+Text replies stream: the reply's text reaches the call's sink in :data:`STREAM_CHUNKS`
+pieces spread over the last :data:`STREAMED_SHARE` of the call's latency, as a model's
+tokens do, so ``--include-partial-messages`` and the REPL see typing. The call takes the same
+time as without a sink, and a reply of tool calls (most of a run's) streams nothing.
+
 Tool-using policies: before its workflow call (and before a presentation's text) the script
 makes its configured tool steps, one per call. Which step is next is counted from the step
 results already in the transcript, not kept in the backend, so an agent restarted mid-round
@@ -36,7 +41,14 @@ from conclave.actors.prompts.coordination import PromptView, parse_prompt
 from conclave.config.schema import Misbehaviour, ScriptedBackendConfig
 from conclave.config.schema.backends import ToolStep
 
-__all__ = ["ScriptedBackend", "answer_score"]
+__all__ = ["STREAMED_SHARE", "STREAM_CHUNKS", "ScriptedBackend", "answer_score"]
+
+STREAM_CHUNKS = 4
+"""The pieces a text reply streams in: a few, not one per token, because the load
+benchmarks run thousands of scripted agents and each piece is a call into the sink."""
+STREAMED_SHARE = 0.5
+"""The part of a call's latency over which its text streams; the rest is time to the first
+piece, as a model thinks before its first token."""
 
 
 def answer_score(content: str) -> int:
@@ -83,10 +95,14 @@ class ScriptedBackend:
             policy.hang_rate and self._rng.random() < policy.hang_rate
         ):
             await trio.sleep_forever()
-        await trio.sleep(delay)
+        # Deadlines, not durations: the reply comes at exactly start + delay, streamed or not.
+        start = trio.current_time()
+        end = start + delay
+        await trio.sleep_until(start + delay * (1 - STREAMED_SHARE))
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):
+            await trio.sleep_until(end)  # a failure takes the whole latency, as it always did
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
@@ -110,6 +126,7 @@ class ScriptedBackend:
             # In plan mode a model answers with plans: so does this one (actors.planning);
             # a configured answer_text is given exactly as written, plan or not.
             message = as_plan_reply(request.messages, message)
+        await _stream(message.content if sink is not None else "", end, sink)
         return Completion(message=message, usage=_usage(request, message))
 
     def _step(
@@ -246,6 +263,25 @@ class ScriptedBackend:
 
 _STEP = "step"
 """How the ids of tool-step calls begin: their results in a transcript count the steps done."""
+
+
+async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
+    """Hand ``text`` to ``sink`` in :data:`STREAM_CHUNKS` pieces from now until ``end``: the
+    first at once, the others evenly spaced, and the reply at ``end``. Without text (or a
+    sink) it only waits. With no latency left the pieces come at once and no checkpoint is
+    added: a call costs what it did."""
+    now = trio.current_time()
+    if not text or sink is None:
+        if end > now:
+            await trio.sleep_until(end)
+        return
+    size = -(-len(text) // STREAM_CHUNKS)  # ceiling: never more than STREAM_CHUNKS pieces
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    step = (end - now) / len(pieces)
+    for index, piece in enumerate(pieces, 1):
+        sink.text(piece)
+        if end > now:
+            await trio.sleep_until(end if index == len(pieces) else now + step * index)
 
 
 def _is_step_result(message: ChatMessage) -> bool:

@@ -133,11 +133,17 @@ async def drive(
         return await handle.result()
 
 
-async def run(spec: RunSpec, *, taps: Iterable[EventTap] = ()) -> RunResult:
+async def run(
+    spec: RunSpec,
+    *,
+    taps: Iterable[EventTap] = (),
+    on_log_failure: LogFailureCallback | None = None,
+) -> RunResult:
     """Run to the end. Never raises for what happens in the run: a run that cannot even
-    start (its log cannot be created) is a ``failed`` result that says why."""
+    start (its log cannot be created) is a ``failed`` result that says why.
+    ``on_log_failure``: see :func:`drive`."""
     try:
-        async with open_run(spec, taps=taps) as handle:
+        async with open_run(spec, taps=taps, on_log_failure=on_log_failure) as handle:
             return await handle.result()
     except Exception as exc:
         return not_started(spec, reason=f"the run could not start: {type(exc).__name__}: {exc}")

@@ -1,8 +1,10 @@
-"""``conclave bench`` refuses unwritable destinations before measuring anything."""
+"""``conclave bench`` refuses unwritable destinations before measuring anything, and says so
+when event logs stopped while measuring (a disk that filled up)."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import resource
 import subprocess
@@ -24,6 +26,27 @@ def test_an_unwritable_log_root_is_refused_at_once_with_exit_code_2(tmp_path: Pa
     assert "--log-root" in done.stderr and "choose a writable one" in done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout == ""  # nothing was measured
+
+
+def test_runs_whose_event_logs_stopped_are_named_and_the_bench_exits_1(tmp_path: Path) -> None:
+    def logs_stop_at_256_kb() -> None:  # past the probe, short of a 100-agent run's log
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
+
+    done = subprocess.run(
+        [str(CONCLAVE), "bench", "--quick", "--scenario", "big", "--log-root", "logs",
+         "--json", "report.json"],
+        cwd=tmp_path, preexec_fn=logs_stop_at_256_kb, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+
+    assert done.returncode == 1, done.stderr
+    warning = done.stderr.splitlines()[-1]
+    assert warning.startswith("conclave bench: the event logs of ")
+    assert "stopped at line" in warning and "choose another --log-root" in warning
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["event_logs"]["failed_runs"] > 0
+    stopped = [row for row in report["scenarios"]["big"] if row["log_failures"]]
+    assert stopped and all(row["agents"] == 100 for row in stopped)
 
 
 def test_an_unwritable_json_report_path_is_refused_at_once_with_exit_code_2(

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import (
+    CONCLAVE,
     TASK,
     finish,
     parse_json,
@@ -41,6 +43,65 @@ def test_a_signal_while_starting_up_exits_quietly_with_its_code(
 
     assert process.returncode == EXPECTED[signum]
     assert (out, err) == ("", "")
+
+
+_SIGNAL_WHILE_IMPORTING = """
+import builtins, os, runpy, sys
+
+signum, script, *args = int(sys.argv[1]), sys.argv[2], *sys.argv[3:]
+real_import = builtins.__import__
+sent = []
+
+
+def importing(name, *rest, **named):
+    if name == "conclave.ui.cli" and not sent:  # the command's modules start loading
+        sent.append(signum)
+        os.kill(os.getpid(), signum)
+    return real_import(name, *rest, **named)
+
+
+builtins.__import__ = importing
+sys.argv = [script, *args]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("signum", list(EXPECTED), ids=lambda s: signal.Signals(s).name)
+def test_a_signal_while_the_commands_modules_load_exits_quietly_with_its_code(
+    signum: signal.Signals, tmp_path: Path
+) -> None:
+    # The installed script, run as it is, with the signal sent at the first import of the
+    # command's modules: the moment a Ctrl+C right after start lands, every time.
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_WHILE_IMPORTING, str(int(signum)), str(CONCLAVE), "run"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == EXPECTED[signum], done.stderr
+    assert (done.stdout, done.stderr) == ("", "")
+
+
+def test_a_signal_while_the_commands_modules_load_prints_one_json_error_object(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, "-c", _SIGNAL_WHILE_IMPORTING, str(int(signal.SIGINT)),
+            str(CONCLAVE), "run", "--output-format", "json",
+        ],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+
+    assert done.returncode == ExitCode.CANCELLED, done.stderr
+    assert parse_json(done.stdout) == {"error": "cancelled", "exit_code": 130}
 
 
 def test_a_signal_while_starting_up_prints_one_json_error_object(tmp_path: Path) -> None:

@@ -55,6 +55,16 @@ def test_the_summary_says_how_the_answer_was_decided(
     assert f"winner agent-00001 {words};" in summary(_result(decided_by=decided_by))
 
 
+def test_after_an_override_the_summary_names_the_chosen_agent_and_the_vote_it_overrode() -> None:
+    overridden = _result(presenter="agent-00003", decided_by=DecidedBy.OVERRIDE)
+
+    line = summary(overridden)
+
+    assert line.startswith(
+        "completed: winner agent-00003 (chosen by override of the vote's winner agent-00001);"
+    )
+
+
 def test_the_summary_counts_the_excluded_agents(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -164,7 +164,9 @@ async def test_any_number_of_subscribers_each_see_every_domain_event_in_order(
     logged = [
         e for e in read_event_log(tmp_path / "events.jsonl").events if isinstance(e, DomainEvent)
     ]
-    assert all(stream == logged for stream in streams)
+    # The log keeps the durable events; the ephemeral ones (text deltas) are live only.
+    assert all([e for e in stream if not e.ephemeral] == logged for stream in streams)
+    assert all(any(e.ephemeral for e in stream) for stream in streams)
 
 
 @pytest.mark.parametrize("agents", [1, 4])

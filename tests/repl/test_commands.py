@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -177,5 +178,24 @@ def test_enter_on_a_prefix_with_one_completion_runs_that_command(tmp_path: Path)
         )
         session.press("\r")
         await session.until(lambda: "keys:" in session.transcript(), "the help")
+
+    play(scenario, tmp_path)
+
+
+@pytest.mark.parametrize("line", ["/exit", "/quit", "exit", "quit", "  Quit  "])
+def test_exit_and_quit_leave_the_repl(line: str, tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type(line)
+        await session.until(lambda: session.repl.quitting, f"{line!r} to quit")
+        assert session.state.usage.runs == 0
+
+    play(scenario, tmp_path)
+
+
+def test_exit_inside_a_longer_line_is_a_task_not_a_quit(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        result = await session.result_of("exit the building calmly")
+        assert result.final_answer is not None
+        assert not session.repl.quitting
 
     play(scenario, tmp_path)

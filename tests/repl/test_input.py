@@ -14,7 +14,7 @@ from conclave.actors.run.result import Termination
 from conclave.config.modes import AgentMode, ModeState
 from conclave.ui.repl.app import _open_history, history_path
 from conclave.ui.repl.layout import tab_bar
-from tests.repl.harness import ENTER, ESC, Session, config, play
+from tests.repl.harness import CTRL_C, ENTER, ESC, Session, config, play
 
 ALT_ENTER = "\x1b\r"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
@@ -51,11 +51,15 @@ def test_pasted_lines_stay_in_the_input_until_enter(tmp_path: Path) -> None:
     play(scenario, tmp_path)
 
 
-def test_esc_cancels_the_run_like_ctrl_c(tmp_path: Path) -> None:
+def test_esc_during_a_run_does_not_cancel_it_and_says_ctrl_c_does(tmp_path: Path) -> None:
     async def scenario(session: Session) -> None:
         session.type("a slow task")
         await session.until(lambda: session.state.running, "the run")
         session.press(ESC)
+        await session.until(lambda: "Ctrl+C" in session.state.notice, "the hint to cancel")
+        assert session.state.running
+        assert session.state.usage.runs == 0
+        session.press(CTRL_C)
         await session.until(lambda: session.state.usage.runs == 1, "the cancelled run's end")
         assert session.state.last_result is not None
         assert session.state.last_result.termination is Termination.CANCELLED

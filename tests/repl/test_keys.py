@@ -20,7 +20,9 @@ from tests.repl.harness import (
     CTRL_C,
     CTRL_D,
     CTRL_O,
+    CTRL_R,
     ENTER,
+    ESC,
     SHIFT_TAB,
     Session,
     config,
@@ -135,6 +137,62 @@ def test_ctrl_o_then_a_row_makes_that_agent_the_presenter(tmp_path: Path) -> Non
     play(scenario, tmp_path)
 
 
+def test_esc_at_the_vote_closes_nothing_and_the_run_still_waits_to_present(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        session.press(ESC)
+        await session.until(lambda: "Ctrl+C" in session.state.notice, "the hint to cancel")
+        assert session.state.override is not None
+        assert session.state.usage.runs == 0
+        session.press(ENTER)
+        await session.until(lambda: session.state.usage.runs == 1, "the run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.termination is Termination.COMPLETED
+
+    play(scenario, tmp_path)
+
+
+def test_esc_in_the_override_dialog_closes_it_and_the_vote_still_waits(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        session.press(CTRL_O)
+        await session.until(lambda: session.state.dialog is Dialog.OVERRIDE, "the dialog")
+        session.press(ESC)
+        await session.until(lambda: session.state.dialog is Dialog.NONE, "the dialog closed")
+        await session.settle()
+        assert session.state.override is not None
+        assert session.state.running
+
+    play(scenario, tmp_path)
+
+
+def test_a_two_digit_row_number_chooses_that_row_of_the_override_dialog(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Name three uses of a paperclip")
+        await session.until(lambda: session.state.override is not None, "the vote")
+        window = session.state.override
+        assert window is not None
+        assert len(window.rows) == 12
+        session.press(CTRL_O)
+        await session.until(lambda: session.state.dialog is Dialog.OVERRIDE, "the dialog")
+        session.press("1")
+        await session.until(lambda: session.state.selected == 0, "row 1 highlighted")
+        assert session.state.dialog is Dialog.OVERRIDE  # 1 may yet be 10, 11 or 12
+        session.press("2")
+        await session.until(lambda: session.state.usage.runs == 1, "the run's end")
+        result = session.state.last_result
+        assert result is not None
+        assert result.presenter == window.rows[11].agent
+        assert result.decided_by is DecidedBy.OVERRIDE
+
+    play(scenario, tmp_path, conclave=config(agents=12))
+
+
 def test_enter_at_the_vote_continues_with_the_winner(tmp_path: Path) -> None:
     async def scenario(session: Session) -> None:
         session.type("Name three uses of a paperclip")
@@ -175,6 +233,43 @@ def test_ctrl_c_at_an_idle_prompt_clears_the_line(tmp_path: Path) -> None:
         session.press(CTRL_C)
         await session.until(lambda: session.repl.buffer.text == "", "the line cleared")
         assert session.state.usage.runs == 0
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_c_twice_at_an_empty_idle_prompt_quits(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(CTRL_C)
+        await session.until(lambda: "Ctrl+C again" in session.state.notice, "the warning")
+        assert not session.repl.quitting
+        session.press(CTRL_C)
+        await session.until(lambda: session.repl.quitting, "quitting")
+
+    play(scenario, tmp_path)
+
+
+def test_typing_between_two_ctrl_c_starts_the_count_again(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.press(CTRL_C)
+        await session.until(lambda: "Ctrl+C again" in session.state.notice, "the warning")
+        session.press("x", CTRL_C)  # clears the line typed since
+        await session.until(lambda: session.repl.buffer.text == "", "the line cleared")
+        session.press(CTRL_C)
+        await session.until(lambda: "Ctrl+C again" in session.state.notice, "the warning again")
+        assert not session.repl.quitting
+
+    play(scenario, tmp_path)
+
+
+def test_ctrl_r_finds_an_earlier_line_and_enter_takes_it(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("/status")
+        session.type("/cost")
+        await session.until(lambda: "LLM calls" in session.transcript(), "/cost's answer")
+        session.press(CTRL_R, "sta")
+        await session.settle()
+        session.press(ENTER)
+        await session.until(lambda: session.repl.buffer.text == "/status", "the line found")
 
     play(scenario, tmp_path)
 

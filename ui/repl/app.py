@@ -62,6 +62,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
+QUIT_WINDOW = 2.0
+"""Seconds within which a second Ctrl+C at an empty idle prompt quits."""
+QUIT_WORDS = frozenset({"exit", "quit"})
+"""Lines that quit when typed alone, as in the shells and agents people come from."""
+
 REDRAW_INTERVAL = 0.05
 """The runtime's changes are drawn at most once per this many seconds: a thousand agents'
 events cost 20 frames a second. Keys redraw at once (a typed character is echoed
@@ -139,6 +144,8 @@ class Repl:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.runtime_started = False
         self.quitting = False
+        self._interrupted_at: float | None = None
+        """When Ctrl+C last found an empty idle prompt (a second one soon after quits)."""
         self.plans: PlanFlow | None = None
 
     # -- the trio side ----------------------------------------------------------------------
@@ -252,11 +259,23 @@ class Repl:
 
     def _typed(self, _buffer: Buffer) -> None:
         self.state.notice = ""
+        self._interrupted_at = None
+
+    def interrupt_idle(self) -> None:
+        """Ctrl+C at an empty prompt with no run on screen: the second within
+        :data:`QUIT_WINDOW` seconds quits; the first says so."""
+        now = time.monotonic()
+        if self._interrupted_at is not None and now - self._interrupted_at <= QUIT_WINDOW:
+            self.quit()
+            return
+        self._interrupted_at = now
+        self.state.tell("press Ctrl+C again to quit (or Ctrl+D)")
 
     def accept(self) -> None:
         """Enter: a line ending in ``\\`` continues on the next; an empty line continues
-        with the vote's winner when the vote waits; a ``/`` line is a command; anything
-        else is the next turn (queued while a run executes)."""
+        with the vote's winner when the vote waits; ``exit`` or ``quit`` alone quits; a
+        ``/`` line is a command; anything else is the next turn (queued while a run
+        executes)."""
         buffer, state = self.buffer, self.state
         text = buffer.text
         if text.endswith("\\"):
@@ -270,6 +289,9 @@ class Repl:
             return
         buffer.append_to_history()
         buffer.reset()
+        if text.strip().lower() in QUIT_WORDS:
+            self.quit()
+            return
         if text.startswith("/"):
             run_command(self, text)
             return
@@ -290,6 +312,7 @@ class Repl:
     def open_dialog(self, dialog: Dialog, *, selected: int = 0) -> None:
         self.state.dialog = dialog
         self.state.selected = selected
+        self.state.row_number = ""
         self.state.on_change()
 
     def close_dialog(self) -> None:
@@ -298,6 +321,7 @@ class Repl:
                 self.plans.cancel()  # the dialog's own Cancel closes it
             return
         self.state.dialog = Dialog.NONE
+        self.state.row_number = ""
         self.state.on_change()
 
     def _rows(self) -> int:
@@ -308,11 +332,35 @@ class Repl:
             return len(CollaborationMode)
         return 0
 
-    def move_selection(self, step: int) -> None:
+    def move_selection(self, step: int, *, wrap: bool = True) -> None:
+        """Move the highlight ``step`` rows; past either end it wraps round (arrows) or
+        stops there (pages)."""
         rows = self._rows()
         if rows:
-            self.state.selected = (self.state.selected + step) % rows
+            moved = self.state.selected + step
+            self.state.selected = moved % rows if wrap else min(max(moved, 0), rows - 1)
+            self.state.row_number = ""
             self.state.on_change()
+
+    def type_row_digit(self, digit: str) -> None:
+        """A digit of a row's number: the row is chosen as soon as no longer number starts
+        with the digits typed (at once with up to nine rows), and highlighted until then
+        for Enter to choose. A number past the last row starts again from this digit."""
+        state, rows = self.state, self._rows()
+        typed = state.row_number + digit
+        if int(typed) > rows:
+            typed = digit
+        number = int(typed)
+        if not 1 <= number <= rows:
+            state.row_number = ""
+            state.tell(f"no row {typed}: the rows are numbered 1 to {rows}")
+            return
+        if number * 10 > rows:
+            self.choose(number - 1)
+            return
+        state.row_number = typed
+        state.selected = number - 1
+        state.on_change()
 
     def choose(self, index: int) -> None:
         """Take row ``index`` of the open dialog."""
@@ -321,6 +369,7 @@ class Repl:
             return
         dialog = state.dialog
         state.dialog = Dialog.NONE
+        state.row_number = ""
         if dialog is Dialog.OVERRIDE and state.override is not None:
             row = state.override.rows[index]
             self.send(Override(agent=row.agent))

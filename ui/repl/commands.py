@@ -158,8 +158,11 @@ def _help(repl: Repl, argument: str) -> None:
         "  Alt+A / Alt+R    single/multi agent; refinement on/off",
         "  Alt+Left/Right   choose the active agent (single-agent mode); Alt+1..9 too",
         "  Ctrl+O           after the vote: choose who presents (Enter keeps the winner)",
-        "  Ctrl+C / Esc     cancel the run; at an idle prompt, clear the line",
-        "  Ctrl+D           cancel any run and quit",
+        "  Ctrl+C           cancel the run; at an idle prompt, clear the line",
+        "  Esc              close a dialog; at an idle prompt, clear the line (never cancels)",
+        "  Ctrl+C twice     at an empty idle prompt: quit",
+        "  Ctrl+R           search the input history (Enter takes the line found)",
+        "  Ctrl+D           cancel any run and quit (so do /quit, /exit, and exit or quit alone)",
     ]
     repl.say("\n".join(lines))
 
@@ -226,6 +229,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand(name="help", usage="/help", help="commands and keys", run=_help),
     SlashCommand(name="quit", usage="/quit", help="cancel any run and quit", run=_quit),
+    SlashCommand(name="exit", usage="/exit", help="as /quit", run=_quit),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 

@@ -8,7 +8,12 @@
 | Enter | send the line (queued while a run executes); continue with the vote's winner |
 | Alt+Enter, Ctrl+J, ``\\`` at the end of a line | a new line |
 | Ctrl+O | the override dialog, once the vote is complete |
-| Ctrl+C, Esc | cancel the run; close a dialog; at an idle prompt, clear the line |
+| Up / Down, Page Up / Page Down | a dialog's rows (a long list scrolls) |
+| a row's number (then Enter past 9 rows) | choose that row of a dialog |
+| Esc | close a dialog; at an idle prompt, clear the line (it never cancels a run) |
+| Ctrl+C | cancel the run; close a dialog; at an idle prompt, clear the line |
+| Ctrl+C twice | at an empty idle prompt: quit |
+| Ctrl+R | search the input history (prompt-toolkit's reverse search) |
 | Ctrl+D | cancel any run, wait for its log to close, and exit |
 
 Toggles go through :meth:`Repl.toggle`, which shows why a refused one changed nothing.
@@ -19,11 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from conclave.ui.repl.protocol import Cancel
-from conclave.ui.repl.state import Dialog
+from conclave.ui.repl.state import DIALOG_ROWS, Dialog
 
 if TYPE_CHECKING:
     from conclave.ui.repl.app import Repl
@@ -35,7 +40,8 @@ def build_keys(repl: Repl) -> KeyBindings:
     state = repl.state
     keys = KeyBindings()
     in_dialog = Condition(lambda: state.dialog in (Dialog.OVERRIDE, Dialog.MODE_PICKER))
-    no_dialog = Condition(lambda: state.dialog is Dialog.NONE)
+    # While Ctrl+R searches, Enter, Esc and Ctrl+C are the search's (take, leave, leave).
+    no_dialog = Condition(lambda: state.dialog is Dialog.NONE) & ~is_searching
 
     @keys.add("s-tab", filter=no_dialog)
     def _plan_mode(event: KeyPressEvent) -> None:
@@ -95,8 +101,7 @@ def build_keys(repl: Repl) -> KeyBindings:
     def _override(event: KeyPressEvent) -> None:
         repl.open_override()
 
-    @keys.add("c-c")
-    @keys.add("escape", filter=~has_completions)
+    @keys.add("c-c", filter=~is_searching)
     def _cancel(event: KeyPressEvent) -> None:
         if state.dialog is not Dialog.NONE:
             repl.close_dialog()
@@ -105,6 +110,20 @@ def build_keys(repl: Repl) -> KeyBindings:
             state.notice = ""
         else:  # a run, or one just sent that the screen does not show yet
             repl.send(Cancel())
+            if not state.running:
+                repl.interrupt_idle()
+
+    @keys.add("escape", filter=~has_completions & ~is_searching)
+    def _close(event: KeyPressEvent) -> None:
+        """Esc closes what is open and never cancels a run: at the vote, a stray Esc must
+        not throw away the presentation it waits for."""
+        if state.dialog is not Dialog.NONE:
+            repl.close_dialog()
+        elif event.current_buffer.text and not state.running:
+            event.current_buffer.reset()
+            state.notice = ""
+        elif state.running:
+            state.tell("Esc closes dialogs; press Ctrl+C to cancel the run")
 
     @keys.add("c-d")
     def _quit(event: KeyPressEvent) -> None:
@@ -124,11 +143,19 @@ def build_keys(repl: Repl) -> KeyBindings:
     def _choose(event: KeyPressEvent) -> None:
         repl.choose(state.selected)
 
-    for digit in "123456789":
+    @keys.add("pageup", filter=in_dialog)
+    def _page_up(event: KeyPressEvent) -> None:
+        repl.move_selection(-DIALOG_ROWS, wrap=False)
+
+    @keys.add("pagedown", filter=in_dialog)
+    def _page_down(event: KeyPressEvent) -> None:
+        repl.move_selection(DIALOG_ROWS, wrap=False)
+
+    for digit in "0123456789":
 
         @keys.add(digit, filter=in_dialog)
-        def _choose_row(event: KeyPressEvent, index: int = int(digit) - 1) -> None:
-            repl.choose(index)
+        def _row_number(event: KeyPressEvent, digit: str = digit) -> None:
+            repl.type_row_digit(digit)
 
     @keys.add("<any>", filter=in_dialog)
     def _swallow(event: KeyPressEvent) -> None:

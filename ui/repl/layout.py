@@ -28,14 +28,24 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
+from prompt_toolkit.widgets import SearchToolbar
 
 from conclave.config.modes import AgentMode, CollaborationMode
-from conclave.ui.repl.state import Dialog, ReplState
+from conclave.ui.repl.state import DIALOG_ROWS, Dialog, ReplState
 
 if TYPE_CHECKING:
     from conclave.ui.repl.app import Repl
 
-__all__ = ["MODE_DESCRIPTIONS", "PROMPT", "build_layout", "mode_bar", "tab_bar"]
+__all__ = [
+    "MODE_DESCRIPTIONS",
+    "PROMPT",
+    "build_layout",
+    "dialog_span",
+    "dialog_text",
+    "mode_bar",
+    "override_hint",
+    "tab_bar",
+]
 
 PROMPT = "> "
 
@@ -156,11 +166,11 @@ def _chooser(repl: Repl, index: int) -> Callable[[], None]:
     return lambda: repl.choose(index)
 
 
-def _override_hint(state: ReplState) -> StyleAndTextTuples:
+def override_hint(state: ReplState) -> StyleAndTextTuples:
     window = state.override
     if window is None:
         return []
-    votes = sum(window.tally.values())
+    votes = window.tally.get(window.label, 0)  # the winner's, not every vote cast
     return [
         (
             "class:hint",
@@ -170,11 +180,11 @@ def _override_hint(state: ReplState) -> StyleAndTextTuples:
     ]
 
 
-def _dialog(repl: Repl) -> StyleAndTextTuples:
+def dialog_text(repl: Repl) -> StyleAndTextTuples:
     state = repl.state
     rows: list[tuple[str, str]] = []
     if state.dialog is Dialog.OVERRIDE and state.override is not None:
-        title = "Who presents the final answer? (Enter, a digit or a click; Esc closes)"
+        title = "Who presents the final answer? (Enter, a row's number or a click; Esc closes)"
         for row in state.override.rows:
             mark = " (winner)" if row.agent == state.override.winner else ""
             rows.append((f"{row.agent} {row.label}{mark}", row.preview))
@@ -187,7 +197,11 @@ def _dialog(repl: Repl) -> StyleAndTextTuples:
         return []
     width = _width()
     fragments: StyleAndTextTuples = [("class:dialog.title", title + "\n")]
-    for index, (name, detail) in enumerate(rows):
+    first, last = dialog_span(len(rows), state.selected)
+    if first:
+        fragments.append(("class:dialog.detail", f"   ↑ {first:,} more (Up, Page Up)\n"))
+    for index in range(first, last):
+        name, detail = rows[index]
         style = "class:dialog.selected" if index == state.selected else "class:dialog.row"
         click = _on_click(_chooser(repl, index))
         line = f" {index + 1}. {name}"
@@ -197,7 +211,19 @@ def _dialog(repl: Repl) -> StyleAndTextTuples:
             text = detail if len(detail) <= rest else detail[: rest - 1] + "…"
             fragments.append(("class:dialog.detail", "  " + text, click))
         fragments.append(("", "\n"))
+    if last < len(rows):
+        below = len(rows) - last
+        fragments.append(("class:dialog.detail", f"   ↓ {below:,} more (Down, Page Down)\n"))
     return fragments
+
+
+def dialog_span(rows: int, selected: int) -> tuple[int, int]:
+    """The rows a dialog shows, ``first`` to ``last`` (exclusive): all of them when they
+    fit in :data:`DIALOG_ROWS`, else that many with the selected row in view."""
+    if rows <= DIALOG_ROWS:
+        return 0, rows
+    first = min(max(0, selected - DIALOG_ROWS // 2), rows - DIALOG_ROWS)
+    return first, first + DIALOG_ROWS
 
 
 def _progress(repl: Repl) -> StyleAndTextTuples:
@@ -237,8 +263,13 @@ def _lines(
 
 def build_layout(repl: Repl) -> Layout:
     state = repl.state
+    search = SearchToolbar()  # Ctrl+R: prompt-toolkit's reverse search of the history
     prompt_window = Window(
-        BufferControl(buffer=repl.buffer, input_processors=[BeforeInput(PROMPT, "class:prompt")]),
+        BufferControl(
+            buffer=repl.buffer,
+            input_processors=[BeforeInput(PROMPT, "class:prompt")],
+            search_buffer_control=search.control,
+        ),
         height=Dimension(min=1, max=12),
         dont_extend_height=True,
         wrap_lines=True,
@@ -247,13 +278,14 @@ def build_layout(repl: Repl) -> Layout:
     body = HSplit(
         [
             _lines(lambda: _progress(repl), lambda: state.running),
-            _lines(lambda: _override_hint(state), lambda: state.override is not None),
+            _lines(lambda: override_hint(state), lambda: state.override is not None),
             _lines(lambda: _queued(state), lambda: bool(state.queued)),
-            _lines(lambda: _dialog(repl), lambda: state.dialog is not Dialog.NONE),
+            _lines(lambda: dialog_text(repl), lambda: state.dialog is not Dialog.NONE),
             repl.extra_dialog(),
             _lines(lambda: tab_bar(repl), lambda: True),
             Window(FormattedTextControl(lambda: mode_bar(repl)), height=1),
             prompt_window,
+            search,
             _lines(lambda: [("class:notice", state.notice)], lambda: bool(state.notice), wrap=True),
         ]
     )

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time
 
 __all__ = [
     "BUSY",
+    "DIALOG_ROWS",
     "Dialog",
     "OverrideRow",
     "OverrideWindow",
@@ -41,6 +42,9 @@ BUSY = (
     "press Ctrl+C to cancel the run, or wait for it to end"
 )
 """Why a toggle was refused."""
+
+DIALOG_ROWS = 8
+"""A dialog's rows on screen at once; a longer list scrolls with the selection."""
 
 
 class Dialog(enum.Enum):
@@ -125,6 +129,8 @@ class ReplState:
     dialog: Dialog = Dialog.NONE
     selected: int = 0
     """The highlighted row of the open dialog."""
+    row_number: str = ""
+    """The digits typed so far in the open dialog: row 12 is ``1`` then ``2``."""
     notice: str = ""
     """A one-line message under the input (a refusal, an error), until the next key."""
     transcript: list[StyleAndTextTuples] = attrs.Factory(list)
