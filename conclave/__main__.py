@@ -1,4 +1,5 @@
-"""``python -m conclave``: the ``conclave`` command, with the same arguments and exit codes."""
+"""``python -m conclave``: the ``conclave`` command (the same entry point, so the same
+signal handling from the first line), with the same arguments and exit codes."""
 
 import sys
 
