@@ -118,4 +118,6 @@ def test_include_partial_messages_shows_the_scripted_presentation_typing(
     assert code == ExitCode.OK
     deltas = [line["text"] for line in lines if line["type"] == "text_delta"]
     assert len(deltas) >= 2  # more than one piece: it types, it does not appear at once
-    assert "".join(deltas) == lines[-1]["final_answer"]
+    # Text still buffered when the run ends is dropped (deltas are ephemeral; the answer is
+    # whole in the result), so on a busy machine the deltas may be a prefix of it.
+    assert lines[-1]["final_answer"].startswith("".join(deltas))
