@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import trio
 import yaml
 
 CONCLAVE = Path(sys.executable).with_name("conclave")
@@ -125,3 +126,20 @@ def finish(process: subprocess.Popen[str], timeout: float = 30) -> tuple[str, st
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def conclave_process(
+    *args: str, cwd: Path, limit: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """The installed ``conclave`` as a subprocess from a trio spec: no stdin, both outputs
+    captured, failing the spec after ``limit`` seconds; ``env`` replaces the environment."""
+    with trio.fail_after(limit):
+        return await trio.run_process(
+            [str(CONCLAVE), *args],
+            cwd=cwd,
+            stdin=b"",
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=env,
+        )

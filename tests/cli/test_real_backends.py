@@ -11,7 +11,6 @@ No ``autojump_clock`` here: these tests use real sockets and real time.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import trio
 import yaml
 
 from conclave.ui.exit_codes import ExitCode
-from tests.cli.helpers import CONCLAVE, TASK
+from tests.cli.helpers import TASK, conclave_process
 from tests.llm.loopback import LoopbackServer, Recorded, Reply, SseReply, open_loopback_server
 from tests.llm.wire import anthropic_error, anthropic_events, openai_error, openai_reply
 
@@ -148,22 +147,18 @@ def _config(path: Path, server: LoopbackServer, **orchestrator: Any) -> Path:
     return path
 
 
-async def _conclave(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    with trio.fail_after(RUN_LIMIT):
-        return await trio.run_process(
-            [str(CONCLAVE), *args],
-            cwd=cwd,
-            stdin=b"",
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-
-
 async def _run_json(server: LoopbackServer, tmp_path: Path, *flags: str) -> dict[str, Any]:
     config = _config(tmp_path / "panel.yaml", server)
-    done = await _conclave(
-        "run", "--config", str(config), "--output-format", "json", *flags, TASK, cwd=tmp_path
+    done = await conclave_process(
+        "run",
+        "--config",
+        str(config),
+        "--output-format",
+        "json",
+        *flags,
+        TASK,
+        cwd=tmp_path,
+        limit=RUN_LIMIT,
     )
     result: dict[str, Any] = json.loads(done.stdout)
     result["exit_code"] = done.returncode
@@ -251,7 +246,9 @@ async def test_an_agent_whose_key_is_refused_is_excluded_at_once_with_one_line_t
     server.handler = _refuse_the_key
     config = _config(tmp_path / "panel.yaml", server)
 
-    done = await _conclave("run", "--config", str(config), TASK, cwd=tmp_path)
+    done = await conclave_process(
+        "run", "--config", str(config), TASK, cwd=tmp_path, limit=RUN_LIMIT
+    )
 
     assert done.returncode == ExitCode.FAILED
     stderr = done.stderr.decode()
@@ -273,10 +270,9 @@ async def test_a_key_echoed_by_the_server_is_written_nowhere(
     outputs: list[bytes] = []
 
     async def run_as(output: str) -> None:
-        done = await _conclave(
+        done = await conclave_process(
             "run", "--config", str(config), "--output-format", output, "--verbose",
-            "--log-dir", str(log_dir / output), TASK, cwd=tmp_path,
-        )  # fmt: skip
+            "--log-dir", str(log_dir / output), TASK, cwd=tmp_path, limit=RUN_LIMIT)  # fmt: skip
         outputs.extend((done.stdout, done.stderr))
 
     async with trio.open_nursery() as nursery:
@@ -336,10 +332,9 @@ async def test_a_dead_endpoint_is_left_behind_once_the_others_are_done(
         orchestrator={"failing_agent_grace": 1},
     )
 
-    done = await _conclave(
+    done = await conclave_process(
         "run", "--config", str(config), "--output-format", "json", "--verbose", TASK,
-        cwd=tmp_path,
-    )  # fmt: skip
+        cwd=tmp_path, limit=RUN_LIMIT)  # fmt: skip
 
     result = json.loads(done.stdout)
     assert done.returncode == ExitCode.OK, done.stderr.decode()
@@ -365,8 +360,15 @@ async def test_a_server_that_reports_no_usage_makes_tokens_and_cost_unknown_not_
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     server.handler = _without_usage
 
-    done = await _conclave(
-        "run", "--config", str(config), "--output-format", "json", TASK, cwd=tmp_path
+    done = await conclave_process(
+        "run",
+        "--config",
+        str(config),
+        "--output-format",
+        "json",
+        TASK,
+        cwd=tmp_path,
+        limit=RUN_LIMIT,
     )
 
     result = json.loads(done.stdout)

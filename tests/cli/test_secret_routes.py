@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 import yaml
 
-from tests.cli.helpers import CONCLAVE, TASK
+from tests.cli.helpers import TASK, conclave_process
 from tests.llm.loopback import open_loopback_server
 from tests.secret_routes import (
     KEY,
@@ -31,19 +31,6 @@ from tests.secret_routes import (
 )
 
 RUN_LIMIT = 120.0
-
-
-async def _conclave(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    with trio.fail_after(RUN_LIMIT):
-        return await trio.run_process(
-            [str(CONCLAVE), *args],
-            cwd=cwd,
-            stdin=b"",
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            env={**os.environ, **secrets_environment()},
-        )
 
 
 async def test_no_secret_reaches_any_output_or_file_by_any_route(tmp_path: Path) -> None:
@@ -60,9 +47,10 @@ async def test_no_secret_reaches_any_output_or_file_by_any_route(tmp_path: Path)
         config.write_text(yaml.safe_dump(data), encoding="utf-8")
 
         async def run_as(output: str) -> None:
-            done[output] = await _conclave(
+            done[output] = await conclave_process(
                 "run", "--config", str(config), "--output-format", output, "--verbose",
-                "--log-dir", str(log_root / output), TASK, cwd=tmp_path,
+                "--log-dir", str(log_root / output), TASK,
+                cwd=tmp_path, limit=RUN_LIMIT, env={**os.environ, **secrets_environment()},
             )  # fmt: skip
 
         async with trio.open_nursery() as nursery:
