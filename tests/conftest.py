@@ -4,6 +4,8 @@ that must not overlap share an ``xdist_group``, which keeps them on one worker."
 from __future__ import annotations
 
 import signal
+import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,3 +29,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "--dist loadgroup did not put this spec in its xdist_group: this pytest-xdist "
             "cannot group under this pytest; pip install -e '.[dev]' installs a pytest it can"
         )
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP port on the host's loopback that accepts connections (for specs showing a
+    sandboxed command or server cannot reach it)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()

@@ -8,7 +8,6 @@ the presentation, its writes tracked."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,17 +142,6 @@ async def test_new_grants_restart_the_server_seeing_them_without_a_crash(home: P
 
 
 # --- the network --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def listener() -> Iterator[int]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
 
 
 async def test_a_confined_server_has_no_network(listener: int) -> None:

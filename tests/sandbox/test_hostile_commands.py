@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -94,18 +93,6 @@ async def test_a_command_cannot_write_outside_its_mounts(
 
 
 # --- the network --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def listener() -> Iterator[int]:
-    """A TCP port on the host's loopback that accepts connections."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
 
 
 def _connect(port: int) -> str:
