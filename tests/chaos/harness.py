@@ -48,7 +48,16 @@ from conclave.runtime import (
 )
 from tests.coordination.helpers import TASK, agent, config
 
-__all__ = ["HANG_BOUND", "Outcome", "Scenario", "Tally", "run_scenario", "scenario", "violations"]
+__all__ = [
+    "HANG_BOUND",
+    "MemoryFile",
+    "Outcome",
+    "Scenario",
+    "Tally",
+    "run_scenario",
+    "scenario",
+    "violations",
+]
 
 HANG_BOUND = 24 * 3600.0
 """Virtual seconds after which a run counts as hung (scripted latencies are at most 1 s)."""
@@ -176,17 +185,13 @@ class FlakyTap:
             raise RuntimeError("the flaky tap broke")
 
 
-class FullDisk:
-    """A log file whose writes fail with ENOSPC after ``writes`` successful ones."""
+class MemoryFile:
+    """An event log's file, in memory: a spec reads back what the log wrote."""
 
-    def __init__(self, writes: int) -> None:
-        self._left = writes
+    def __init__(self) -> None:
         self.data = bytearray()
 
     def write(self, data: bytes, /) -> int:
-        if self._left <= 0:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._left -= 1
         self.data += data
         return len(data)
 
@@ -196,6 +201,20 @@ class FullDisk:
 
     def close(self) -> None:
         return None
+
+
+class FullDisk(MemoryFile):
+    """A log file whose writes fail with ENOSPC after ``writes`` successful ones."""
+
+    def __init__(self, writes: int) -> None:
+        super().__init__()
+        self._left = writes
+
+    def write(self, data: bytes, /) -> int:
+        if self._left <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._left -= 1
+        return super().write(data)
 
 
 @attrs.frozen(kw_only=True)

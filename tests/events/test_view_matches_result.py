@@ -45,6 +45,7 @@ from conclave.runtime import (
     SupervisorAction,
 )
 from conclave.runtime.eventlog import MAX_LINE_BYTES, EventLogStream
+from tests.chaos.harness import MemoryFile
 from tests.coordination.helpers import TASK, agent, config
 
 EXAMPLES = 1_000
@@ -103,24 +104,6 @@ class Plan:
     def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
         if (actor, incarnation) == self._start:
             return f"planned crash of {actor} in started()"
-        return None
-
-
-class MemoryFile:
-    """The event log's file, in memory: the test reads back what the log wrote."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data: bytes, /) -> int:
-        self.data += data
-        return len(data)
-
-    def truncate(self, size: int, /) -> int:
-        del self.data[size:]
-        return size
-
-    def close(self) -> None:
         return None
 
 
