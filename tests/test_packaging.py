@@ -169,3 +169,7 @@ def test_every_public_name_resolves_to_what_its_module_defines() -> None:
         assert getattr(value, "__name__", name) == name
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         _ = conclave.nothing_here
+
+
+def test_every_lazily_loaded_name_is_public_and_every_public_name_loads() -> None:
+    assert sorted(conclave._MODULE_OF) == sorted(conclave.__all__)
