@@ -6,8 +6,10 @@ The credentials live in a fake home directory (tests/fake_home.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -152,6 +154,26 @@ trio.run(main)
 """
 
 
+@contextlib.contextmanager
+def _traversable_by_others(*paths: Path) -> Iterator[None]:
+    """Let other users list ``paths`` and pass through every directory above them while the
+    block runs, restoring each mode after: a checkout in ``mktemp -d`` (mode 700) hides its
+    venv and the project from ``nobody``, whose Python then cannot import them."""
+    changed: dict[Path, int] = {}
+    wanted = [(path, stat.S_IROTH | stat.S_IXOTH) for path in paths]  # listed by imports
+    wanted += [(parent, stat.S_IXOTH) for path in paths for parent in path.parents]
+    for directory, needed in wanted:
+        mode = stat.S_IMODE(directory.stat().st_mode)
+        if directory not in changed and mode & needed != needed:
+            changed[directory] = mode
+            os.chmod(directory, mode | needed)
+    try:
+        yield
+    finally:
+        for directory, mode in changed.items():
+            os.chmod(directory, mode)
+
+
 def test_a_fork_bomb_stops_at_the_process_limit(bwrap: str, home: Path) -> None:
     """Run as ``nobody``: the kernel exempts root from the process limit (docs/security.md).
     Bounded: 60 ``sleep`` at most, so it cannot hurt the machine even with no limit."""
@@ -162,13 +184,15 @@ def test_a_fork_bomb_stops_at_the_process_limit(bwrap: str, home: Path) -> None:
     os.chmod(home, 0o755)
     os.chmod(workspace, 0o777)
     drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    done = subprocess.run(
-        [*drop, sys.executable, "-c", _FORKS, str(workspace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    repository = Path(__file__).resolve().parents[2]
+    with _traversable_by_others(repository, Path(sys.prefix)):
+        done = subprocess.run(
+            [*drop, sys.executable, "-c", _FORKS, str(workspace)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=repository,
+        )
     assert done.returncode == 0, done.stderr
     assert "Cannot fork" in done.stdout
     assert "started 60" not in done.stdout
