@@ -3,6 +3,7 @@ failures to start, crashes and restarts, timeouts and cancellation, plan mode.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -211,8 +212,7 @@ async def test_a_server_that_crashes_is_restarted_and_serves_the_next_call(
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         first = server_pids(str(files))
         assert first
-        for pid in first:
-            os.kill(pid, 9)
+        kill(first)
         result = await call(tools, "mcp__fs__read_text_file", path=str(files / "notes.txt"))
         ready = started.tap.of_type(McpServerReady)
         second = server_pids(str(files))
@@ -231,14 +231,21 @@ async def test_a_server_that_keeps_crashing_is_given_up_and_its_tools_say_why(
         tools = with_mcp_tools(NO_TOOLS, started.servers.all(), agent="a", mode=_DEFAULT)
         with trio.fail_after(30):
             while state.status is not ServerStatus.FAILED:
-                for pid in server_pids(str(files)):
-                    os.kill(pid, 9)
+                kill(server_pids(str(files)))
                 await trio.sleep(0.05)
         result = await call(tools, "mcp__fs__list_directory", path=str(files))
         failed = started.tap.of_type(McpServerFailed)
 
     assert failed and failed[-1].gave_up
     assert not result.ok and "given up" in (result.error or "")
+
+
+def kill(pids: list[int]) -> None:
+    """SIGKILL each of ``pids``; one that has already exited (its server crashed or a
+    wrapper finished between the listing and the kill) is no longer there to kill."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
 
 
 def server_pids(marker: str) -> list[int]:

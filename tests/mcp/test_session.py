@@ -5,7 +5,6 @@ begins and what happens to them while it runs; stopped with the session."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import trio
@@ -24,7 +23,7 @@ from conclave.config.schema.orchestrator import OrchestratorConfig
 from conclave.config.schema.root import ConclaveConfig
 from conclave.runtime import Event, MemoryTap, open_actor_system
 from tests.mcp.conftest import stdio
-from tests.mcp.test_servers import server_pids
+from tests.mcp.test_servers import kill, server_pids
 
 
 def _config(*servers: McpServerConfig, sees: Path | None = None) -> ConclaveConfig:
@@ -82,8 +81,7 @@ async def test_a_run_hears_what_happens_to_a_lent_server_while_it_runs(
             open_actor_system(name="run", taps=[run]) as system,
             session.lend(system.record) as servers,
         ):
-            for pid in server_pids(str(files)):
-                os.kill(pid, 9)
+            kill(server_pids(str(files)))
             result = await _read(servers, files)  # waits for the restart
         later = MemoryTap()
         async with session.lend(later.record):
@@ -136,8 +134,7 @@ async def test_a_run_whose_recording_fails_loses_its_loan_and_the_others_keep_th
         session.lend(closing),
     ):
         closed.set()
-        for pid in server_pids(str(files)):
-            os.kill(pid, 9)
+        kill(server_pids(str(files)))
         with trio.fail_after(30):
             await restarted.wait()
 
