@@ -466,12 +466,12 @@ class Rounds:
                 log.write(self.memory.round, purpose, message)
 
     def _log(self) -> TranscriptLog | None:
-        memory, path = self.memory, self.setup.transcript_path
-        if path is None:
+        memory, file = self.memory, self.setup.transcript
+        if file is None:
             return None
         if memory.transcript_log is None:
             memory.transcript_log = TranscriptLog(
-                path,
+                file,
                 agent=self.setup.agent,
                 on_failure=partial(_transcript_failed, self.context, self.setup.agent),
             )
