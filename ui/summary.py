@@ -56,6 +56,11 @@ def summary(result: RunResult) -> str:
         line += f", {total.cached_share:.0%} of prompt tokens cached"
     if result.failure_reason:
         line += f"; failed: {_one_line(result.failure_reason)}"
+    if result.presentation_error:
+        line += (
+            "; the presentation failed, the winning answer stands verbatim: "
+            f"{_one_line(result.presentation_error)}"
+        )
     if result.log_dir is not None:
         line += f"; log {display_path(os.path.join(result.log_dir, 'events.jsonl'))}"
     if result.workspace_path is not None:

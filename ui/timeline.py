@@ -22,6 +22,7 @@ from conclave.actors.coordination.events import (
     AnswerAdded,
     AnswerRepeated,
     FinalAnswerProduced,
+    PresentationFailed,
     RunStarted,
     VoteAdded,
     VotesCleared,
@@ -113,6 +114,9 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return (
             f"voting complete: winner {event.winner} ({event.label}); tally {tally or 'no votes'}"
         )
+    if isinstance(event, PresentationFailed):
+        after = "asked again" if event.retrying else "the chosen answer stands verbatim"
+        return _one_line(f"{event.presenter}'s presentation failed ({after}): {event.error}")
     if isinstance(event, FinalAnswerProduced):
         who = event.presenter or "nobody"
         return f"final answer by {who} ({event.strategy.value}): {_first_line(event.content)}"

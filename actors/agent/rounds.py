@@ -425,7 +425,11 @@ class Rounds:
                 tools=tools,
                 terminal=TextTerminal(),
                 budget=self.budget,
-                observer=CallEvents(self.context, setup.agent, CallPurpose.PRESENT),
+                # The presenter is the last agent at work: a failing one has the
+                # coordinator's failing_agent_grace, as a round's agent has.
+                observer=_Health(
+                    CallEvents(self.context, setup.agent, CallPurpose.PRESENT), self._health
+                ),
                 sink=self.stream,
                 purpose=CallPurpose.PRESENT,
             )
