@@ -40,6 +40,7 @@ from conclave.actors.workspace.events import (
     PresentingForWrites,
     SnapshotPublished,
 )
+from conclave.config.schema.endpoint import CHARS_PER_TOKEN_ESTIMATE
 from conclave.runtime import (
     ChildExited,
     ChildStopped,
@@ -52,7 +53,7 @@ from conclave.runtime import (
     TapFailed,
 )
 
-__all__ = ["agent_table", "describe", "neutralise"]
+__all__ = ["agent_table", "describe", "neutralise", "usage_unknown"]
 
 _ESCAPED = {
     code: f"\\x{code:02x}"
@@ -236,6 +237,22 @@ def _tool_finished(event: ToolCallFinished, *, verbose: bool) -> str:
     if not verbose or not body.strip():
         return line
     return line + "".join(f"\n    | {text}" for text in body.splitlines())
+
+
+def usage_unknown(event: Event, view: RunView) -> str | None:
+    """A line when ``event`` is the first call of its agent whose server reported no usage
+    (``view`` has applied it): from then on its tokens and cost are unknown, and
+    ``--max-cost`` counts its calls at an estimate. ``None`` for any other event."""
+    if type(event) is not LlmRequestFinished or event.usage_reported:
+        return None
+    agent = view.agents.get(event.agent)
+    if agent is None or agent.calls_without_usage != 1:
+        return None
+    return neutralise(
+        f"{event.agent}'s server reports no usage: its tokens and cost are unknown "
+        f"(--max-cost counts its calls at an estimate, a token per {CHARS_PER_TOKEN_ESTIMATE} "
+        "characters)"
+    )
 
 
 def _votes_cleared(event: VotesCleared) -> str:

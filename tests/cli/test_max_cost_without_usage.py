@@ -1,6 +1,7 @@
 """``--max-cost`` against servers that report no usage: it says at start which agents it
-counts at an estimate, and halts the run when the estimate reaches the budget, instead of
-counting nothing and letting the run spend without limit.
+counts at an estimate, the progress says when an agent's server first reports none, and the
+budget halts the run when the estimate reaches it, instead of counting nothing and letting
+the run spend without limit.
 
 Real sockets: no ``autojump_clock``.
 """
@@ -70,3 +71,21 @@ async def test_max_cost_says_at_start_that_it_counts_those_calls_at_an_estimate(
         "stream_usage is false, so the server reports no usage; they count at an estimate of "
         "a token per 3 characters sent or received"
     ) in first
+
+
+async def test_the_first_call_without_usage_of_each_agent_is_said_as_it_happens(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    done = await conclave_process(
+        "run", "--config", str(_quiet_panel(tmp_path, server)), TASK,
+        cwd=tmp_path, limit=RUN_LIMIT)  # fmt: skip
+
+    assert done.returncode == ExitCode.OK, done.stderr.decode()
+    said = [line for line in done.stderr.decode().splitlines() if "reports no usage" in line]
+    agents = [line.split("] ", 1)[1].split("'s server", 1)[0] for line in said]
+    assert sorted(agents) == ["alice", "bob"]  # once each, though each made several calls
+    for line, agent in zip(said, agents, strict=True):
+        assert line.endswith(
+            f"] {agent}'s server reports no usage: its tokens and cost are unknown (--max-cost "
+            "counts its calls at an estimate, a token per 3 characters)"
+        )
