@@ -201,7 +201,7 @@ def _setup(args: argparse.Namespace) -> _Setup:
 
 
 def _say_where(resolved: ResolvedConfig) -> None:
-    for note in (resolved.source_note(len(resolved.base.agents)), resolved.unpriced_note()):
+    for note in (resolved.source_note(len(resolved.base.agents)), resolved.max_cost_note()):
         if note is not None:
             print(f"conclave batch: {note}", file=sys.stderr)
 

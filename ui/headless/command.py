@@ -94,13 +94,14 @@ def run_command(args: argparse.Namespace) -> int:
 def _say_where(resolved: ResolvedConfig, config: ConclaveConfig, fmt: str) -> None:
     """One line on stderr for a config the command line did not name: the scripted default
     (always), or the file found (text mode only: json and stream-json keep stderr for
-    progress and errors). Then what ``--max-cost`` does not count."""
+    progress and errors). Then what ``--max-cost`` does not count, or counts at an
+    estimate."""
     note = resolved.source_note(len(config.agents))
     if note is not None and (fmt == "text" or resolved.found.origin is ConfigOrigin.DEFAULT):
         print(f"conclave: {note}", file=sys.stderr)
-    unpriced = resolved.unpriced_note()
-    if unpriced is not None:
-        print(f"conclave: {unpriced}", file=sys.stderr)
+    budget = resolved.max_cost_note()
+    if budget is not None:
+        print(f"conclave: {budget}", file=sys.stderr)
 
 
 def make_progress(
