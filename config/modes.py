@@ -21,13 +21,13 @@ execute: the autonomy instructions), never these overrides.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import attrs
 
 from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
 from conclave.config.schema.context import ContextWritePhase
+from conclave.config.schema.modes import AgentMode, CollaborationMode
 from conclave.config.wording import listed
 
 __all__ = [
@@ -38,17 +38,6 @@ __all__ = [
     "apply_modes",
     "overrides",
 ]
-
-
-class AgentMode(enum.Enum):
-    SINGLE = "single"
-    MULTI = "multi"
-
-
-class CollaborationMode(enum.Enum):
-    DEFAULT = "default"
-    PLAN = "plan"
-    EXECUTE = "execute"
 
 
 @attrs.frozen(kw_only=True)
