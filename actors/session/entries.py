@@ -85,6 +85,9 @@ class RunRecorded(SessionEntry):
     termination: Termination
     winner: str | None
     final_answer: str | None
+    input_tokens: int | None
+    """The input tokens the run's last LLM call reported (automatic compaction compares
+    them with its threshold); ``None`` when it reported none. Since format 2."""
 
 
 @message(kind="session_assistant_reply")
@@ -93,6 +96,9 @@ class AssistantReply(SessionEntry):
 
     turn_id: int
     text: str
+    input_tokens: int | None
+    """The input tokens the call that wrote it reported; ``None`` when it reported none.
+    Since format 2."""
 
 
 class ModeSource(enum.Enum):

@@ -65,6 +65,9 @@ class Conversation:
     """The last mode change: the mode state to restore."""
     compaction: Compacted | None
     """The latest compaction, if any."""
+    last_input_tokens: int | None = None
+    """What the last run's (or reply's) last LLM call reported as its input tokens: what
+    automatic compaction compares with its threshold. ``None``: not reported, or no call."""
 
     def kept(self) -> tuple[Exchange, ...]:
         """The exchanges the history holds verbatim: after the latest compaction's cut."""
@@ -88,6 +91,7 @@ def read_conversation(entries: Iterable[SessionEntry]) -> Conversation:
     by_id: dict[int, int] = {}
     mode: ModeChanged | None = None
     compaction: Compacted | None = None
+    last_tokens: int | None = None
     for entry in entries:
         if isinstance(entry, UserTurn):
             by_id[entry.id] = len(exchanges)
@@ -96,6 +100,7 @@ def read_conversation(entries: Iterable[SessionEntry]) -> Conversation:
             index = by_id.get(entry.turn_id)
             if index is None:
                 continue  # its turn was on a line that was skipped
+            last_tokens = entry.input_tokens
             if isinstance(entry, RunRecorded):
                 exchanges[index] = attrs.evolve(exchanges[index], run=entry)
             else:
@@ -104,4 +109,10 @@ def read_conversation(entries: Iterable[SessionEntry]) -> Conversation:
             mode = entry
         elif isinstance(entry, Compacted):
             compaction = entry
-    return Conversation(exchanges=tuple(exchanges), mode=mode, compaction=compaction)
+            last_tokens = None  # the next call's prompt is the compacted one
+    return Conversation(
+        exchanges=tuple(exchanges),
+        mode=mode,
+        compaction=compaction,
+        last_input_tokens=last_tokens,
+    )

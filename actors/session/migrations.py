@@ -17,12 +17,24 @@ from typing import Any
 
 __all__ = ["SESSION_VERSION", "STEPS", "SessionTooNew", "migrate"]
 
-SESSION_VERSION = 1
-"""The format this program writes. Version 1 is the first that holds ``mode_change``."""
+SESSION_VERSION = 2
+"""The format this program writes. Version 1 is the first that holds ``mode_change``;
+version 2 added ``input_tokens`` to runs and replies."""
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 
-STEPS: dict[int, Step] = {}
+_ANSWERS = frozenset({"session_run", "session_assistant_reply"})
+
+
+def _v1_to_v2(line: dict[str, Any]) -> dict[str, Any]:
+    """Runs and replies say what their last call's input tokens were; format 1 did not
+    record them, so they are unknown."""
+    if line.get("kind") in _ANSWERS:
+        return {**line, "input_tokens": None}
+    return line
+
+
+STEPS: dict[int, Step] = {1: _v1_to_v2}
 """``STEPS[v]`` turns one line of format ``v`` into format ``v + 1``."""
 
 

@@ -28,6 +28,7 @@ def _run(turn_id: int, answer: str | None, *, id: int) -> RunRecorded:
         termination=Termination.COMPLETED if answer else Termination.FAILED,
         winner="a" if answer else None,
         final_answer=answer,
+        input_tokens=100 * turn_id,
     )
 
 
@@ -35,7 +36,7 @@ ENTRIES: tuple[SessionEntry, ...] = (
     UserTurn(id=1, text="q1"),
     _run(1, "a1", id=2),
     UserTurn(id=3, text="q2"),
-    AssistantReply(id=4, turn_id=3, text="a2"),
+    AssistantReply(id=4, turn_id=3, text="a2", input_tokens=None),
     UserTurn(id=5, text="q3"),
     _run(5, None, id=6),
 )
@@ -83,3 +84,20 @@ def test_after_a_compaction_history_is_the_summary_then_the_kept_turns_verbatim(
 
 def test_an_answer_whose_turn_was_skipped_is_left_out() -> None:
     assert read_conversation((_run(99, "orphan", id=1),)).exchanges == ()
+
+
+def test_the_last_answers_input_tokens_are_what_automatic_compaction_compares() -> None:
+    assert read_conversation(ENTRIES).last_input_tokens == 500
+    assert read_conversation(ENTRIES[:4]).last_input_tokens is None
+
+
+def test_a_compaction_forgets_the_input_tokens_of_the_prompt_it_shortened() -> None:
+    compacted = Compacted(
+        id=7,
+        summary="s",
+        first_kept_id=3,
+        tokens_before=100,
+        tokens_after=40,
+        trigger=CompactionTrigger.AUTOMATIC,
+    )
+    assert read_conversation((*ENTRIES, compacted)).last_input_tokens is None

@@ -83,6 +83,7 @@ def test_reading_returns_every_entry_as_its_type(tmp_path: Path) -> None:
                 termination=Termination.COMPLETED,
                 winner="a",
                 final_answer="answer",
+                input_tokens=1234,
             )
         )
         mode = session.append(ModeChanged.of(state, ModeSource.SHORTCUT))
