@@ -21,6 +21,7 @@ execute: the autonomy instructions), never these overrides.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import attrs
@@ -33,6 +34,7 @@ from conclave.config.wording import listed
 __all__ = [
     "AgentMode",
     "CollaborationMode",
+    "ModeSource",
     "ModeState",
     "UnknownAgent",
     "apply_modes",
@@ -52,6 +54,21 @@ class ModeState:
     @property
     def plan_mode(self) -> bool:
         return self.collaboration is CollaborationMode.PLAN
+
+
+class ModeSource(enum.Enum):
+    """Who changed the mode state (a session records it with each change)."""
+
+    COMMAND = "command"
+    """A slash command (``/mode``, ``/agent``) or a dialog's choice."""
+    SHORTCUT = "shortcut"
+    """A key or a click on the bar (Shift+Tab, Alt+A, an agent's tab)."""
+    FLAG = "flag"
+    """A command-line flag (``--mode``, ``--agent-mode``)."""
+    CONFIG = "config"
+    """The config's top-level ``mode:``."""
+    RESTORE = "restore"
+    """A resumed session's last mode state, put back."""
 
 
 def overrides(state: ModeState) -> dict[str, Any]:

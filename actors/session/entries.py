@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 
 from conclave.actors.run.termination import Termination
-from conclave.config.modes import ModeState
+from conclave.config.modes import ModeSource, ModeState
 from conclave.config.schema.modes import AgentMode, CollaborationMode
 from conclave.runtime.messages import Message, message
 
@@ -26,7 +26,6 @@ __all__ = [
     "CompactionTrigger",
     "FormatUpgraded",
     "ModeChanged",
-    "ModeSource",
     "PlanDecided",
     "PlanDecision",
     "PlanProposed",
@@ -99,21 +98,6 @@ class AssistantReply(SessionEntry):
     input_tokens: int | None
     """The input tokens the call that wrote it reported; ``None`` when it reported none.
     Since format 2."""
-
-
-class ModeSource(enum.Enum):
-    """Who changed the mode state."""
-
-    COMMAND = "command"
-    """A slash command (``/mode``, ``/plan``)."""
-    SHORTCUT = "shortcut"
-    """A key (Shift+Tab, Alt+A, an agent's tab)."""
-    FLAG = "flag"
-    """A command-line flag (``--mode``, ``--agent-mode``)."""
-    CONFIG = "config"
-    """The config's top-level ``mode:``."""
-    RESTORE = "restore"
-    """A resumed session's last mode state, put back."""
 
 
 @message(kind="session_mode_change")

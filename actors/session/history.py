@@ -23,7 +23,13 @@ from conclave.actors.session.entries import (
     UserTurn,
 )
 
-__all__ = ["SUMMARY_QUESTION", "Conversation", "Exchange", "read_conversation"]
+__all__ = [
+    "SUMMARY_QUESTION",
+    "Conversation",
+    "ConversationFold",
+    "Exchange",
+    "read_conversation",
+]
 
 SUMMARY_QUESTION = "Summarise our conversation so far."
 """The user message a compaction's summary answers in the history."""
@@ -85,34 +91,49 @@ class Conversation:
         return tuple(turns)
 
 
+class ConversationFold:
+    """Builds a :class:`Conversation` one entry at a time, so a recorder keeps it up to date
+    at the cost of the entry it appends, not of the whole session."""
+
+    def __init__(self) -> None:
+        self._exchanges: list[Exchange] = []
+        self._by_id: dict[int, int] = {}
+        self._mode: ModeChanged | None = None
+        self._compaction: Compacted | None = None
+        self._last_tokens: int | None = None
+
+    def add(self, entry: SessionEntry) -> None:
+        if isinstance(entry, UserTurn):
+            self._by_id[entry.id] = len(self._exchanges)
+            self._exchanges.append(Exchange(user=entry))
+        elif isinstance(entry, RunRecorded | AssistantReply):
+            index = self._by_id.get(entry.turn_id)
+            if index is None:
+                return  # its turn was on a line that was skipped
+            self._last_tokens = entry.input_tokens
+            exchange = self._exchanges[index]
+            if isinstance(entry, RunRecorded):
+                self._exchanges[index] = attrs.evolve(exchange, run=entry)
+            else:
+                self._exchanges[index] = attrs.evolve(exchange, reply=entry)
+        elif isinstance(entry, ModeChanged):
+            self._mode = entry
+        elif isinstance(entry, Compacted):
+            self._compaction = entry
+            self._last_tokens = None  # the next call's prompt is the compacted one
+
+    def result(self) -> Conversation:
+        return Conversation(
+            exchanges=tuple(self._exchanges),
+            mode=self._mode,
+            compaction=self._compaction,
+            last_input_tokens=self._last_tokens,
+        )
+
+
 def read_conversation(entries: Iterable[SessionEntry]) -> Conversation:
     """Fold ``entries`` (in order) into a :class:`Conversation`."""
-    exchanges: list[Exchange] = []
-    by_id: dict[int, int] = {}
-    mode: ModeChanged | None = None
-    compaction: Compacted | None = None
-    last_tokens: int | None = None
+    fold = ConversationFold()
     for entry in entries:
-        if isinstance(entry, UserTurn):
-            by_id[entry.id] = len(exchanges)
-            exchanges.append(Exchange(user=entry))
-        elif isinstance(entry, RunRecorded | AssistantReply):
-            index = by_id.get(entry.turn_id)
-            if index is None:
-                continue  # its turn was on a line that was skipped
-            last_tokens = entry.input_tokens
-            if isinstance(entry, RunRecorded):
-                exchanges[index] = attrs.evolve(exchanges[index], run=entry)
-            else:
-                exchanges[index] = attrs.evolve(exchanges[index], reply=entry)
-        elif isinstance(entry, ModeChanged):
-            mode = entry
-        elif isinstance(entry, Compacted):
-            compaction = entry
-            last_tokens = None  # the next call's prompt is the compacted one
-    return Conversation(
-        exchanges=tuple(exchanges),
-        mode=mode,
-        compaction=compaction,
-        last_input_tokens=last_tokens,
-    )
+        fold.add(entry)
+    return fold.result()

@@ -9,13 +9,12 @@ from conclave.actors.session.entries import (
     Compacted,
     CompactionTrigger,
     ModeChanged,
-    ModeSource,
     RunRecorded,
     SessionEntry,
     UserTurn,
 )
 from conclave.actors.session.history import SUMMARY_QUESTION, read_conversation
-from conclave.config.modes import ModeState
+from conclave.config.modes import ModeSource, ModeState
 from conclave.config.schema.modes import CollaborationMode
 
 

@@ -12,7 +12,6 @@ import pytest
 from conclave.actors.run.termination import Termination
 from conclave.actors.session.entries import (
     ModeChanged,
-    ModeSource,
     RunRecorded,
     SessionHeader,
     UserTurn,
@@ -27,7 +26,7 @@ from conclave.actors.session.store import (
     read_session,
     session_path,
 )
-from conclave.config.modes import ModeState
+from conclave.config.modes import ModeSource, ModeState
 from conclave.config.schema.modes import AgentMode, CollaborationMode
 from conclave.runtime.codec import encode
 
