@@ -4,8 +4,13 @@ commands that take them stays cheap (``conclave --help`` starts fast)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-__all__ = ["PICK", "add_session_flags"]
+__all__ = ["PICK", "SESSIONS_ROOT", "add_session_flags"]
+
+SESSIONS_ROOT = Path(".conclave") / "sessions"
+"""This directory's sessions (:data:`actors.session.store.SESSIONS_DIR`, named here without
+loading the codec, for the REPL's start-up)."""
 
 PICK = ""
 """``--resume`` without an id: the REPL shows the picker."""

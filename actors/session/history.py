@@ -122,6 +122,10 @@ class ConversationFold:
             self._compaction = entry
             self._last_tokens = None  # the next call's prompt is the compacted one
 
+    @property
+    def mode(self) -> ModeChanged | None:
+        return self._mode
+
     def result(self) -> Conversation:
         return Conversation(
             exchanges=tuple(self._exchanges),

@@ -90,10 +90,13 @@ class SessionRecorder:
         """A reply given without a run (the interactive agent's own answer)."""
         return self._append(AssistantReply(turn_id=turn.id, text=text, input_tokens=input_tokens))
 
-    def mode(self, state: ModeState, source: ModeSource) -> ModeChanged | None:
-        """Record ``state`` when it differs from the last one recorded (or none was)."""
-        last = self._fold.result().mode
-        if last is not None and last.state == state:
+    def mode(
+        self, state: ModeState, source: ModeSource, *, always: bool = False
+    ) -> ModeChanged | None:
+        """Record ``state`` when it differs from the last one recorded (or none was), or
+        ``always`` (a resumed session's restored modes: the log says they were put back)."""
+        last = self._fold.mode
+        if not always and last is not None and last.state == state:
             return None
         return self._append(ModeChanged.of(state, source))
 
