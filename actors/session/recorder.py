@@ -51,12 +51,18 @@ class SessionRecorder:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._fold = ConversationFold()
+        self._plans = 0
         for entry in session.entries:
-            self._fold.add(entry)
+            self._add(entry)
 
     @property
     def id(self) -> str:
         return self.session.id
+
+    @property
+    def plan_versions(self) -> int:
+        """How many plan versions the session holds (the next is this plus one)."""
+        return self._plans
 
     @property
     def conversation(self) -> Conversation:
@@ -64,8 +70,13 @@ class SessionRecorder:
 
     def _append(self, entry: E) -> E:
         stored = self.session.append(entry)
-        self._fold.add(stored)
+        self._add(stored)
         return stored
+
+    def _add(self, entry: SessionEntry) -> None:
+        self._fold.add(entry)
+        if isinstance(entry, PlanProposed):
+            self._plans += 1
 
     def user_turn(self, text: str) -> UserTurn:
         return self._append(UserTurn(text=text))

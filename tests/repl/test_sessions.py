@@ -4,6 +4,7 @@ compaction; ``/resume``'s picker; ``/clear`` starting a new session."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conclave.actors.run.termination import Termination
@@ -12,6 +13,9 @@ from conclave.actors.session.entries import (
     Compacted,
     CompactionTrigger,
     ModeChanged,
+    PlanDecided,
+    PlanDecision,
+    PlanProposed,
     RunRecorded,
     SessionEntry,
     UserTurn,
@@ -22,7 +26,7 @@ from conclave.config.modes import AgentMode, ModeSource, ModeState
 from conclave.config.schema.modes import CollaborationMode
 from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import Dialog
-from tests.repl.harness import ALT_R, ENTER, Session, play
+from tests.repl.harness import ALT_R, ENTER, SHIFT_TAB, Session, play
 
 
 def _start(tmp_path: Path, **how: object) -> SessionStart:
@@ -226,3 +230,29 @@ def test_clear_starts_a_new_session_at_the_next_turn(tmp_path: Path) -> None:
     play(scenario, tmp_path, session_start=_start(tmp_path))
     texts = [[e.text for e in es if isinstance(e, UserTurn)] for _, es in _entries(tmp_path)]
     assert sorted(texts) == [["in the first session"], ["in the second session"]]
+
+
+def test_plan_versions_and_the_decisions_about_them_are_recorded(tmp_path: Path) -> None:
+    async def scenario(s: Session) -> None:
+        s.press(SHIFT_TAB)
+        await s.until(lambda: s.state.plan_mode, "plan mode")
+        await s.result_of("Plan a garden party")
+        await s.until(lambda: s.state.dialog is Dialog.PLAN, "the plan dialog")
+        runs = s.state.usage.runs
+        s.press("3")  # Revise
+        s.type("add a rain plan")
+        await s.finish(runs, "the revision")
+        await s.until(lambda: s.state.dialog is Dialog.PLAN, "the revised plan")
+        s.press("4")  # Cancel
+        await s.until(lambda: s.state.dialog is Dialog.NONE, "the dialog closed")
+
+    play(scenario, tmp_path, session_start=_start(tmp_path))
+    [(_, entries)] = _entries(tmp_path)
+    plans = [e for e in entries if isinstance(e, PlanProposed)]
+    decisions = [e for e in entries if isinstance(e, PlanDecided)]
+    assert [p.version for p in plans] == [1, 2]
+    assert json.loads(plans[0].plan)["goal"]
+    assert [(d.version, d.decision, d.feedback) for d in decisions] == [
+        (1, PlanDecision.REVISED, "add a rain plan"),
+        (2, PlanDecision.CANCELLED, ""),
+    ]

@@ -44,6 +44,7 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import AgentConfig
 from conclave.runtime import ConclaveRuntimeError
+from conclave.ui.repl.plan_dialog import PlanDecision
 from conclave.ui.repl.protocol import (
     Cancel,
     ClearHistory,
@@ -112,6 +113,14 @@ class SessionHook(Protocol):
 
     def cleared(self) -> None:
         """``/clear``: the next turn starts a new session."""
+        ...
+
+    def plan_proposed(self, plan: str, *, run_id: str) -> None:
+        """A planning turn's plan (as JSON): the session's next plan version."""
+        ...
+
+    def plan_decided(self, decision: PlanDecision) -> None:
+        """What the person decided about the latest plan version."""
         ...
 
 

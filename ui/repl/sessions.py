@@ -35,12 +35,14 @@ from conclave.actors.session.compaction import (
     due,
 )
 from conclave.actors.session.entries import CompactionTrigger, UserTurn
+from conclave.actors.session.entries import PlanDecision as SessionPlanDecision
 from conclave.actors.session.history import Conversation
 from conclave.actors.session.migrations import SessionTooNew
 from conclave.actors.session.recorder import LastCallTokens, SessionRecorder
 from conclave.actors.session.store import SessionError, find_session, open_session
 from conclave.config.modes import AgentMode, ModeSource, ModeState
 from conclave.config.wording import plural
+from conclave.ui.repl.plan_dialog import Approve, PlanDecision, Revise
 from conclave.ui.repl.protocol import Submit
 from conclave.ui.repl.service import Printer, ReplService
 from conclave.ui.repl.session_commands import SessionStart
@@ -108,6 +110,27 @@ class ReplSession:
             tokens = self._tokens.input_tokens
             self._guard(lambda: recorder.run_ended(turn, result, input_tokens=tokens))
         self._turn = None
+
+    def plan_proposed(self, plan: str, *, run_id: str) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            version = recorder.plan_versions + 1
+            self._guard(lambda: recorder.plan(version=version, plan=plan, run_id=run_id))
+
+    def plan_decided(self, decision: PlanDecision) -> None:
+        recorder = self._recorder
+        if recorder is None or not recorder.plan_versions:
+            return
+        version = recorder.plan_versions
+        if isinstance(decision, Approve):
+            kind, feedback = SessionPlanDecision.APPROVED, decision.additions
+        elif isinstance(decision, Revise):
+            kind, feedback = SessionPlanDecision.REVISED, decision.feedback
+        else:
+            kind, feedback = SessionPlanDecision.CANCELLED, ""
+        self._guard(
+            lambda: recorder.plan_decided(version=version, decision=kind, feedback=feedback.strip())
+        )
 
     def _ensure(self) -> SessionRecorder | None:
         """The session, created now if there is none yet (``None`` if it cannot be)."""
