@@ -256,3 +256,14 @@ def test_plan_versions_and_the_decisions_about_them_are_recorded(tmp_path: Path)
         (1, PlanDecision.REVISED, "add a rain plan"),
         (2, PlanDecision.CANCELLED, ""),
     ]
+
+
+def test_status_names_the_session(tmp_path: Path) -> None:
+    async def scenario(s: Session) -> None:
+        s.type("/status")
+        await s.until(lambda: "session: none yet" in s.transcript(), "the status")
+        await s.result_of("a question")
+        s.type("/status")
+        await s.until(lambda: f"session: {s.state.session_id}\n" in s.transcript(), "the id")
+
+    play(scenario, tmp_path, session_start=_start(tmp_path))

@@ -112,6 +112,7 @@ def _status(repl: Repl, argument: str) -> None:
         f"collaboration mode: {state.collaboration.value}",
         f"agents: {agent}; refinement {'on' if modes.refinement else 'off'}",
         f"conversation: {len(state.history)} turn(s)",
+        f"session: {state.session_id or 'none yet (one starts at the first turn)'}",
     ]
     if state.queued:
         lines.append(f"queued: {len(state.queued)} turn(s)")
