@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conclave.actors.session.entries import ModeChanged, RunRecorded, UserTurn
+from conclave.actors.session.entries import ModeChanged, PlanProposed, RunRecorded, UserTurn
 from conclave.actors.session.store import read_session
 from conclave.config.modes import ModeSource
 from conclave.config.schema.modes import CollaborationMode
@@ -165,3 +165,13 @@ def test_a_run_prunes_sessions_past_the_configs_retention(
     main(["run", "--config", str(config), "a new task"])
     [kept] = _sessions()
     assert kept != old and not old.exists()
+
+
+def test_a_plan_mode_runs_plan_is_the_sessions_next_plan_version(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "plan.yaml", [{"id": "a", "latency": 0}])
+    main(["run", "--config", str(config), "--mode", "plan", "plan a party"])
+    main(["run", "--config", str(config), "--mode", "plan", "-c", "plan it again"])
+    [path] = _sessions()
+    plans = [e for e in read_session(path).entries if isinstance(e, PlanProposed)]
+    assert [p.version for p in plans] == [1, 2]
+    assert json.loads(plans[0].plan)["steps"]

@@ -22,6 +22,7 @@ from pathlib import Path
 import trio
 
 from conclave.actors.events import EventHub
+from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.session.entries import UserTurn
@@ -126,24 +127,42 @@ def _run_turn(
                 print_json_error("cancelled before the run started", code)
             return code
         result, progress = ran
-        if session is not None and turn is not None:
-            _record(session, turn, result, tokens)
+        recorded = (
+            session is not None and turn is not None and _record(session, turn, result, tokens)
+        )
         code = _EXIT[result.termination]
         if result.termination is Termination.CANCELLED and signals.received:
             code = signal_exit_code(signals.received[0])
         planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
-        return _print(result, progress, fmt, code, planned)
+        if session is not None and planned is not None and planned.plan is not None:
+            _record_plan(session, planned.plan, result)
+        exit_code = _print(result, progress, fmt, code, planned)
+        if session is not None and recorded:
+            # Last, after the answer: a reader finds the answer right below the timeline.
+            _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
+        return exit_code
+
+
+def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
+    """A plan-mode turn's plan: the session's next plan version (decided by the next turn,
+    headless)."""
+    run_id = Path(result.log_dir).name if result.log_dir is not None else ""
+    try:
+        session.plan(version=session.plan_versions + 1, plan=plan_json(plan), run_id=run_id)
+    except SessionError as exc:
+        _warn(str(exc))
 
 
 def _record(
     session: SessionRecorder, turn: UserTurn, result: RunResult, tokens: LastCallTokens
-) -> None:
+) -> bool:
+    """The run in the session; ``False`` (said on stderr) when it could not be written."""
     try:
         session.run_ended(turn, result, input_tokens=tokens.input_tokens)
     except SessionError as exc:
         _warn(str(exc))
-        return
-    _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
+        return False
+    return True
 
 
 def _warn(message: str) -> None:
