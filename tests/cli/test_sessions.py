@@ -175,3 +175,20 @@ def test_a_plan_mode_runs_plan_is_the_sessions_next_plan_version(tmp_path: Path)
     plans = [e for e in read_session(path).entries if isinstance(e, PlanProposed)]
     assert [p.version for p in plans] == [1, 2]
     assert json.loads(plans[0].plan)["steps"]
+
+
+def test_continuing_a_session_cut_off_mid_line_reports_the_line_and_goes_on(
+    fast_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["run", "--config", str(fast_config), "before the crash"])
+    [path] = _sessions()
+    with path.open("ab") as file:
+        file.write(b'{"kind":"session_user_turn","id":9,"at":1.0,"te')  # power lost mid-write
+    capsys.readouterr()
+    assert main(["run", "--config", str(fast_config), "-c", "after the crash"]) == ExitCode.OK
+    assert "was cut off (an interrupted write) and is skipped" in capsys.readouterr().err
+    log = read_session(path)
+    assert [e.text for e in log.entries if isinstance(e, UserTurn)] == [
+        "before the crash",
+        "after the crash",
+    ]
