@@ -5,6 +5,7 @@ compaction; ``/resume``'s picker; ``/clear`` starting a new session."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from conclave.actors.run.termination import Termination
@@ -267,3 +268,15 @@ def test_status_names_the_session(tmp_path: Path) -> None:
         await s.until(lambda: f"session: {s.state.session_id}\n" in s.transcript(), "the id")
 
     play(scenario, tmp_path, session_start=_start(tmp_path))
+
+
+def test_starting_the_repl_prunes_sessions_past_the_retention(tmp_path: Path) -> None:
+    old = _earlier_session(tmp_path, ModeState())
+    path = tmp_path / "sessions" / old / "session.jsonl"
+    forty_days_ago = path.stat().st_mtime - 40 * 86_400
+    os.utime(path, (forty_days_ago, forty_days_ago))
+
+    async def scenario(s: Session) -> None:
+        await s.until(lambda: not path.exists(), "the old session pruned")
+
+    play(scenario, tmp_path, session_start=_start(tmp_path))  # the default: 30 days
