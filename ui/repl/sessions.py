@@ -80,10 +80,6 @@ class ReplSession:
         self._turn: UserTurn | None = None
         self._tokens = LastCallTokens()
 
-    @property
-    def recorder(self) -> SessionRecorder | None:
-        return self._recorder
-
     # -- recording ---------------------------------------------------------------------------
 
     def mode_changed(self, modes: ModeState, source: ModeSource) -> None:
