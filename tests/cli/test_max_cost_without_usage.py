@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import trio
 import yaml
 
 from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import TASK, conclave_process
 from tests.cli.test_real_backends import RUN_LIMIT, _panel_config, _without_usage
-from tests.llm.loopback import LoopbackServer, open_loopback_server
+from tests.llm.loopback import LoopbackServer, Recorded, Reply, open_loopback_server
 
 
 @pytest.fixture
@@ -44,7 +45,14 @@ async def test_max_cost_halts_a_run_whose_server_reports_no_usage_at_the_estimat
     server: LoopbackServer, tmp_path: Path
 ) -> None:
     # Each call sends some 2,000 characters: about 700 tokens, $0.002 at the estimate; the
-    # complete run makes five calls.
+    # complete run makes five calls. Calls after the two answers are answered a second late,
+    # so the halt the answers cause lands before any of them ends, however loaded the machine.
+    async def late_after_the_answers(request: Recorded) -> Reply:
+        if len(server.requests) > 2:
+            await trio.sleep(1)
+        return _without_usage(request)
+
+    server.handler = late_after_the_answers
     done = await conclave_process(
         "run", "--config", str(_quiet_panel(tmp_path, server)), "--output-format", "json",
         "--max-cost", "0.003", TASK, cwd=tmp_path, limit=RUN_LIMIT)  # fmt: skip
