@@ -102,8 +102,8 @@ def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENXIO, errno.EACCES, errno.ENOTDIR):
-            return None
+        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENXIO, errno.ENOTDIR):
+            return None  # gone, or no longer a regular file
         raise
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
@@ -114,18 +114,19 @@ def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
 
 def read_text_file(path: str) -> bytes | None:
     """Up to :data:`KEEP_FILE_BYTES` + 1 bytes of the regular file at ``path`` (a link's
-    target text for a link), or ``None`` when it is not there: what a diff shows."""
+    target text for a link), or ``None`` when it is not there or cannot be read: what a
+    diff shows."""
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):
             return os.fsencode(os.readlink(path))
+        opened = _open_regular(path)
+        if opened is None:
+            return None
+        fd, _ = opened
+        with os.fdopen(fd, "rb") as file:
+            return file.read(KEEP_FILE_BYTES + 1)
     except OSError:
         return None
-    opened = _open_regular(path)
-    if opened is None:
-        return None
-    fd, _ = opened
-    with os.fdopen(fd, "rb") as file:
-        return file.read(KEEP_FILE_BYTES + 1)
 
 
 def index_files(
@@ -163,7 +164,13 @@ def index_files(
             continue
         if not stat.S_ISREG(info.st_mode):
             continue
-        read = _read(path, keep=budget > 0)
+        try:
+            read = _read(path, keep=budget > 0)
+        except OSError:
+            # Unreadable (permissions, I/O error): tracked by its lstat alone, so a change
+            # to it is still seen, and it is not taken for deleted.
+            index.files[path] = _state(info, _stat_digest(info))
+            continue
         if read is None:
             continue
         state, content = read
@@ -172,6 +179,11 @@ def index_files(
             index.kept[path] = content
             budget -= len(content)
     return index
+
+
+def _stat_digest(info: os.stat_result) -> bytes:
+    stamp = f"unread:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
+    return hashlib.sha256(stamp.encode()).digest()
 
 
 def _read(path: str, *, keep: bool) -> tuple[FileState, bytes | None] | None:

@@ -56,7 +56,7 @@ def _file_diff(write: PathWrite, before: FileIndex) -> str:
     new_name = _NULL if write.kind is WriteKind.DELETED else _side("b", path)
     new = b"" if write.kind is WriteKind.DELETED else read_text_file(path)
     if new is None:
-        return _summary(old_name, new_name, "it changed again while the diff was made")
+        return _summary(old_name, new_name, "it cannot be read now")
     old = b"" if write.kind is WriteKind.NEW else before.kept.get(path)
     if is_binary(new) or (old is not None and is_binary(old)):
         return f"Binary files {old_name} and {new_name} differ\n"

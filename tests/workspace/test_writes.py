@@ -132,6 +132,25 @@ def test_the_second_index_reads_only_the_files_whose_stat_moved(
     assert read == [str(tmp_path / "b")]
 
 
+def test_an_unreadable_file_is_tracked_by_its_stat_not_taken_for_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = tmp_path / "locked"
+    locked.write_text("x")
+
+    def refused(path: str, *, keep: bool) -> object:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(file_index, "_read", refused)
+    before = index_files([tmp_path], keep=True)
+    unchanged = index_files([tmp_path], previous=before)
+    locked.write_text("y")
+    after = index_files([tmp_path], previous=before)
+
+    assert diff(before, unchanged) == Writes()
+    assert diff(before, after) == Writes.of(modified=[str(locked)])
+
+
 def test_skipped_directories_are_not_walked(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "events.jsonl").write_text("{}")
