@@ -214,6 +214,34 @@ def test_the_json_result_holds_the_writes(tmp_path: Path, ctx: Path) -> None:
     }
 
 
+def test_a_run_that_only_deletes_a_users_file_says_so_and_saves_its_diff(
+    tmp_path: Path, ctx: Path
+) -> None:
+    config = _run_config(tmp_path, present_steps=[_step("delete_file", path=f"{ctx}/existing.txt")])
+
+    code, _, err = _conclave(tmp_path, config, "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    assert f"{_heading(tmp_path)}\n  deleted   {ctx / 'existing.txt'}\n" in err
+    shown = str(ctx / "existing.txt").lstrip("/")
+    assert (tmp_path / "log0" / "context_path_writes.diff").read_text() == (
+        f"--- a/{shown}\n+++ /dev/null\n@@ -1 +0,0 @@\n-before\n"
+    )
+
+
+def test_a_file_context_path_is_written_by_the_file_tools(tmp_path: Path, ctx: Path) -> None:
+    notes = ctx / "existing.txt"
+    config = _run_config(
+        tmp_path, present_steps=[_step("edit_file", path=str(notes), old="before", new="after")]
+    )
+
+    code, _, err = _conclave(tmp_path, config, "--context", f"{notes}:w")
+
+    assert code == ExitCode.OK, err
+    assert notes.read_text() == "after\n"
+    assert f"  modified  {notes}\n" in err
+
+
 def test_nothing_written_shows_no_footer(tmp_path: Path, ctx: Path) -> None:
     config = _run_config(tmp_path, present_steps=[])
 
