@@ -195,6 +195,12 @@ def _register_repl(sub: _Subcommands) -> None:
     repl.set_defaults(handler=handle)
 
 
+def _register_sessions(sub: _Subcommands) -> None:
+    from conclave.ui.sessions_command import add_sessions_command
+
+    add_sessions_command(sub)
+
+
 def _register_serve(sub: _Subcommands) -> None:
     from conclave.ui.serve.arguments import add_serve_arguments
 
@@ -217,6 +223,7 @@ _COMMANDS = (
     _register_run,
     _register_batch,
     _register_repl,
+    _register_sessions,
     _register_serve,
     _register_replay,
     _register_validate,
@@ -392,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command_name(normalised: list[str]) -> str:
     first = normalised[0] if normalised else ""
-    named = ("run", "batch", "repl", "serve", "replay", "validate", "bench", "import")
+    named = ("run", "batch", "repl", "sessions", "serve", "replay", "validate", "bench", "import")
     return f"conclave {first}" if first in named else "conclave"
 
 

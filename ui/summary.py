@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from conclave.actors.run.result import DecidedBy, RunResult
+from conclave.actors.run.termination import Termination
 from conclave.actors.workspace.write_diff import DIFF_FILE
 from conclave.actors.workspace.writes import WRITES_FILE, footer
 from conclave.config.wording import plural
@@ -61,6 +62,17 @@ def summary(result: RunResult) -> str:
         line += f", {total.cached_share:.0%} of prompt tokens cached"
     if result.failure_reason:
         line += f"; failed: {_one_line(result.failure_reason)}"
+    unmetered = result.usage.total.calls_without_usage
+    if result.termination is Termination.MAX_COST and unmetered:
+        line += (
+            f"; the cost limit counted {plural(unmetered, 'call')} whose server reported no "
+            "usage at an estimate"
+        )
+    if result.presentation_error:
+        line += (
+            "; the presentation failed, the winning answer stands verbatim: "
+            f"{_one_line(result.presentation_error)}"
+        )
     if result.log_dir is not None:
         line += f"; log {display_path(os.path.join(result.log_dir, 'events.jsonl'))}"
     if result.workspace_path is not None:

@@ -102,6 +102,9 @@ class PendingPresentation:
     """How many times the request was sent; only the latest sending's failure counts."""
     interrupted: int = 0
     """Sendings that failed because the presenter's incarnation ended (it crashed)."""
+    failing_since: float | None = None
+    """Since when the presenter's calls keep failing (its grace began); ``None`` while
+    they do not."""
 
 
 class CoordinationState:

@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, ResponseError
+from conclave.actors.llm.pricing import estimated_usage
 from conclave.actors.llm.protocol import (
     CallOutcome,
     CallPurpose,
@@ -307,6 +308,7 @@ class _Caller:
                 error = f"the model did not answer within {timeout:g}s"
             else:
                 outcome = CallOutcome.OK
+                completion = _with_estimate(request, completion)
         except (FatalLLMError, ContextOverflow) as exc:
             outcome, error = CallOutcome.ERROR, str(exc)
             raise
@@ -325,6 +327,14 @@ class _Caller:
         if completion.usage is not None:
             transcript.spend(completion.usage)
         return completion
+
+
+def _with_estimate(request: CompletionRequest, completion: Completion | None) -> Completion | None:
+    """``completion``, with its tokens estimated if its server reported none."""
+    if completion is None or completion.usage is not None:
+        return completion
+    estimate = estimated_usage(request, completion.message)
+    return attrs.evolve(completion, estimated_usage=estimate)
 
 
 async def _execute(

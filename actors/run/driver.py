@@ -36,7 +36,7 @@ import attrs
 import trio
 
 from conclave.actors.agent.actor import AgentActor, AgentMemory, AgentSetup
-from conclave.actors.agent.transcript_log import TRANSCRIPTS
+from conclave.actors.agent.transcript_log import TRANSCRIPTS, TranscriptFile
 from conclave.actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
 from conclave.actors.coordination.coordinator import Coordinator, CoordinatorSetup
 from conclave.actors.coordination.rules import (
@@ -330,11 +330,13 @@ async def _start(
     Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
     :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
     await services.start(system)
+    # One for the run's agents: a long text any of them writes is written once.
+    transcript = TranscriptFile(spec.log_dir / TRANSCRIPTS) if spec.log_dir is not None else None
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
         memories[agent.id] = _spawn_agent(
-            system, spec, agent, state, backend, tooling, halted, agents_supervisor
+            system, spec, agent, state, backend, tooling, halted, agents_supervisor, transcript
         )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
@@ -438,6 +440,7 @@ def _spawn_agent(
     tooling: AgentTooling,
     halted: trio.Event,
     supervisor: Supervisor,
+    transcript: TranscriptFile | None,
 ) -> AgentMemory:
     setup = AgentSetup(
         agent=agent.id,
@@ -451,7 +454,7 @@ def _spawn_agent(
         mode=spec.mode,
         tools=tooling.tools,
         workspace=tooling.workspace,
-        transcript_path=spec.log_dir / TRANSCRIPTS if spec.log_dir is not None else None,
+        transcript=transcript,
         halted=halted,
     )
     memory = AgentMemory()

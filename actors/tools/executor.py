@@ -108,20 +108,24 @@ class AgentTools:
     async def _run(self, call: ToolCall) -> ToolResult:
         spec = self._offered.get(call.name)
         if spec is None:
-            return ToolResult(ok=False, error=self._not_offered(call.name))
+            return ToolResult(ok=False, refused=True, error=self._not_offered(call.name))
         try:
             arguments = parse_arguments(call.arguments, spec.parameters, tool=spec.name)
         except ArgumentError as exc:
-            return ToolResult(ok=False, error=str(exc))
+            return ToolResult(ok=False, refused=True, error=str(exc))
         try:
             if self.before_call is not None:
                 refusal = await self.before_call(call)
                 if refusal is not None:
                     return ToolResult(
-                        ok=False, error=f"the call to {call.name} was refused: {refusal}"
+                        ok=False,
+                        refused=True,
+                        error=f"the call to {call.name} was refused: {refusal}",
                     )
             return await spec.run(self.context, arguments)
-        except (PathRefused, ToolError) as exc:
+        except PathRefused as exc:
+            return ToolResult(ok=False, refused=True, error=str(exc))
+        except ToolError as exc:
             return ToolResult(ok=False, error=str(exc))
         except OSError as exc:
             return ToolResult(ok=False, error=_os_error(call.name, exc))

@@ -131,6 +131,26 @@ def test_reaching_the_budget_is_said_once() -> None:
     assert said == [None]
 
 
+def test_a_priced_call_without_usage_counts_against_the_budget_at_its_estimate() -> None:
+    said: list[None] = []
+    tap = UsageTap([priced("a")], budget_usd=0.004)
+    tap.on_budget_reached = lambda: said.append(None)
+    unreported = attrs.evolve(
+        finished("a", inp=0, out=0),
+        usage_reported=False,
+        estimated_input_tokens=1000,
+        estimated_output_tokens=100,
+    )
+
+    tap.record(unreported)  # $0.003 at the estimate
+    assert said == []
+    tap.record(unreported)  # $0.006
+
+    assert said == [None]
+    assert tap.ledger.estimated_calls == 2
+    assert tap.usage().total.cost_usd is None  # the result still says unknown
+
+
 # ---------------------------------------------------------------------------- runs
 
 

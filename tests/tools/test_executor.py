@@ -267,3 +267,31 @@ async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
     result = await call(make_tools(before_call=broken), "write_file", path="a.txt", content="x")
     assert result.error == "the tool write_file failed: RuntimeError: gate down"
     assert not (workspace / "a.txt").exists()
+
+
+# refused or failed: whether the call ran at all
+
+
+async def test_a_call_the_executor_refuses_is_marked_refused(
+    make_tools: MakeTools, tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    async def gate(call: ToolCall) -> str | None:
+        return "a human said no"
+
+    sandbox.refuse = "bubblewrap is not installed"
+    refusals = [
+        await call(tools, "browse", url="x"),
+        await call(tools, "read_file", path="a.txt", offset=0),
+        await call(tools, "write_file", path="/etc/passwd", content="x"),
+        await call(make_tools(before_call=gate), "write_file", path="a.txt", content="x"),
+        await call(tools, "run_shell", command="ls"),
+    ]
+
+    assert [(r.ok, r.refused) for r in refusals] == [(False, True)] * len(refusals)
+
+
+async def test_a_call_that_ran_and_failed_is_not_marked_refused(tools: AgentTools) -> None:
+    failed = await call(tools, "run_shell", command="echo oops; exit 3")
+    missing = await call(tools, "read_file", path="no-such-file.txt")
+
+    assert [(r.ok, r.refused) for r in (failed, missing)] == [(False, False)] * 2
