@@ -35,11 +35,12 @@ from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
-    ContextPathsWritten,
+    ContextPathsChanged,
     FinalWorkspaceSaved,
     PresentingForWrites,
     SnapshotPublished,
 )
+from conclave.actors.workspace.writes import Writes
 from conclave.config.schema.endpoint import CHARS_PER_TOKEN_ESTIMATE
 from conclave.runtime import (
     ChildExited,
@@ -181,12 +182,10 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return _llm_finished(event)
     if isinstance(event, SnapshotPublished):
         return f"{event.agent}'s workspace for {event.label} published at {event.path}"
-    if isinstance(event, ContextPathsWritten):
+    if isinstance(event, ContextPathsChanged):
+        tally = Writes(files=event.files).tally() or "nothing"
         listed = f" (listed in {event.list_file})" if event.list_file else ""
-        return (
-            f"context paths written: {len(event.new)} new, "
-            f"{len(event.modified)} modified file(s){listed}"
-        )
+        return f"context paths changed: {tally}{listed}"
     if isinstance(event, FinalWorkspaceSaved):
         return f"{event.agent}'s workspace saved with the final answer at {event.path}"
     if isinstance(event, Held):

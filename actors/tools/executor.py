@@ -89,11 +89,18 @@ class AgentTools:
         started = trio.current_time()
         result = await self._run(call)
         limit = self.context.limits.max_output_bytes
-        output, cut_output = cap(result.output, limit)
-        error, cut_error = cap(result.error, limit) if result.error is not None else (None, 0)
+        # What the tool already lost (the sandbox's output cap) is counted in the note of
+        # the text that holds the output: the error when the call failed.
+        dropped = result.metadata.truncated_bytes
+        if result.error is None:
+            output, cut_output = cap(result.output, limit, dropped=dropped)
+            error, cut_error = None, 0
+        else:
+            output, cut_output = cap(result.output, limit)
+            error, cut_error = cap(result.error, limit, dropped=dropped)
         metadata = attrs.evolve(
             result.metadata,
-            truncated_bytes=result.metadata.truncated_bytes + cut_output + cut_error,
+            truncated_bytes=dropped + cut_output + cut_error,
             duration=trio.current_time() - started,
         )
         return attrs.evolve(result, output=output, error=error, metadata=metadata)

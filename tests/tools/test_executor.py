@@ -7,15 +7,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.sandbox.local import LocalSandbox
 from conclave.actors.sandbox.protocol import ShellOutcome
 from conclave.actors.tools.executor import AgentTools, ToolLimits
 from conclave.actors.tools.protocol import ToolResult
 from conclave.actors.tools.spec import ToolContext, ToolSpec
 from conclave.actors.tools.text import cap
 from conclave.config.modes import CollaborationMode
+from conclave.config.schema.sandbox import SandboxConfig
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import ShellSandbox, call, call_raw
 
@@ -205,6 +208,54 @@ async def test_the_sandbox_truncation_is_reported(tools: AgentTools, sandbox: Sh
     )
     result = await call(tools, "run_shell", command="yes")
     assert result.metadata.truncated_bytes == 7
+
+
+async def test_the_note_counts_what_the_sandbox_dropped(
+    tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=0, output="head", timed_out=False, duration=0, truncated_bytes=7
+    )
+    result = await call(tools, "run_shell", command="yes")
+    assert result.output == "head\n[truncated: 7 bytes]"
+
+
+async def test_the_note_adds_the_sandboxs_drop_to_the_executors_cut(
+    make_tools: MakeTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=0, output="x" * 100, timed_out=False, duration=0, truncated_bytes=5000
+    )
+    tools = make_tools(limits=ToolLimits(max_output_bytes=50))
+    result = await call(tools, "run_shell", command="yes")
+    assert result.output == "x" * 50 + "\n[truncated: 5050 bytes]"
+    assert result.metadata.truncated_bytes == 5050
+
+
+async def test_a_failed_commands_note_counts_what_the_sandbox_dropped(
+    tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=1, output="head", timed_out=False, duration=0, truncated_bytes=7
+    )
+    result = await call(tools, "run_shell", command="yes; false")
+    assert (result.error or "").endswith("head\n[truncated: 7 bytes]")
+    assert result.output == ""
+
+
+async def test_a_command_past_the_sandbox_cap_is_noted_with_every_byte_it_wrote(
+    make_tools: MakeTools, sandbox: ShellSandbox, workspace: Path
+) -> None:
+    real = LocalSandbox(
+        workspace=workspace,
+        mounts=(),
+        config=SandboxConfig(max_output_bytes=1000),
+        use_bubblewrap=False,
+    )
+    tools = make_tools(limits=ToolLimits(max_output_bytes=100))
+    tools.context = attrs.evolve(tools.context, sandbox=real)
+    result = await call(tools, "run_shell", command="head -c 5000 /dev/zero | tr '\\0' a")
+    assert result.output == "a" * 100 + "\n[truncated: 4900 bytes]"
 
 
 async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
