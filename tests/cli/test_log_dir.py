@@ -110,7 +110,7 @@ def test_the_log_path_is_printed_when_the_run_starts_so_a_killed_run_can_be_repl
     )
     process = start("run", "--config", str(cfg), "--verbose", TASK, cwd=tmp_path)
     [announced] = read_stderr_until(process, "conclave: logging to ")[-1:]
-    read_stderr_until(process, "quick voted for agent1.1")  # so the answer is in the log
+    read_stderr_until(process, "quick answered agent1.1")  # so the answer is in the log
 
     process.send_signal(signal.SIGKILL)
     finish(process)

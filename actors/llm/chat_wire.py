@@ -1,0 +1,268 @@
+"""Chat Completions over ``httpx2`` directly: the request, its stream of chunks as plain
+dicts, and its failures as the errors the ``openai`` backend classifies.
+
+Why not the official SDK's ``create``: measured by ``benchmarks/http_costs.py`` on the
+biggest request of a 50-agent run (a vote prompt of 16,600 characters), the SDK's
+``create(stream=True)`` costs 2.2 ms of client CPU per request, of which its request
+transform is 0.5 ms and its typed chunk models and request machinery most of the rest,
+against 0.6 ms for the same POST and stream through ``httpx2`` alone; and importing the SDK
+takes about half a second before the first request can leave. What the SDK did for this
+backend is small and kept here: the URL (Azure's deployment path and ``api-version``), the
+key's header (``Authorization: Bearer``, Azure's ``api-key``), and its error shapes (a
+failed status with the server's body and message, an error event in a begun stream, a
+transport failure with its cause chained behind it), which
+:mod:`actors.llm.http_errors` classifies as it classified the SDK's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Final, Self
+
+import attrs
+import httpx2
+import orjson
+
+__all__ = [
+    "OMIT",
+    "ChatClient",
+    "ChatConnectionError",
+    "ChatError",
+    "ChatStatusError",
+    "ChatStream",
+    "ChatStreamError",
+    "ChatTimeoutError",
+]
+
+
+class _Omit:
+    """The marker for a header that must not be sent (e.g. ``Authorization`` to a local
+    server that needs no key)."""
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Final = _Omit()
+
+_STREAM_ERROR = "An error occurred during streaming"
+
+
+class ChatError(Exception):
+    """The base of every failure of a Chat Completions call."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ChatConnectionError(ChatError):
+    """The transport failed (the ``httpx2`` error is chained behind it as ``__cause__``)."""
+
+    def __init__(self, message: str = "Connection error.") -> None:
+        super().__init__(message)
+
+
+class ChatTimeoutError(ChatConnectionError):
+    """One of the transport's own limits (connect, write) passed."""
+
+    def __init__(self) -> None:
+        super().__init__("Request timed out.")
+
+
+class ChatStatusError(ChatError):
+    """The server answered with a failed status: its body (JSON when it parses, else the
+    text) and the response, whose headers say whether and when to send again."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        message = f"Error code: {response.status_code}"
+        text = response.text.strip()
+        body: object = text
+        try:
+            body = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            error = body.get("error", body) if isinstance(body, dict) else None
+            detail = error.get("message") if isinstance(error, dict) else None
+            if isinstance(detail, str) and detail:
+                message += f" - {detail}"
+        super().__init__(message)
+        self.response = response
+        self.status_code = response.status_code
+        self.body = body
+
+
+class ChatStreamError(ChatError):
+    """The server sent an error as an event of a stream that had begun; ``body`` is the
+    event's ``error``."""
+
+    def __init__(self, body: object) -> None:
+        detail = body.get("message") if isinstance(body, dict) else None
+        super().__init__(detail if isinstance(detail, str) and detail else _STREAM_ERROR)
+        self.body = body
+
+
+@attrs.frozen(kw_only=True)
+class ChatClient:
+    """One endpoint's Chat Completions: where requests go and with which key's header, over
+    ``http`` (closed with this client)."""
+
+    url: str
+    """The full ``.../chat/completions`` URL."""
+    params: Mapping[str, str] = attrs.field(factory=dict)
+    """The query (Azure's ``api-version``)."""
+    auth: Mapping[str, str] = attrs.field(factory=dict)
+    """The key's header, if any."""
+    http: httpx2.AsyncClient
+
+    @classmethod
+    def openai(cls, *, base_url: str, key: str | None, http: httpx2.AsyncClient) -> ChatClient:
+        """An OpenAI-compatible server at ``base_url`` (``None``: a server that needs no
+        key, sent no ``Authorization``)."""
+        auth = {"Authorization": f"Bearer {key}"} if key else {}
+        return cls(url=f"{base_url.rstrip('/')}/chat/completions", auth=auth, http=http)
+
+    @classmethod
+    def azure(
+        cls,
+        *,
+        endpoint: str,
+        deployment: str,
+        api_version: str,
+        key: str | None,
+        http: httpx2.AsyncClient,
+    ) -> ChatClient:
+        """Azure OpenAI: the deployment's path, the API version in the query, the key in
+        ``api-key``."""
+        url = f"{endpoint.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
+        auth = {"api-key": key} if key else {}
+        return cls(url=url, params={"api-version": api_version}, auth=auth, http=http)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.http.aclose()
+
+    async def open(
+        self,
+        body: Mapping[str, Any],
+        *,
+        headers: Mapping[str, object],
+        timeout: httpx2.Timeout,
+    ) -> ChatStream:
+        """Send ``body``; the stream of the reply once its status says it began. Raises
+        :class:`ChatStatusError` for a failed status (its body read) and
+        :class:`ChatConnectionError` for a failed transport. Cancelled, it closes whatever
+        it had opened."""
+        sent = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            **self.auth,
+        }
+        for name, value in headers.items():
+            if value is OMIT:
+                sent.pop(name, None)
+            else:
+                sent[name] = str(value)
+        request = self.http.build_request(
+            "POST",
+            self.url,
+            params=self.params or None,
+            headers=sent,
+            content=orjson.dumps(body),
+            timeout=timeout,
+        )
+        try:
+            response = await self.http.send(request, stream=True)
+        except httpx2.TimeoutException as exc:
+            raise ChatTimeoutError() from exc
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        if response.status_code < 400:
+            return ChatStream(response)
+        try:
+            await response.aread()
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        finally:
+            await response.aclose()
+        raise ChatStatusError(response)
+
+
+class ChatStream:
+    """A reply's server-sent events, each ``data`` decoded as JSON, up to ``[DONE]``.
+
+    An event whose data carries an ``error`` is raised as :class:`ChatStreamError`; data
+    that is not JSON raises ``json.JSONDecodeError``; a failed transport raises
+    :class:`ChatConnectionError`. Leaving ``async with`` closes the response: a stream left
+    half-read drops its connection rather than return it to the pool mid-reply."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+        self._lines = response.aiter_lines()
+        self._done = False
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        self._done = True
+        try:
+            await self._lines.aclose()  # type: ignore[attr-defined]
+        finally:
+            await self._response.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        data: list[str] = []
+        while not self._done:
+            line = await self._next_line()
+            if line is None:
+                self._done = True
+            elif line:
+                # ``event:``, ``id:``, ``retry:`` and comments say nothing a chunk needs.
+                if line.startswith("data:"):
+                    data.append(line[6:] if line.startswith("data: ") else line[5:])
+                continue
+            if not data:
+                continue
+            text = "\n".join(data)
+            if text.startswith("[DONE]"):
+                self._done = True
+                # Read to the body's end, so that the connection goes back to the pool.
+                while await self._next_line() is not None:
+                    pass
+                break
+            chunk = json.loads(text)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise ChatStreamError(chunk["error"])
+            return chunk
+        raise StopAsyncIteration
+
+    async def _next_line(self) -> str | None:
+        """The next line of the body; ``None`` at its end."""
+        try:
+            line: str = await self._lines.__anext__()
+        except StopAsyncIteration:
+            return None
+        except httpx2.TimeoutException as exc:
+            raise ChatTimeoutError() from exc
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        return line
