@@ -17,11 +17,10 @@ transport failure with its cause chained behind it), which
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
-import attrs
 import httpx2
 import orjson
 
@@ -105,21 +104,38 @@ class ChatStreamError(ChatError):
         self.body = body
 
 
-@attrs.frozen(kw_only=True)
 class ChatClient:
-    """One endpoint's Chat Completions: where requests go and with which key's header, over
-    ``http`` (closed with this client)."""
+    """One endpoint's Chat Completions: where requests go and with which key's header.
 
-    url: str
-    """The full ``.../chat/completions`` URL."""
-    params: Mapping[str, str] = attrs.field(factory=dict)
-    """The query (Azure's ``api-version``)."""
-    auth: Mapping[str, str] = attrs.field(factory=dict)
-    """The key's header, if any."""
-    http: httpx2.AsyncClient
+    Requests go out on *lanes*: HTTP clients (made by ``http``) of one connection each,
+    taken last-in first-out and given back when the reply's stream is closed. One pool
+    shared by every concurrent call scans all of its connections on every request and every
+    release (``httpcore``'s pool is a list), a cost that grows with the number of agents (at
+    200 agents it was most of the client's CPU); a lane's pool holds one connection. Calls
+    one after another still use one lane, and so one connection."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        http: Callable[[], httpx2.AsyncClient],
+        params: Mapping[str, str] | None = None,
+        auth: Mapping[str, str] | None = None,
+    ) -> None:
+        self.url = url
+        """The full ``.../chat/completions`` URL."""
+        self.params = dict(params or {})
+        """The query (Azure's ``api-version``)."""
+        self.auth = dict(auth or {})
+        """The key's header, if any."""
+        self._http = http
+        self._idle: list[httpx2.AsyncClient] = []
+        self._lanes: set[httpx2.AsyncClient] = set()
 
     @classmethod
-    def openai(cls, *, base_url: str, key: str | None, http: httpx2.AsyncClient) -> ChatClient:
+    def openai(
+        cls, *, base_url: str, key: str | None, http: Callable[[], httpx2.AsyncClient]
+    ) -> ChatClient:
         """An OpenAI-compatible server at ``base_url`` (``None``: a server that needs no
         key, sent no ``Authorization``)."""
         auth = {"Authorization": f"Bearer {key}"} if key else {}
@@ -133,13 +149,18 @@ class ChatClient:
         deployment: str,
         api_version: str,
         key: str | None,
-        http: httpx2.AsyncClient,
+        http: Callable[[], httpx2.AsyncClient],
     ) -> ChatClient:
         """Azure OpenAI: the deployment's path, the API version in the query, the key in
         ``api-key``."""
         url = f"{endpoint.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
         auth = {"api-key": key} if key else {}
         return cls(url=url, params={"api-version": api_version}, auth=auth, http=http)
+
+    @property
+    def lanes(self) -> int:
+        """HTTP clients opened so far: the most calls that were in flight at once."""
+        return len(self._lanes)
 
     async def __aenter__(self) -> Self:
         return self
@@ -150,7 +171,20 @@ class ChatClient:
         exc: BaseException | None,
         exc_tb: TracebackType | None,
     ) -> None:
-        await self.http.aclose()
+        lanes, self._lanes, self._idle = self._lanes, set(), []
+        for lane in lanes:
+            await lane.aclose()
+
+    def _take(self) -> httpx2.AsyncClient:
+        if self._idle:
+            return self._idle.pop()
+        lane = self._http()
+        self._lanes.add(lane)
+        return lane
+
+    def _give_back(self, lane: httpx2.AsyncClient) -> None:
+        if lane in self._lanes:  # not after the client was closed
+            self._idle.append(lane)
 
     async def open(
         self,
@@ -173,22 +207,36 @@ class ChatClient:
                 sent.pop(name, None)
             else:
                 sent[name] = str(value)
-        request = self.http.build_request(
+        lane = self._take()
+        try:
+            return await self._send(lane, body, sent, timeout)
+        except BaseException:
+            self._give_back(lane)
+            raise
+
+    async def _send(
+        self,
+        lane: httpx2.AsyncClient,
+        body: Mapping[str, Any],
+        headers: dict[str, str],
+        timeout: httpx2.Timeout,
+    ) -> ChatStream:
+        request = lane.build_request(
             "POST",
             self.url,
             params=self.params or None,
-            headers=sent,
+            headers=headers,
             content=orjson.dumps(body),
             timeout=timeout,
         )
         try:
-            response = await self.http.send(request, stream=True)
+            response = await lane.send(request, stream=True)
         except httpx2.TimeoutException as exc:
             raise ChatTimeoutError() from exc
         except httpx2.HTTPError as exc:
             raise ChatConnectionError() from exc
         if response.status_code < 400:
-            return ChatStream(response)
+            return ChatStream(response, lambda: self._give_back(lane))
         try:
             await response.aread()
         except httpx2.HTTPError as exc:
@@ -206,8 +254,9 @@ class ChatStream:
     :class:`ChatConnectionError`. Leaving ``async with`` closes the response: a stream left
     half-read drops its connection rather than return it to the pool mid-reply."""
 
-    def __init__(self, response: httpx2.Response) -> None:
+    def __init__(self, response: httpx2.Response, closed: Callable[[], None]) -> None:
         self._response = response
+        self._closed = closed
         self._lines = response.aiter_lines()
         self._done = False
 
@@ -224,7 +273,10 @@ class ChatStream:
         try:
             await self._lines.aclose()  # type: ignore[attr-defined]
         finally:
-            await self._response.aclose()
+            try:
+                await self._response.aclose()
+            finally:
+                self._closed()
 
     def __aiter__(self) -> Self:
         return self

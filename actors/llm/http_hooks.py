@@ -11,6 +11,7 @@ optional requests-per-minute window.
 from __future__ import annotations
 
 import math
+import ssl
 from collections import deque
 
 import attrs
@@ -90,9 +91,13 @@ def http_timeout(timeouts: Timeouts) -> httpx2.Timeout:
     return httpx2.Timeout(connect=timeouts.connect, read=None, write=timeouts.first_byte, pool=None)
 
 
-def http_client(config: HttpBackendConfig) -> httpx2.AsyncClient:
-    """An endpoint's HTTP client: keeps a connection per concurrent call alive."""
+def http_client(
+    config: HttpBackendConfig, *, verify: ssl.SSLContext | bool = True
+) -> httpx2.AsyncClient:
+    """An endpoint's HTTP client: keeps a connection per concurrent call alive. ``verify``
+    may be a TLS context already made (loading the CA bundle takes ~50 ms)."""
     return httpx2.AsyncClient(
+        verify=verify,
         timeout=http_timeout(config.timeouts),
         limits=httpx2.Limits(
             max_connections=None, max_keepalive_connections=config.max_concurrency

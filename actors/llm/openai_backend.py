@@ -12,7 +12,7 @@ chunk whose ``choices`` is empty.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import attrs
@@ -170,7 +170,7 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
         config: OpenAIBackendConfig,
         base_url: str,
         key: Secret | None,
-        http: httpx2.AsyncClient,
+        http: Callable[[], httpx2.AsyncClient],
     ) -> ChatClient:
         sent_key = key.reveal() if key is not None else None
         if config.api_version is not None:

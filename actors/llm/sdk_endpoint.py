@@ -23,7 +23,7 @@ import json
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -140,7 +140,12 @@ class SdkProvider(ABC, Generic[C, K]):
         base_url = self.base_url(config)
         key = resolve_key(config, self._environ)
         gate = EndpointGate(requests_per_minute=config.requests_per_minute)
-        client = self._client(config, base_url, key, http_client(config))
+        tls = httpx2.create_ssl_context()
+
+        def http() -> httpx2.AsyncClient:
+            return http_client(config, verify=tls)
+
+        client = self._client(config, base_url, key, http)
         await stack.enter_async_context(client)
         return SdkEndpoint(
             provider=self,
@@ -154,9 +159,16 @@ class SdkProvider(ABC, Generic[C, K]):
         return self.config(agent).max_concurrency
 
     @abstractmethod
-    def _client(self, config: C, base_url: str, key: Secret | None, http: httpx2.AsyncClient) -> K:
-        """The SDK's client for the endpoint, on ``http``, with its own retries off
-        (``max_retries=0``): the backend retries (see the module docstring)."""
+    def _client(
+        self,
+        config: C,
+        base_url: str,
+        key: Secret | None,
+        http: Callable[[], httpx2.AsyncClient],
+    ) -> K:
+        """The client for the endpoint, on HTTP clients made by ``http`` (all sharing one TLS
+        context), with any retries of its own off (``max_retries=0``): the backend retries
+        (see the module docstring)."""
 
 
 @attrs.frozen(kw_only=True)
