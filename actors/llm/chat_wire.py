@@ -23,8 +23,10 @@ from typing import Any, Final, Self
 
 import httpx2
 import orjson
+import trio
 
 __all__ = [
+    "DRAIN_S",
     "OMIT",
     "ChatClient",
     "ChatConnectionError",
@@ -47,6 +49,8 @@ class _Omit:
 OMIT: Final = _Omit()
 
 _STREAM_ERROR = "An error occurred during streaming"
+DRAIN_S = 0.1
+"""How long a stream waits, after ``[DONE]``, for the body's end (as the SDK does)."""
 
 
 class ChatError(Exception):
@@ -297,15 +301,24 @@ class ChatStream:
             text = "\n".join(data)
             if text.startswith("[DONE]"):
                 self._done = True
-                # Read to the body's end, so that the connection goes back to the pool.
-                while await self._next_line() is not None:
-                    pass
+                await self._drain()
                 break
             chunk = json.loads(text)
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise ChatStreamError(chunk["error"])
             return chunk
         raise StopAsyncIteration
+
+    async def _drain(self) -> None:
+        """Read what follows ``[DONE]`` to the body's end, so that the connection goes back
+        to the pool; a server slow to end the body (more than :data:`DRAIN_S`) or failing
+        now only costs the connection, never the reply already complete."""
+        with trio.move_on_after(DRAIN_S):
+            try:
+                while await self._next_line() is not None:
+                    pass
+            except ChatConnectionError:
+                pass
 
     async def _next_line(self) -> str | None:
         """The next line of the body; ``None`` at its end."""

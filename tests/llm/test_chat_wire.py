@@ -8,8 +8,8 @@ import httpx2
 import pytest
 import trio
 
-from conclave.actors.llm.chat_wire import ChatClient, ChatStatusError
-from tests.llm.loopback import LoopbackServer, Recorded, SseReply
+from conclave.actors.llm.chat_wire import DRAIN_S, ChatClient, ChatStatusError
+from tests.llm.loopback import LoopbackServer, Recorded, SseReply, Stall
 from tests.llm.wire import openai_error, openai_reply
 
 BODY = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
@@ -80,3 +80,16 @@ async def test_a_refused_request_gives_its_lane_back(server: LoopbackServer) -> 
             with pytest.raises(ChatStatusError):
                 await _call(chat)
     assert len(lanes.made) == 1
+
+
+async def test_a_server_that_keeps_the_body_open_after_done_does_not_hold_the_reply(
+    server: LoopbackServer,
+) -> None:
+    server.handler = lambda _request: SseReply(parts=(*openai_reply("ok"), Stall()))
+    async with ChatClient.openai(base_url=server.url, key="k", http=Lanes()) as chat:
+        with trio.fail_after(DRAIN_S + 2.0):
+            stream = await chat.open(BODY, headers={}, timeout=TIMEOUT)
+            async with stream:
+                chunks = [chunk async for chunk in stream]
+
+    assert chunks and chunks[-1]["choices"][0]["finish_reason"] == "stop"
