@@ -1,6 +1,7 @@
-"""The HTTP client the backends hand their SDK, and an endpoint's shared limits.
+"""The HTTP clients the backends send on (the anthropic SDK's, the openai backend's lanes),
+and an endpoint's shared limits.
 
-The SDKs' own retries are off (``max_retries=0`` on every client): a backend retries
+No client retries on its own (the SDK's ``max_retries=0``): a backend retries
 requests itself (:mod:`actors.llm.retry`), so that its waits follow one policy, fit its
 caller's limits and are reported as they happen. Before each attempt it waits at the
 endpoint's :class:`EndpointGate`: one 429 back-off shared by every agent on the endpoint

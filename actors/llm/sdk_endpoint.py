@@ -1,7 +1,8 @@
-"""What the SDK backends (``openai``, ``anthropic``) share: the provider that opens one client
-per endpoint and key, the endpoint that hands each agent its backend, and the call around the
-SDK (the key check, the timeouts, the retries, the stream read to its end, and every failure
-turned into one classified error naming the agent and the host).
+"""What the HTTP backends (``openai`` over :mod:`actors.llm.chat_wire`, ``anthropic`` through
+its SDK) share: the provider that opens one client per endpoint and key, the endpoint that
+hands each agent its backend, and the call around the client (the key check, the timeouts,
+the retries, the stream read to its end, and every failure turned into one classified error
+naming the agent and the host).
 
 A call's waits for the server are bounded one by one (``timeouts``): the reply's start
 (``first_byte``), its first token (``first_token``), and every chunk after that (``stall``).
@@ -11,10 +12,10 @@ jitter or the server's ``Retry-After`` (:mod:`actors.llm.retry`); each retry is 
 call's sink as it happens. A ``Retry-After`` longer than the call may still take is not
 waited for: the call fails at once, saying how long the server asked.
 
-A backend module supplies only what its SDK does its own way: how to build the client, the
-request's arguments, how a reply is assembled from the stream, and where a status and an
-error type sit in the SDK's exceptions. This module imports neither SDK (the backend modules
-do, and the pool imports those only when a config names them).
+A backend module supplies only what its client does its own way: how to build the client,
+the request's arguments, how a reply is assembled from the stream, and where a status and
+an error type sit in the client's exceptions. This module imports no SDK (the anthropic
+backend module does, and the pool imports backend modules only when a config names them).
 """
 
 from __future__ import annotations
