@@ -138,11 +138,17 @@ class ChatClient:
 
     @classmethod
     def openai(
-        cls, *, base_url: str, key: str | None, http: Callable[[], httpx2.AsyncClient]
+        cls,
+        *,
+        base_url: str,
+        key: str | None,
+        http: Callable[[], httpx2.AsyncClient],
+        identity: Mapping[str, str] | None = None,
     ) -> ChatClient:
         """An OpenAI-compatible server at ``base_url`` (``None``: a server that needs no
-        key, sent no ``Authorization``)."""
-        auth = {"Authorization": f"Bearer {key}"} if key else {}
+        key, sent no ``Authorization``); ``identity``: headers every request carries (the
+        organization and project)."""
+        auth = {**(identity or {}), **({"Authorization": f"Bearer {key}"} if key else {})}
         return cls(url=f"{base_url.rstrip('/')}/chat/completions", auth=auth, http=http)
 
     @classmethod
@@ -154,11 +160,12 @@ class ChatClient:
         api_version: str,
         key: str | None,
         http: Callable[[], httpx2.AsyncClient],
+        identity: Mapping[str, str] | None = None,
     ) -> ChatClient:
         """Azure OpenAI: the deployment's path, the API version in the query, the key in
         ``api-key``."""
         url = f"{endpoint.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
-        auth = {"api-key": key} if key else {}
+        auth = {**(identity or {}), **({"api-key": key} if key else {})}
         return cls(url=url, params={"api-version": api_version}, auth=auth, http=http)
 
     @property

@@ -56,6 +56,8 @@ _STOP_REASONS = {
 }
 
 
+_IDENTITY = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
+"""Environment variables the SDK read into headers: variable → header."""
 _SENT_APART = ("timeout", "extra_headers", "extra_body")
 """Arguments that are not the request's body (``extra_body`` is merged into it)."""
 
@@ -173,6 +175,7 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
         http: Callable[[], httpx2.AsyncClient],
     ) -> ChatClient:
         sent_key = key.reveal() if key is not None else None
+        identity = self.identity()
         if config.api_version is not None:
             return ChatClient.azure(
                 endpoint=base_url,
@@ -180,8 +183,18 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
                 api_version=config.api_version,
                 key=sent_key,
                 http=http,
+                identity=identity,
             )
-        return ChatClient.openai(base_url=base_url, key=sent_key, http=http)
+        return ChatClient.openai(base_url=base_url, key=sent_key, http=http, identity=identity)
+
+    def identity(self) -> dict[str, str]:
+        """The organization and project headers, from ``OPENAI_ORG_ID`` and
+        ``OPENAI_PROJECT_ID`` when set, as the SDK sent them."""
+        return {
+            header: self._environ[variable]
+            for variable, header in _IDENTITY.items()
+            if self._environ.get(variable)
+        }
 
 
 PROVIDER = OpenAIProvider()
