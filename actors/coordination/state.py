@@ -373,12 +373,16 @@ class CoordinationState:
 
     def settled(self, agent: str) -> bool:
         """Whether ``agent`` has nothing to do until others act: its vote stands, or it has
-        answered and voting is skipped or deferred until every agent has answered."""
+        answered and voting is skipped, deferred until every agent has answered, or its
+        first vote waits for the first answers of live agents still answering."""
         if agent in self.votes:
             return True
         orchestrator = self.orchestrator
         deferred = orchestrator.skip_voting or orchestrator.defer_voting_until_all_answered
-        return deferred and agent in self.latest
+        waiting = orchestrator.first_vote_wait is not None and any(
+            a not in self.latest and a not in self.supporters for a in self.live
+        )
+        return (deferred or waiting) and agent in self.latest
 
     def stragglers(self) -> tuple[str, ...]:
         """The live agents whose calls keep failing while every other live agent (one at

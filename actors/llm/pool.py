@@ -6,7 +6,8 @@ concurrency limit. A run opens its own pool unless it is handed one that outlive
 REPL, batch runs and the server keep one pool for many runs, so connections stay warm.
 
 Providers register by backend type and are imported only when a config uses them, so the
-cost of importing an SDK (1.35 s for both) is paid only by runs that need it.
+cost of importing one (the anthropic SDK's import is most of a second) is paid only by runs
+that need it.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from conclave.actors.coordination.rules import (
     AnswerProgress,
     DeferVoting,
     DropInjection,
+    FirstVoteWaitsForAnswers,
     HoldUntilQuiet,
     UpdatesAfterFirstAnswer,
 )
@@ -375,13 +376,6 @@ def _wire_rules(
 ) -> None:
     """Routing rules for the modes, then the tracker, the coordinator and the bus."""
     orchestrator = spec.config.orchestrator
-    system.add_observer(AnswerProgress())
-    # Drops first: an update that will be dropped should not be held on the way.
-    if orchestrator.disable_injection:
-        system.add_rule(DropInjection())
-    system.add_rule(UpdatesAfterFirstAnswer())
-    if orchestrator.defer_voting_until_all_answered:
-        system.add_rule(DeferVoting())
     quiet_period = orchestrator.quiet_period
     if orchestrator.defer_voting_until_all_answered and orchestrator.max_new_answers_per_agent == 1:
         # Voting opens only once every agent has its one answer: no burst can follow, so
@@ -389,7 +383,21 @@ def _wire_rules(
         quiet_period = None
     bus_state = BusState()
     if quiet_period is not None:
+        # Before AnswerProgress: an answer ends the quiet before it can release a vote
+        # held for every agent's answer, so that hold is taken over by the quiet one.
         system.add_observer(AnswersArriving(bus_state, quiet_period))
+    system.add_observer(AnswerProgress())
+    # Drops first: an update that will be dropped should not be held on the way.
+    if orchestrator.disable_injection:
+        system.add_rule(DropInjection())
+    system.add_rule(UpdatesAfterFirstAnswer())
+    first_vote_wait = orchestrator.first_vote_wait
+    if orchestrator.defer_voting_until_all_answered:
+        system.add_rule(DeferVoting())
+        first_vote_wait = None  # voting waits for every answer already, without a bound
+    if first_vote_wait is not None:
+        system.add_rule(FirstVoteWaitsForAnswers())
+    if quiet_period is not None:
         system.add_rule(HoldUntilQuiet())
 
     faults = spec.faults
@@ -423,6 +431,7 @@ def _wire_rules(
                 visibility=visibility,
                 preview_chars=orchestrator.answer_preview_chars,
                 state=bus_state,
+                first_vote_wait=first_vote_wait,
             ),
             faults,
         ),

@@ -73,6 +73,13 @@ class OrchestratorConfig:
     )
     """Hold updates, "you may vote now" and vote resets until no answer has arrived for this
     many seconds (``null``: deliver at once). See DESIGN.md "How a run flows", step 4."""
+    first_vote_wait: float | None = attrs.field(
+        default=60.0, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
+    )
+    """Seconds an agent's first "you may vote now" waits for the first answers of the agents
+    still answering (``null``: no wait). A vote cast before the last first answer arrives is
+    reset by it and cast again; waiting costs no wall time, as the run cannot end before
+    that answer is in and voted on. The bound keeps a slow agent from holding the rest."""
     run_timeout: float | None = attrs.field(
         default=None, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
     )
