@@ -44,8 +44,9 @@ def _quiet_panel(tmp_path: Path, server: LoopbackServer) -> Path:
 async def test_max_cost_halts_a_run_whose_server_reports_no_usage_at_the_estimate(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
-    # Each call sends some 2,000 characters: about 700 tokens, $0.002 at the estimate; the
-    # complete run makes five calls. Calls after the two answers are answered a second late,
+    # An answer call sends some 1,000 characters and receives some 50: about 320 + 18
+    # tokens, $0.0012 at the estimate, so the two answers pass $0.002; the complete run
+    # makes five calls. Calls after the two answers are answered a second late,
     # so the halt the answers cause lands before any of them ends, however loaded the machine.
     async def late_after_the_answers(request: Recorded) -> Reply:
         if len(server.requests) > 2:
@@ -55,7 +56,7 @@ async def test_max_cost_halts_a_run_whose_server_reports_no_usage_at_the_estimat
     server.handler = late_after_the_answers
     done = await conclave_process(
         "run", "--config", str(_quiet_panel(tmp_path, server)), "--output-format", "json",
-        "--max-cost", "0.003", TASK, cwd=tmp_path, limit=RUN_LIMIT)  # fmt: skip
+        "--max-cost", "0.002", TASK, cwd=tmp_path, limit=RUN_LIMIT)  # fmt: skip
 
     result = json.loads(done.stdout)
     assert done.returncode == ExitCode.TIMEOUT, done.stderr.decode()
