@@ -1,0 +1,108 @@
+"""``conclave chat`` (the interactive agent headless) and ``conclave project init``, as a user
+runs them: the installed command, in a temporary directory, on zero-latency scripted agents."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.cli.helpers import conclave, fast_agents, write_config
+
+
+def _config(tmp_path: Path, **interactive: object) -> Path:
+    return write_config(tmp_path / "c.yaml", fast_agents(3), interactive_mode=interactive)
+
+
+def test_chat_answers_a_short_question_and_launches_no_run(tmp_path: Path) -> None:
+    done = conclave("chat", "--config", str(_config(tmp_path)), "Which agents?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "No run needed: 3 agents are configured: agent-1, agent-2, agent-3."
+    )
+    assert not (tmp_path / ".conclave").exists()
+
+
+def test_without_yes_a_run_needing_approval_is_refused_and_the_agent_says_so(
+    tmp_path: Path,
+) -> None:
+    done = conclave("chat", "--config", str(_config(tmp_path)), "Write a poem", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "pass --yes to approve runs" in done.stdout
+    assert not (tmp_path / ".conclave" / "runs").exists()
+
+
+def test_yes_approves_and_the_json_lists_each_turns_runs(tmp_path: Path) -> None:
+    config = str(_config(tmp_path))
+    done = conclave(
+        "chat", "--config", config, "--yes", "--output-format", "json", "Write a poem",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [turn] = json.loads(done.stdout)["turns"]
+    [run] = turn["runs"]
+    assert run["status"] == "completed"
+    assert (tmp_path / ".conclave" / "runs" / run["run_id"] / "events.jsonl").is_file()
+    assert f"run {run['run_id']} ended completed" in done.stderr
+
+
+def test_no_approval_required_runs_without_yes(tmp_path: Path) -> None:
+    config = str(_config(tmp_path, require_approval=False))
+    done = conclave("chat", "--config", config, "Write a poem", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ended completed" in done.stdout
+
+
+def test_stdin_lines_are_turns_of_one_conversation(tmp_path: Path) -> None:
+    config = str(_config(tmp_path))
+    done = conclave(
+        "chat", "--config", config, "--output-format", "json", cwd=tmp_path,
+        stdin="Which agents?\n\nWhat is trio?\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [t["message"] for t in json.loads(done.stdout)["turns"]] == [
+        "Which agents?",
+        "What is trio?",
+    ]
+
+
+def test_a_disabled_interactive_mode_is_a_usage_error(tmp_path: Path) -> None:
+    done = conclave("chat", "--config", str(_config(tmp_path, enabled=False)), "hi", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "interactive_mode.enabled: false" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_chat_without_a_message_is_a_usage_error(tmp_path: Path) -> None:
+    done = conclave("chat", "--config", str(_config(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no message given" in done.stderr
+
+
+def test_project_init_creates_its_files(tmp_path: Path) -> None:
+    done = conclave("project", "init", "atlas", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    root = tmp_path / "atlas"
+    assert sorted(os.listdir(root)) == ["CONTEXT.md", "deliverables", "filepaths.json", "runs"]
+    assert json.loads((root / "filepaths.json").read_text()) == {}
+
+
+def test_project_init_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "atlas").mkdir()
+    (tmp_path / "atlas" / "x").write_text("")
+    done = conclave("project", "init", "atlas", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "not an empty directory" in done.stderr
+
+
+def test_runs_made_in_a_project_are_linked_under_runs(tmp_path: Path) -> None:
+    config = str(_config(tmp_path))
+    assert conclave("project", "init", "atlas", cwd=tmp_path).returncode == 0
+    root = tmp_path / "atlas"
+    done = conclave(
+        "chat", "--config", config, "--yes", "--output-format", "json", "Write a poem", cwd=root
+    )
+    assert done.returncode == 0, done.stderr
+    [run] = json.loads(done.stdout)["turns"][0]["runs"]
+    link = root / "runs" / run["run_id"]
+    assert link.is_symlink() and (link / "events.jsonl").is_file()
