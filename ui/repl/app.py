@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     import trio
 
     from conclave.actors.llm.protocol import LLMBackend
+    from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
@@ -147,6 +148,8 @@ class Repl:
         self._interrupted_at: float | None = None
         """When Ctrl+C last found an empty idle prompt (a second one soon after quits)."""
         self.plans: PlanFlow | None = None
+        self.approvals: InteractiveFlow | None = None
+        """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
 
     # -- the trio side ----------------------------------------------------------------------
 
@@ -316,6 +319,10 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.RUN_APPROVAL:
+            if self.approvals is not None:
+                self.approvals.cancel_dialog()  # the dialog's own Cancel closes it
+            return
         if self.state.dialog is Dialog.PLAN:
             if self.plans is not None:
                 self.plans.cancel()  # the dialog's own Cancel closes it
@@ -412,6 +419,7 @@ async def _trio_main(
 ) -> None:
     import trio
 
+    from conclave.ui.repl.interactive import attach_interactive
     from conclave.ui.repl.planning import attach_plans
     from conclave.ui.repl.service import open_repl_service
 
@@ -424,6 +432,7 @@ async def _trio_main(
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
+        await attach_interactive(repl, service)
         repl.connect(trio.lowlevel.current_trio_token(), send)
         await service.serve(receive)
 
@@ -435,6 +444,7 @@ def _load_runtime() -> None:
         "trio",
         "conclave.ui.repl.service",
         "conclave.ui.repl.planning",
+        "conclave.ui.repl.interactive",
         "conclave.ui.repl.render",
     ):
         importlib.import_module(module)
@@ -556,9 +566,14 @@ def repl_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE
+    talk = (
+        "Talk with the interactive agent; it launches runs when needed"
+        if resolved.base.orchestrator.interactive is not None
+        else "Type a task and press Enter"
+    )
     welcome = (
         f"Conclave: {plural(len(resolved.base.agents), 'agent')}, {resolved.where()}. "
-        "Type a task and press Enter; /help lists keys and commands, Ctrl+D quits."
+        f"{talk}; /help lists keys and commands, Ctrl+D quits."
     )
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     return run_repl(
