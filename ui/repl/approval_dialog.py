@@ -51,7 +51,7 @@ _CHOICES = tuple(ApprovalChoice)
 _HINT = "Up/Down + Enter, 1-3 or a click to choose; Esc cancels"
 _FIELD_PROMPT = "Task (Enter keeps the edit, Esc drops it): "
 _EMPTY_TASK = "The task cannot be empty; type it, or press Esc to keep the old one."
-_DETAILS_HEIGHT = Dimension(min=3, max=16, preferred=16)
+_DETAILS_HEIGHT = Dimension(min=3, max=16)
 
 
 def describe_run(request: RunApprovalRequest, task: str) -> str:
@@ -86,6 +86,7 @@ class ApprovalDialog:
             FormattedTextControl(lambda: describe_run(self.request, self.task)),
             wrap_lines=True,
             height=_DETAILS_HEIGHT,
+            dont_extend_height=True,  # as tall as the run's description, up to the max
         )
         self.focus = Window(
             FormattedTextControl(self._choice_fragments, focusable=True, show_cursor=False),
