@@ -126,7 +126,7 @@ def add_run_flags(
         p.add_argument(
             "--mode",
             type=collaboration_mode,
-            default="default",
+            default=None,  # not given: the config's mode:, else default
             metavar="default|plan|execute",
             help=text["mode"],
         )

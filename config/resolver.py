@@ -83,6 +83,8 @@ class RunFlags:
     agent: str | None = None
     refinement: bool = True
     collaboration: CollaborationMode = CollaborationMode.DEFAULT
+    collaboration_given: bool = False
+    """Whether ``--mode`` was given (else the config's ``mode:`` may name the mode)."""
     strategy: FinalAnswerStrategy | None = None
     visibility: str | None = None
     context: tuple[str, ...] = ()
@@ -110,6 +112,7 @@ class RunFlags:
             agent=given("agent"),
             refinement=given("refinement") != "off",
             collaboration=CollaborationMode(given("mode") or CollaborationMode.DEFAULT.value),
+            collaboration_given=given("mode") is not None,
             strategy=FinalAnswerStrategy(strategy) if strategy is not None else None,
             visibility=given("visibility"),
             context=tuple(given("context") or ()),
@@ -118,6 +121,12 @@ class RunFlags:
             model=given("model"),
             max_cost=given("max_cost"),
         )
+
+    def with_config_mode(self, config: ConclaveConfig) -> RunFlags:
+        """These flags with the config's top-level ``mode:`` where ``--mode`` was not given."""
+        if self.collaboration_given or config.mode is None:
+            return self
+        return attrs.evolve(self, collaboration=config.mode)
 
     def mode_states(self, rows: Sequence[tuple[AgentMode, bool]] | None = None) -> list[ModeState]:
         """The mode state of each row of the mode table a front end runs, as (agent mode,

@@ -230,6 +230,12 @@ def _register_repl(sub: _Subcommands) -> None:
     repl.set_defaults(handler=handle)
 
 
+def _register_sessions(sub: _Subcommands) -> None:
+    from conclave.ui.sessions_command import add_sessions_command
+
+    add_sessions_command(sub)
+
+
 def _register_serve(sub: _Subcommands) -> None:
     from conclave.ui.serve.arguments import add_serve_arguments
 
@@ -254,6 +260,7 @@ _COMMANDS = (
     _register_project,
     _register_batch,
     _register_repl,
+    _register_sessions,
     _register_serve,
     _register_replay,
     _register_validate,
@@ -435,6 +442,7 @@ def _command_name(normalised: list[str]) -> str:
         "project",
         "batch",
         "repl",
+        "sessions",
         "serve",
         "replay",
         "validate",

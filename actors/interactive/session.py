@@ -26,7 +26,9 @@ import attrs
 from conclave.actors.interactive.launcher import RunLauncher
 from conclave.actors.interactive.outcome import LaunchOutcome
 from conclave.actors.llm.protocol import (
+    CallOutcome,
     ChatMessage,
+    Completion,
     CompletionSink,
     LLMBackend,
     ToolCall,
@@ -35,6 +37,7 @@ from conclave.actors.llm.protocol import (
 from conclave.actors.loop import LoopBudget, LoopEnd, TextTerminal, Transcript, run_loop
 from conclave.actors.prompts.interactive import AgentLine, interactive_system_prompt
 from conclave.actors.prompts.workspace import WorkspaceNote
+from conclave.actors.run.turn import Turn
 from conclave.actors.tools.protocol import ToolResult
 from conclave.config.launch import LAUNCH_PARAMETERS, LaunchError, read_launch
 from conclave.config.schema import AgentConfig, ConclaveConfig
@@ -85,8 +88,9 @@ class InteractiveReply:
     outcomes: tuple[LaunchOutcome, ...] = ()
     """The runs the turn launched (or that were cancelled before starting), in order."""
     error: str = ""
-    input_tokens: int = 0
-    """The last call's input tokens (what compaction watches)."""
+    input_tokens: int | None = None
+    """The turn's last call's input tokens as its server reported them (what automatic
+    compaction compares with its threshold); ``None`` when none was reported."""
 
 
 class LaunchTool:
@@ -117,6 +121,35 @@ class LaunchTool:
         return ToolResult(ok=True, output=json.dumps(outcome.to_json(), ensure_ascii=False))
 
 
+def _history_messages(history: Sequence[Turn]) -> list[ChatMessage]:
+    messages: list[ChatMessage] = []
+    for turn in history:
+        messages += (
+            ChatMessage(role="user", content=turn.task),
+            ChatMessage(role="assistant", content=turn.final_answer),
+        )
+    return messages
+
+
+class _LastCall:
+    """Keeps the input tokens of the last call whose server reported usage."""
+
+    def __init__(self) -> None:
+        self.input_tokens: int | None = None
+
+    def call_started(self) -> None:
+        return None
+
+    def call_finished(
+        self, outcome: CallOutcome, completion: Completion | None, error: str | None
+    ) -> None:
+        if completion is not None and completion.usage is not None:
+            self.input_tokens = completion.usage.input_tokens or self.input_tokens
+
+    def try_failed(self, failed: int, tries: int, error: str, wait: float | None) -> None:
+        return None
+
+
 class InteractiveSession:
     """See the module docstring."""
 
@@ -128,7 +161,7 @@ class InteractiveSession:
         backend: LLMBackend,
         launcher: RunLauncher,
         workspace: WorkspaceNote | None = None,
-        history: Sequence[ChatMessage] = (),
+        history: Sequence[Turn] = (),
         on_message: Callable[[ChatMessage], None] | None = None,
     ) -> None:
         self.settings = settings
@@ -142,20 +175,27 @@ class InteractiveSession:
             instructions=settings.append_system_prompt,
         )
         self.transcript = Transcript(
-            [ChatMessage(role="system", content=system), *history], on_append=on_message
+            [ChatMessage(role="system", content=system), *_history_messages(history)],
+            on_append=on_message,
         )
 
     @property
     def system_prompt(self) -> str:
         return self.transcript.messages[0].content
 
+    def restart(self, history: Sequence[Turn]) -> None:
+        """Go on from ``history`` (a resumed or compacted conversation: each turn a message
+        and its answer) instead of the transcript so far; the system prompt stays."""
+        system = self.transcript.messages[0]
+        self.transcript.messages[:] = [system, *_history_messages(history)]
+
     async def turn(self, text: str, *, sink: CompletionSink | None = None) -> InteractiveReply:
         """The agent's answer to ``text``, with any runs it launched on the way."""
         transcript = self.transcript
         transcript.append(ChatMessage(role="user", content=text))
         transcript.steps = transcript.failed_tries = 0  # each turn has its own budget
-        before = transcript.input_tokens
         tool = LaunchTool(self.launcher)
+        calls = _LastCall()
         outcome = await run_loop(
             transcript,
             backend=self.backend,
@@ -163,8 +203,9 @@ class InteractiveSession:
             terminal=TextTerminal(),
             budget=_TURN_BUDGET,
             sink=sink,
+            observer=calls,
         )
-        spent = transcript.input_tokens - before
+        spent = calls.input_tokens
         if outcome.end is LoopEnd.FINAL:
             assert outcome.value is not None
             return InteractiveReply(

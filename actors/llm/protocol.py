@@ -91,6 +91,8 @@ class CallPurpose(enum.StrEnum):
 
     ROUND = "round"
     PRESENT = "present"
+    COMPACT = "compact"
+    """Summarising a session's older exchanges (:mod:`actors.session.compaction`)."""
 
 
 class CallOutcome(enum.StrEnum):

@@ -31,6 +31,7 @@ import trio
 
 from conclave.actors.coordination.label import Label
 from conclave.actors.llm.protocol import (
+    CallPurpose,
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -40,6 +41,7 @@ from conclave.actors.llm.protocol import (
     Usage,
 )
 from conclave.actors.llm.scripted_interactive import interactive_reply
+from conclave.actors.llm.scripted_summary import summary_reply
 from conclave.actors.planning.scripted_plans import as_plan_reply
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
 from conclave.actors.prompts.interactive import is_interactive
@@ -104,6 +106,10 @@ class ScriptedBackend:
         start = trio.current_time()
         end = start + delay
         await trio.sleep_until(start + delay * (1 - STREAMED_SHARE))
+        if request.purpose is CallPurpose.COMPACT:
+            summary = summary_reply(request.messages)
+            await _stream(summary.content if sink is not None else "", end, sink)
+            return Completion(message=summary, usage=_usage(request, summary))
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):

@@ -22,6 +22,7 @@ from prompt_toolkit.output import DummyOutput
 
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.run.result import RunResult
+from conclave.actors.session.compaction import CompactionPolicy
 from conclave.config.modes import ModeState
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import (
@@ -32,6 +33,7 @@ from conclave.config.schema import (
 )
 from conclave.ui.repl.app import Repl, run_session
 from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import ReplState
 
 SHIFT_TAB = "\x1b[Z"
@@ -144,9 +146,12 @@ def play(
     conclave: ConclaveConfig | None = None,
     modes: ModeState | None = None,
     backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
+    session_start: SessionStart | None = None,
+    compaction: CompactionPolicy | None = None,
 ) -> ReplState:
     """Run ``scenario`` in a REPL session, then quit it (Ctrl+D) and wait until it has ended;
-    the state as it was left."""
+    the state as it was left. With ``session_start``, the conversation is recorded as a session
+    (compacted by ``compaction``)."""
     chosen = conclave or config()
     log_root = tmp_path / "runs"
 
@@ -154,6 +159,7 @@ def play(
         with _pipe() as keys:
             state = ReplState(agents=tuple(a.id for a in chosen.agents), modes=modes or ModeState())
             repl = Repl(state, input=keys, output=DummyOutput())
+            repl.session_start, repl.compaction = session_start, compaction
             session = Session(repl=repl, keys=keys, log_root=log_root)
             running = asyncio.ensure_future(
                 run_session(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from conclave.config.flags import add_run_flags, dollars
+from conclave.ui.session_flags import add_session_flags
 
 __all__ = ["add_run_arguments"]
 
@@ -33,6 +34,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verbose", action="store_true", help="show every agent status change on stderr"
     )
+    add_session_flags(p, picker=False)
 
 
 def add_chat_arguments(p: argparse.ArgumentParser) -> None:

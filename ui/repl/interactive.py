@@ -35,8 +35,13 @@ from conclave.actors.interactive.launcher import RunLauncher
 from conclave.actors.interactive.outcome import RunRecord
 from conclave.actors.interactive.project import find_project
 from conclave.actors.interactive.session import InteractiveSession, interactive_agent
+from conclave.actors.planning.plan import parse_plan, plan_json
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.result import RunResult
+from conclave.actors.run.turn import Turn
+from conclave.actors.session.compaction import CompactionPolicy
+from conclave.config.modes import CollaborationMode
+from conclave.config.schema import ConclaveConfig
 from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.ui.repl.approval_dialog import ApprovalChoice, ApprovalDialog
 from conclave.ui.repl.protocol import Submit
@@ -47,7 +52,7 @@ from conclave.ui.text import display_path
 if TYPE_CHECKING:
     from conclave.ui.repl.app import Repl
 
-__all__ = ["THINKING", "InteractiveFlow", "attach_interactive"]
+__all__ = ["THINKING", "InteractiveFlow", "attach_interactive", "compaction_policy"]
 
 THINKING = "Thinking"
 """The status line while the agent works on a turn and no run executes."""
@@ -67,6 +72,20 @@ async def attach_interactive(repl: Repl, service: ReplService) -> InteractiveFlo
     return flow
 
 
+def compaction_policy(config: ConclaveConfig) -> CompactionPolicy:
+    """The session's compaction policy: ``interactive_mode.context_compaction`` when the
+    section is there, the defaults otherwise."""
+    mode = config.orchestrator.interactive_mode
+    if mode is None:
+        return CompactionPolicy()
+    settings = mode.context_compaction
+    return CompactionPolicy(
+        enabled=settings.enabled,
+        threshold_tokens=settings.threshold_tokens,
+        preserve_recent=settings.preserve_recent,
+    )
+
+
 class InteractiveFlow:
     """See the module docstring; one per REPL session."""
 
@@ -79,6 +98,9 @@ class InteractiveFlow:
         self._turn_scope: trio.CancelScope | None = None
         self._decided: trio.MemorySendChannel[RunDecision] | None = None
         self._token: trio.lowlevel.TrioToken | None = None
+        self._history = repl.state.history
+        """The conversation the agent's transcript was built from (a resume or a compaction
+        replaces the state's list, and the next turn starts from the new one)."""
         project = find_project(Path.cwd())
         self.launcher = RunLauncher(
             resolved=service.resolved,
@@ -101,8 +123,13 @@ class InteractiveFlow:
         backend = (
             factory(agent) if factory is not None else await self.service.backends.backend(agent)
         )
+        self._history = self.repl.state.history
         self.session = InteractiveSession(
-            config=config, settings=self.settings, backend=backend, launcher=self.launcher
+            config=config,
+            settings=self.settings,
+            backend=backend,
+            launcher=self.launcher,
+            history=self._history,
         )
         project = self.launcher.project
         if project is not None:
@@ -111,13 +138,20 @@ class InteractiveFlow:
     # -- turns (the trio side) ------------------------------------------------------------------
 
     async def turn(self, submit: Submit) -> None:
-        assert self.session is not None
-        self.repl.state.status = THINKING
-        self.repl.state.on_change()
+        session, state, sessions = self.session, self.repl.state, self.service.sessions
+        assert session is not None
+        if state.history is not self._history:
+            # Resumed or compacted since the last turn: the agent goes on from that history.
+            session.restart(state.history)
+            self._history = state.history
+        state.status = THINKING
+        state.on_change()
+        if sessions is not None:
+            sessions.turn_started(submit)
         with trio.CancelScope() as scope:
             self._turn_scope = scope
             try:
-                reply = await self.session.turn(submit.task)
+                reply = await session.turn(submit.task)
             finally:
                 self._turn_scope = None
         if scope.cancelled_caught:
@@ -126,6 +160,9 @@ class InteractiveFlow:
         if reply.text is None:
             self.service.print([("class:error", f"the agent could not answer: {reply.error}\n")])
             return
+        state.history.append(Turn(task=submit.task, final_answer=reply.text))
+        if sessions is not None:
+            sessions.replied(reply.text, input_tokens=reply.input_tokens)
         self.service.print([("class:answer", reply.text.rstrip("\n") + "\n")])
 
     def cancel(self) -> None:
@@ -151,6 +188,16 @@ class InteractiveFlow:
             raise RuntimeError("the run could not start (said above)")
         state.last_result = result
         state.usage = state.usage.add(result)
+        sessions = self.service.sessions
+        if sessions is not None:
+            sessions.run_launched(result)
+            plan = (
+                parse_plan(result.final_answer or "")
+                if spec.mode is CollaborationMode.PLAN
+                else None
+            )
+            if plan is not None and run_id is not None:
+                sessions.plan_proposed(plan_json(plan), run_id=run_id)
         return result
 
     def _ran(self, record: RunRecord) -> None:

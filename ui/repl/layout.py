@@ -195,6 +195,9 @@ def dialog_text(repl: Repl) -> StyleAndTextTuples:
         for mode in CollaborationMode:
             current = " (current)" if mode is state.collaboration else ""
             rows.append((f"{mode.value}{current}", MODE_DESCRIPTIONS[mode]))
+    elif state.dialog is Dialog.SESSIONS:
+        title = "Resume which session? (Enter, a row's number or a click; Esc closes)"
+        rows += ((choice.name, choice.detail) for choice in state.session_choices)
     else:
         return []
     width = _width()

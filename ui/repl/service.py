@@ -45,13 +45,16 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import AgentConfig
 from conclave.runtime import ConclaveRuntimeError
+from conclave.ui.repl.plan_dialog import PlanDecision
 from conclave.ui.repl.protocol import (
     Cancel,
     ClearHistory,
     Command,
+    Compact,
     Continue,
     Override,
     Quit,
+    Resume,
     Submit,
 )
 from conclave.ui.repl.render import answer_block
@@ -59,7 +62,14 @@ from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
 from conclave.ui.text import display_path
 from conclave.ui.timeline import describe
 
-__all__ = ["InteractiveHook", "PlanHook", "Printer", "ReplService", "open_repl_service"]
+__all__ = [
+    "InteractiveHook",
+    "PlanHook",
+    "Printer",
+    "ReplService",
+    "SessionHook",
+    "open_repl_service",
+]
 
 TICK = 0.1
 """How often the run's elapsed time is read for the screen while a run executes."""
@@ -93,6 +103,52 @@ class InteractiveHook(Protocol):
 
     def cancel(self) -> None:
         """Ctrl+C with no run executing: end the agent's turn now."""
+        ...
+
+
+class SessionHook(Protocol):
+    """What records the conversation in a session (:mod:`ui.repl.sessions`)."""
+
+    def turn_started(self, submit: Submit) -> None:
+        """``submit`` is about to run: its turn is recorded first (a crash keeps it)."""
+        ...
+
+    def saw(self, event: DomainEvent) -> None:
+        """An event of the running run (the last call's input tokens are read from these)."""
+        ...
+
+    def turn_ended(self, submit: Submit, result: RunResult) -> None: ...
+
+    def run_launched(self, result: RunResult) -> None:
+        """A run the interactive agent launched in the current turn (the turn stays open)."""
+        ...
+
+    def replied(self, text: str, *, input_tokens: int | None) -> None:
+        """The interactive agent's reply ends the current turn."""
+        ...
+
+    async def after_turn(self) -> None:
+        """Between turns: compact if due."""
+        ...
+
+    async def compact(self, instructions: str) -> None:
+        """``/compact``: summarise the older exchanges now."""
+        ...
+
+    def resume(self, session_id: str) -> None:
+        """Go on with another session: its history and modes replace these."""
+        ...
+
+    def cleared(self) -> None:
+        """``/clear``: the next turn starts a new session."""
+        ...
+
+    def plan_proposed(self, plan: str, *, run_id: str) -> None:
+        """A planning turn's plan (as JSON): the session's next plan version."""
+        ...
+
+    def plan_decided(self, decision: PlanDecision) -> None:
+        """What the person decided about the latest plan version."""
         ...
 
 
@@ -132,6 +188,7 @@ class ReplService:
         self.plans: PlanHook | None = None
         self.interactive: InteractiveHook | None = None
         """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
+        self.sessions: SessionHook | None = None
         self._print = printer
         self._log_root = log_root
         self._backends = backends
@@ -167,6 +224,13 @@ class ReplService:
         """Print ``block`` above the prompt."""
         self._print(block)
 
+    async def backend_for(self, agent: AgentConfig) -> LLMBackend:
+        """``agent``'s backend, from the session's pool (warm connections), for calls made
+        outside a run (a compaction's summary)."""
+        if self._backend_factory is not None:
+            return self._backend_factory(agent)
+        return await self._backends.backend(agent)
+
     # -- commands ---------------------------------------------------------------------------
 
     async def serve(self, commands: trio.MemoryReceiveChannel[Command]) -> None:
@@ -199,6 +263,39 @@ class ReplService:
             self._nursery.start_soon(self._decide, handle, command)
         elif isinstance(command, ClearHistory):
             self.state.history.clear()
+            if self.sessions is not None:
+                self.sessions.cleared()
+        elif isinstance(command, Compact | Resume):
+            self._session_command(command)
+
+    def _session_command(self, command: Compact | Resume) -> None:
+        """``/compact`` and ``/resume`` wait for no run: they change the history a run uses."""
+        sessions = self.sessions
+        if sessions is None:
+            self.state.tell("this REPL keeps no session")
+            return
+        if self.state.running:
+            what = "/compact" if isinstance(command, Compact) else "/resume"
+            self.state.tell(f"{what} works between runs; wait for this one to end")
+            return
+        if isinstance(command, Resume):
+            sessions.resume(command.session_id)
+            return
+        assert self._nursery is not None
+        self._idle = trio.Event()
+        self.state.running = True
+        self.state.status = "Compacting"
+        self.state.on_change()
+        self._nursery.start_soon(self._compact, sessions, command.instructions)
+
+    async def _compact(self, sessions: SessionHook, instructions: str) -> None:
+        try:
+            await sessions.compact(instructions)
+        finally:
+            self.state.running = False
+            self.state.status = ""
+            self._idle.set()
+            self.state.on_change()
 
     def _submit(self, submit: Submit) -> None:
         if self.state.running:
@@ -255,6 +352,8 @@ class ReplService:
         try:
             while submit is not None:
                 await self._turn(submit)
+                if self.sessions is not None:
+                    await self.sessions.after_turn()
                 submit = self._queue.pop(0) if self._queue else None
                 if submit is not None:
                     self.state.queued.pop(0)
@@ -278,6 +377,9 @@ class ReplService:
             self._print([("class:error", f"cannot run: {exc}\n")])
             return
         log_dir = self._new_log_dir()
+        sessions = self.sessions
+        if sessions is not None:
+            sessions.turn_started(submit)
         spec = RunSpec(
             task=submit.task,
             config=config,
@@ -295,7 +397,7 @@ class ReplService:
     async def drive_run(self, spec: RunSpec) -> RunResult | None:
         """Run ``spec`` on screen (its view, its elapsed time, Ctrl+C and the override window
         for it) and return its result; ``None`` when it could not start (said on screen)."""
-        state = self.state
+        state, sessions = self.state, self.sessions
         if spec.human is None:
             spec = attrs.evolve(spec, human=_WindowGate(self))
         view = RunView()
@@ -306,6 +408,8 @@ class ReplService:
 
         def seen(event: DomainEvent) -> None:
             view.apply(event)
+            if sessions is not None:
+                sessions.saw(event)
             if isinstance(event, SandboxOpened) and event.warning is not None:
                 self._print([("class:error", f"{describe(event)}\n")])  # unconfined, say so
             state.on_change()
@@ -352,6 +456,8 @@ class ReplService:
                     run_id=log_dir.name if log_dir is not None else "",
                 )
             )
+        if self.sessions is not None:
+            self.sessions.turn_ended(submit, result)
         plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:

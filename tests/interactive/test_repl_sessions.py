@@ -1,0 +1,105 @@
+"""The interactive agent's turns in the REPL's session: the person's message, each run it
+launched (and a plan it proposed), its reply; a resumed session's conversation is what the
+agent goes on from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conclave.actors.session.entries import (
+    AssistantReply,
+    PlanProposed,
+    RunRecorded,
+    SessionEntry,
+    UserTurn,
+)
+from conclave.actors.session.store import read_session
+from conclave.config.schema.interactive import InteractiveModeConfig
+from conclave.ui.repl.session_commands import SessionStart
+from tests.repl.harness import Session, config, play
+
+INTERACTIVE = config(interactive_mode=InteractiveModeConfig(require_approval=False))  # type: ignore[arg-type]
+
+
+def _entries(tmp_path: Path) -> list[tuple[SessionEntry, ...]]:
+    return [
+        read_session(p).entries for p in sorted((tmp_path / "sessions").glob("*/session.jsonl"))
+    ]
+
+
+async def _replied(session: Session, text: str) -> None:
+    await session.until(lambda: text in session.transcript(), f"the reply {text!r}")
+    await session.until(lambda: not session.state.running, "the turn's end")
+
+
+def test_a_direct_answer_is_recorded_as_the_turns_reply(tmp_path: Path) -> None:
+    async def scenario(s: Session) -> None:
+        s.type("Which agents are here?")
+        await _replied(s, "No run needed")
+
+    play(
+        scenario,
+        tmp_path,
+        conclave=INTERACTIVE,
+        session_start=SessionStart(root=tmp_path / "sessions"),
+    )
+    [entries] = _entries(tmp_path)
+    [turn] = [e for e in entries if isinstance(e, UserTurn)]
+    [reply] = [e for e in entries if isinstance(e, AssistantReply)]
+    assert turn.text == "Which agents are here?"
+    assert reply.turn_id == turn.id and reply.text.startswith("No run needed")
+    assert not [e for e in entries if isinstance(e, RunRecorded)]
+
+
+def test_launched_runs_and_the_plan_are_linked_to_the_turn(tmp_path: Path) -> None:
+    async def scenario(s: Session) -> None:
+        s.type("Plan and then build a todo CLI")
+        await _replied(s, "Planned, then executed the plan")
+
+    play(
+        scenario,
+        tmp_path,
+        conclave=INTERACTIVE,
+        session_start=SessionStart(root=tmp_path / "sessions"),
+    )
+    [entries] = _entries(tmp_path)
+    [turn] = [e for e in entries if isinstance(e, UserTurn)]
+    runs = [e for e in entries if isinstance(e, RunRecorded)]
+    assert [r.turn_id for r in runs] == [turn.id, turn.id]
+    assert all(r.log_dir is not None and (Path(r.log_dir) / "events.jsonl").is_file() for r in runs)
+    [plan] = [e for e in entries if isinstance(e, PlanProposed)]
+    assert plan.run_id == runs[0].run_id
+    [reply] = [e for e in entries if isinstance(e, AssistantReply)]
+    assert reply.turn_id == turn.id and entries.index(reply) > entries.index(runs[1])
+
+
+def test_a_resumed_session_is_the_agents_conversation(tmp_path: Path) -> None:
+    async def first(s: Session) -> None:
+        s.type("Which agents are here?")
+        await _replied(s, "No run needed")
+
+    state = play(
+        first,
+        tmp_path,
+        conclave=INTERACTIVE,
+        session_start=SessionStart(root=tmp_path / "sessions"),
+    )
+    assert state.session_id is not None
+    seen: list[int] = []
+
+    async def second(s: Session) -> None:
+        await s.until(lambda: len(s.state.history) == 1, "the resumed history")
+        s.type("Still there?")
+        await _replied(s, "No run needed for “Still there?”")
+        flow = s.repl.approvals
+        assert flow is not None and flow.session is not None
+        messages = flow.session.transcript.messages
+        seen.append(len(messages))
+        assert [m.content for m in messages[1:3]] == [
+            "Which agents are here?",
+            "No run needed: 3 agents are configured: agent-1, agent-2, agent-3.",
+        ]
+
+    start = SessionStart(root=tmp_path / "sessions", resume=state.session_id)
+    play(second, tmp_path, conclave=INTERACTIVE, session_start=start)
+    assert seen == [5]  # system, the resumed exchange, this exchange
