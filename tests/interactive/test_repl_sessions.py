@@ -18,7 +18,7 @@ from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.ui.repl.session_commands import SessionStart
 from tests.repl.harness import Session, config, play
 
-INTERACTIVE = config(interactive_mode=InteractiveModeConfig(require_approval=False))  # type: ignore[arg-type]
+INTERACTIVE = config(interactive_mode=InteractiveModeConfig(require_approval=False))
 
 
 def _entries(tmp_path: Path) -> list[tuple[SessionEntry, ...]]:
