@@ -8,13 +8,14 @@ from pathlib import Path
 
 from conclave.actors.session.entries import (
     AssistantReply,
+    Compacted,
     PlanProposed,
     RunRecorded,
     SessionEntry,
     UserTurn,
 )
 from conclave.actors.session.store import read_session
-from conclave.config.schema.interactive import InteractiveModeConfig
+from conclave.config.schema.interactive import ContextCompaction, InteractiveModeConfig
 from conclave.ui.repl.session_commands import SessionStart
 from tests.repl.harness import Session, config, play
 
@@ -103,3 +104,38 @@ def test_a_resumed_session_is_the_agents_conversation(tmp_path: Path) -> None:
     start = SessionStart(root=tmp_path / "sessions", resume=state.session_id)
     play(second, tmp_path, conclave=INTERACTIVE, session_start=start)
     assert seen == [5]  # system, the resumed exchange, this exchange
+
+
+def test_compaction_past_the_threshold_shortens_the_agents_next_prompt(tmp_path: Path) -> None:
+    compacting = config(
+        interactive_mode=InteractiveModeConfig(
+            require_approval=False,
+            context_compaction=ContextCompaction(threshold_tokens=1_000, preserve_recent=1),
+        )
+    )
+    prompts: list[int] = []
+
+    async def scenario(s: Session) -> None:
+        flow = s.repl.approvals
+        # Three launched runs: the agent's third call reads ~1,050 tokens (the scripted
+        # backend counts 4 characters a token), past the threshold.
+        for task in ("Write a poem about trio", "Write a poem about asyncio", "Write a haiku"):
+            s.type(task)
+            await _replied(s, f"On “{task}”")
+        await s.until(lambda: "compacted the conversation" in s.transcript(), "the compaction")
+        s.type("Still there?")
+        await _replied(s, "No run needed for “Still there?”")
+        assert flow is not None and flow.session is not None
+        prompts.append(len(flow.session.transcript.messages))
+
+    play(
+        scenario,
+        tmp_path,
+        conclave=compacting,
+        session_start=SessionStart(root=tmp_path / "sessions"),
+    )
+    [entries] = _entries(tmp_path)
+    [compacted] = [e for e in entries if isinstance(e, Compacted)]
+    assert compacted.tokens_after < compacted.tokens_before
+    # system; the summary and the kept exchange (each a message and its answer); this turn
+    assert prompts == [7]
