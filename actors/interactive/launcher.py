@@ -165,7 +165,7 @@ class RunLauncher:
         )
         result = await self.driver(spec, status=status)
         if self.project is not None and log_dir is not None:
-            self.project.link_run(log_dir)
+            self.project.link_run(log_dir)  # the deliverable: the launch's last run's, below
         self.on_run(RunRecord.of(result, run_id))
         return result, run_id
 

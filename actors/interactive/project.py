@@ -3,10 +3,10 @@
 ``conclave project init NAME`` makes ``NAME/`` with ``CONTEXT.md`` (what the work is about, in
 the user's words), ``filepaths.json`` (the files that matter, ``{"path": "why"}``), ``runs/``
 and ``deliverables/``. Run inside it (or below it), Conclave finds it: the interactive agent
-reads ``CONTEXT.md`` and ``filepaths.json`` into its prompt, each run it launches is linked
-under ``runs/`` (a symbolic link to the run's log directory, which stays where runs go), and a
-final presentation's deliverable (the run's ``final/`` workspace) is copied to
-``deliverables/<run id>/``.
+reads ``CONTEXT.md`` and ``filepaths.json`` into its prompt; each run made there (launched by
+the agent, a REPL turn, ``conclave run``) is linked under ``runs/`` (a symbolic link to the
+run's log directory, which stays where runs go); and a final presentation's deliverable (the
+run's ``final/`` workspace) is copied to ``deliverables/<run id>/``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ __all__ = [
     "ProjectError",
     "find_project",
     "init_project",
+    "keep_in_project",
 ]
 
 CONTEXT_FILE = "CONTEXT.md"
@@ -84,6 +85,17 @@ class Project:
         except OSError:
             return None
         return link
+
+    def keep(self, log_dir: Path | None, workspace: str | None) -> Path | None:
+        """A finished run made in the project: its log directory linked under ``runs/``, and
+        its deliverable (``workspace``: the final presentation's ``final/``, if any) copied
+        to ``deliverables/<run id>/``; where the copy went, if one was made."""
+        if log_dir is None:
+            return None
+        self.link_run(log_dir)
+        if workspace is None:
+            return None
+        return self.save_deliverables(log_dir.name, Path(workspace))
 
     def save_deliverables(self, run_id: str, workspace: Path) -> Path | None:
         """Copy a final presentation's workspace to ``deliverables/<run_id>/``; ``None``
@@ -148,3 +160,10 @@ def init_project(directory: Path) -> Project:
             f"cannot create the project {directory}: {exc.strerror or exc}"
         ) from None
     return Project(root=Path(os.path.abspath(directory)))
+
+
+def keep_in_project(cwd: Path, log_dir: Path | None, workspace: str | None) -> Path | None:
+    """:meth:`Project.keep` for a run made in ``cwd``, when ``cwd`` is in a project (a
+    front end's direct runs: ``conclave run``, a REPL turn without the interactive agent)."""
+    project = find_project(cwd)
+    return project.keep(log_dir, workspace) if project is not None else None

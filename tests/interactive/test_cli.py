@@ -106,3 +106,14 @@ def test_runs_made_in_a_project_are_linked_under_runs(tmp_path: Path) -> None:
     [run] = json.loads(done.stdout)["turns"][0]["runs"]
     link = root / "runs" / run["run_id"]
     assert link.is_symlink() and (link / "events.jsonl").is_file()
+
+
+def test_a_conclave_run_in_a_project_is_linked_under_runs(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path / "plain.yaml", fast_agents(2)))
+    assert conclave("project", "init", "atlas", cwd=tmp_path).returncode == 0
+    root = tmp_path / "atlas"
+    done = conclave("run", "--config", config, "--output-format", "json", "A task", cwd=root)
+    assert done.returncode == 0, done.stderr
+    log_dir = Path(json.loads(done.stdout)["log_dir"])
+    link = root / "runs" / log_dir.name
+    assert link.is_symlink() and link.resolve() == (root / log_dir).resolve()

@@ -9,7 +9,12 @@ from pathlib import Path
 import attrs
 import pytest
 
-from conclave.actors.interactive.project import ProjectError, find_project, init_project
+from conclave.actors.interactive.project import (
+    ProjectError,
+    find_project,
+    init_project,
+    keep_in_project,
+)
 from conclave.config.schema import OrchestratorConfig, ScriptedBackendConfig
 from conclave.config.schema.backends import ToolStep
 from tests.interactive.helpers import panel, session
@@ -58,3 +63,19 @@ async def test_a_final_presentations_deliverable_goes_to_deliverables(tmp_path: 
     assert delivered.read_text() == "# Report\n"
     assert outcome.deliverables == str(project.deliverables / outcome.run_id)
     assert (project.runs / outcome.run_id).is_symlink()
+
+
+def test_keep_links_the_run_and_copies_its_deliverable(tmp_path: Path) -> None:
+    project = init_project(tmp_path / "atlas")
+    log_dir = tmp_path / "logs" / "run-1"
+    (log_dir / "final").mkdir(parents=True)
+    (log_dir / "final" / "out.txt").write_text("done\n")
+    copied = keep_in_project(project.root, log_dir, str(log_dir / "final"))
+    assert copied == project.deliverables / "run-1"
+    assert (project.deliverables / "run-1" / "out.txt").read_text() == "done\n"
+    assert (project.runs / "run-1").resolve() == log_dir.resolve()
+
+
+def test_keep_outside_a_project_does_nothing(tmp_path: Path) -> None:
+    assert keep_in_project(tmp_path, tmp_path / "run-1", None) is None
+    assert not (tmp_path / "runs").exists()

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from conclave.actors.interactive.project import init_project
 from conclave.config.schema import ConclaveConfig
 from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.ui.repl.layout import mode_bar
@@ -121,3 +124,17 @@ def test_ctrl_c_during_a_launched_run_cancels_it_and_the_agent_says_so(tmp_path:
 
     slow = config(latency=5.0, interactive_mode=InteractiveModeConfig(require_approval=False))
     play(scenario, tmp_path, conclave=slow)
+
+
+def test_a_direct_turn_in_a_project_is_linked_under_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = init_project(tmp_path / "atlas")
+    monkeypatch.chdir(project.root)
+
+    async def scenario(session: Session) -> None:
+        await session.result_of("A task")
+
+    state = play(scenario, tmp_path)
+    assert state.last_log_dir is not None
+    assert (project.runs / state.last_log_dir.name).is_symlink()

@@ -33,6 +33,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.view import RunView
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.mcp.session import McpSession, open_session_servers
@@ -458,6 +459,7 @@ class ReplService:
             )
         if self.sessions is not None:
             self.sessions.turn_ended(submit, result)
+        keep_in_project(Path.cwd(), log_dir, result.workspace_path)
         plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:
