@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
-from tests.cli.helpers import conclave, fast_agents, write_config
+from tests.cli.helpers import conclave, fast_agents, read_stderr_until, start, write_config
 
 
 def _config(tmp_path: Path, **interactive: object) -> Path:
@@ -117,3 +118,17 @@ def test_a_conclave_run_in_a_project_is_linked_under_runs(tmp_path: Path) -> Non
     log_dir = Path(json.loads(done.stdout)["log_dir"])
     link = root / "runs" / log_dir.name
     assert link.is_symlink() and link.resolve() == (root / log_dir).resolve()
+
+
+def test_ctrl_c_ends_the_run_in_progress_cancelled_and_exits_130(tmp_path: Path) -> None:
+    slow = [{"id": f"agent-{i}", "seed": i, "latency": 30} for i in (1, 2)]
+    config = write_config(tmp_path / "slow.yaml", slow, interactive_mode={"backend": {}})
+    process = start("chat", "--config", str(config), "--yes", "Write a poem", cwd=tmp_path)
+    read_stderr_until(process, "logging to")
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "stopped after 0 of 1 turns" in stderr
+    [log] = tmp_path.glob(".conclave/runs/*/events.jsonl")
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert (last["kind"], last["termination"]) == ("run_ended", "cancelled")

@@ -44,7 +44,7 @@ from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resol
 from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import decode_task
-from conclave.ui.signals import StopSignals, signal_exit_code
+from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
 from conclave.ui.text import display_path
 
 __all__ = ["chat_command", "interactive_settings"]
@@ -81,12 +81,7 @@ def chat_command(args: argparse.Namespace) -> int:
     )
     signals = StopSignals()
     with signals.installed():
-        try:
-            replies = trio.run(_chat, resolved, settings, approver, log_root, messages)
-        except KeyboardInterrupt:
-            return ExitCode.CANCELLED
-        if signals.received:
-            return signal_exit_code(signals.received[0])
+        replies = trio.run(_chat, resolved, settings, approver, log_root, messages, signals)
     if args.output_format == "json":
         print(
             json.dumps(
@@ -98,6 +93,13 @@ def chat_command(args: argparse.Namespace) -> int:
     failed = [r for r in replies if r.text is None]
     for reply in failed:
         print(f"conclave chat: the turn failed: {reply.error}", file=sys.stderr)
+    if signals.received:
+        print(
+            f"conclave chat: stopped after {len(replies)} of {len(messages)} turns "
+            "(a run in progress ended cancelled)",
+            file=sys.stderr,
+        )
+        return signal_exit_code(signals.received[0])
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
@@ -122,7 +124,10 @@ async def _chat(
     approver: RunApprover,
     log_root: Path,
     messages: list[str],
+    stop: StopSignals,
 ) -> list[InteractiveReply]:
+    """The replies to ``messages`` in order; a stop signal (or one received before this
+    listened) ends the turn in progress, its run ending ``cancelled``, and those after it."""
     project = find_project(Path.cwd())
     if project is not None:
         print(f"conclave: in project {display_path(project.root)}", file=sys.stderr)
@@ -145,7 +150,22 @@ async def _chat(
                 launcher=launcher,
                 workspace=None,
             )
-            return [await session.turn(message) for message in messages]
+            replies: list[InteractiveReply] = []
+            with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                async with trio.open_nursery() as nursery:
+
+                    async def stop_at_a_signal() -> None:
+                        if not stop.received:  # one before this listened is recorded there
+                            async for signum in signals:
+                                stop.received.append(signum)
+                                break
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(stop_at_a_signal)
+                    for message in messages:
+                        replies.append(await session.turn(message))
+                    nursery.cancel_scope.cancel()
+            return replies
 
 
 class _AnnouncingDriver:
