@@ -7,10 +7,12 @@ agent, :func:`actors.prompts.interactive.is_interactive`) and decides from the l
   final answer's first lines, the workspace path), or that the run was not approved;
 - an error fed back (a ``launch_run`` the launcher refused): it says what went wrong;
 - the person's message: a short question (ending in ``?``, at most
-  :data:`SHORT_QUESTION_WORDS` words) is answered directly; anything else launches a run with
-  the message as its task. A message that mentions a plan (``plan``, ``planning``) launches a
-  planning run, executed afterwards unless the message says ``only plan`` / ``just plan``;
-  ``single agent`` or ``one agent`` launches one agent.
+  :data:`SHORT_QUESTION_WORDS` words) is answered directly (one about what was asked
+  ``earlier`` or ``before`` lists the person's earlier messages: the conversation it was
+  given); anything else launches a run with the message as its task. A message that mentions
+  a plan (``plan``, ``planning``) launches a planning run, executed afterwards unless the
+  message says ``only plan`` / ``just plan``; ``single agent`` or ``one agent`` launches one
+  agent.
 
 Deterministic: the same conversation gives the same reply, so the REPL's and the headless
 end-to-end tests see the same turns.
@@ -34,6 +36,7 @@ _PLAN = re.compile(r"\bplan(?:ning)?\b", re.IGNORECASE)
 _PLAN_ONLY = re.compile(r"\b(?:only|just) plan\b", re.IGNORECASE)
 _SINGLE = re.compile(r"\b(?:single|one) agent\b", re.IGNORECASE)
 _AGENTS = re.compile(r"<AGENTS ([0-9a-f]{12})>\n(.*?)\n</AGENTS \1>", re.DOTALL)
+_EARLIER = re.compile(r"\b(?:earlier|before)\b", re.IGNORECASE)
 _PREVIEW = 300
 
 
@@ -73,6 +76,10 @@ def _direct_answer(question: str, messages: Sequence[ChatMessage]) -> str:
     ids = [line.split(":", 1)[0] for line in agents.group(2).splitlines()] if agents else []
     if "agent" in question.lower() and ids:
         return f"No run needed: {len(ids)} agents are configured: {', '.join(ids)}."
+    if _EARLIER.search(question):
+        asked = [m.content for m in messages[1:-1] if m.role == "user"]
+        listed = "; ".join(f"“{text}”" for text in asked) or "nothing yet"
+        return f"No run needed: earlier you asked {listed}."
     return (
         f"No run needed for “{question}”: a short question gets a short answer from me. "
         "Ask me to do something bigger and I will launch a run of the agents."

@@ -8,6 +8,8 @@ import os
 import signal
 from pathlib import Path
 
+from conclave.actors.session.entries import AssistantReply, RunRecorded, UserTurn
+from conclave.actors.session.store import read_session
 from tests.cli.helpers import conclave, fast_agents, read_stderr_until, start, write_config
 
 
@@ -21,7 +23,7 @@ def test_chat_answers_a_short_question_and_launches_no_run(tmp_path: Path) -> No
     assert done.stdout.strip() == (
         "No run needed: 3 agents are configured: agent-1, agent-2, agent-3."
     )
-    assert not (tmp_path / ".conclave").exists()
+    assert not (tmp_path / ".conclave" / "runs").exists()
 
 
 def test_without_yes_a_run_needing_approval_is_refused_and_the_agent_says_so(
@@ -132,3 +134,35 @@ def test_ctrl_c_ends_the_run_in_progress_cancelled_and_exits_130(tmp_path: Path)
     [log] = tmp_path.glob(".conclave/runs/*/events.jsonl")
     last = json.loads(log.read_text().splitlines()[-1])
     assert (last["kind"], last["termination"]) == ("run_ended", "cancelled")
+
+
+def test_chat_turns_are_a_session_that_continue_goes_on_with(tmp_path: Path) -> None:
+    config = str(_config(tmp_path))
+    first = conclave(
+        "chat", "--config", config, "--yes", "--output-format", "json", "Write a poem",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    session_id = json.loads(first.stdout)["session_id"]
+    assert f"conclave chat --resume {session_id}" in first.stderr
+    again = conclave(
+        "chat", "--config", config, "-c", "--output-format", "json", "What did I ask before?",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    output = json.loads(again.stdout)
+    assert output["session_id"] == session_id
+    assert output["turns"][0]["reply"] == "No run needed: earlier you asked “Write a poem”."
+    [path] = tmp_path.glob(".conclave/sessions/*/session.jsonl")
+    entries = read_session(path).entries
+    recorded = (UserTurn, RunRecorded, AssistantReply)
+    kinds = [type(e) for e in entries if isinstance(e, recorded)]
+    assert kinds == [UserTurn, RunRecorded, AssistantReply, UserTurn, AssistantReply]
+
+
+def test_resume_of_an_unknown_session_is_a_usage_error(tmp_path: Path) -> None:
+    done = conclave(
+        "chat", "--config", str(_config(tmp_path)), "--resume", "nope", "hi", cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr

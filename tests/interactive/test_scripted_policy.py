@@ -66,3 +66,12 @@ def test_a_refused_run_is_reported_and_the_agent_asks_what_next() -> None:
     result = json.dumps({"status": "not_approved", "reason": "the person cancelled it"})
     reply = _reply(ChatMessage(role="tool", content=result, tool_call_id="call_1"))
     assert reply.content == "The run was not launched (the person cancelled it). What next?"
+
+
+def test_a_question_about_earlier_messages_lists_them() -> None:
+    reply = _reply(
+        ChatMessage(role="user", content="Write a poem"),
+        ChatMessage(role="assistant", content="Done."),
+        ChatMessage(role="user", content="What did I ask before?"),
+    )
+    assert reply.content == "No run needed: earlier you asked “Write a poem”."

@@ -50,3 +50,4 @@ def add_chat_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--log-dir", metavar="DIR", help="where each launched run's directory goes (.conclave/runs)"
     )
+    add_session_flags(p, picker=False)

@@ -39,11 +39,19 @@ from conclave.actors.interactive.session import (
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, drive
 from conclave.actors.run.result import RunResult
+from conclave.actors.session.store import SessionError
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.chat_session import ChatSession
 from conclave.ui.headless.inputs import decode_task
+from conclave.ui.sessions import (
+    chosen_session,
+    open_chosen_session,
+    prune_old_sessions,
+    sessions_root,
+)
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
 from conclave.ui.text import display_path
 
@@ -66,30 +74,46 @@ def interactive_settings(resolved: ResolvedConfig) -> InteractiveModeConfig:
 
 
 def chat_command(args: argparse.Namespace) -> int:
+    root = sessions_root()
     try:
         messages = _messages(args.message)
         flags = RunFlags.from_args(args)
         resolved = resolve(flags)
         resolved.for_modes(flags.mode_state())  # the panel could run, as every front end checks
         settings = interactive_settings(resolved)
-    except (UsageError, ConfigError) as exc:
+        chosen = chosen_session(root, args)
+    except (UsageError, ConfigError, SessionError) as exc:
         print(f"conclave chat: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    prune_old_sessions(root, resolved.base)
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     approver: RunApprover = (
         ApproveAll() if args.yes or not settings.require_approval else RefuseAll()
     )
     signals = StopSignals()
-    with signals.installed():
-        replies = trio.run(_chat, resolved, settings, approver, log_root, messages, signals)
+    try:
+        with open_chosen_session(root, chosen, warn=_warn) as recorder:
+            session = ChatSession(recorder, warn=_warn)
+            with signals.installed():
+                replies = trio.run(
+                    _chat, resolved, settings, approver, log_root, messages, signals, session
+                )
+    except SessionError as exc:
+        print(f"conclave chat: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
     if args.output_format == "json":
         print(
             json.dumps(
-                {"turns": [_turn_json(m, r) for m, r in zip(messages, replies, strict=True)]}
+                {
+                    "session_id": session.id,
+                    "turns": [_turn_json(m, r) for m, r in zip(messages, replies, strict=False)],
+                }
             )
         )
     else:
         print("\n\n".join(r.text or "" for r in replies if r.text is not None))
+    if session.id is not None:
+        _warn(f"session {session.id} (go on with: conclave chat --resume {session.id} MESSAGE)")
     failed = [r for r in replies if r.text is None]
     for reply in failed:
         print(f"conclave chat: the turn failed: {reply.error}", file=sys.stderr)
@@ -125,6 +149,7 @@ async def _chat(
     log_root: Path,
     messages: list[str],
     stop: StopSignals,
+    recorded: ChatSession,
 ) -> list[InteractiveReply]:
     """The replies to ``messages`` in order; a stop signal (or one received before this
     listened) ends the turn in progress, its run ending ``cancelled``, and those after it."""
@@ -135,7 +160,7 @@ async def _chat(
         with EventHub() as hub:
             launcher = RunLauncher(
                 resolved=resolved,
-                driver=_AnnouncingDriver(hub),
+                driver=_AnnouncingDriver(hub, recorded),
                 approver=approver,
                 log_root=log_root,
                 project=project,
@@ -148,7 +173,7 @@ async def _chat(
                 settings=settings,
                 backend=await pool.backend(agent),
                 launcher=launcher,
-                workspace=None,
+                history=recorded.history(),
             )
             replies: list[InteractiveReply] = []
             with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
@@ -163,7 +188,11 @@ async def _chat(
 
                     nursery.start_soon(stop_at_a_signal)
                     for message in messages:
-                        replies.append(await session.turn(message))
+                        recorded.turn_started(message)
+                        reply = await session.turn(message)
+                        if reply.text is not None:
+                            recorded.replied(reply.text, input_tokens=reply.input_tokens)
+                        replies.append(reply)
                     nursery.cancel_scope.cancel()
             return replies
 
@@ -171,14 +200,21 @@ async def _chat(
 class _AnnouncingDriver:
     """Runs each launched run, saying on stderr where its log goes."""
 
-    def __init__(self, hub: EventHub) -> None:
+    def __init__(self, hub: EventHub, recorded: ChatSession) -> None:
         self.hub = hub
+        self.recorded = recorded
 
     async def __call__(self, spec: RunSpec, *, status: str) -> RunResult:
         where = display_path(spec.log_dir / "events.jsonl") if spec.log_dir else "no log"
         agents = ", ".join(a.id for a in spec.config.agents)
         print(f"conclave: {status} ({agents}); logging to {where}", file=sys.stderr, flush=True)
-        return await drive(spec, self.hub)
+        result = await drive(spec, self.hub)
+        self.recorded.run_ended(result)
+        return result
+
+
+def _warn(message: str) -> None:
+    print(f"conclave: {message}", file=sys.stderr)
 
 
 def _ran(record: RunRecord) -> None:
