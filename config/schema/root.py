@@ -24,8 +24,8 @@ class ConclaveConfig:
     )
     """MCP servers whose tools every agent is offered (see :mod:`config.schema.mcp`)."""
     mode: CollaborationMode | None = None
-    """The collaboration mode the REPL and ``conclave run`` start in (``--mode`` wins, and a
-    resumed session's own mode is restored); ``None``: ``default``."""
+    """The collaboration mode the REPL starts in and ``run`` and ``batch`` run in (``--mode``
+    wins, and a resumed session's own mode is restored); ``None``: ``default``."""
     sessions: SessionsConfig = attrs.field(factory=SessionsConfig)
 
     @mcp_servers.validator

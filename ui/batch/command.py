@@ -167,8 +167,10 @@ def _setup(args: argparse.Namespace) -> _Setup:
         else [ModeName(agent_mode=AgentMode(args.agent_mode), refinement=args.refinement == "on")]
     )
     flags = RunFlags.from_args(args)
-    states = flags.mode_states([(m.agent_mode, m.refinement) for m in modes])
+    flags.mode_states([(m.agent_mode, m.refinement) for m in modes])  # the flags' own checks
     resolved = resolve(flags)
+    flags = flags.with_config_mode(resolved.base)  # the config's mode: unless --mode
+    states = flags.mode_states([(m.agent_mode, m.refinement) for m in modes])
     _say_where(resolved)
     bases = {m.name: resolved.for_flags(state) for m, state in zip(modes, states, strict=True)}
     try:
