@@ -26,7 +26,13 @@ from conclave.config.validation import check_runnable
 from conclave.config.walker import INVALID, SchemaWalker
 from conclave.config.wording import listed
 
-__all__ = ["LAUNCH_PARAMETERS", "LaunchError", "LaunchRequest", "launch_config", "read_launch"]
+__all__ = [
+    "LAUNCH_PARAMETERS",
+    "LaunchError",
+    "LaunchRequest",
+    "launch_config",
+    "read_launch",
+]
 
 LAUNCH_PARAMETERS: dict[str, Any] = {
     "type": "object",

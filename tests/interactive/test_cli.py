@@ -6,11 +6,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 from conclave.actors.session.entries import AssistantReply, RunRecorded, UserTurn
 from conclave.actors.session.store import read_session
-from tests.cli.helpers import conclave, fast_agents, read_stderr_until, start, write_config
+from tests.cli.helpers import (
+    CONCLAVE,
+    conclave,
+    fast_agents,
+    read_stderr_until,
+    start,
+    write_config,
+)
 
 
 def _config(tmp_path: Path, **interactive: object) -> Path:
@@ -165,4 +173,23 @@ def test_resume_of_an_unknown_session_is_a_usage_error(tmp_path: Path) -> None:
         "chat", "--config", str(_config(tmp_path)), "--resume", "nope", "hi", cwd=tmp_path
     )
     assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+
+
+def test_chat_with_an_interactive_backend_missing_its_key_is_a_usage_error(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path, backend={"type": "openai", "model": "m"})
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [str(CONCLAVE), "chat", "--config", str(config), "hi"],
+        cwd=tmp_path,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "no API key for the interactive agent" in done.stderr
     assert "Traceback" not in done.stderr

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from conclave.config.keys import check_interactive_key
 from conclave.config.loader import load_config
 from conclave.config.problems import ConfigError
-from conclave.config.schema import OrchestratorConfig, ScriptedBackendConfig
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.backends import OpenAIBackendConfig
 from conclave.config.schema.interactive import InteractiveModeConfig
 
 
@@ -66,3 +73,27 @@ def test_the_defaults_are_pinned() -> None:
         100_000,
         4,
     )
+
+
+def _with_backend(backend: OpenAIBackendConfig) -> ConclaveConfig:
+    return ConclaveConfig(
+        agents=(AgentConfig(id="a"),),
+        orchestrator=OrchestratorConfig(interactive_mode=InteractiveModeConfig(backend=backend)),
+    )
+
+
+def test_an_interactive_backend_without_its_key_is_refused_naming_the_variable() -> None:
+    config = _with_backend(OpenAIBackendConfig(model="m"))
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY") as caught:
+        check_interactive_key(config, source="c.yaml", environ={})
+    assert caught.value.problems[0].path == "orchestrator.interactive_mode.backend"
+
+
+def test_an_interactive_backend_with_its_key_or_on_this_machine_passes() -> None:
+    check_interactive_key(
+        _with_backend(OpenAIBackendConfig(model="m")),
+        source=None,
+        environ={"OPENAI_API_KEY": "sk-test"},
+    )
+    local = OpenAIBackendConfig(model="m", base_url="http://127.0.0.1:11434/v1")
+    check_interactive_key(_with_backend(local), source=None, environ={})

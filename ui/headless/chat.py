@@ -40,6 +40,7 @@ from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, drive
 from conclave.actors.run.result import RunResult
 from conclave.actors.session.store import SessionError
+from conclave.config.keys import check_interactive_key
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema.interactive import InteractiveModeConfig
@@ -81,6 +82,7 @@ def chat_command(args: argparse.Namespace) -> int:
         resolved = resolve(flags)
         resolved.for_modes(flags.mode_state())  # the panel could run, as every front end checks
         settings = interactive_settings(resolved)
+        check_interactive_key(resolved.base, source=resolved.source)
         chosen = chosen_session(root, args)
     except (UsageError, ConfigError, SessionError) as exc:
         print(f"conclave chat: {exc}", file=sys.stderr)

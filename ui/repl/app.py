@@ -41,6 +41,7 @@ from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
 from prompt_toolkit.shortcuts import print_formatted_text
 
+from conclave.config.keys import check_interactive_key
 from conclave.config.modes import CollaborationMode, ModeSource, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
@@ -594,6 +595,7 @@ def repl_command(args: argparse.Namespace) -> int:
         flags = flags.with_config_mode(resolved.base)
         modes = flags.mode_state()
         resolved.for_flags(modes)  # the starting modes' run must be able to start
+        check_interactive_key(resolved.base, source=resolved.source)
         session = _session_start(args, resolved, flags)
     except (UsageError, ConfigError) as exc:
         print(f"conclave: {exc}", file=sys.stderr)
