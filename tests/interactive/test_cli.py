@@ -193,3 +193,11 @@ def test_chat_with_an_interactive_backend_missing_its_key_is_a_usage_error(
     assert done.returncode == 2
     assert "no API key for the interactive agent" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_turn_the_agent_cannot_answer_exits_1_saying_why(tmp_path: Path) -> None:
+    config = _config(tmp_path, backend={"type": "scripted", "misbehave": "error"})
+    done = conclave("chat", "--config", str(config), "Which agents?", cwd=tmp_path, timeout=60)
+    assert done.returncode == 1
+    assert "conclave chat: the turn failed: 3 tries failed" in done.stderr
+    assert "Traceback" not in done.stderr
