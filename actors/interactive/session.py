@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -36,7 +37,7 @@ from conclave.actors.llm.protocol import (
 )
 from conclave.actors.loop import LoopBudget, LoopEnd, TextTerminal, Transcript, run_loop
 from conclave.actors.prompts.interactive import AgentLine, interactive_system_prompt
-from conclave.actors.prompts.workspace import WorkspaceNote
+from conclave.actors.prompts.workspace import ContextAccess, ContextNote, WorkspaceNote
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.protocol import ToolResult
 from conclave.config.launch import LAUNCH_PARAMETERS, LaunchError, read_launch
@@ -50,6 +51,7 @@ __all__ = [
     "InteractiveSession",
     "LaunchTool",
     "interactive_agent",
+    "workspace_note",
 ]
 
 INTERACTIVE_AGENT_ID = "interactive"
@@ -66,6 +68,21 @@ LAUNCH_RUN = ToolSchema(
 
 _TURN_BUDGET = LoopBudget(max_steps=8, max_tries=3)
 """A turn's steps: a model that keeps launching runs is stopped after a few."""
+
+
+def workspace_note(config: ConclaveConfig, cwd: Path) -> WorkspaceNote:
+    """Where the user works, as the agent's prompt says it: ``cwd`` (a project's root, in a
+    project) and the configured context paths with what the runs' agents may do there (a
+    writable one is written by the final presentation)."""
+    contexts = tuple(
+        ContextNote(
+            path=str(c.path),
+            access=ContextAccess.WRITABLE_LATER if c.writable else ContextAccess.READ_ONLY,
+            protected=tuple(str(p) for p in c.protected),
+        )
+        for c in config.orchestrator.context_paths
+    )
+    return WorkspaceNote(workspace=str(cwd), context_paths=contexts)
 
 
 def interactive_agent(config: ConclaveConfig, settings: InteractiveModeConfig) -> AgentConfig:

@@ -48,6 +48,10 @@ _CORE = (
     "your own words, with the workspace path when there is one. If the user cancels a run, "
     "say so and carry on with the conversation. Never invent a run's result."
 )
+_NO_TOOLS = (
+    "\n\nYou have no file or shell tools yourself: the agents of the runs you launch work "
+    "with the files below, in workspaces of their own. Where the user works:"
+)
 _ORCHESTRATOR = (
     "\n\nLaunching runs. Call launch_run when the request is a substantial task: writing or "
     "changing code or documents, analysis, design, comparisons, anything that benefits from "
@@ -108,7 +112,7 @@ def interactive_system_prompt(
     fence = next(f for f in _candidates(joined) if f not in joined)
     text = _IDENTITY.format(fence=fence) + _CORE
     if workspace is not None:
-        text += workspace_section(workspace, fence)
+        text += _NO_TOOLS + workspace_section(workspace, fence)
     text += _ORCHESTRATOR.format(fence=fence, agents=listing)
     if project is not None:
         text += _PROJECT.format(

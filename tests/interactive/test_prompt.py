@@ -4,7 +4,9 @@ coordination section, and an orchestrator section that lists the configured agen
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from conclave.actors.interactive.session import workspace_note
 from conclave.actors.prompts.interactive import (
     AgentLine,
     ProjectNote,
@@ -12,6 +14,8 @@ from conclave.actors.prompts.interactive import (
     is_interactive,
 )
 from conclave.actors.prompts.workspace import WorkspaceNote
+from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
+from conclave.config.schema.context import ContextPath, ContextPermission
 
 AGENTS = [AgentLine(id="engineer", persona="a careful engineer"), AgentLine(id="critic")]
 
@@ -59,3 +63,21 @@ def test_quoted_text_cannot_close_its_block() -> None:
     assert (
         prompt.count(prompt.split("<AGENTS ", 1)[1][:12]) == 3
     )  # the note, the opening and the closing tag only
+
+
+def test_the_workspace_is_where_the_user_works_with_the_context_paths(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    config = ConclaveConfig(
+        agents=(AgentConfig(id="a"),),
+        orchestrator=OrchestratorConfig(
+            context_paths=(ContextPath(path=tmp_path / "docs", permission=ContextPermission.WRITE),)
+        ),
+    )
+    note = workspace_note(config, tmp_path)
+    prompt = interactive_system_prompt(agents=AGENTS, workspace=note)
+    assert "You have no file or shell tools yourself" in prompt
+    assert f"\n{tmp_path}\n" in prompt
+    fence = prompt.split("<AGENTS ", 1)[1][:12]
+    assert f"<CONTEXT PATH writable in the final presentation {fence}>\n{tmp_path / 'docs'}\n" in (
+        prompt
+    )

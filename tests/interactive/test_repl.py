@@ -138,3 +138,21 @@ def test_a_direct_turn_in_a_project_is_linked_under_runs(
     state = play(scenario, tmp_path)
     assert state.last_log_dir is not None
     assert (project.runs / state.last_log_dir.name).is_symlink()
+
+
+def test_the_agents_prompt_says_where_the_user_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    prompts: list[str] = []
+
+    async def scenario(session: Session) -> None:
+        await session.until(lambda: session.state.interactive, "the interactive flag")
+        flow = session.repl.approvals
+        assert flow is not None and flow.session is not None
+        prompts.append(flow.session.system_prompt)
+
+    play(scenario, tmp_path, conclave=_interactive())
+    [prompt] = prompts
+    assert "You have no file or shell tools yourself" in prompt
+    assert f"\n{tmp_path}\n" in prompt

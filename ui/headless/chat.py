@@ -35,6 +35,7 @@ from conclave.actors.interactive.session import (
     InteractiveReply,
     InteractiveSession,
     interactive_agent,
+    workspace_note,
 )
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, drive
@@ -175,6 +176,7 @@ async def _chat(
                 settings=settings,
                 backend=await pool.backend(agent),
                 launcher=launcher,
+                workspace=workspace_note(resolved.base, project.root if project else Path.cwd()),
                 history=recorded.history(),
             )
             replies: list[InteractiveReply] = []

@@ -34,7 +34,11 @@ from conclave.actors.human.run_approval import (
 from conclave.actors.interactive.launcher import RunLauncher
 from conclave.actors.interactive.outcome import RunRecord
 from conclave.actors.interactive.project import find_project
-from conclave.actors.interactive.session import InteractiveSession, interactive_agent
+from conclave.actors.interactive.session import (
+    InteractiveSession,
+    interactive_agent,
+    workspace_note,
+)
 from conclave.actors.planning.plan import parse_plan, plan_json
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.result import RunResult
@@ -124,14 +128,15 @@ class InteractiveFlow:
             factory(agent) if factory is not None else await self.service.backends.backend(agent)
         )
         self._history = self.repl.state.history
+        project = self.launcher.project
         self.session = InteractiveSession(
             config=config,
             settings=self.settings,
             backend=backend,
             launcher=self.launcher,
+            workspace=workspace_note(config, project.root if project else Path.cwd()),
             history=self._history,
         )
-        project = self.launcher.project
         if project is not None:
             self.repl.say(f"project {display_path(project.root)}: its CONTEXT.md is read")
 
