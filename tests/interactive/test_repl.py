@@ -156,3 +156,15 @@ def test_the_agents_prompt_says_where_the_user_works(
     [prompt] = prompts
     assert "You have no file or shell tools yourself" in prompt
     assert f"\n{tmp_path}\n" in prompt
+
+
+def test_clear_starts_the_agent_on_a_new_conversation(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("Which agents are here?")
+        await _replied(session, "No run needed: 3 agents")
+        session.type("/clear")
+        await session.settle()
+        session.type("What did I ask before?")
+        await _replied(session, "No run needed: earlier you asked nothing yet.")
+
+    play(scenario, tmp_path, conclave=_interactive())

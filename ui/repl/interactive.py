@@ -104,7 +104,9 @@ class InteractiveFlow:
         self._token: trio.lowlevel.TrioToken | None = None
         self._history = repl.state.history
         """The conversation the agent's transcript was built from (a resume or a compaction
-        replaces the state's list, and the next turn starts from the new one)."""
+        replaces the state's list, ``/clear`` empties it: the next turn starts from it)."""
+        self._known = len(self._history)
+        """Its length as the agent's turns left it."""
         project = find_project(Path.cwd())
         self.launcher = RunLauncher(
             resolved=service.resolved,
@@ -128,6 +130,7 @@ class InteractiveFlow:
             factory(agent) if factory is not None else await self.service.backends.backend(agent)
         )
         self._history = self.repl.state.history
+        self._known = len(self._history)
         project = self.launcher.project
         self.session = InteractiveSession(
             config=config,
@@ -145,8 +148,8 @@ class InteractiveFlow:
     async def turn(self, submit: Submit) -> None:
         session, state, sessions = self.session, self.repl.state, self.service.sessions
         assert session is not None
-        if state.history is not self._history:
-            # Resumed or compacted since the last turn: the agent goes on from that history.
+        if state.history is not self._history or len(state.history) != self._known:
+            # Resumed, compacted or cleared since the last turn: the agent goes on from that.
             session.restart(state.history)
             self._history = state.history
         state.status = THINKING
@@ -166,6 +169,7 @@ class InteractiveFlow:
             self.service.print([("class:error", f"the agent could not answer: {reply.error}\n")])
             return
         state.history.append(Turn(task=submit.task, final_answer=reply.text))
+        self._known = len(state.history)
         if sessions is not None:
             sessions.replied(reply.text, input_tokens=reply.input_tokens)
         self.service.print([("class:answer", reply.text.rstrip("\n") + "\n")])
