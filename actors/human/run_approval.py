@@ -13,6 +13,8 @@ from typing import Protocol
 
 import attrs
 
+from conclave.config.modes import AgentMode
+
 __all__ = [
     "ApproveAll",
     "Approved",
@@ -32,7 +34,7 @@ class RunApprovalRequest:
     context: str
     agents: tuple[str, ...]
     """The agents that will run, in config order."""
-    agent_mode: str
+    agent_mode: AgentMode
     refinement: bool
     planning_mode: bool = False
     execute_after_planning: bool = False

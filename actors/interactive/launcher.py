@@ -108,7 +108,7 @@ class RunLauncher:
                 task=request.task,
                 context=request.context,
                 agents=tuple(a.id for a in config.agents),
-                agent_mode=request.agent_mode.value,
+                agent_mode=request.agent_mode,
                 refinement=request.refinement,
                 planning_mode=request.planning_mode,
                 execute_after_planning=request.execute_after_planning,

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from conclave.actors.planning.plan import Plan, plan_to_dict
-from conclave.actors.run.result import RunResult
+from conclave.actors.run.result import RunResult, Termination
 
 __all__ = ["CoordinationSummary", "LaunchOutcome", "LaunchStatus", "RunRecord"]
 
@@ -62,7 +62,7 @@ class RunRecord:
 
     run_id: str
     log_dir: str | None
-    termination: str
+    termination: Termination
     winner: str | None
     final_answer: str | None
     workspace_path: str | None
@@ -72,7 +72,7 @@ class RunRecord:
         return cls(
             run_id=run_id,
             log_dir=result.log_dir,
-            termination=str(result.termination),
+            termination=result.termination,
             winner=result.winner,
             final_answer=result.final_answer,
             workspace_path=result.workspace_path,

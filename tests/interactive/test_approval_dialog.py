@@ -9,13 +9,14 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from conclave.actors.human.run_approval import Approved, RunApprovalRequest, RunDecision, RunRefused
+from conclave.config.modes import AgentMode
 from conclave.ui.repl.approval_dialog import CANCELLED, ask_run_approval, describe_run
 
 REQUEST = RunApprovalRequest(
     task="Write the note",
     context="It is for the ops team",
     agents=("a", "b"),
-    agent_mode="multi",
+    agent_mode=AgentMode.MULTI,
     refinement=True,
 )
 DOWN = "\x1b[B"
@@ -73,7 +74,7 @@ def test_the_dialog_shows_task_context_agents_and_what_the_run_does() -> None:
         task="t",
         context="",
         agents=("a",),
-        agent_mode="single",
+        agent_mode=AgentMode.SINGLE,
         refinement=False,
         planning_mode=True,
         execute_after_planning=True,

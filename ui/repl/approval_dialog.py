@@ -65,7 +65,7 @@ def describe_run(request: RunApprovalRequest, task: str) -> str:
     lines = [
         f"Task: {task}",
         f"Context: {request.context.strip() or '(none)'}",
-        f"Agents: {', '.join(request.agents)} ({request.agent_mode}, {refinement}, {mode})",
+        f"Agents: {', '.join(request.agents)} ({request.agent_mode.value}, {refinement}, {mode})",
     ]
     return "\n".join(lines)
 
