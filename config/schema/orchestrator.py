@@ -16,6 +16,7 @@ from conclave.config.limits import (
 )
 from conclave.config.schema.checks import seconds, whole
 from conclave.config.schema.context import ContextPath, ContextWritePhase
+from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.config.schema.sandbox import SandboxConfig
 
 __all__ = ["FinalAnswerStrategy", "InFlightPolicy", "OrchestratorConfig", "parse_visibility"]
@@ -109,6 +110,16 @@ class OrchestratorConfig:
     """File and shell tools for every agent, each in its own workspace. On whenever context
     paths are given, whatever this says (agents cannot use files they cannot reach); off
     otherwise unless ``true``, so a run that only talks keeps its requests tool-free."""
+
+    interactive_mode: InteractiveModeConfig | None = None
+    """An interactive agent that talks with the person and launches runs (the REPL's entry
+    point when present and enabled); see :mod:`config.schema.interactive`."""
+
+    @property
+    def interactive(self) -> InteractiveModeConfig | None:
+        """The interactive mode's settings when it is on, else ``None``."""
+        mode = self.interactive_mode
+        return mode if mode is not None and mode.enabled else None
 
     @property
     def agents_have_tools(self) -> bool:

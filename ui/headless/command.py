@@ -22,6 +22,7 @@ from pathlib import Path
 import trio
 
 from conclave.actors.events import EventHub
+from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.result import RunResult, Termination
@@ -127,6 +128,7 @@ def _run_turn(
                 print_json_error("cancelled before the run started", code)
             return code
         result, progress = ran
+        keep_in_project(Path.cwd(), spec.log_dir, result.workspace_path)
         recorded = (
             session is not None and turn is not None and _record(session, turn, result, tokens)
         )

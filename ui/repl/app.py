@@ -41,6 +41,7 @@ from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
 from prompt_toolkit.shortcuts import print_formatted_text
 
+from conclave.config.keys import check_interactive_key
 from conclave.config.modes import CollaborationMode, ModeSource, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 
     from conclave.actors.llm.protocol import LLMBackend
     from conclave.actors.session.compaction import CompactionPolicy
+    from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
@@ -151,6 +153,8 @@ class Repl:
         self._interrupted_at: float | None = None
         """When Ctrl+C last found an empty idle prompt (a second one soon after quits)."""
         self.plans: PlanFlow | None = None
+        self.approvals: InteractiveFlow | None = None
+        """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
         self.session_start: SessionStart | None = None
         """How this REPL's session began (``None``: it keeps none)."""
         self.compaction: CompactionPolicy | None = None
@@ -328,6 +332,10 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.RUN_APPROVAL:
+            if self.approvals is not None:
+                self.approvals.cancel_dialog()  # the dialog's own Cancel closes it
+            return
         if self.state.dialog is Dialog.PLAN:
             if self.plans is not None:
                 self.plans.cancel()  # the dialog's own Cancel closes it
@@ -428,7 +436,7 @@ async def _trio_main(
 ) -> None:
     import trio
 
-    from conclave.actors.session.compaction import CompactionPolicy
+    from conclave.ui.repl.interactive import attach_interactive, compaction_policy
     from conclave.ui.repl.planning import attach_plans
     from conclave.ui.repl.service import open_repl_service
     from conclave.ui.repl.sessions import open_repl_session
@@ -449,9 +457,10 @@ async def _trio_main(
                         service,
                         printer=repl.print,
                         start=repl.session_start,
-                        policy=repl.compaction or CompactionPolicy(),
+                        policy=repl.compaction or compaction_policy(resolved.base),
                     )
                 )
+            await attach_interactive(repl, service)
             repl.connect(trio.lowlevel.current_trio_token(), send)
             await service.serve(receive)
 
@@ -463,6 +472,7 @@ def _load_runtime() -> None:
         "trio",
         "conclave.ui.repl.service",
         "conclave.ui.repl.planning",
+        "conclave.ui.repl.interactive",
         "conclave.ui.repl.sessions",
         "conclave.ui.repl.render",
     ):
@@ -585,6 +595,7 @@ def repl_command(args: argparse.Namespace) -> int:
         flags = flags.with_config_mode(resolved.base)
         modes = flags.mode_state()
         resolved.for_flags(modes)  # the starting modes' run must be able to start
+        check_interactive_key(resolved.base, source=resolved.source)
         session = _session_start(args, resolved, flags)
     except (UsageError, ConfigError) as exc:
         print(f"conclave: {exc}", file=sys.stderr)
@@ -596,9 +607,14 @@ def repl_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE
+    talk = (
+        "Talk with the interactive agent; it launches runs when needed"
+        if resolved.base.orchestrator.interactive is not None
+        else "Type a task and press Enter"
+    )
     welcome = (
         f"Conclave: {plural(len(resolved.base.agents), 'agent')}, {resolved.where()}. "
-        "Type a task and press Enter; /help lists keys and commands, Ctrl+D quits."
+        f"{talk}; /help lists keys and commands, Ctrl+D quits."
     )
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     return run_repl(

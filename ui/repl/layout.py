@@ -105,6 +105,8 @@ def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
 
     single = state.modes.agent_mode is AgentMode.SINGLE
     fragments: StyleAndTextTuples = []
+    if state.interactive:
+        fragments.append(("class:bar.chip", "[interactive]"))
     if state.collaboration is not CollaborationMode.DEFAULT:
         fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
     fragments += item(

@@ -26,12 +26,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
 
+import attrs
 import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.view import RunView
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.mcp.session import McpSession, open_session_servers
@@ -61,7 +63,14 @@ from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
 from conclave.ui.text import display_path
 from conclave.ui.timeline import describe
 
-__all__ = ["PlanHook", "Printer", "ReplService", "SessionHook", "open_repl_service"]
+__all__ = [
+    "InteractiveHook",
+    "PlanHook",
+    "Printer",
+    "ReplService",
+    "SessionHook",
+    "open_repl_service",
+]
 
 TICK = 0.1
 """How often the run's elapsed time is read for the screen while a run executes."""
@@ -86,6 +95,18 @@ class PlanHook(Protocol):
         ...
 
 
+class InteractiveHook(Protocol):
+    """Where turns go when the interactive agent is on (:mod:`ui.repl.interactive`)."""
+
+    async def turn(self, submit: Submit) -> None:
+        """Carry out ``submit`` as a turn of the interactive agent."""
+        ...
+
+    def cancel(self) -> None:
+        """Ctrl+C with no run executing: end the agent's turn now."""
+        ...
+
+
 class SessionHook(Protocol):
     """What records the conversation in a session (:mod:`ui.repl.sessions`)."""
 
@@ -98,6 +119,14 @@ class SessionHook(Protocol):
         ...
 
     def turn_ended(self, submit: Submit, result: RunResult) -> None: ...
+
+    def run_launched(self, result: RunResult) -> None:
+        """A run the interactive agent launched in the current turn (the turn stays open)."""
+        ...
+
+    def replied(self, text: str, *, input_tokens: int | None) -> None:
+        """The interactive agent's reply ends the current turn."""
+        ...
 
     async def after_turn(self) -> None:
         """Between turns: compact if due."""
@@ -158,6 +187,8 @@ class ReplService:
         """The session's config before any mode; each turn finishes it for its modes."""
         self.state = state
         self.plans: PlanHook | None = None
+        self.interactive: InteractiveHook | None = None
+        """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
         self.sessions: SessionHook | None = None
         self._print = printer
         self._log_root = log_root
@@ -172,6 +203,27 @@ class ReplService:
         self._nursery: trio.Nursery | None = None
         self._idle = trio.Event()
         self._idle.set()
+
+    @property
+    def backends(self) -> BackendPool:
+        """The session's pool (the interactive agent's backend comes from it too)."""
+        return self._backends
+
+    @property
+    def mcp(self) -> McpSession | None:
+        return self._mcp
+
+    @property
+    def log_root(self) -> Path | None:
+        return self._log_root
+
+    @property
+    def backend_factory(self) -> Callable[[AgentConfig], LLMBackend] | None:
+        return self._backend_factory
+
+    def print(self, block: StyleAndTextTuples) -> None:
+        """Print ``block`` above the prompt."""
+        self._print(block)
 
     async def backend_for(self, agent: AgentConfig) -> LLMBackend:
         """``agent``'s backend, from the session's pool (warm connections), for calls made
@@ -276,6 +328,8 @@ class ReplService:
         self.state.tell("cancelling the run")
         if self._handle is not None:
             self._handle.cancel()
+        elif self.interactive is not None:
+            self.interactive.cancel()
         else:
             self._cancel_asked = True
 
@@ -315,6 +369,9 @@ class ReplService:
         state = self.state
         shown = submit.shown_task or submit.task
         self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
+        if self.interactive is not None:
+            await self.interactive.turn(submit)
+            return
         try:
             config = self.resolved.for_modes(submit.modes)
         except (UnknownAgent, ConfigError) as exc:
@@ -330,15 +387,24 @@ class ReplService:
             mode=submit.modes.collaboration,
             history=tuple(state.history),
             log_dir=log_dir,
-            human=_WindowGate(self),
             backends=self._backends,
             mcp=self._mcp,
             backend_factory=self._backend_factory,
         )
+        result = await self.drive_run(spec)
+        if result is not None:
+            self._finished(submit, result, log_dir)
+
+    async def drive_run(self, spec: RunSpec) -> RunResult | None:
+        """Run ``spec`` on screen (its view, its elapsed time, Ctrl+C and the override window
+        for it) and return its result; ``None`` when it could not start (said on screen)."""
+        state, sessions = self.state, self.sessions
+        if spec.human is None:
+            spec = attrs.evolve(spec, human=_WindowGate(self))
         view = RunView()
         state.view = view
         state.elapsed = 0.0
-        state.last_log_dir = log_dir
+        state.last_log_dir = spec.log_dir
         state.on_change()
 
         def seen(event: DomainEvent) -> None:
@@ -359,11 +425,11 @@ class ReplService:
                         ticking.cancel_scope.cancel()
         except Exception as exc:  # the log could not be created: nothing ran
             self._print([("class:error", f"the run could not start: {exc}\n")])
-            return
+            return None
         finally:
             self._handle = None
             state.override = None
-        self._finished(submit, result, log_dir)
+        return result
 
     def _opened(self, handle: RunHandle) -> None:
         self._handle = handle
@@ -393,6 +459,7 @@ class ReplService:
             )
         if self.sessions is not None:
             self.sessions.turn_ended(submit, result)
+        keep_in_project(Path.cwd(), log_dir, result.workspace_path)
         plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:

@@ -107,6 +107,19 @@ class ReplSession:
             self._guard(lambda: recorder.run_ended(turn, result, input_tokens=tokens))
         self._turn = None
 
+    def run_launched(self, result: RunResult) -> None:
+        recorder, turn = self._recorder, self._turn
+        if recorder is not None and turn is not None:
+            tokens = self._tokens.input_tokens
+            self._guard(lambda: recorder.run_ended(turn, result, input_tokens=tokens))
+        self._tokens = LastCallTokens()
+
+    def replied(self, text: str, *, input_tokens: int | None) -> None:
+        recorder, turn = self._recorder, self._turn
+        if recorder is not None and turn is not None:
+            self._guard(lambda: recorder.reply(turn, text, input_tokens=input_tokens))
+        self._turn = None
+
     def plan_proposed(self, plan: str, *, run_id: str) -> None:
         recorder = self._recorder
         if recorder is not None:

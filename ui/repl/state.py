@@ -24,6 +24,7 @@ from conclave.config.modes import AgentMode, CollaborationMode, ModeSource, Mode
 
 if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
     from conclave.actors.events.view import RunView
+    from conclave.actors.human.run_approval import RunApprovalRequest
     from conclave.actors.run.result import RunResult
     from conclave.actors.run.turn import Turn
 
@@ -55,6 +56,7 @@ class Dialog(enum.Enum):
     OVERRIDE = "override"
     MODE_PICKER = "mode_picker"
     PLAN = "plan"
+    RUN_APPROVAL = "run_approval"
     SESSIONS = "sessions"
     """``/resume``'s picker."""
 
@@ -139,6 +141,13 @@ class ReplState:
     usage: UsageTotals = attrs.Factory(UsageTotals)
     queued: list[str] = attrs.Factory(list)
     """Turns typed while a run executes, sent in order when it ends."""
+    interactive: bool = False
+    """Turns go to the interactive agent (``orchestrator.interactive_mode``), which launches
+    runs itself; the mode bar says so."""
+    run_id: str | None = None
+    """The run executing now (the interactive agent's launch), if any."""
+    pending_approval: RunApprovalRequest | None = None
+    """A run the interactive agent asks to launch, waiting for Approve / Edit / Cancel."""
 
     dialog: Dialog = Dialog.NONE
     selected: int = 0
