@@ -30,7 +30,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from secrets import token_hex
 from typing import TYPE_CHECKING
@@ -38,11 +38,14 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from conclave.actors.human.tool_approval import RefuseTools, ToolApprovalGate
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
+from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.redaction import redacting_tools
 from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
+from conclave.actors.tools.permissions import Permissions, SessionAllowances
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
 from conclave.actors.workspace.grants import AgentWorkspace, context_mounts
 from conclave.actors.workspace.layout import RunLayout
@@ -51,6 +54,7 @@ from conclave.actors.workspace.workspaces import RunWorkspaces
 from conclave.config.modes import CollaborationMode
 from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 from conclave.config.schema.context import ContextWritePhase
+from conclave.config.schema.permissions import PermissionMode
 from conclave.config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
@@ -104,6 +108,9 @@ class RunServices:
         themselves some time after it, should the run be gone without removing them."""
         self.mcp: McpServers | None = None
         """The run's MCP servers, once :meth:`start` has spawned them."""
+        self.clock: RunClock | None = None
+        """The run's timer (set by the driver): paused while a person approves a call."""
+        self.allowances = spec.tool_allowances or SessionAllowances()
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
@@ -222,7 +229,13 @@ class RunServices:
                 tooling.workspace.when_writes_open.append(regrant)
             from conclave.actors.mcp.tools import with_mcp_tools
 
-            tools = with_mcp_tools(tools, servers, agent=agent, mode=self.spec.mode)
+            tools = with_mcp_tools(
+                tools,
+                servers,
+                agent=agent,
+                mode=self.spec.mode,
+                before_call=self.approval_gate(agent, Path.cwd()),
+            )
         if tools is NO_TOOLS:
             return tooling
         return attrs.evolve(tooling, tools=redacting_tools(tools, self.redactor))
@@ -268,8 +281,36 @@ class RunServices:
             sandbox=sandbox,
             workspace=workspace.path,
             limits=limits,
+            before_call=self.approval_gate(agent, workspace.path),
         )
         return AgentTooling(tools=tools, workspace=workspace)
+
+    def approval_gate(self, agent: str, workspace: Path) -> ToolApprovalGate | None:
+        """``agent``'s ``before_call`` hook under the config's ``permissions``; ``None``
+        when no call could ask or be denied (``bypass`` without deny rules)."""
+        config = self.spec.config.permissions
+        if config.mode is PermissionMode.BYPASS and not config.deny:
+            return None
+        return ToolApprovalGate(
+            Permissions.from_config(config),
+            self.spec.tool_approver or RefuseTools(),
+            agent=agent,
+            workspace=workspace,
+            session=self.allowances,
+            paused=self._clock_paused,
+        )
+
+    @contextlib.contextmanager
+    def _clock_paused(self) -> Iterator[None]:
+        clock = self.clock
+        if clock is None:
+            yield
+            return
+        clock.pause()
+        try:
+            yield
+        finally:
+            clock.resume()
 
 
 def workdir_of(spec: RunSpec) -> Path:

@@ -13,12 +13,14 @@ from pathlib import Path
 import attrs
 
 from conclave.actors.human.gate import HumanGate
+from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.scripted import ScriptedBackend
 from conclave.actors.mcp.session import McpSession
 from conclave.actors.run.faults import FaultPlan
 from conclave.actors.run.turn import Turn
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 
@@ -67,6 +69,13 @@ class RunSpec:
     timer is paused while it decides. ``None``: nobody is asked and the vote stands.
     :class:`~actors.human.manual.ManualGate` leaves the decision to
     :meth:`RunHandle.override` and :meth:`RunHandle.continue_`."""
+    tool_approver: ToolApprover | None = None
+    """Who decides a tool call that ``permissions`` says must ask (the REPL's approval card),
+    with the run's timer paused; ``None``: nobody, and such a call is refused, the model
+    told why (headless runs; see :mod:`actors.human.tool_approval`)."""
+    tool_allowances: SessionAllowances | None = None
+    """What a person allowed for the session (a REPL session's, shared by its runs);
+    ``None``: the run keeps its own."""
     backends: BackendPool | None = None
     """A pool that outlives the run (the REPL's, a batch's); ``None``: the run opens its own
     and closes it when it ends."""
