@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from conclave.actors.session.compaction import CompactionPolicy
     from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
+    from conclave.ui.repl.tool_approvals import ReplToolApprover
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
@@ -155,6 +156,8 @@ class Repl:
         self.plans: PlanFlow | None = None
         self.approvals: InteractiveFlow | None = None
         """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
+        self.tool_approvals: ReplToolApprover | None = None
+        """The tool approval card (:mod:`ui.repl.tool_approvals`)."""
         self.session_start: SessionStart | None = None
         """How this REPL's session began (``None``: it keeps none)."""
         self.compaction: CompactionPolicy | None = None
@@ -332,6 +335,10 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.TOOL_APPROVAL:
+            if self.tool_approvals is not None:
+                self.tool_approvals.deny()  # the card's own Deny closes it
+            return
         if self.state.dialog is Dialog.RUN_APPROVAL:
             if self.approvals is not None:
                 self.approvals.cancel_dialog()  # the dialog's own Cancel closes it
@@ -440,6 +447,7 @@ async def _trio_main(
     from conclave.ui.repl.planning import attach_plans
     from conclave.ui.repl.service import open_repl_service
     from conclave.ui.repl.sessions import open_repl_session
+    from conclave.ui.repl.tool_approvals import attach_tool_approvals
 
     send, receive = trio.open_memory_channel[Command](math.inf)
     async with open_repl_service(
@@ -450,6 +458,7 @@ async def _trio_main(
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
+        attach_tool_approvals(repl, service)
         async with contextlib.AsyncExitStack() as stack:
             if repl.session_start is not None:
                 stack.enter_context(

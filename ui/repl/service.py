@@ -33,6 +33,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.view import RunView
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
@@ -41,6 +42,7 @@ from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode, UnknownAgent
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
@@ -190,6 +192,11 @@ class ReplService:
         self.interactive: InteractiveHook | None = None
         """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
         self.sessions: SessionHook | None = None
+        self.tool_approver: ToolApprover | None = None
+        """Who approves tool calls that ask (:mod:`ui.repl.tool_approvals`); ``None``:
+        nobody, and such calls are refused."""
+        self.tool_allowances: SessionAllowances | None = None
+        """What the person allowed for the session, shared by every run."""
         self._print = printer
         self._log_root = log_root
         self._backends = backends
@@ -401,6 +408,10 @@ class ReplService:
         state, sessions = self.state, self.sessions
         if spec.human is None:
             spec = attrs.evolve(spec, human=_WindowGate(self))
+        if spec.tool_approver is None:
+            spec = attrs.evolve(
+                spec, tool_approver=self.tool_approver, tool_allowances=self.tool_allowances
+            )
         view = RunView()
         state.view = view
         state.elapsed = 0.0

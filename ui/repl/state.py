@@ -57,6 +57,8 @@ class Dialog(enum.Enum):
     MODE_PICKER = "mode_picker"
     PLAN = "plan"
     RUN_APPROVAL = "run_approval"
+    TOOL_APPROVAL = "tool_approval"
+    """A tool call waits for the person (:mod:`ui.repl.tool_approvals`)."""
     SESSIONS = "sessions"
     """``/resume``'s picker."""
 

@@ -1,0 +1,70 @@
+"""Tool approval in the REPL: a delete that asks opens the card; denied with feedback, the
+agent reads the feedback and goes on; allowed for the session, the same tool asks no more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conclave.actors.events.loop import ToolCallFinished
+from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
+from conclave.config.schema.backends import ScriptedBackendConfig, ToolStep
+from conclave.config.schema.permissions import PermissionMode, PermissionsConfig
+from conclave.runtime import read_event_log
+from conclave.ui.repl.state import Dialog
+from tests.repl.harness import ENTER, Session, play
+
+FILES = ("a.txt", "b.txt")
+DOWN = "\x1b[B"
+
+
+def _config() -> ConclaveConfig:
+    """One agent writes two files and deletes them; file writes proceed, deletes ask."""
+    steps = [ToolStep(tool="write_file", arguments={"path": p, "content": "x"}) for p in FILES]
+    steps += [ToolStep(tool="delete_file", arguments={"path": p}) for p in FILES]
+    agent = AgentConfig(id="agent-1", backend=ScriptedBackendConfig(tool_steps=tuple(steps)))
+    return ConclaveConfig(
+        agents=(agent,),
+        orchestrator=OrchestratorConfig(quiet_period=None, tools=True),
+        permissions=PermissionsConfig(mode=PermissionMode.ACCEPT_EDITS),
+    )
+
+
+def _deletes(log_root: Path) -> list[ToolCallFinished]:
+    [events] = log_root.glob("*/events.jsonl")
+    finished = read_event_log(events).events
+    return [e for e in finished if isinstance(e, ToolCallFinished) and e.tool == "delete_file"]
+
+
+async def _card(session: Session) -> None:
+    await session.until(lambda: session.state.dialog is Dialog.TOOL_APPROVAL, "the card")
+
+
+def test_a_delete_denied_with_feedback_is_not_done_and_the_agent_goes_on(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        before = session.state.usage.runs
+        session.type("Tidy up")
+        for _ in FILES:
+            await _card(session)
+            session.press("3", "keep it", ENTER)
+            await session.until(lambda: session.state.dialog is not Dialog.TOOL_APPROVAL, "deny")
+        await session.finish(before, "Tidy up")
+
+    play(scenario, tmp_path, conclave=_config())
+    deletes = _deletes(tmp_path / "runs")
+    assert [d.refused for d in deletes] == [True, True]
+    assert all(
+        d.error == "the call to delete_file was refused: the user denied it: keep it"
+        for d in deletes
+    )
+
+
+def test_allowed_for_the_session_the_second_delete_asks_no_more(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        before = session.state.usage.runs
+        session.type("Tidy up")
+        await _card(session)
+        session.press(DOWN, ENTER)
+        await session.finish(before, "Tidy up")
+
+    play(scenario, tmp_path, conclave=_config())
+    assert [d.ok for d in _deletes(tmp_path / "runs")] == [True, True]
