@@ -153,7 +153,7 @@ class ScriptedBackend:
         revision: int,
     ) -> ChatMessage | None:
         """The next tool step after ``done`` of them, or ``None`` when all are made."""
-        usable = [s for s in steps if s.tool in offered]
+        usable = [s for s in steps if s.tool in offered or self.policy.call_unoffered_tools]
         if done >= len(usable):
             return None
         step = usable[done]
