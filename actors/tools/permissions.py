@@ -22,6 +22,10 @@ import attrs
 from conclave.config.schema.permissions import PermissionMode, PermissionsConfig, ToolRule
 
 __all__ = [
+    "FILE_EDITS",
+    "PATH_ARGUMENTS",
+    "READ_ONLY_GIT",
+    "READ_ONLY_PROGRAMS",
     "Permissions",
     "Ruling",
     "SessionAllowances",
@@ -32,14 +36,14 @@ __all__ = [
 
 FILE_EDITS = frozenset({"write_file", "edit_file"})
 """What ``accept-edits`` lets run: tools that write a file's content (not ``delete_file``)."""
-_PATH_ARGUMENTS = ("path", "file_path", "repo_path", "source", "destination")
+PATH_ARGUMENTS = ("path", "file_path", "repo_path", "source", "destination")
 """The argument naming what a tool touches, first present wins; MCP tools are read the same
 way as built-in ones."""
 _COMMAND_ARGUMENTS = ("command", "cmd")
-_READ_ONLY_PROGRAMS = frozenset(
+READ_ONLY_PROGRAMS = frozenset(
     {"ls", "cat", "head", "tail", "pwd", "wc", "grep", "rg", "diff", "stat", "tree", "which"}
 )
-_READ_ONLY_GIT = frozenset({"status", "diff", "log", "show"})
+READ_ONLY_GIT = frozenset({"status", "diff", "log", "show"})
 _SHELL_SYNTAX = frozenset(";&|<>`$(){}\n\\")
 """Any of these makes a command more than one program run plainly: it asks."""
 
@@ -71,8 +75,8 @@ def is_read_only_command(command: str) -> bool:
         return False
     if words[0] == "git":
         writes_output = any(word.startswith("--output") for word in words)
-        return len(words) > 1 and words[1] in _READ_ONLY_GIT and not writes_output
-    return words[0] in _READ_ONLY_PROGRAMS
+        return len(words) > 1 and words[1] in READ_ONLY_GIT and not writes_output
+    return words[0] in READ_ONLY_PROGRAMS
 
 
 @attrs.frozen(kw_only=True)
@@ -94,7 +98,7 @@ def subjects_of(arguments: Mapping[str, Any], workspace: Path) -> Subjects:
         value = arguments.get(name)
         if isinstance(value, str):
             return Subjects(texts=(value,), paths=False, shown=value)
-    for name in _PATH_ARGUMENTS:
+    for name in PATH_ARGUMENTS:
         value = arguments.get(name)
         if isinstance(value, str):
             absolute = os.path.normpath(os.path.join(workspace, value))
