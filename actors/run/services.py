@@ -40,6 +40,8 @@ import trio
 
 from conclave.actors.human.tool_approval import RefuseTools, ToolApprovalGate
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
+from conclave.actors.planning.flow import read_execution_task
+from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.redaction import redacting_tools
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
     from conclave.actors.sandbox.open import DockerEngine
     from conclave.runtime import ActorSystem
 
-__all__ = ["AgentTooling", "RunServices", "open_services", "workdir_of"]
+__all__ = ["AgentTooling", "RunServices", "declared_files", "open_services", "workdir_of"]
 
 
 @attrs.frozen(kw_only=True)
@@ -292,7 +294,7 @@ class RunServices:
         if config.mode is PermissionMode.BYPASS and not config.deny:
             return None
         return ToolApprovalGate(
-            Permissions.from_config(config),
+            Permissions.from_config(config, declared_files=declared_files(self.spec.task)),
             self.spec.tool_approver or RefuseTools(),
             agent=agent,
             workspace=workspace,
@@ -311,6 +313,14 @@ class RunServices:
             yield
         finally:
             clock.resume()
+
+
+def declared_files(task: str) -> tuple[str, ...] | None:
+    """The files the approved plan a run executes declares (``None``: the run executes no
+    plan, or its plan declares none): under ``accept-edits`` a write to any other asks."""
+    quoted = read_execution_task(task)
+    plan = parse_plan(quoted[0]) if quoted is not None else None
+    return plan.declared_files() if plan is not None else None
 
 
 def workdir_of(spec: RunSpec) -> Path:
