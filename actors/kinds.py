@@ -15,6 +15,7 @@ import conclave.actors.events.base
 import conclave.actors.events.hub
 import conclave.actors.events.loop
 import conclave.actors.mcp.events
+import conclave.actors.planning.progress
 import conclave.actors.run.events
 import conclave.actors.session.entries
 import conclave.actors.workspace.events
@@ -31,6 +32,7 @@ DOMAIN_MODULES = (
     conclave.actors.events.hub,
     conclave.actors.events.loop,
     conclave.actors.mcp.events,
+    conclave.actors.planning.progress,
     conclave.actors.run.events,
     conclave.actors.session.entries,
     conclave.actors.workspace.events,

@@ -41,7 +41,8 @@ import trio
 from conclave.actors.human.tool_approval import RefuseTools, ToolApprovalGate
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
 from conclave.actors.planning.flow import read_execution_task
-from conclave.actors.planning.plan import parse_plan
+from conclave.actors.planning.plan import Plan, parse_plan
+from conclave.actors.planning.progress import PlanProgress
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.redaction import redacting_tools
@@ -65,7 +66,14 @@ if TYPE_CHECKING:
     from conclave.actors.sandbox.open import DockerEngine
     from conclave.runtime import ActorSystem
 
-__all__ = ["AgentTooling", "RunServices", "declared_files", "open_services", "workdir_of"]
+__all__ = [
+    "AgentTooling",
+    "RunServices",
+    "declared_files",
+    "executed_plan",
+    "open_services",
+    "workdir_of",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -113,6 +121,9 @@ class RunServices:
         self.clock: RunClock | None = None
         """The run's timer (set by the driver): paused while a person approves a call."""
         self.allowances = spec.tool_allowances or SessionAllowances()
+        self.plan_progress: PlanProgress | None = None
+        """The executing plan's step statuses (``update_plan``), once :meth:`start` has
+        run, when the run executes an approved plan and its agents have tools."""
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
@@ -125,6 +136,10 @@ class RunServices:
         and their first starts awaited (a server that cannot start is reported and offers
         no tools; the run goes on)."""
         workspaces = self.workspaces
+        plan = executed_plan(self.spec.task)
+        if plan is not None and workspaces is not None and system is not None:
+            self.plan_progress = PlanProgress(plan, system.record)
+            self.plan_progress.started()
         if workspaces is not None and self._stack is not None:
             agents = list(workspaces.agents)
             await trio.to_thread.run_sync(workspaces.layout.create, agents)
@@ -284,6 +299,7 @@ class RunServices:
             workspace=workspace.path,
             limits=limits,
             before_call=self.approval_gate(agent, workspace.path),
+            extra=(self.plan_progress.tool,) if self.plan_progress is not None else (),
         )
         return AgentTooling(tools=tools, workspace=workspace)
 
@@ -315,11 +331,16 @@ class RunServices:
             clock.resume()
 
 
+def executed_plan(task: str) -> Plan | None:
+    """The approved plan a run with this task executes (``None``: it executes none)."""
+    quoted = read_execution_task(task)
+    return parse_plan(quoted[0]) if quoted is not None else None
+
+
 def declared_files(task: str) -> tuple[str, ...] | None:
     """The files the approved plan a run executes declares (``None``: the run executes no
     plan, or its plan declares none): under ``accept-edits`` a write to any other asks."""
-    quoted = read_execution_task(task)
-    plan = parse_plan(quoted[0]) if quoted is not None else None
+    plan = executed_plan(task)
     return plan.declared_files() if plan is not None else None
 
 

@@ -50,9 +50,13 @@ def agent_tools(
     workspace: Path,
     limits: ToolLimits = DEFAULT_LIMITS,
     before_call: BeforeCall | None = None,
+    extra: Iterable[ToolSpec] = (),
 ) -> AgentTools:
-    """The executor for one agent's loop in ``mode``; ``sandbox`` ``None`` offers no shell."""
+    """The executor for one agent's loop in ``mode``; ``sandbox`` ``None`` offers no shell.
+    ``extra`` tools are offered after the built-in ones (``update_plan`` while a plan
+    executes)."""
     specs = [s for s in ALL_TOOLS if sandbox is not None or s.name != "run_shell"]
+    specs += extra
     context = ToolContext(
         agent=agent,
         policy=policy,

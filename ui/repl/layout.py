@@ -31,6 +31,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.widgets import SearchToolbar
 
 from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.repl.plan_steps import plan_steps_text, shows_plan_steps
 from conclave.ui.repl.state import DIALOG_ROWS, Dialog, ReplState
 
 if TYPE_CHECKING:
@@ -282,6 +283,7 @@ def build_layout(repl: Repl) -> Layout:
     )
     body = HSplit(
         [
+            _lines(lambda: plan_steps_text(state), lambda: shows_plan_steps(state)),
             _lines(lambda: _progress(repl), lambda: state.running),
             _lines(lambda: override_hint(state), lambda: state.override is not None),
             _lines(lambda: _queued(state), lambda: bool(state.queued)),

@@ -24,6 +24,11 @@ STYLE = Style.from_dict(
         "progress.head": "ansicyan",
         "progress.agent": "",
         "progress.failed": "ansired",
+        # The live step list of an executing plan.
+        "plan.head": "ansicyan",
+        "plan.pending": "ansibrightblack",
+        "plan.active": "ansiyellow bold",
+        "plan.done": "ansigreen",
         # The mode bar and the tab bar.
         "bar": "bg:#262626 #d0d0d0",
         "bar.key": "bg:#262626 #8a8a8a",
