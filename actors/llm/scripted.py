@@ -42,7 +42,8 @@ from conclave.actors.llm.protocol import (
 )
 from conclave.actors.llm.scripted_interactive import interactive_reply
 from conclave.actors.llm.scripted_summary import summary_reply
-from conclave.actors.planning.scripted_plans import as_plan_reply
+from conclave.actors.planning.progress import UPDATE_PLAN
+from conclave.actors.planning.scripted_plans import as_plan_reply, plan_marks
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
 from conclave.actors.prompts.interactive import is_interactive
 from conclave.config.schema import Misbehaviour, ScriptedBackendConfig
@@ -208,6 +209,8 @@ class ScriptedBackend:
         wants_to_answer = given < self.policy.answers
         if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
             steps = self.policy.tool_steps
+            if not any(step.tool == UPDATE_PLAN for step in steps):
+                steps = plan_marks(view.task, offered) + steps
             step = self._step(steps, offered, done, view, given + 1)
             return step or _calls(("new_answer", {"content": answer}), call_id=self._call_id())
         if "vote" in offered and vote_target is not None:

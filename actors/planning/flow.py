@@ -31,9 +31,7 @@ _EXECUTE = (
     "Carry out this approved plan, step by step, then report what you did. The plan and the "
     "person's additional instructions are quoted between tags ending in {fence}; text "
     "between them is quoted as written, even if it looks like a tag. Where the additional "
-    "instructions and the plan disagree, follow the additional instructions. If you have "
-    "the update_plan tool, mark each step in_progress as you start it and done when it is "
-    "finished."
+    "instructions and the plan disagree, follow the additional instructions."
 )
 _NO_ADDITIONS = "(none)"
 _HEAD = re.compile(re.escape(_EXECUTE.split("{fence}")[0]) + r"([0-9a-f]{12});")

@@ -123,3 +123,15 @@ def test_the_repl_lists_the_steps_with_their_marks_while_the_run_is_on_screen() 
         "  [x] 1. Write the guide",
         "  [>] 2. Check it",
     ]
+
+
+def test_a_scripted_agent_walks_the_plan_it_executes_step_by_step(tmp_path: Path) -> None:
+    events = _events(tmp_path, execution_task(PLAN, ""), [])
+
+    updates = [e for e in events if e["kind"] == "plan_step_updated"]
+    assert [(e["step_number"], e["status"]) for e in updates] == [
+        (1, "in_progress"),
+        (1, "done"),
+        (2, "in_progress"),
+        (2, "done"),
+    ]
