@@ -123,7 +123,7 @@ class RunServices:
         self.allowances = spec.tool_allowances or SessionAllowances()
         self.plan_progress: PlanProgress | None = None
         """The executing plan's step statuses (``update_plan``), once :meth:`start` has
-        run, when the run executes an approved plan and its agents have tools."""
+        run, when the run executes an approved plan."""
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
@@ -137,7 +137,7 @@ class RunServices:
         no tools; the run goes on)."""
         workspaces = self.workspaces
         plan = executed_plan(self.spec.task)
-        if plan is not None and workspaces is not None and system is not None:
+        if plan is not None and system is not None:
             self.plan_progress = PlanProgress(plan, system.record)
             self.plan_progress.started()
         if workspaces is not None and self._stack is not None:
@@ -231,6 +231,8 @@ class RunServices:
         opening the sandbox raises."""
         tooling = await self._builtin_tools(agent)
         tools = tooling.tools
+        if tools is NO_TOOLS and self.plan_progress is not None:
+            tools = self._progress_only(agent, self.plan_progress)
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
         if servers:
             if tooling.workspace is not None and self.mcp is not None:
@@ -302,6 +304,24 @@ class RunServices:
             extra=(self.plan_progress.tool,) if self.plan_progress is not None else (),
         )
         return AgentTooling(tools=tools, workspace=workspace)
+
+    def _progress_only(self, agent: str, progress: PlanProgress) -> ToolExecutor:
+        """An agent without tools executing a plan is offered ``update_plan`` alone: it
+        touches no path, so its context grants none."""
+        from conclave.actors.tools.executor import DEFAULT_LIMITS, AgentTools
+        from conclave.actors.tools.paths import StaticGrants
+        from conclave.actors.tools.spec import ToolContext
+
+        here = Path.cwd()
+        context = ToolContext(
+            agent=agent,
+            policy=PathPolicy(StaticGrants(()), cwd=here),
+            sandbox=None,
+            workspace=here,
+            limits=DEFAULT_LIMITS,
+            may_write=False,
+        )
+        return AgentTools([progress.tool], context=context, mode=self.spec.mode)
 
     def approval_gate(self, agent: str, workspace: Path) -> ToolApprovalGate | None:
         """``agent``'s ``before_call`` hook under the config's ``permissions``; ``None``

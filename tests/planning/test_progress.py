@@ -39,9 +39,11 @@ def _mark(step: int, status: str) -> dict[str, Any]:
     return {"tool": "update_plan", "arguments": {"step_number": step, "status": status}}
 
 
-def _events(tmp_path: Path, task: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _events(
+    tmp_path: Path, task: str, steps: list[dict[str, Any]], *, tools: bool = True
+) -> list[dict[str, Any]]:
     config = write_config(
-        tmp_path / "c.yaml", [{"id": "a1", "latency": 0, "tool_steps": steps}], tools=True
+        tmp_path / "c.yaml", [{"id": "a1", "latency": 0, "tool_steps": steps}], tools=tools
     )
     log = tmp_path / "log"
     err = io.StringIO()
@@ -134,4 +136,16 @@ def test_a_scripted_agent_walks_the_plan_it_executes_step_by_step(tmp_path: Path
         (1, "done"),
         (2, "in_progress"),
         (2, "done"),
+    ]
+
+
+def test_an_agent_without_tools_is_offered_update_plan_alone_while_executing(
+    tmp_path: Path,
+) -> None:
+    events = _events(tmp_path, execution_task(PLAN, ""), [], tools=False)
+
+    assert [e["tool"] for e in events if e["kind"] == "tool_call_finished"] == ["update_plan"] * 4
+    assert _statuses([e for e in events if e["kind"] == "plan_step_updated"][-1]) == [
+        "done",
+        "done",
     ]
