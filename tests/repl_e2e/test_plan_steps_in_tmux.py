@@ -1,5 +1,5 @@
-"""An executing plan's live step list in a real terminal: approved, the plan executes and its
-steps are shown with their marks as the scripted agents walk them."""
+"""Plan mode's flow in a real terminal: approved, a plan executes with its live step list
+marked as the scripted agents walk it; Shift+Tab while agents work asks, then stops them."""
 
 from __future__ import annotations
 
@@ -27,3 +27,21 @@ def test_the_step_list_shows_the_plans_steps_done_as_it_executes(tmp_path: Path)
             "every step of the plan done",
         )
         assert "[x] 1. " in screen
+
+
+def test_shift_tab_while_agents_work_stops_them_once_confirmed(tmp_path: Path) -> None:
+    config = tmp_path / "slow.yaml"
+    agent = {"type": "scripted", "latency": 30}
+    config.write_text(
+        "agents:\n" + "".join(f"  - {{id: slow{i}, backend: {agent}}}\n" for i in (1, 2)),
+        encoding="utf-8",
+    )
+    with terminal(tmp_path, "--config", str(config)) as term:
+        started(term)
+        term.type("Plan a garden party")
+        term.wait_for("Running ·")
+        term.keys("BTab")
+        term.wait_for("Switch to plan mode? Work in progress will stop.")
+        term.keys("1")
+        term.wait_for("cancelled")
+        assert "[plan]" in term.wait_bar("plan mode: on")

@@ -51,6 +51,7 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
+from conclave.ui.repl.mode_switch import ModeSwitch, SwitchChoice
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Resume, Submit
 from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import Dialog, ReplState
@@ -158,6 +159,8 @@ class Repl:
         """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
         self.tool_approvals: ReplToolApprover | None = None
         """The tool approval card (:mod:`ui.repl.tool_approvals`)."""
+        self.mode_switch = ModeSwitch(self)
+        """Collaboration mode changes, confirmed when they stop work."""
         self.session_start: SessionStart | None = None
         """How this REPL's session began (``None``: it keeps none)."""
         self.compaction: CompactionPolicy | None = None
@@ -335,6 +338,9 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.CONFIRM_MODE:
+            self.mode_switch.choose(SwitchChoice.KEEP)
+            return
         if self.state.dialog is Dialog.TOOL_APPROVAL:
             if self.tool_approvals is not None:
                 self.tool_approvals.deny()  # the card's own Deny closes it

@@ -87,6 +87,15 @@ def mode_bar(repl: Repl) -> StyleAndTextTuples:
     return fragments
 
 
+def _plan_toggle(repl: Repl) -> Callable[[], str | None]:
+    """The plan-mode item's click: through the mode switch, which asks before stopping work."""
+
+    def toggle() -> None:
+        repl.mode_switch.toggle_plan_mode()
+
+    return toggle
+
+
 def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
     state = repl.state
     busy = state.running
@@ -109,13 +118,14 @@ def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
     if state.interactive:
         fragments.append(("class:bar.chip", "[interactive]"))
     if state.collaboration is not CollaborationMode.DEFAULT:
-        fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
+        chip = f"class:bar.chip class:bar.chip.{state.collaboration.value}"
+        fragments.append((chip, f"[{state.collaboration.value}]"))
     fragments += item(
         "plan mode",
         "on" if state.plan_mode else "off",
         state.plan_mode,
         "shift+tab",
-        state.toggle_plan_mode,
+        _plan_toggle(repl),
     )
     fragments.append(("class:bar", "|"))
     fragments += item(

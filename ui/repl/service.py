@@ -302,6 +302,10 @@ class ReplService:
         finally:
             self.state.running = False
             self.state.status = ""
+            switch, self.state.after_run = self.state.after_run, None
+            if switch is not None:
+                self.state.set_collaboration(switch)
+                self.state.tell(f"collaboration mode: {switch.value}")
             self._idle.set()
             self.state.on_change()
 
@@ -369,6 +373,10 @@ class ReplService:
         finally:
             self.state.running = False
             self.state.status = ""
+            switch, self.state.after_run = self.state.after_run, None
+            if switch is not None:
+                self.state.set_collaboration(switch)
+                self.state.tell(f"collaboration mode: {switch.value}")
             self._idle.set()
             self.state.on_change()
 

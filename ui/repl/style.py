@@ -35,6 +35,10 @@ STYLE = Style.from_dict(
         "bar.on": "bg:#262626 ansigreen bold",
         "bar.off": "bg:#262626 #d0d0d0",
         "bar.chip": "bg:ansiblue ansiwhite bold",
+        # Each collaboration mode's chip its own colour: planning (read-only) calm,
+        # executing (autonomous) loud.
+        "bar.chip.plan": "bg:ansimagenta ansiwhite bold",
+        "bar.chip.execute": "bg:ansired ansiwhite bold",
         "bar.disabled": "bg:#262626 #585858",
         "tab": "#d0d0d0",
         "tab.active": "reverse bold",
