@@ -20,10 +20,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
+import trio
 
+from conclave.actors.human.events import (
+    ApprovalOutcome,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
+)
 from conclave.actors.llm.protocol import ToolCall
 from conclave.actors.tools.permissions import Permissions, SessionAllowances, Verdict, subjects_of
 from conclave.actors.tools.spec import ToolSpec
+from conclave.runtime import Event
 
 __all__ = [
     "AllowForSession",
@@ -114,6 +121,7 @@ class ToolApprovalGate:
         workspace: Path,
         session: SessionAllowances,
         paused: Callable[[], AbstractContextManager[object]] = nullcontext,
+        record: Callable[[Event], None] | None = None,
     ) -> None:
         self.permissions = permissions
         self.approver = approver
@@ -122,6 +130,9 @@ class ToolApprovalGate:
         """Relative paths in calls are read from here, as the tools read them."""
         self.session = session
         self.paused = paused
+        self.record = record
+        """Where :class:`ToolApprovalRequested` and :class:`ToolApprovalDecided` go (the
+        run's event log); ``None``: nowhere."""
 
     async def __call__(
         self, call: ToolCall, spec: ToolSpec, arguments: Mapping[str, Any]
@@ -142,12 +153,44 @@ class ToolApprovalGate:
             subject=subjects.shown,
             reason=ruling.reason,
         )
+        self._record(
+            ToolApprovalRequested(
+                at=trio.current_time(),
+                agent=self.agent,
+                tool=spec.name,
+                call_id=call.id,
+                subject=subjects.shown,
+                reason=ruling.reason,
+            )
+        )
         with self.paused():
             decision = await self.approver.approve_tool(request)
+        outcome, feedback = _outcome(decision)
+        self._record(
+            ToolApprovalDecided(
+                at=trio.current_time(),
+                agent=self.agent,
+                tool=spec.name,
+                call_id=call.id,
+                outcome=outcome,
+                feedback=feedback,
+            )
+        )
         if isinstance(decision, AllowForSession):
             self.session.add(spec.name, subjects)
             return None
         if isinstance(decision, AllowOnce):
             return None
-        feedback = decision.feedback.strip() or "no reason given"
-        return f"the user denied it: {feedback}"
+        return f"the user denied it: {feedback or 'no reason given'}"
+
+    def _record(self, event: Event) -> None:
+        if self.record is not None:
+            self.record(event)
+
+
+def _outcome(decision: ToolDecision) -> tuple[ApprovalOutcome, str]:
+    if isinstance(decision, AllowOnce):
+        return ApprovalOutcome.ALLOWED_ONCE, ""
+    if isinstance(decision, AllowForSession):
+        return ApprovalOutcome.ALLOWED_FOR_SESSION, ""
+    return ApprovalOutcome.DENIED, decision.feedback.strip()

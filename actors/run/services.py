@@ -30,7 +30,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from secrets import token_hex
 from typing import TYPE_CHECKING
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
     from conclave.actors.sandbox.open import DockerEngine
-    from conclave.runtime import ActorSystem
+    from conclave.runtime import ActorSystem, Event
 
 __all__ = [
     "AgentTooling",
@@ -121,6 +121,8 @@ class RunServices:
         self.clock: RunClock | None = None
         """The run's timer (set by the driver): paused while a person approves a call."""
         self.allowances = spec.tool_allowances or SessionAllowances()
+        self._record: Callable[[Event], None] | None = None
+        """The run's event recorder, once :meth:`start` has it."""
         self.plan_progress: PlanProgress | None = None
         """The executing plan's step statuses (``update_plan``), once :meth:`start` has
         run, when the run executes an approved plan."""
@@ -136,6 +138,8 @@ class RunServices:
         and their first starts awaited (a server that cannot start is reported and offers
         no tools; the run goes on)."""
         workspaces = self.workspaces
+        if system is not None:
+            self._record = system.record
         plan = executed_plan(self.spec.task)
         if plan is not None and system is not None:
             self.plan_progress = PlanProgress(plan, system.record)
@@ -336,6 +340,7 @@ class RunServices:
             workspace=workspace,
             session=self.allowances,
             paused=self._clock_paused,
+            record=self._record,
         )
 
     @contextlib.contextmanager

@@ -66,7 +66,8 @@ def test_executing_under_accept_edits_a_write_outside_the_plan_asks(tmp_path: Pa
 
     assert code == ExitCode.OK, err.getvalue()
     lines = (log / "events.jsonl").read_text(encoding="utf-8").splitlines()
-    writes = [e for e in map(json.loads, lines) if e["kind"] == "tool_call_finished"]
+    finished = [e for e in map(json.loads, lines) if e["kind"] == "tool_call_finished"]
+    writes = [e for e in finished if e["tool"] == "write_file"]
     assert [(json.loads(e["arguments"])["path"], e["ok"]) for e in writes] == [
         ("docs/guide.md", True),
         ("setup.py", False),

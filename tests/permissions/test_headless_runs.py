@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 from conclave.actors.events.loop import ToolCallFinished
@@ -71,3 +72,16 @@ def test_a_deny_rule_names_itself_to_the_model(tmp_path: Path) -> None:
         "the call to delete_file was refused: the permissions.deny rule 'delete_file(*.txt)' "
         "forbids it"
     )
+
+
+def test_the_headless_refusal_is_in_the_log_as_a_denied_approval(tmp_path: Path) -> None:
+    _finished(tmp_path, "--permission-mode", "accept-edits")
+
+    lines = (tmp_path / "log" / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    asked = [e for e in events if e["kind"].startswith("tool_approval_")]
+    assert [(e["kind"], e["tool"]) for e in asked] == [
+        ("tool_approval_requested", "delete_file"),
+        ("tool_approval_decided", "delete_file"),
+    ]
+    assert asked[1]["outcome"] == "denied"

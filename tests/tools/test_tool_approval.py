@@ -10,6 +10,11 @@ from pathlib import Path
 
 import trio
 
+from conclave.actors.human.events import (
+    ApprovalOutcome,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
+)
 from conclave.actors.human.tool_approval import (
     AllowForSession,
     AllowOnce,
@@ -23,6 +28,7 @@ from conclave.actors.llm.protocol import ToolCall
 from conclave.actors.tools.files import DELETE_FILE
 from conclave.actors.tools.permissions import Permissions, SessionAllowances
 from conclave.config.schema.permissions import PermissionMode
+from conclave.runtime import Event
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import call
 
@@ -44,6 +50,7 @@ def _gate(
     workspace: Path,
     mode: PermissionMode = PermissionMode.ASK,
     session: SessionAllowances | None = None,
+    events: list[Event] | None = None,
 ) -> ToolApprovalGate:
     return ToolApprovalGate(
         Permissions(mode=mode),
@@ -51,6 +58,7 @@ def _gate(
         agent="agent1",
         workspace=workspace,
         session=session or SessionAllowances(),
+        record=events.append if events is not None else None,
     )
 
 
@@ -157,3 +165,31 @@ async def test_the_run_timer_is_paused_while_the_person_decides(workspace: Path)
     )
     await gate(ToolCall(id="c", name="delete_file", arguments="{}"), DELETE_FILE, {"path": "x"})
     assert pauses == ["paused", "asked", "resumed"]
+
+
+async def test_the_request_and_the_decision_are_recorded_as_events(
+    make_tools: MakeTools, workspace: Path
+) -> None:
+    events: list[Event] = []
+    person = Person(Deny(feedback="not now"))
+    tools = make_tools(before_call=_gate(person, workspace, events=events))
+
+    await call(tools, "run_shell", command="make clean")
+
+    requested, decided = events
+    assert isinstance(requested, ToolApprovalRequested)
+    assert (requested.tool, requested.subject) == ("run_shell", "make clean")
+    assert isinstance(decided, ToolApprovalDecided)
+    assert (decided.outcome, decided.feedback) == (ApprovalOutcome.DENIED, "not now")
+    assert requested.call_id == decided.call_id == "c1"
+
+
+async def test_a_call_that_need_not_ask_records_nothing(
+    make_tools: MakeTools, workspace: Path
+) -> None:
+    events: list[Event] = []
+    tools = make_tools(before_call=_gate(Person(), workspace, PermissionMode.BYPASS, events=events))
+
+    await call(tools, "write_file", path="a.txt", content="1")
+
+    assert events == []
