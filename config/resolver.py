@@ -227,6 +227,18 @@ class ResolvedConfig:
             "(offline, no API key needed)"
         )
 
+    def headless_permission_note(self) -> str | None:
+        """For a headless front end whose permission mode asks: nobody will be asked, so
+        such calls are refused (the agent is told); ``None`` with ``bypass``."""
+        mode = self.base.permissions.mode
+        if mode is PermissionMode.BYPASS:
+            return None
+        return (
+            f"permission mode {mode.value}: nobody can approve a call in a headless run, so a "
+            "call that must ask is refused and the agent told; allow calls with "
+            "permissions.allow rules, or pass --permission-mode bypass"
+        )
+
     def max_cost_note(self) -> str | None:
         """With ``--max-cost``, a line naming the agents whose calls it does not count, and
         those whose calls it counts at an estimate; ``None`` when it counts every call."""

@@ -28,8 +28,8 @@ def _config(tmp_path: Path, permissions: str = "") -> Path:
     return path
 
 
-def _finished(tmp_path: Path, *flags: str, permissions: str = "") -> dict[str, ToolCallFinished]:
-    """Run headless; each tool's ``ToolCallFinished`` by tool name."""
+def _run(tmp_path: Path, *flags: str, permissions: str = "") -> str:
+    """Run headless; its stderr."""
     log = tmp_path / "log"
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
@@ -45,7 +45,13 @@ def _finished(tmp_path: Path, *flags: str, permissions: str = "") -> dict[str, T
             ]
         )
     assert code == ExitCode.OK, err.getvalue()
-    events = read_event_log(log / "events.jsonl").events
+    return err.getvalue()
+
+
+def _finished(tmp_path: Path, *flags: str, permissions: str = "") -> dict[str, ToolCallFinished]:
+    """Run headless; each tool's ``ToolCallFinished`` by tool name."""
+    _run(tmp_path, *flags, permissions=permissions)
+    events = read_event_log(tmp_path / "log" / "events.jsonl").events
     return {e.tool: e for e in events if isinstance(e, ToolCallFinished)}
 
 
@@ -85,3 +91,14 @@ def test_the_headless_refusal_is_in_the_log_as_a_denied_approval(tmp_path: Path)
         ("tool_approval_decided", "delete_file"),
     ]
     assert asked[1]["outcome"] == "denied"
+
+
+def test_a_headless_run_whose_mode_asks_says_at_start_that_nobody_will_approve(
+    tmp_path: Path,
+) -> None:
+    err = _run(tmp_path, "--permission-mode", "ask")
+    assert "conclave: permission mode ask: nobody can approve a call in a headless run" in err
+
+
+def test_a_bypass_run_says_nothing_of_permissions(tmp_path: Path) -> None:
+    assert "permission mode" not in _run(tmp_path)
