@@ -75,6 +75,9 @@ class Deny:
     """Do not run it; ``feedback`` is what the model reads instead of the tool's output."""
 
     feedback: str = ""
+    by_person: bool = True
+    """``False``: a policy refused it (nobody was asked), and the model is not told that
+    the user denied it."""
 
 
 ToolDecision = AllowOnce | AllowForSession | Deny
@@ -104,7 +107,7 @@ class RefuseTools:
     )
 
     async def approve_tool(self, request: ToolApprovalRequest) -> ToolDecision:
-        return Deny(feedback=self.reason)
+        return Deny(feedback=self.reason, by_person=False)
 
 
 class ToolApprovalGate:
@@ -181,7 +184,8 @@ class ToolApprovalGate:
             return None
         if isinstance(decision, AllowOnce):
             return None
-        return f"the user denied it: {feedback or 'no reason given'}"
+        said = feedback or "no reason given"
+        return f"the user denied it: {said}" if decision.by_person else said
 
     def _record(self, event: Event) -> None:
         if self.record is not None:
