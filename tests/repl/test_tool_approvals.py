@@ -30,8 +30,12 @@ def _config() -> ConclaveConfig:
 
 
 def _deletes(log_root: Path) -> list[ToolCallFinished]:
-    [events] = log_root.glob("*/events.jsonl")
-    finished = read_event_log(events).events
+    [run] = log_root.glob("*")
+    return _deletes_in(run)
+
+
+def _deletes_in(run: Path) -> list[ToolCallFinished]:
+    finished = read_event_log(run / "events.jsonl").events
     return [e for e in finished if isinstance(e, ToolCallFinished) and e.tool == "delete_file"]
 
 
@@ -68,3 +72,17 @@ def test_allowed_for_the_session_the_second_delete_asks_no_more(tmp_path: Path) 
 
     play(scenario, tmp_path, conclave=_config())
     assert [d.ok for d in _deletes(tmp_path / "runs")] == [True, True]
+
+
+def test_what_was_allowed_for_the_session_holds_in_the_next_run(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        before = session.state.usage.runs
+        session.type("Tidy up")
+        await _card(session)
+        session.press(DOWN, ENTER)
+        await session.finish(before, "Tidy up")
+        await session.result_of("Tidy up again")  # would wait on a card, and time out
+
+    play(scenario, tmp_path, conclave=_config())
+    deletes = [d for log in (tmp_path / "runs").glob("*") for d in _deletes_in(log)]
+    assert len(deletes) == 4 and all(d.ok for d in deletes)
