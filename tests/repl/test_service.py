@@ -36,6 +36,7 @@ async def test_a_decision_that_reaches_an_ended_run_says_so(tmp_path: Path) -> N
             service = ReplService(
                 resolved=ResolvedConfig(base=config(1)),
                 state=state,
+                post=lambda change: change(),
                 printer=printed.append,
                 log_root=tmp_path,
                 backends=pool,

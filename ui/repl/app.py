@@ -1,14 +1,21 @@
-"""``run_repl``: the REPL's application, with the trio runtime as asyncio's guest.
+"""``run_repl``: the REPL's application, with the trio runtime on a thread of its own.
 
-prompt-toolkit owns the terminal and the asyncio loop; the trio runtime (the service: the
-pool, the hub, the runs) runs as a guest on the same thread
-(``trio.lowlevel.start_guest_run``). The UI sends the service commands through the trio
-token; the service writes the state and invalidates the application, which redraws at most
-every 50 ms however fast events arrive.
+prompt-toolkit owns the terminal and the asyncio loop on the main thread; the trio runtime
+(the service: the pool, the hub, the runs) runs ``trio.run`` on a thread of its own. Why not
+as asyncio's guest on one thread: a guest's trio tasks run between the UI's callbacks, so one
+long step of a run (an injection bus fanning 200 answers out to 200 agents: 0.6 s of CPU,
+up to 2 s on a loaded machine) froze key echo for that long. On its own thread the run is
+preempted every few milliseconds (the interpreter's switch interval) and keys are echoed
+meanwhile.
+
+The UI sends the service commands through the trio token; the service hands every change of
+the screen's state to the UI's thread (``loop.call_soon_threadsafe``), a run's progress as a
+snapshot at most every 50 ms, and the application redraws at most every 50 ms however fast
+changes arrive.
 
 Start-up: the prompt is drawn first, with only prompt-toolkit and the config loaded; the
-runtime (trio, the actors) is then imported in a worker thread and the guest starts when it
-is in. A line sent before then waits and is sent when the service is up.
+runtime (trio, the actors) is then imported in a worker thread, and its thread starts when
+it is in. A line sent before then waits and is sent when the service is up.
 
 Leaving: Ctrl+D, ``/quit``, SIGTERM or SIGHUP send :class:`~ui.repl.protocol.Quit`; the
 service cancels any run, waits until its event log is closed, and ends; its end ends the
@@ -24,6 +31,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +58,7 @@ from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Submit
-from conclave.ui.repl.state import Dialog, ReplState
+from conclave.ui.repl.state import Dialog, ReplState, model_of
 from conclave.ui.repl.style import STYLE
 from conclave.ui.signals import signal_exit_code
 
@@ -157,7 +165,7 @@ class Repl:
         self._token, self._channel = token, channel
         early, self._early = self._early, []
         for command in early:
-            channel.send_nowait(command)
+            self.send(command)
         self.state.on_change()
 
     @property
@@ -396,7 +404,7 @@ class Repl:
         else:
             self.runtime_ended()
 
-    # -- the guest --------------------------------------------------------------------------------
+    # -- the runtime -------------------------------------------------------------------------------
 
     def runtime_ended(self) -> None:
         """The service has ended (after Quit, or by failing): the application ends too."""
@@ -406,33 +414,45 @@ class Repl:
 
 async def _trio_main(
     repl: Repl,
+    loop: asyncio.AbstractEventLoop,
     resolved: ResolvedConfig,
     log_root: Path | None,
     backend_factory: BackendFactory | None,
 ) -> None:
+    """The runtime's thread: the service until it ends. It reaches the UI only through
+    ``loop.call_soon_threadsafe``."""
     import trio
 
     from conclave.ui.repl.planning import attach_plans
     from conclave.ui.repl.service import open_repl_service
 
+    def post(change: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(change)
+
+    def printer(block: StyleAndTextTuples) -> None:
+        loop.call_soon_threadsafe(repl.print, block)
+
     send, receive = trio.open_memory_channel[Command](math.inf)
     async with open_repl_service(
         resolved=resolved,
         state=repl.state,
-        printer=repl.print,
+        post=post,
+        printer=printer,
         log_root=log_root,
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
-        repl.connect(trio.lowlevel.current_trio_token(), send)
+        token = trio.lowlevel.current_trio_token()
+        post(lambda: repl.connect(token, send))
         await service.serve(receive)
 
 
 def _load_runtime() -> None:
-    """What the guest needs, imported off the UI thread so the prompt answers meanwhile;
+    """What the runtime's thread needs, imported off the UI thread so the prompt answers meanwhile;
     then the collector is tuned for actors, as ``conclave`` does for other commands."""
     for module in (
         "trio",
+        "outcome",
         "conclave.ui.repl.service",
         "conclave.ui.repl.planning",
         "conclave.ui.repl.render",
@@ -451,35 +471,35 @@ async def run_session(
     backend_factory: BackendFactory | None = None,
     welcome: str = "",
 ) -> None:
-    """Run the application and its trio guest until the person leaves; returns once the
-    guest has ended (any run's log closed). Raises what the guest raised."""
+    """Run the application and the runtime's thread until the person leaves; returns once
+    the runtime has ended (any run's log closed). Raises what the runtime raised."""
     loop = asyncio.get_running_loop()
     repl.bind(loop)
+    repl.state.models = {agent.id: model_of(agent) for agent in resolved.base.agents}
     finished: asyncio.Future[Any] = loop.create_future()
 
-    def guest_done(outcome: Any) -> None:
+    def runtime_done(outcome: Any) -> None:
         finished.set_result(outcome)
         repl.runtime_ended()
 
+    def runtime_thread() -> None:
+        import outcome
+        import trio
+
+        ended = outcome.capture(
+            trio.run, _trio_main, repl, loop, resolved, log_root, backend_factory
+        )
+        loop.call_soon_threadsafe(runtime_done, ended)
+
     async def start_runtime() -> None:
         await asyncio.to_thread(_load_runtime)
-        if repl.quitting:  # left while the runtime loaded: no guest to end
+        if repl.quitting:  # left while the runtime loaded: no runtime to end
             if not finished.done():
                 finished.set_result(None)
             return
-        import trio
-
         repl.runtime_started = True
-        trio.lowlevel.start_guest_run(
-            _trio_main,
-            repl,
-            resolved,
-            log_root,
-            backend_factory,
-            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
-            done_callback=guest_done,
-            host_uses_signal_set_wakeup_fd=True,
-        )
+        # A daemon: should the UI fail, the process must still be able to exit.
+        threading.Thread(target=runtime_thread, name="conclave-runtime", daemon=True).start()
 
     def first_frame(app: Application[None]) -> None:
         # Loaded once the prompt is on the screen: the import thread would otherwise take

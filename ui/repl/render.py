@@ -9,12 +9,13 @@ an answer must not drive the terminal.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prompt_toolkit.formatted_text import PygmentsTokens, StyleAndTextTuples, to_formatted_text
 from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
 from conclave.actors.agent.status import AgentStatus
+from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.run.result import RunResult, Termination
 from conclave.config.wording import plural
@@ -29,10 +30,16 @@ __all__ = [
     "markdown",
     "progress_lines",
     "result_block",
+    "tool_finished_line",
+    "tool_started_line",
 ]
 
 MAX_PROGRESS_ROWS = 8
 """Agents listed one per line while a run executes; the rest are counted by what they do."""
+STREAM_LINES = 4
+"""Lines of the streaming agent's text shown under the agents, as it arrives."""
+TOOL_PREVIEW = 100
+"""Characters of a tool call's arguments, output or error shown in the transcript."""
 
 _LEXER = MarkdownLexer()
 
@@ -117,11 +124,46 @@ def agent_line(agent: AgentView) -> str:
     return status.value
 
 
+def _one_line(text: str, limit: int) -> str:
+    """``text`` on one line, neutralised, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(neutralise(text).split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+
+
+def tool_started_line(event: ToolCallStarted) -> StyleAndTextTuples:
+    """A tool call as it starts: who calls what, with which arguments."""
+    arguments = _one_line(event.arguments, TOOL_PREVIEW)
+    return [("class:tool", f"⏺ {event.agent} {event.tool}({arguments})\n")]
+
+
+def tool_finished_line(event: ToolCallFinished) -> StyleAndTextTuples:
+    """A tool call as it ends: whether it worked, how long it took, and the head of what
+    it returned (or why it failed)."""
+    took = f"{event.duration:.2f}s"
+    if event.ok:
+        preview = _one_line(event.output[: TOOL_PREVIEW * 4], TOOL_PREVIEW)
+        text = f"  ⎿ {event.agent} {event.tool}: ok in {took}" + (
+            f" · {preview}" if preview else ""
+        )
+        return [("class:tool.ok", text + "\n")]
+    why = _one_line(event.error or "failed", TOOL_PREVIEW)
+    return [("class:tool.failed", f"  ⎿ {event.agent} {event.tool}: failed in {took} · {why}\n")]
+
+
 def progress_lines(
-    view: RunView, *, status: str, elapsed: float, width: int = 80
+    view: RunView,
+    *,
+    status: str,
+    elapsed: float,
+    width: int = 80,
+    streams: Mapping[str, str] | None = None,
+    streaming: str | None = None,
 ) -> StyleAndTextTuples:
     """The live block: a headline (what runs, for how long, calls and tokens), then one line
-    per agent up to :data:`MAX_PROGRESS_ROWS`, then counts for the rest."""
+    per agent up to :data:`MAX_PROGRESS_ROWS` (with the last words its reply has streamed),
+    then counts for the rest, then the last :data:`STREAM_LINES` lines of the text that
+    ``streaming`` (the agent whose text came last) is writing."""
+    streams = streams or {}
     agents = list(view.agents.values())
     calls = sum(a.llm_calls for a in agents)
     tokens = sum(a.input_tokens + a.output_tokens for a in agents)
@@ -131,14 +173,27 @@ def progress_lines(
     )
     lines: StyleAndTextTuples = [("class:progress.head", head + "\n")]
     name_width = min(24, max((len(a.agent) for a in agents[:MAX_PROGRESS_ROWS]), default=0))
+    room = max(10, width - 1)
     for agent in agents[:MAX_PROGRESS_ROWS]:
         doing = neutralise(agent_line(agent))
         text = f"  {agent.agent:<{name_width}}  {doing}"
         style = "class:progress.failed" if agent.excluded else "class:progress.agent"
-        lines.append((style, text[: max(10, width - 1)] + "\n"))
+        streamed = _one_line(streams.get(agent.agent, "")[-room:], room)
+        left = room - len(text) - 3  # the rest of the row shows the last words streamed
+        if streamed and left >= 10:
+            lines.append((style, text))
+            lines.append(("class:progress.stream", f" · {streamed[-left:]}\n"))
+        else:
+            lines.append((style, text[:room] + "\n"))
     rest = agents[MAX_PROGRESS_ROWS:]
     if rest:
         counts = Counter(agent_line(a).split(" ")[0] for a in rest)
         what = ", ".join(f"{n:,} {doing}" for doing, n in counts.most_common(4))
         lines.append(("class:progress.agent", f"  … and {len(rest):,} more: {what}\n"))
+    text = streams.get(streaming or "", "")
+    if text.strip():
+        lines.append(("class:progress.head", f"  {streaming} writes:\n"))
+        shown = [line for line in neutralise(text).splitlines() if line.strip()]
+        for line in shown[-STREAM_LINES:]:
+            lines.append(("class:progress.stream", f"    {line}"[:room] + "\n"))
     return lines

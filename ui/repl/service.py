@@ -3,8 +3,12 @@
 It owns what outlives a turn — the backend pool (connections stay warm), the event hub, the
 current run and the conversation's history — and takes commands from the UI through a
 memory channel that the UI feeds with ``trio_token.run_sync_soon(send.send_nowait, ...)``.
-It never waits for the UI: it writes :class:`~ui.repl.state.ReplState` and asks for a
-redraw, and prompt-toolkit coalesces those into at most one frame per ~50 ms.
+It runs on the runtime's own thread and never waits for the UI: what the screen shows
+(:class:`~ui.repl.state.ReplState`) is changed only by functions it hands to the UI's
+thread (:data:`Post`). A run's events are folded where they are recorded
+(:class:`~ui.repl.live.LiveRun`) and reach the screen as a snapshot at most every
+:data:`PUBLISH_INTERVAL`, however many agents there are; tool calls are printed as they
+start and end.
 
 One run at a time. A turn submitted while a run executes is queued and sent when it ends.
 Cancelling a run keeps its partial result (shown, and kept in history if it has an answer)
@@ -19,10 +23,11 @@ taken.
 
 from __future__ import annotations
 
+import gc
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -30,7 +35,7 @@ import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.actors.events import DomainEvent, EventHub
-from conclave.actors.events.view import RunView
+from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
@@ -44,6 +49,7 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import AgentConfig
 from conclave.runtime import ConclaveRuntimeError
+from conclave.ui.repl.live import LiveRun
 from conclave.ui.repl.protocol import (
     Cancel,
     ClearHistory,
@@ -53,15 +59,20 @@ from conclave.ui.repl.protocol import (
     Quit,
     Submit,
 )
-from conclave.ui.repl.render import answer_block
-from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
+from conclave.ui.repl.render import answer_block, tool_finished_line, tool_started_line
+from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState, UsageTotals
 from conclave.ui.text import display_path
 from conclave.ui.timeline import describe
 
-__all__ = ["PlanHook", "Printer", "ReplService", "open_repl_service"]
+__all__ = ["PUBLISH_INTERVAL", "PlanHook", "Post", "Printer", "ReplService", "open_repl_service"]
 
-TICK = 0.1
-"""How often the run's elapsed time is read for the screen while a run executes."""
+PUBLISH_INTERVAL = 0.05
+"""How often, at most, a running turn's snapshot and elapsed time go to the screen: the UI
+draws at most this often anyway (``app.REDRAW_INTERVAL``)."""
+
+Post = Callable[[Callable[[], None]], None]
+"""Runs a function on the UI's thread, soon and in order (the UI loop's
+``call_soon_threadsafe``). Every change to the screen's state goes through it."""
 
 
 class Printer(Protocol):
@@ -81,6 +92,25 @@ class PlanHook(Protocol):
     def turn_ended(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
         """Called once per plan-mode turn, after its result is shown."""
         ...
+
+
+@contextmanager
+def collected_after() -> Iterator[None]:
+    """No automatic cyclic collection inside, and a full one on leaving.
+
+    A collection stops every thread, the UI's too: in a 200-agent all-to-all run one took
+    0.6-1.0 s (the run's several hundred thousand objects scanned), freezing key echo that
+    long. So while a turn runs the collector waits; reference counting still frees almost
+    everything, and the run's cycles (tens of thousands of objects at 200 agents) are
+    collected in one pass when it ends, while its answer is printed."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.collect()
 
 
 class _WindowGate:
@@ -106,6 +136,7 @@ class ReplService:
         *,
         resolved: ResolvedConfig,
         state: ReplState,
+        post: Post,
         printer: Printer,
         log_root: Path | None,
         backends: BackendPool,
@@ -116,7 +147,9 @@ class ReplService:
         self.resolved = resolved
         """The session's config before any mode; each turn finishes it for its modes."""
         self.state = state
+        """Written only through :attr:`_post`, on the UI's thread."""
         self.plans: PlanHook | None = None
+        self._post = post
         self._print = printer
         self._log_root = log_root
         self._backends = backends
@@ -127,6 +160,11 @@ class ReplService:
         self._cancel_asked = False
         """Cancel came before the run's handle: the run is cancelled as soon as it opens."""
         self._queue: list[Submit] = []
+        self._running = False
+        self._history: list[Turn] = []
+        self._usage = UsageTotals()
+        self._live: LiveRun | None = None
+        self._window: OverrideWindow | None = None
         self._nursery: trio.Nursery | None = None
         self._idle = trio.Event()
         self._idle.set()
@@ -156,19 +194,46 @@ class ReplService:
             self._cancel()
         elif isinstance(command, Override | Continue):
             handle = self._handle
-            if handle is None or self.state.override is None:
-                self.state.tell("no vote is waiting for a decision")
+            if handle is None or self._window is None:
+                self._tell("no vote is waiting for a decision")
                 return
             assert self._nursery is not None
             self._nursery.start_soon(self._decide, handle, command)
         elif isinstance(command, ClearHistory):
-            self.state.history.clear()
+            self._history.clear()
+            self._show(history=[])
+
+    # -- the screen (every change goes to the UI's thread) ----------------------------------
+
+    def _show(self, **changes: object) -> None:
+        """Set these attributes of the screen's state, on the UI's thread, and redraw."""
+        state = self.state
+
+        def apply() -> None:
+            for name, value in changes.items():
+                setattr(state, name, value)
+            state.on_change()
+
+        self._post(apply)
+
+    def _tell(self, notice: str) -> None:
+        state = self.state
+        self._post(lambda: state.tell(notice))
+
+    def _publish(self, live: LiveRun) -> None:
+        """The run's snapshot, and its elapsed time, to the screen."""
+        handle = self._handle
+        elapsed = handle.clock.elapsed() if handle is not None else None
+        snapshot = live.snapshot()
+        if elapsed is None:
+            self._show(live=snapshot)
+        else:
+            self._show(live=snapshot, elapsed=elapsed)
 
     def _submit(self, submit: Submit) -> None:
-        if self.state.running:
+        if self._running:
             self._queue.append(submit)
-            self.state.queued.append(submit.shown_task or submit.task)
-            self.state.on_change()
+            self._show(queued=self._queue_shown())
             return
         assert self._nursery is not None
         self._idle = trio.Event()
@@ -179,19 +244,18 @@ class ReplService:
         """The screen shows ``submit`` as running from the moment it is taken (and a cancel
         from then on is for it)."""
         self._cancel_asked = False
-        self.state.running = True
-        self.state.status = submit.status or _STATUS[submit.modes.collaboration]
-        self.state.on_change()
+        self._running = True
+        self._show(running=True, status=submit.status or _STATUS[submit.modes.collaboration])
 
     def _cancel(self) -> None:
         dropped = len(self._queue)
         self._queue.clear()
-        self.state.queued.clear()
+        self._show(queued=[])
         if dropped:
             self._print([("class:notice", f"{dropped} queued turn(s) dropped\n")])
-        if not self.state.running:
+        if not self._running:
             return
-        self.state.tell("cancelling the run")
+        self._tell("cancelling the run")
         if self._handle is not None:
             self._handle.cancel()
         else:
@@ -205,10 +269,10 @@ class ReplService:
             else:
                 verdict = await handle.continue_()
         except ConclaveRuntimeError:
-            self.state.tell("the run ended before the decision reached it")
+            self._tell("the run ended before the decision reached it")
             return
         if not verdict.accepted:
-            self.state.tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
+            self._tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -216,19 +280,21 @@ class ReplService:
         """Run ``submit``, then each queued turn, one at a time."""
         try:
             while submit is not None:
-                await self._turn(submit)
+                with collected_after():
+                    await self._turn(submit)
                 submit = self._queue.pop(0) if self._queue else None
                 if submit is not None:
-                    self.state.queued.pop(0)
+                    self._show(queued=self._queue_shown())
                     self._started(submit)
         finally:
-            self.state.running = False
-            self.state.status = ""
+            self._running = False
+            self._show(running=False, status="")
             self._idle.set()
-            self.state.on_change()
+
+    def _queue_shown(self) -> list[str]:
+        return [submit.shown_task or submit.task for submit in self._queue]
 
     async def _turn(self, submit: Submit) -> None:
-        state = self.state
         shown = submit.shown_task or submit.task
         self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
         try:
@@ -241,29 +307,29 @@ class ReplService:
             task=submit.task,
             config=config,
             mode=submit.modes.collaboration,
-            history=tuple(state.history),
+            history=tuple(self._history),
             log_dir=log_dir,
             human=_WindowGate(self),
             backends=self._backends,
             mcp=self._mcp,
             backend_factory=self._backend_factory,
         )
-        view = RunView()
-        state.view = view
-        state.elapsed = 0.0
-        state.last_log_dir = log_dir
-        state.on_change()
+        live = self._live = LiveRun(config)
+        self._show(live=live.snapshot(), elapsed=0.0, last_log_dir=log_dir)
 
         def seen(event: DomainEvent) -> None:
-            view.apply(event)
-            if isinstance(event, SandboxOpened) and event.warning is not None:
+            live.apply(event)
+            if isinstance(event, ToolCallStarted):
+                self._print(tool_started_line(event))
+            elif isinstance(event, ToolCallFinished):
+                self._print(tool_finished_line(event))
+            elif isinstance(event, SandboxOpened) and event.warning is not None:
                 self._print([("class:error", f"{describe(event)}\n")])  # unconfined, say so
-            state.on_change()
 
         try:
             with self._hub.subscribe_sync(seen, name="repl"):
                 async with trio.open_nursery() as ticking:
-                    ticking.start_soon(self._tick)
+                    ticking.start_soon(self._tick, live)
                     try:
                         result = await drive(spec, self._hub, on_open=self._opened)
                     finally:
@@ -273,7 +339,9 @@ class ReplService:
             return
         finally:
             self._handle = None
-            state.override = None
+            self._window = None
+            self._show(override=None)
+        self._publish(live)
         self._finished(submit, result, log_dir)
 
     def _opened(self, handle: RunHandle) -> None:
@@ -281,20 +349,18 @@ class ReplService:
         if self._cancel_asked:
             handle.cancel()
 
-    async def _tick(self) -> None:
+    async def _tick(self, live: LiveRun) -> None:
+        """Publish the run's snapshot every :data:`PUBLISH_INTERVAL` while it runs (the
+        elapsed time moves even when no event comes)."""
         while True:
-            handle = self._handle
-            if handle is not None:
-                self.state.elapsed = handle.clock.elapsed()
-                self.state.on_change()
-            await trio.sleep(TICK)
+            if live.changed or self._handle is not None:
+                self._publish(live)
+            await trio.sleep(PUBLISH_INTERVAL)
 
     def _finished(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
-        state = self.state
-        state.last_result = result
-        state.usage = state.usage.add(result)
+        self._usage = self._usage.add(result)
         if result.final_answer is not None:
-            state.history.append(
+            self._history.append(
                 Turn(
                     task=submit.task,
                     final_answer=result.final_answer,
@@ -302,12 +368,17 @@ class ReplService:
                     run_id=log_dir.name if log_dir is not None else "",
                 )
             )
+        # One change for the screen: it never shows the turn's result with the run still
+        # going (the collection that follows takes a while; a key meanwhile must find the
+        # toggles free).
+        idle = {} if self._queue else {"running": False, "status": ""}
+        self._show(last_result=result, usage=self._usage, history=list(self._history), **idle)
         plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:
-            state.tell("run cancelled; its partial result is shown above")
+            self._tell("run cancelled; its partial result is shown above")
         if plans is not None:
-            plans.turn_ended(submit, result, log_dir)
+            self._post(lambda: plans.turn_ended(submit, result, log_dir))
 
     def _new_log_dir(self) -> Path | None:
         if self._log_root is None:
@@ -317,7 +388,7 @@ class ReplService:
         try:
             path.mkdir(parents=True)
         except OSError as exc:
-            self.state.tell(
+            self._tell(
                 f"cannot create the run's log directory {display_path(path)} "
                 f"({exc.strerror or exc}); this run keeps no log"
             )
@@ -327,8 +398,9 @@ class ReplService:
     # -- the override window (called by the gate, in the run's actors' tasks) ---------------
 
     def _window_opened(self, request: OverrideRequest) -> None:
-        view = self.state.view
-        contents = {a.label: a.content for a in view.answers} if view is not None else {}
+        live = self._live
+        answers = live.view.answers if live is not None else []
+        contents = {a.label: a.content for a in answers}
         order = [request.winner, *(a for a in request.answers if a != request.winner)]
         rows = tuple(
             OverrideRow(
@@ -339,14 +411,17 @@ class ReplService:
             for agent in order
             if agent in request.answers
         )
-        self.state.override = OverrideWindow(
+        window = OverrideWindow(
             winner=request.winner, label=request.label, tally=dict(request.tally), rows=rows
         )
-        self.state.on_change()
+        self._window = window
+        if live is not None:
+            self._publish(live)  # the votes as they stand, with the prompt
+        self._show(override=window)
 
     def _window_closed(self) -> None:
-        self.state.override = None
-        self.state.on_change()
+        self._window = None
+        self._show(override=None)
 
 
 _STATUS = {
@@ -361,6 +436,7 @@ async def open_repl_service(
     *,
     resolved: ResolvedConfig,
     state: ReplState,
+    post: Post,
     printer: Printer,
     log_root: Path | None,
     backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
@@ -374,6 +450,7 @@ async def open_repl_service(
                 mcp=mcp,
                 resolved=resolved,
                 state=state,
+                post=post,
                 printer=printer,
                 log_root=log_root,
                 backends=pool,
