@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MODE_DESCRIPTIONS",
     "PROMPT",
+    "ProgressBlock",
     "build_layout",
     "dialog_span",
     "dialog_text",
@@ -229,7 +230,7 @@ def dialog_span(rows: int, selected: int) -> tuple[int, int]:
     return first, first + DIALOG_ROWS
 
 
-class _ProgressCache:
+class ProgressBlock:
     """The progress block last drawn, and what it was drawn from: frames between two
     snapshots (a typed key's) reuse it instead of going over every agent again."""
 
@@ -308,7 +309,7 @@ def _lines(
 
 def build_layout(repl: Repl) -> Layout:
     state = repl.state
-    progress = _ProgressCache()
+    progress = ProgressBlock()
     search = SearchToolbar()  # Ctrl+R: prompt-toolkit's reverse search of the history
     prompt_window = Window(
         BufferControl(
