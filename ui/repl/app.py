@@ -54,10 +54,12 @@ from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resol
 from conclave.config.schema import AgentConfig
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.repl.attachments import AttachError, attach, longest_backtick_run
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Submit
+from conclave.ui.repl.shell import context_text, run_shell, shell_block
 from conclave.ui.repl.state import Dialog, ReplState, model_of
 from conclave.ui.repl.style import STYLE
 from conclave.ui.signals import signal_exit_code
@@ -154,6 +156,8 @@ class Repl:
         self.quitting = False
         self._interrupted_at: float | None = None
         """When Ctrl+C last found an empty idle prompt (a second one soon after quits)."""
+        self._shell_stop: asyncio.Event | None = None
+        """Set to stop the ``!`` command running, if one is."""
         self.plans: PlanFlow | None = None
 
     # -- the trio side ----------------------------------------------------------------------
@@ -295,20 +299,84 @@ class Repl:
                 self.send(Continue())
             buffer.reset()
             return
+        if text.startswith("!"):
+            buffer.append_to_history()
+            buffer.reset()
+            self.shell(text[1:].strip())
+            return
+        if text.startswith("/") or text.strip().lower() in QUIT_WORDS:
+            buffer.append_to_history()
+            buffer.reset()
+            if text.startswith("/"):
+                run_command(self, text)
+            else:
+                self.quit()
+            return
+        try:
+            attached = attach(text.strip(), Path.cwd())
+        except AttachError as exc:
+            self.state.tell(str(exc))  # the line stays in the input, to be corrected
+            return
         buffer.append_to_history()
         buffer.reset()
-        if text.strip().lower() in QUIT_WORDS:
-            self.quit()
-            return
-        if text.startswith("/"):
-            run_command(self, text)
-            return
-        self.submit(text.strip())
+        for name, size in attached.files:
+            self.say(f"attached {name} ({size:,} bytes)")
+        self.submit(attached.task, shown_task=text.strip() if attached.files else None)
 
     def submit(self, task: str, **how: Any) -> None:
-        """Send ``task`` as the next turn with the modes on the bar now."""
+        """Send ``task`` as the next turn with the modes on the bar now, carrying the output
+        of the ``!`` commands run since the last turn."""
         state = self.state
+        if state.shell_context:
+            outputs = "\n\n".join(state.shell_context)
+            fence = "`" * max(3, longest_backtick_run(outputs) + 1)
+            shown = how.get("shown_task") or task
+            task = (
+                f"Output of commands I ran in my shell, for context:\n{fence}\n{outputs}\n"
+                f"{fence}\n\n{task}"
+            )
+            how["shown_task"] = shown
+            state.shell_context = []
         self.send(Submit(task=task, modes=state.modes, **how))
+
+    # -- ! commands --------------------------------------------------------------------------
+
+    def shell(self, command: str) -> None:
+        """``!command``: run it (:mod:`ui.repl.shell`), show what it printed, and keep it
+        for the next turn."""
+        if not command:
+            self.state.tell("type a shell command after !, for example: !git status")
+            return
+        if self._shell_stop is not None:
+            self.state.tell("a shell command is still running; Ctrl+C stops it")
+            return
+        self.print([("class:prompt", "! "), ("class:user", command + "\n")])
+        stop = self._shell_stop = asyncio.Event()
+        self.app.create_background_task(self._run_shell(command, stop))
+
+    async def _run_shell(self, command: str, stop: asyncio.Event) -> None:
+        try:
+            result = await run_shell(command, cwd=Path.cwd(), stop=stop)
+        except OSError as exc:
+            self.error(f"the command could not start ({exc.strerror or exc})")
+            return
+        finally:
+            self._shell_stop = None
+        self.print(shell_block(result))
+        self.state.shell_context.append(context_text(result))
+        self.state.tell("its output goes with your next message, as context")
+
+    @property
+    def shell_running(self) -> bool:
+        """Whether a ``!`` command is running."""
+        return self._shell_stop is not None
+
+    def stop_shell(self) -> bool:
+        """Ctrl+C while a ``!`` command runs: stop it. Whether one was running."""
+        if self._shell_stop is None:
+            return False
+        self._shell_stop.set()
+        return True
 
     def open_override(self) -> None:
         window = self.state.override
