@@ -20,8 +20,6 @@ from pathlib import Path
 import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from conclave.ui.timeline import neutralise
-
 __all__ = [
     "MAX_CONTEXT_BYTES",
     "MAX_KEPT_BYTES",
@@ -145,6 +143,8 @@ def context_text(result: ShellResult) -> str:
 def shell_block(result: ShellResult) -> StyleAndTextTuples:
     """What the screen shows of a command that ran: its output (the last
     :data:`MAX_SHOWN_LINES` lines), then how it ended."""
+    from conclave.ui.timeline import neutralise  # it loads the runtime's events: not at start-up
+
     lines = neutralise(result.output).rstrip("\n").splitlines()
     block: StyleAndTextTuples = []
     hidden = len(lines) - MAX_SHOWN_LINES
