@@ -14,11 +14,13 @@ import attrs
 import pytest
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
+from conclave.actors.events.view import RunView
 from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
 from conclave.actors.run.spec import build_backend
 from conclave.config.schema import AgentConfig
 from conclave.ui.repl import render
 from conclave.ui.repl.layout import ProgressBlock
+from conclave.ui.repl.live import RunSnapshot
 from conclave.ui.repl.render import fragments_text
 from tests.repl.harness import Session, config, play
 
@@ -84,13 +86,13 @@ def test_a_frame_without_a_new_snapshot_reuses_the_progress_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drawn: list[object] = []
-    real = render.progress_lines
+    real = render.progress_block
 
     def counting(*args: Any, **kwargs: Any) -> StyleAndTextTuples:
         drawn.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(render, "progress_lines", counting)
+    monkeypatch.setattr(render, "progress_block", counting)
 
     async def scenario(session: Session) -> None:
         await session.result_of("Name three uses of a paperclip")
@@ -107,3 +109,23 @@ def test_a_frame_without_a_new_snapshot_reuses_the_progress_block(
         assert len(drawn) == 2
 
     play(scenario, tmp_path, conclave=config(3))
+
+
+def test_a_frame_formats_the_snapshots_summary_without_going_over_the_agents(
+    tmp_path: Path,
+) -> None:
+    view = RunView()
+    for index in range(1, 1001):
+        view._update(f"agent-{index}", llm_calls=1)
+    summary = render.summarise(view)  # done on the runtime's thread, with the snapshot
+
+    async def scenario(session: Session) -> None:
+        state = session.state
+        state.status = "Running"
+        state.live = RunSnapshot(view=RunView(), progress=summary)  # no agents to go over
+        shown = fragments_text(session.render(ProgressBlock()))
+        assert "1,000 LLM calls" in shown
+        assert "  agent-8  idle" in shown
+        assert "… and 992 more: 992 idle" in shown
+
+    play(scenario, tmp_path, conclave=config(1))

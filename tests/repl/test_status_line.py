@@ -9,7 +9,7 @@ from conclave.actors.events.view import RunView
 from conclave.config.modes import AgentMode, ModeState
 from conclave.ui.repl.layout import status_line
 from conclave.ui.repl.live import RunSnapshot
-from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.render import fragments_text, summarise
 from conclave.ui.repl.state import ReplState, UsageTotals
 from tests.repl.harness import Session, play
 
@@ -37,19 +37,23 @@ def test_single_agent_mode_names_the_active_agents_model() -> None:
 
 
 def test_the_cost_is_the_sessions_plus_the_running_turns() -> None:
-    live = RunSnapshot(view=RunView(), context_tokens=12_345, cost_usd=0.25)
+    live = RunSnapshot(
+        view=RunView(), progress=summarise(RunView()), context_tokens=12_345, cost_usd=0.25
+    )
     state = _state(usage=UsageTotals(runs=1, cost_usd=1.5), live=live)
     assert _line(state) == "model gpt-4o, claude-sonnet · context 12,345 tokens · cost $1.7500"
 
 
 def test_an_ended_runs_cost_is_counted_once() -> None:
-    live = RunSnapshot(view=RunView(), context_tokens=10, cost_usd=0.25, ended=True)
+    live = RunSnapshot(
+        view=RunView(), progress=summarise(RunView()), context_tokens=10, cost_usd=0.25, ended=True
+    )
     state = _state(usage=UsageTotals(runs=1, cost_usd=0.25), live=live)
     assert _line(state).endswith("cost $0.2500")
 
 
 def test_unpriced_calls_make_the_cost_unknown_not_zero() -> None:
-    live = RunSnapshot(view=RunView(), cost_usd=None)
+    live = RunSnapshot(view=RunView(), progress=summarise(RunView()), cost_usd=None)
     assert _line(_state(live=live)).endswith("cost unknown (unpriced models)")
 
 

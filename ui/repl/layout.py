@@ -246,10 +246,10 @@ class ProgressBlock:
             return [("class:progress.head", f"{state.status} · starting\n")]
         rest = (state.status, round(state.elapsed, 1), _width())
         if live is not self._live or rest != self._rest:
-            from conclave.ui.repl.render import progress_lines  # loaded with the runtime
+            from conclave.ui.repl.render import progress_block  # loaded with the runtime
 
-            self._fragments = progress_lines(
-                live.view,
+            self._fragments = progress_block(
+                live.progress,
                 status=state.status,
                 elapsed=state.elapsed,
                 width=_width(),

@@ -27,6 +27,7 @@ from conclave.actors.llm.pricing import cost_usd
 from conclave.actors.llm.protocol import Usage
 from conclave.config.schema import ConclaveConfig
 from conclave.config.schema.agents import price_of
+from conclave.ui.repl.render import ProgressSummary, summarise
 
 __all__ = ["STREAM_TAIL", "LiveRun", "RunSnapshot"]
 
@@ -40,6 +41,8 @@ class RunSnapshot:
 
     view: RunView
     """A copy of the run's view."""
+    progress: ProgressSummary
+    """What the progress block shows of it (summarised on the runtime's thread)."""
     streams: Mapping[str, str] = attrs.field(factory=dict)
     """Agent → the text its current reply has streamed so far (its last
     :data:`STREAM_TAIL` characters); an agent whose reply streamed nothing is absent."""
@@ -100,7 +103,8 @@ class LiveRun:
         self._cost += cost_usd(usage, price)
 
     def snapshot(self) -> RunSnapshot:
-        """A copy of the run as it is now (O(agents + answers): once per redraw interval)."""
+        """A copy of the run as it is now, and its progress summary: O(agents + answers), on
+        the runtime's thread, once per publishing interval."""
         self.changed = False
         view = self.view
         copy = attrs.evolve(
@@ -112,6 +116,7 @@ class LiveRun:
         )
         return RunSnapshot(
             view=copy,
+            progress=summarise(copy),
             streams=dict(self._streams),
             streaming=self._streaming,
             context_tokens=max(self._context.values(), default=0),

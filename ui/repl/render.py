@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+import attrs
 from prompt_toolkit.formatted_text import PygmentsTokens, StyleAndTextTuples, to_formatted_text
 from pygments.lexers.markup import MarkdownLexer  # type: ignore[import-untyped]
 
@@ -24,12 +25,15 @@ from conclave.ui.timeline import neutralise
 
 __all__ = [
     "MAX_PROGRESS_ROWS",
+    "ProgressSummary",
     "agent_line",
     "answer_block",
     "fragments_text",
     "markdown",
+    "progress_block",
     "progress_lines",
     "result_block",
+    "summarise",
     "tool_finished_line",
     "tool_started_line",
 ]
@@ -150,8 +154,59 @@ def tool_finished_line(event: ToolCallFinished) -> StyleAndTextTuples:
     return [("class:tool.failed", f"  ⎿ {event.agent} {event.tool}: failed in {took} · {why}\n")]
 
 
+@attrs.frozen(kw_only=True)
+class ProgressSummary:
+    """What the progress block shows of a run: a few numbers, the agents that get a row, and
+    counts for the rest. Computed on the runtime's thread with each snapshot, so a frame on
+    the UI's thread formats a few lines whatever the number of agents."""
+
+    calls: int
+    tokens: int
+    answers: int
+    rows: tuple[AgentView, ...]
+    """The first :data:`MAX_PROGRESS_ROWS` agents."""
+    rest: int
+    """Agents without a row."""
+    rest_doing: tuple[tuple[str, int], ...]
+    """What the rest do (the first word of :func:`agent_line`), the four commonest."""
+
+
+def summarise(view: RunView) -> ProgressSummary:
+    agents = list(view.agents.values())
+    rest = agents[MAX_PROGRESS_ROWS:]
+    counts = Counter(agent_line(a).split(" ")[0] for a in rest)
+    return ProgressSummary(
+        calls=sum(a.llm_calls for a in agents),
+        tokens=sum(a.input_tokens + a.output_tokens for a in agents),
+        answers=len(view.answers),
+        rows=tuple(agents[:MAX_PROGRESS_ROWS]),
+        rest=len(rest),
+        rest_doing=tuple(counts.most_common(4)),
+    )
+
+
 def progress_lines(
     view: RunView,
+    *,
+    status: str,
+    elapsed: float,
+    width: int = 80,
+    streams: Mapping[str, str] | None = None,
+    streaming: str | None = None,
+) -> StyleAndTextTuples:
+    """:func:`progress_block` of ``view`` (summarised here)."""
+    return progress_block(
+        summarise(view),
+        status=status,
+        elapsed=elapsed,
+        width=width,
+        streams=streams,
+        streaming=streaming,
+    )
+
+
+def progress_block(
+    summary: ProgressSummary,
     *,
     status: str,
     elapsed: float,
@@ -164,17 +219,14 @@ def progress_lines(
     then counts for the rest, then the last :data:`STREAM_LINES` lines of the text that
     ``streaming`` (the agent whose text came last) is writing."""
     streams = streams or {}
-    agents = list(view.agents.values())
-    calls = sum(a.llm_calls for a in agents)
-    tokens = sum(a.input_tokens + a.output_tokens for a in agents)
     head = (
-        f"{status or 'Running'} · {elapsed:.1f}s · {plural(calls, 'LLM call')} · "
-        f"{tokens:,} tokens · {plural(len(view.answers), 'answer')}"
+        f"{status or 'Running'} · {elapsed:.1f}s · {plural(summary.calls, 'LLM call')} · "
+        f"{summary.tokens:,} tokens · {plural(summary.answers, 'answer')}"
     )
     lines: StyleAndTextTuples = [("class:progress.head", head + "\n")]
-    name_width = min(24, max((len(a.agent) for a in agents[:MAX_PROGRESS_ROWS]), default=0))
+    name_width = min(24, max((len(a.agent) for a in summary.rows), default=0))
     room = max(10, width - 1)
-    for agent in agents[:MAX_PROGRESS_ROWS]:
+    for agent in summary.rows:
         doing = neutralise(agent_line(agent))
         text = f"  {agent.agent:<{name_width}}  {doing}"
         style = "class:progress.failed" if agent.excluded else "class:progress.agent"
@@ -185,11 +237,9 @@ def progress_lines(
             lines.append(("class:progress.stream", f" · {streamed[-left:]}\n"))
         else:
             lines.append((style, text[:room] + "\n"))
-    rest = agents[MAX_PROGRESS_ROWS:]
-    if rest:
-        counts = Counter(agent_line(a).split(" ")[0] for a in rest)
-        what = ", ".join(f"{n:,} {doing}" for doing, n in counts.most_common(4))
-        lines.append(("class:progress.agent", f"  … and {len(rest):,} more: {what}\n"))
+    if summary.rest:
+        what = ", ".join(f"{n:,} {doing}" for doing, n in summary.rest_doing)
+        lines.append(("class:progress.agent", f"  … and {summary.rest:,} more: {what}\n"))
     text = streams.get(streaming or "", "")
     if text.strip():
         lines.append(("class:progress.head", f"  {streaming} writes:\n"))
