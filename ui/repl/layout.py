@@ -186,26 +186,34 @@ def override_hint(state: ReplState) -> StyleAndTextTuples:
 
 def dialog_text(repl: Repl) -> StyleAndTextTuples:
     state = repl.state
-    rows: list[tuple[str, str]] = []
-    if state.dialog is Dialog.OVERRIDE and state.override is not None:
+    window = state.override
+    if state.dialog is Dialog.OVERRIDE and window is not None:
         title = "Who presents the final answer? (Enter, a row's number or a click; Esc closes)"
-        for row in state.override.rows:
-            mark = " (winner)" if row.agent == state.override.winner else ""
-            rows.append((f"{row.agent} {row.label}{mark}", row.preview))
+        count = len(window.rows)
+
+        def row(index: int) -> tuple[str, str]:
+            found = window.rows[index]
+            mark = " (winner)" if found.agent == window.winner else ""
+            return f"{found.agent} {found.label}{mark}", found.preview
+
     elif state.dialog is Dialog.MODE_PICKER:
         title = "Collaboration mode (Enter, a digit or a click; Esc closes)"
-        for mode in CollaborationMode:
-            current = " (current)" if mode is state.collaboration else ""
-            rows.append((f"{mode.value}{current}", MODE_DESCRIPTIONS[mode]))
+        modes = list(CollaborationMode)
+        count = len(modes)
+
+        def row(index: int) -> tuple[str, str]:
+            current = " (current)" if modes[index] is state.collaboration else ""
+            return f"{modes[index].value}{current}", MODE_DESCRIPTIONS[modes[index]]
+
     else:
         return []
     width = _width()
     fragments: StyleAndTextTuples = [("class:dialog.title", title + "\n")]
-    first, last = dialog_span(len(rows), state.selected)
+    first, last = dialog_span(count, state.selected)  # only the rows in view are formatted
     if first:
         fragments.append(("class:dialog.detail", f"   ↑ {first:,} more (Up, Page Up)\n"))
     for index in range(first, last):
-        name, detail = rows[index]
+        name, detail = row(index)
         style = "class:dialog.selected" if index == state.selected else "class:dialog.row"
         click = _on_click(_chooser(repl, index))
         line = f" {index + 1}. {name}"
@@ -215,8 +223,8 @@ def dialog_text(repl: Repl) -> StyleAndTextTuples:
             text = detail if len(detail) <= rest else detail[: rest - 1] + "…"
             fragments.append(("class:dialog.detail", "  " + text, click))
         fragments.append(("", "\n"))
-    if last < len(rows):
-        below = len(rows) - last
+    if last < count:
+        below = count - last
         fragments.append(("class:dialog.detail", f"   ↓ {below:,} more (Down, Page Down)\n"))
     return fragments
 

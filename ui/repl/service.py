@@ -64,11 +64,21 @@ from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState, Usage
 from conclave.ui.text import display_path
 from conclave.ui.timeline import describe
 
-__all__ = ["PUBLISH_INTERVAL", "PlanHook", "Post", "Printer", "ReplService", "open_repl_service"]
+__all__ = [
+    "PUBLISH_INTERVAL",
+    "PUBLISH_SHARE",
+    "PlanHook",
+    "Post",
+    "Printer",
+    "ReplService",
+    "open_repl_service",
+]
 
 PUBLISH_INTERVAL = 0.05
 """How often, at most, a running turn's snapshot and elapsed time go to the screen: the UI
 draws at most this often anyway (``app.REDRAW_INTERVAL``)."""
+PUBLISH_SHARE = 0.1
+"""The most of the runtime's thread that snapshots for the screen may take."""
 
 Post = Callable[[Callable[[], None]], None]
 """Runs a function on the UI's thread, soon and in order (the UI loop's
@@ -350,12 +360,19 @@ class ReplService:
             handle.cancel()
 
     async def _tick(self, live: LiveRun) -> None:
-        """Publish the run's snapshot every :data:`PUBLISH_INTERVAL` while it runs (the
-        elapsed time moves even when no event comes)."""
+        """Publish the run's snapshot while it runs: every :data:`PUBLISH_INTERVAL` at most,
+        and less often when a snapshot is dear (many agents), so that snapshots take at most
+        :data:`PUBLISH_SHARE` of the runtime's thread. With no new event only the elapsed
+        time goes (it moves anyway)."""
         while True:
-            if live.changed or self._handle is not None:
+            started = time.perf_counter()
+            handle = self._handle
+            if live.changed:
                 self._publish(live)
-            await trio.sleep(PUBLISH_INTERVAL)
+            elif handle is not None:
+                self._show(elapsed=handle.clock.elapsed())
+            cost = time.perf_counter() - started
+            await trio.sleep(max(PUBLISH_INTERVAL, cost / PUBLISH_SHARE))
 
     def _finished(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
         self._usage = self._usage.add(result)
