@@ -35,12 +35,12 @@ def test_the_repl_benchmark_prints_its_table_and_writes_its_figures(
 
     table = capsys.readouterr().out
     assert "start-up to the prompt (s)" in table
-    assert "key echo, 50 agents streaming (ms)" in table
+    assert "key echo, 300 agents streaming (ms)" in table
     assert "key echo, 20 agents all-to-all (ms)" in table
     assert "p99 <= 100 (before: freezes 1.0-2.6 s (issue 24))" in table
     report = json.loads(out.read_text())
     assert report["parameters"] == {
-        "agents": 50,
+        "agents": 300,
         "all_to_all": 20,
         "runs": 1,
         "samples": 3,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from conclave.actors.llm.protocol import Completion, CompletionRequest, Completi
 from conclave.actors.run.spec import build_backend
 from conclave.config.schema import AgentConfig
 from conclave.ui.repl import render
+from conclave.ui.repl.collector import QUIET_S
 from conclave.ui.repl.layout import ProgressBlock
 from conclave.ui.repl.live import RunSnapshot
 from conclave.ui.repl.render import fragments_text
@@ -30,8 +32,8 @@ BUSY_S = 0.5
 
 class _Busy:
     """The scripted backend after a long stretch of CPU work that never yields (as one
-    actor's step fanning answers out to hundreds of agents does), noting whether the
-    cyclic collector was on meanwhile."""
+    actor's step fanning answers out to hundreds of agents does), noting whether automatic
+    collection was on meanwhile."""
 
     def __init__(self, inner: LLMBackend, collector: list[bool]) -> None:
         self.inner = inner
@@ -70,16 +72,52 @@ def test_the_ui_loop_keeps_running_while_the_run_computes(tmp_path: Path) -> Non
     assert max(gaps) < 0.1
 
 
-def test_no_cyclic_collection_runs_while_a_turn_runs(tmp_path: Path) -> None:
+@contextmanager
+def _collections() -> Iterator[list[float]]:
+    """When each cyclic collection began, while the block runs."""
+    began: list[float] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began.append(time.monotonic())
+
+    gc.callbacks.append(seen)
+    try:
+        yield began
+    finally:
+        gc.callbacks.remove(seen)
+
+
+def test_no_collection_runs_while_a_turn_runs(tmp_path: Path) -> None:
     collector: list[bool] = []
+    during: list[int] = []
 
     async def scenario(session: Session) -> None:
-        assert gc.isenabled()
-        await session.result_of("Name three uses of a paperclip")
-        await session.until(gc.isenabled, "the collector on again after the turn")
+        with _collections() as began:
+            await session.result_of("Name three uses of a paperclip")
+            during.append(len(began))
 
     play(scenario, tmp_path, conclave=config(1), backend_factory=_busy(collector))
-    assert collector and not any(collector)
+    assert collector and not any(collector)  # automatic collection is off
+    assert during == [0]
+    assert gc.isenabled()  # as it was, once the session is over
+
+
+def test_a_collection_waits_until_the_person_stops_typing(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        with _collections() as began:
+            await session.result_of("Name three uses of a paperclip")
+            typing_until = time.monotonic() + 2 * QUIET_S
+            last_key = 0.0
+            while time.monotonic() < typing_until:  # a key every 0.2 s
+                session.press("x")
+                last_key = time.monotonic()
+                await asyncio.sleep(0.2)
+            assert not began
+            await session.until(lambda: began, "a collection once the keys stop")
+            assert began[0] - last_key >= QUIET_S * 0.9
+
+    play(scenario, tmp_path, conclave=config(3))
 
 
 def test_a_frame_without_a_new_snapshot_reuses_the_progress_block(

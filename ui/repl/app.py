@@ -38,8 +38,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application
-from prompt_toolkit.application.current import set_app
-from prompt_toolkit.application.run_in_terminal import in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
@@ -55,6 +53,7 @@ from conclave.config.schema import AgentConfig
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.repl.attachments import AttachError, attach, longest_backtick_run
+from conclave.ui.repl.collector import idle_collection
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
@@ -211,30 +210,34 @@ class Repl:
     # -- output above the prompt ---------------------------------------------------------------
 
     def print(self, block: StyleAndTextTuples) -> None:
-        """Print ``block`` into the scrollback above the application, after what is pending."""
+        """Print ``block`` into the scrollback above the application, after what is pending
+        (written at the loop's next turn, with whatever else comes meanwhile)."""
         self.state.transcript.append(block)
         self._pending.append(block)
         if self._flushing or self._loop is None:
             return
         self._flushing = True
-        self._loop.call_soon(self._start_flush)
+        self._loop.call_soon(self._flush)
 
-    def _start_flush(self) -> None:
-        if self.app.is_running:
-            self.app.create_background_task(self._flush())
-        else:
-            self._flushing = False
-
-    async def _flush(self) -> None:
-        try:
-            with set_app(self.app):
-                while self._pending:
-                    blocks, self._pending = self._pending, []
-                    async with in_terminal():
-                        for block in blocks:
-                            self._write(block)
-        finally:
-            self._flushing = False
+    def _flush(self) -> None:
+        """Erase the application, write what is pending where it was, and draw it again
+        below. Not prompt-toolkit's ``in_terminal``: that puts the terminal in cooked mode
+        while it prints, and keys typed meanwhile were mangled by the terminal (Ctrl+D taken
+        as end of file and lost, a line and Enter arriving as a pasted line and newline)."""
+        self._flushing = False
+        blocks, self._pending = self._pending, []
+        app = self.app
+        if not app.is_running:
+            self._pending = blocks + self._pending  # written by write_pending
+            return
+        renderer = app.renderer
+        renderer.erase()
+        for block in blocks:
+            self._write(block)
+        renderer.reset()
+        if not app.key_processor.input_queue:  # a position report can be read: ask for one
+            renderer.request_absolute_cursor_position()
+        app.invalidate()
 
     def write_pending(self) -> None:
         """Write what waits to be printed straight to the terminal: before the application's
@@ -561,6 +564,7 @@ async def run_session(
 
     async def start_runtime() -> None:
         await asyncio.to_thread(_load_runtime)
+        collection.freeze()
         if repl.quitting:  # left while the runtime loaded: no runtime to end
             if not finished.done():
                 finished.set_result(None)
@@ -581,12 +585,14 @@ async def run_session(
     if welcome:
         repl.say(welcome)
     repl.write_pending()
-    await repl.app.run_async(pre_run=pre_run)
-    if not finished.done():
-        repl.quit()
-        if not repl.runtime_started:
-            finished.set_result(None)
-    outcome = await finished
+    with idle_collection(loop, busy=lambda: repl.state.running) as collection:
+        repl.app.key_processor.before_key_press += lambda _processor: collection.key()
+        await repl.app.run_async(pre_run=pre_run)
+        if not finished.done():
+            repl.quit()
+            if not repl.runtime_started:
+                finished.set_result(None)
+        outcome = await finished
     if outcome is not None:
         outcome.unwrap()
     repl.write_pending()

@@ -23,11 +23,10 @@ taken.
 
 from __future__ import annotations
 
-import gc
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -102,25 +101,6 @@ class PlanHook(Protocol):
     def turn_ended(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
         """Called once per plan-mode turn, after its result is shown."""
         ...
-
-
-@contextmanager
-def collected_after() -> Iterator[None]:
-    """No automatic cyclic collection inside, and a full one on leaving.
-
-    A collection stops every thread, the UI's too: in a 200-agent all-to-all run one took
-    0.6-1.0 s (the run's several hundred thousand objects scanned), freezing key echo that
-    long. So while a turn runs the collector waits; reference counting still frees almost
-    everything, and the run's cycles (tens of thousands of objects at 200 agents) are
-    collected in one pass when it ends, while its answer is printed."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-        gc.collect()
 
 
 class _WindowGate:
@@ -290,8 +270,7 @@ class ReplService:
         """Run ``submit``, then each queued turn, one at a time."""
         try:
             while submit is not None:
-                with collected_after():
-                    await self._turn(submit)
+                await self._turn(submit)
                 submit = self._queue.pop(0) if self._queue else None
                 if submit is not None:
                     self._show(queued=self._queue_shown())
@@ -386,8 +365,7 @@ class ReplService:
                 )
             )
         # One change for the screen: it never shows the turn's result with the run still
-        # going (the collection that follows takes a while; a key meanwhile must find the
-        # toggles free).
+        # going (a key in between would find the toggles refused).
         idle = {} if self._queue else {"running": False, "status": ""}
         self._show(last_result=result, usage=self._usage, history=list(self._history), **idle)
         plans = self.plans if submit.modes.plan_mode else None
