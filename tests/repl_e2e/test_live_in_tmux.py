@@ -83,4 +83,25 @@ def test_a_missing_attachment_is_refused_on_the_screen_and_a_shell_commands_outp
         term.type("!echo hello from the shell")
         screen = term.wait_for("[exit code 0]")
         assert "hello from the shell\n[exit code 0]" in screen
-        assert "its output goes with your next message" in screen
+
+
+def test_lines_typed_while_the_screen_prints_are_sent_whole(tmp_path: Path) -> None:
+    """Printing above the prompt must not put the terminal in cooked mode: there, Enter
+    arrived as a newline (the line stayed in the input) and Ctrl+D was lost."""
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "notes.txt").write_text("buy more paperclips\n", encoding="utf-8")
+    step = {"tool": "read_file", "arguments": {"path": str(context / "notes.txt")}}
+    config = _config(tmp_path / "busy.yaml", latency=0.2, tool_steps=[step] * 20)
+    with terminal(tmp_path, "--config", str(config)) as term:
+        started(term)
+        term.type(TASK)
+        term.wait_for("⏺ scripted")  # tool calls print continuously from now on
+        for index in range(12):
+            term.keys("-l", f"later {index}")
+            term.keys("Enter")
+            term.wait_for(f"queued: later {index}")
+        term.keys("C-c")
+        term.wait_for("12 queued turn(s) dropped")
+        term.keys("C-d")
+        assert term.wait_until_exited() == 0

@@ -44,7 +44,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
-from prompt_toolkit.shortcuts import print_formatted_text
+from prompt_toolkit.renderer import print_formatted_text as render_formatted_text
 
 from conclave.config.modes import CollaborationMode, ModeState
 from conclave.config.problems import ConfigError
@@ -247,13 +247,11 @@ class Repl:
             self._write(block)
 
     def _write(self, block: StyleAndTextTuples) -> None:
-        print_formatted_text(
-            FormattedText(block),
-            style=STYLE,
-            output=self.app.output,
-            include_default_pygments_style=False,
-            end="",
-        )
+        """Straight to the terminal: prompt-toolkit's ``print_formatted_text`` shortcut
+        would print through ``run_in_terminal`` (cooked mode) while the application runs."""
+        output = self.app.output
+        render_formatted_text(output, FormattedText(block), STYLE)
+        output.flush()
 
     def say(self, text: str) -> None:
         self.print([("", text.rstrip("\n") + "\n")])
