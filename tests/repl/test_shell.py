@@ -49,13 +49,13 @@ def test_ctrl_c_stops_a_running_command(tmp_path: Path, monkeypatch: pytest.Monk
 
     async def scenario(session: Session) -> None:
         session.type("!sleep 30")
-        await session.until(lambda: session.repl.shell_running, "the command")
+        await session.until(lambda: session.repl.shell.running, "the command")
         await asyncio.sleep(0.2)
         start = time.monotonic()
         session.press(CTRL_C)
         await session.until(lambda: "[stopped by Ctrl+C]" in session.transcript(), "the stop")
         took.append(time.monotonic() - start)
-        assert not session.repl.shell_running
+        assert not session.repl.shell.running
 
     play(scenario, tmp_path, conclave=config(1))
     assert took[0] < 5
@@ -66,7 +66,7 @@ def test_an_empty_command_says_what_to_type(tmp_path: Path) -> None:
         session.type("!")
         await session.until(lambda: session.state.notice, "the notice")
         assert session.state.notice == "type a shell command after !, for example: !git status"
-        assert not session.repl.shell_running
+        assert not session.repl.shell.running
 
     play(scenario, tmp_path, conclave=config(1))
 

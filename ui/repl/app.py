@@ -58,7 +58,7 @@ from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Submit
-from conclave.ui.repl.shell import context_text, run_shell, shell_block
+from conclave.ui.repl.shell import ShellCommands
 from conclave.ui.repl.state import Dialog, ReplState, model_of
 from conclave.ui.repl.style import STYLE
 from conclave.ui.signals import signal_exit_code
@@ -155,8 +155,8 @@ class Repl:
         self.quitting = False
         self._interrupted_at: float | None = None
         """When Ctrl+C last found an empty idle prompt (a second one soon after quits)."""
-        self._shell_stop: asyncio.Event | None = None
-        """Set to stop the ``!`` command running, if one is."""
+        self.shell = ShellCommands(self)
+        """``!command``."""
         self.plans: PlanFlow | None = None
 
     # -- the trio side ----------------------------------------------------------------------
@@ -303,7 +303,7 @@ class Repl:
         if text.startswith("!"):
             buffer.append_to_history()
             buffer.reset()
-            self.shell(text[1:].strip())
+            self.shell.run(text[1:].strip())
             return
         if text.startswith("/") or text.strip().lower() in QUIT_WORDS:
             buffer.append_to_history()
@@ -339,45 +339,6 @@ class Repl:
             how["shown_task"] = shown
             state.shell_context = []
         self.send(Submit(task=task, modes=state.modes, **how))
-
-    # -- ! commands --------------------------------------------------------------------------
-
-    def shell(self, command: str) -> None:
-        """``!command``: run it (:mod:`ui.repl.shell`), show what it printed, and keep it
-        for the next turn."""
-        if not command:
-            self.state.tell("type a shell command after !, for example: !git status")
-            return
-        if self._shell_stop is not None:
-            self.state.tell("a shell command is still running; Ctrl+C stops it")
-            return
-        self.print([("class:prompt", "! "), ("class:user", command + "\n")])
-        stop = self._shell_stop = asyncio.Event()
-        self.app.create_background_task(self._run_shell(command, stop))
-
-    async def _run_shell(self, command: str, stop: asyncio.Event) -> None:
-        try:
-            result = await run_shell(command, cwd=Path.cwd(), stop=stop)
-        except OSError as exc:
-            self.error(f"the command could not start ({exc.strerror or exc})")
-            return
-        finally:
-            self._shell_stop = None
-        self.print(shell_block(result))
-        self.state.shell_context.append(context_text(result))
-        self.state.tell("its output goes with your next message, as context")
-
-    @property
-    def shell_running(self) -> bool:
-        """Whether a ``!`` command is running."""
-        return self._shell_stop is not None
-
-    def stop_shell(self) -> bool:
-        """Ctrl+C while a ``!`` command runs: stop it. Whether one was running."""
-        if self._shell_stop is None:
-            return False
-        self._shell_stop.set()
-        return True
 
     def open_override(self) -> None:
         window = self.state.override

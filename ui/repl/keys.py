@@ -105,7 +105,7 @@ def build_keys(repl: Repl) -> KeyBindings:
     def _cancel(event: KeyPressEvent) -> None:
         if state.dialog is not Dialog.NONE:
             repl.close_dialog()
-        elif repl.stop_shell():
+        elif repl.shell.stop():
             state.tell("stopping the shell command")
         elif event.current_buffer.text and not state.running:
             event.current_buffer.reset()

@@ -16,14 +16,19 @@ import enum
 import os
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+
+if TYPE_CHECKING:
+    from conclave.ui.repl.app import Repl
 
 __all__ = [
     "MAX_CONTEXT_BYTES",
     "MAX_KEPT_BYTES",
     "SHELL_TIMEOUT",
+    "ShellCommands",
     "ShellEnd",
     "ShellResult",
     "context_text",
@@ -156,3 +161,49 @@ def shell_block(result: ShellResult) -> StyleAndTextTuples:
     style = "class:shell" if result.exit_code == 0 else "class:warning"
     block.append((style, f"[{result.ending}]\n"))
     return block
+
+
+class ShellCommands:
+    """A REPL's ``!`` commands: one at a time, on the UI's loop, stopped by Ctrl+C."""
+
+    def __init__(self, repl: Repl) -> None:
+        self._repl = repl
+        self._stop: asyncio.Event | None = None
+        """Set to stop the command running, if one is."""
+
+    @property
+    def running(self) -> bool:
+        return self._stop is not None
+
+    def run(self, command: str) -> None:
+        """``!command``: run it, show what it printed, and keep it for the next turn."""
+        repl = self._repl
+        if not command:
+            repl.state.tell("type a shell command after !, for example: !git status")
+            return
+        if self._stop is not None:
+            repl.state.tell("a shell command is still running; Ctrl+C stops it")
+            return
+        repl.print([("class:prompt", "! "), ("class:user", command + "\n")])
+        stop = self._stop = asyncio.Event()
+        repl.app.create_background_task(self._run(command, stop))
+
+    async def _run(self, command: str, stop: asyncio.Event) -> None:
+        repl = self._repl
+        try:
+            result = await run_shell(command, cwd=Path.cwd(), stop=stop)
+        except OSError as exc:
+            repl.error(f"the command could not start ({exc.strerror or exc})")
+            return
+        finally:
+            self._stop = None
+        repl.print(shell_block(result))
+        repl.state.shell_context.append(context_text(result))
+        repl.state.tell("its output goes with your next message, as context")
+
+    def stop(self) -> bool:
+        """Ctrl+C while a command runs: stop it. Whether one was running."""
+        if self._stop is None:
+            return False
+        self._stop.set()
+        return True
