@@ -483,6 +483,10 @@ class _FlushWhenIdle(trio.abc.Instrument):
         if timeout > 0:
             self._log.flush(within=timeout)
 
+    def after_run(self) -> None:
+        # A log nobody closed: its events are written as the run that recorded them ends.
+        self._log.flush()
+
 
 def _check_flushing(flushing: Flushing) -> None:
     if flushing is Flushing.WHEN_IDLE:

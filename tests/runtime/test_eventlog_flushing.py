@@ -156,3 +156,18 @@ def test_a_log_written_when_idle_outside_trio_is_refused_saying_what_to_do(
     with pytest.raises(RuntimeError, match=r"inside trio\.run.*Flushing\.EACH_EVENT"):
         _idle_log(path)
     assert not path.exists()
+
+
+def test_the_queue_of_a_log_nobody_closed_is_written_as_its_trio_run_ends(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+
+    async def record_and_leave() -> None:
+        log = _idle_log(path)
+        for event in EVENTS:
+            log.record(event)
+
+    trio.run(record_and_leave)
+
+    assert read_event_log(path).events == EVENTS
