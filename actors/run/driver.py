@@ -71,6 +71,7 @@ from conclave.runtime import (
     ChildSpec,
     Event,
     EventTap,
+    Flushing,
     JsonlEventLog,
     LogOpened,
     MailboxSpec,
@@ -179,7 +180,11 @@ async def open_run(
     usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
     secrets, redactor = secrets_of_run(config)
     log = (
-        JsonlEventLog(spec.log_dir / "events.jsonl", on_failure=on_log_failure)
+        # Written while the run waits, not as events happen: encoding and writing each event
+        # at once cost a run of thousands of agents a third of its CPU (issue 24).
+        JsonlEventLog(
+            spec.log_dir / "events.jsonl", on_failure=on_log_failure, flushing=Flushing.WHEN_IDLE
+        )
         if spec.log_dir is not None
         else None
     )
