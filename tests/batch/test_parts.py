@@ -17,7 +17,7 @@ from conclave.ui.batch.command import exit_code, parse_modes
 from conclave.ui.batch.grading import Grade, is_correct, last_number
 from conclave.ui.batch.progress import BatchProgress
 from conclave.ui.batch.results import open_results
-from conclave.ui.batch.summary import ModeSummary, summarise
+from conclave.ui.batch.summary import ModeSummary, render_table, summarise
 from conclave.ui.batch.tasks import BadLine, apply_overrides
 from conclave.ui.exit_codes import ExitCode
 
@@ -78,7 +78,11 @@ def test_the_summary_counts_terminations_tokens_cost_and_run_time_percentiles() 
          "output_tokens": 5, "cost_usd": 0.5}
         for i in range(1, 21)
     ]  # fmt: skip
-    records += [{"termination": "failed", "duration_s": 0.0}, {"termination": "max_cost"}, None]
+    records += [
+        {"termination": "failed", "duration_s": 0.0, "cost_usd": 0.0},
+        {"termination": "max_cost", "cost_usd": 0.0},
+        None,
+    ]
 
     row = summarise("multi", records, [True, False, None])
 
@@ -87,6 +91,18 @@ def test_the_summary_counts_terminations_tokens_cost_and_run_time_percentiles() 
     assert row.cost_usd == 10.0
     assert (row.p50_s, row.p95_s) == (10.0, 19.0)
     assert row.accuracy == 0.5
+
+
+def test_the_summary_cost_is_unknown_when_one_run_had_no_price() -> None:
+    records: list[dict[str, Any] | None] = [
+        {"termination": "completed", "cost_usd": 0.5},
+        {"termination": "failed", "cost_usd": None},
+    ]
+
+    row = summarise("multi", records, [None, None])
+
+    assert row.cost_usd is None
+    assert render_table([row]).splitlines()[1].split()[7] == "-"
 
 
 def test_on_a_terminal_progress_is_one_bar_redrawn_in_place() -> None:

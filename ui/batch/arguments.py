@@ -77,6 +77,16 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         help="also run again the tasks whose newest result did not complete",
     )
     p.add_argument(
+        "--rerun-changed",
+        action="store_true",
+        help="run again the results RESULTS holds that were made with another config",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="keep the results RESULTS holds that were made with another config",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="check every line (and its overrides), then exit"
     )
     p.add_argument(

@@ -37,6 +37,9 @@ class ResultsFile:
     fd: int
     existing: dict[tuple[str, str], dict[str, Any]]
     """The newest earlier line for each (id, mode)."""
+    spent_usd: float = 0.0
+    """What every line in the file cost, superseded lines included: ``--max-cost`` covers
+    the whole batch, across resumes."""
     notes: list[str] = attrs.field(factory=list)
     """What reading found worth saying: a repaired last line, lines that are not results."""
 
@@ -57,6 +60,7 @@ def open_results(path: Path) -> ResultsFile:
     last line an earlier crash left unfinished. Raises ``OSError`` when it cannot be read,
     repaired or opened."""
     existing: dict[tuple[str, str], dict[str, Any]] = {}
+    spent = 0.0
     notes: list[str] = []
     shown = display_path(path)
     data = path.read_bytes() if path.exists() else b""
@@ -79,8 +83,11 @@ def open_results(path: Path) -> ResultsFile:
             notes.append(f"{shown}:{number}: not a result line; ignored")
             continue
         existing[result_key(record["id"], str(record.get("mode", "")))] = record
+        cost = record.get("cost_usd")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            spent += cost
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    return ResultsFile(path=path, fd=fd, existing=existing, notes=notes)
+    return ResultsFile(path=path, fd=fd, existing=existing, spent_usd=spent, notes=notes)
 
 
 def print_notes(notes: list[str]) -> None:

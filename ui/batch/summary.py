@@ -24,7 +24,7 @@ class ModeSummary:
     tokens: int | None
     """``None`` when some run's servers reported no usage."""
     cost_usd: float | None
-    """``None`` when no run had a price."""
+    """``None`` unless every run had a price (a partial sum would read as the cost)."""
     p50_s: float | None
     p95_s: float | None
     graded: int
@@ -58,7 +58,8 @@ def summarise(
     """``records``: the newest result of each task in this mode (``None``: not run);
     ``grades``: whether each was correct (``None``: not graded)."""
     ran = [r for r in records if r is not None]
-    costs = [float(r["cost_usd"]) for r in ran if r.get("cost_usd") is not None]
+    costs = [r.get("cost_usd") for r in ran]
+    known = bool(costs) and all(c is not None for c in costs)
     durations = [float(r.get("duration_s", 0.0)) for r in ran]
     graded: list[bool] = [g for g in grades if g is not None]
     return ModeSummary(
@@ -69,7 +70,7 @@ def summarise(
         timed_out=sum(r.get("termination") in _TIMED_OUT for r in ran),
         not_run=len(records) - len(ran),
         tokens=_tokens(ran),
-        cost_usd=round(sum(costs), 6) if costs else None,
+        cost_usd=round(sum(float(c) for c in costs if c is not None), 6) if known else None,
         p50_s=_percentile(durations, 0.5),
         p95_s=_percentile(durations, 0.95),
         graded=len(graded),

@@ -163,7 +163,9 @@ def apply_overrides(config: ConclaveConfig, overrides: Mapping[str, Any]) -> Con
         walked = walker.walk(node, OrchestratorConfig, "overrides.orchestrator")
         if walked is not INVALID and isinstance(overrides["orchestrator"], dict):
             renamed = RENAMED.get(OrchestratorConfig, {})
-            given = {renamed.get(key, key) for key in overrides["orchestrator"]}
+            known = attrs.fields_dict(OrchestratorConfig)
+            # An unknown key is already one of the walker's errors; it only must not be read.
+            given = {renamed.get(key, key) for key in overrides["orchestrator"]} & set(known)
             fields = {name: getattr(walked, name) for name in given}
             changes["orchestrator"] = attrs.evolve(config.orchestrator, **fields)
     if "agents" in overrides:
