@@ -23,7 +23,18 @@ from conclave.actors.run.driver import RunSpec, run
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import ConclaveConfig
 
-__all__ = ["BatchJob", "BatchWork", "JobOutcome", "Report"]
+__all__ = ["BatchJob", "BatchWork", "JobOutcome", "JudgeRequest", "Report"]
+
+
+@attrs.frozen(kw_only=True)
+class JudgeRequest:
+    """A model-graded job's judge: once the run has an answer, a run of ``config`` on the
+    task ``before + answer + after`` (the batch's process wrote the rest of the prompt, and
+    reads the verdict). It runs in the job, so it shares the job's backend pool and engine."""
+
+    config: ConclaveConfig
+    before: str
+    after: str
 
 
 @attrs.frozen(kw_only=True)
@@ -37,6 +48,7 @@ class BatchJob:
     """After flags, the mode's overrides and the line's own overrides."""
     mode: CollaborationMode = CollaborationMode.DEFAULT
     log_dir: Path | None = None
+    judge: JudgeRequest | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -51,6 +63,8 @@ class JobOutcome:
     """The host that ran it."""
     started: float
     """Wall-clock time (``time.time()``) the run started, for the batch's rate."""
+    judge: dict[str, Any] | None = None
+    """The judge's ``RunResult.to_json()``, when the job had one and the run an answer."""
 
 
 Report = Callable[[JobOutcome], None]
@@ -82,6 +96,24 @@ class BatchWork:
                 )
                 started = time.time()
                 result = await run(spec)
-                report(JobOutcome(index=index, result=result.to_json(), node=node, started=started))
+                judged = None
+                if job.judge is not None and result.final_answer is not None:
+                    verdict = await run(
+                        RunSpec(
+                            task=job.judge.before + result.final_answer + job.judge.after,
+                            config=job.judge.config,
+                            backends=pool,
+                        )
+                    )
+                    judged = verdict.to_json()
+                report(
+                    JobOutcome(
+                        index=index,
+                        result=result.to_json(),
+                        node=node,
+                        started=started,
+                        judge=judged,
+                    )
+                )
 
             yield run_job

@@ -40,11 +40,11 @@ def _id(record: dict[str, Any]) -> str:
     return str(record["id"])
 
 
-def test_exact_grading_normalises_case_space_and_a_final_period(
+def test_normalised_grading_ignores_case_space_and_a_final_period(
     tmp_path: Path, capsys: Capsys, config: Path
 ) -> None:
     ran, correct = _graded(
-        tmp_path, capsys, config, "exact", ("  Paris. ", "paris"), ("Paris, France", "Paris")
+        tmp_path, capsys, config, "normalised", ("  Paris. ", "paris"), ("Paris, France", "Paris")
     )
 
     assert correct == [True, False]
@@ -83,7 +83,7 @@ def test_number_grading_reads_the_last_number_within_the_tolerance(
 def test_a_list_of_expected_values_accepts_any_of_them(
     tmp_path: Path, capsys: Capsys, config: Path
 ) -> None:
-    _, correct = _graded(tmp_path, capsys, config, "exact", ("NYC", ["New York", "nyc"]))
+    _, correct = _graded(tmp_path, capsys, config, "normalised", ("NYC", ["New York", "nyc"]))
 
     assert correct == [True]
 

@@ -14,7 +14,7 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.schema import default_config
 from conclave.ui.batch.command import exit_code, parse_modes
-from conclave.ui.batch.grading import Grade, is_correct, last_number
+from conclave.ui.batch.grading import Grade, Grader, is_correct, last_number
 from conclave.ui.batch.progress import BatchProgress
 from conclave.ui.batch.results import open_results
 from conclave.ui.batch.summary import ModeSummary, render_table, summarise
@@ -38,11 +38,19 @@ def test_number_grading_reads_the_last_number_written(text: str, number: float |
 
 
 def test_no_answer_is_never_correct() -> None:
-    assert not is_correct(Grade.CONTAINS, None, "", 0.0)
+    assert not is_correct(Grader(method=Grade.CONTAINS), None, "", 0.0)
 
 
-def test_exact_grading_normalises_unicode_width() -> None:
-    assert is_correct(Grade.EXACT, "\uff21\uff22\uff23", "abc", 0.0)
+def test_normalised_grading_normalises_unicode_width() -> None:
+    assert is_correct(Grader(method=Grade.NORMALISED), "\uff21\uff22\uff23", "abc", 0.0)
+
+
+def test_exact_grading_only_ignores_surrounding_whitespace() -> None:
+    exact = Grader(method=Grade.EXACT)
+
+    assert is_correct(exact, "  Paris\n", "Paris", 0.0)
+    assert not is_correct(exact, "paris", "Paris", 0.0)
+    assert not is_correct(exact, "Paris.", "Paris", 0.0)
 
 
 def _row(**changes: Any) -> ModeSummary:

@@ -8,9 +8,8 @@ import argparse
 
 from conclave.config.flags import add_run_flags, dollars
 
-__all__ = ["ENGINES", "GRADES", "add_batch_arguments", "positive_count", "tolerance"]
+__all__ = ["ENGINES", "add_batch_arguments", "positive_count", "tolerance"]
 
-GRADES = ("exact", "contains", "regex", "number")
 ENGINES = ("local", "ray")
 
 
@@ -96,12 +95,30 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         help="for the whole batch: start no more runs once this much is spent (the runs in "
         "flight finish)",
     )
-    p.add_argument("--grade", choices=GRADES, help="score answers against each line's expected")
+    p.add_argument(
+        "--grade",
+        metavar="GRADER",
+        help="score answers against each line's expected: exact, normalised, contains, regex, "
+        "number, json:FIELD, model (with --judge) or MODULE:FUNCTION",
+    )
+    p.add_argument(
+        "--extract",
+        metavar="HOW",
+        help="grade only part of each answer: last-line, regex:PATTERN or json:FIELD",
+    )
+    p.add_argument(
+        "--judge", metavar="JUDGE.yaml", help="--grade model: the config whose runs grade"
+    )
+    p.add_argument(
+        "--rubric",
+        metavar="TEXT",
+        help="--grade model: what makes an answer correct (@PATH reads it from a file)",
+    )
     p.add_argument(
         "--tolerance",
         type=tolerance,
         metavar="X",
-        help="--grade number: how far from expected still counts as correct (1e-6)",
+        help="--grade number or json:FIELD: how far from expected a number may be (1e-6)",
     )
     p.add_argument(
         "--compare-modes",

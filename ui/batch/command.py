@@ -39,19 +39,21 @@ import trio
 
 from conclave.actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
 from conclave.actors.batch.ray_engine import RayEngine, RayUnavailable
-from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
+from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, JudgeRequest, Report
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
-from conclave.ui.batch.grading import is_correct
+from conclave.ui.batch.grading import Grade
+from conclave.ui.batch.judge import judge_request
 from conclave.ui.batch.lock import ResultsLocked, lock_results
 from conclave.ui.batch.modes import ModeName, parse_modes
 from conclave.ui.batch.plan import ChangedConfig, ConfigChanged, Plan, PlannedRun, plan_runs
 from conclave.ui.batch.progress import BatchProgress
+from conclave.ui.batch.record import grade_answer, result_record
 from conclave.ui.batch.results import ResultsFile, open_results, print_notes, result_key
 from conclave.ui.batch.setup import BatchSetup, prepare
-from conclave.ui.batch.summary import ModeSummary, render_table, summarise
-from conclave.ui.batch.tasks import BadLine
+from conclave.ui.batch.summary import ModeSummary, record_cost, render_table, spent_on, summarise
+from conclave.ui.batch.tasks import BadLine, TaskLine
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
 from conclave.ui.text import display_path
@@ -108,6 +110,13 @@ def batch_command(args: argparse.Namespace) -> int:
             results.close()
     finally:
         lock.release()
+
+
+def _judge_for(setup: BatchSetup, line: TaskLine) -> JudgeRequest | None:
+    grader = setup.grader_for(line)
+    if grader is None or grader.method is not Grade.MODEL or setup.judge is None:
+        return None
+    return judge_request(setup.judge, setup.rubric, line.task, line.expected)
 
 
 def _log_dir(root: Path | None, key: str, mode: str) -> Path | None:
@@ -187,6 +196,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             config=setup.config_for(run.line, run.mode),
             mode=setup.collaboration,
             log_dir=_log_dir(log_root, run.line.key, run.mode.name),
+            judge=_judge_for(setup, run.line),
         )
         for run in runs
     )
@@ -207,14 +217,17 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         run = session.runs[outcome.index]
         line, mode = run.line, run.mode
         result = outcome.result
-        correct = None
-        if setup.grade is not None and line.expected is not None:
-            correct = is_correct(
-                setup.grade, result["final_answer"], line.expected, setup.tolerance
-            )
-        record = {"id": line.id, "mode": mode.name, **result, "node": outcome.node}
-        record["config_hash"] = setup.hash_for(line, mode)
-        record["correct"] = correct
+        record = result_record(
+            line=line,
+            mode=mode.name,
+            config_name=setup.config_name,
+            config=setup.config_for(line, mode),
+            config_hash=setup.hash_for(line, mode),
+            outcome=outcome,
+            grader=setup.grader_for(line),
+            extractor=setup.extractor_for(line),
+            tolerance=setup.tolerance,
+        )
         session.timings.append((outcome.started, time.time()))
         try:
             results.append(record)
@@ -223,10 +236,9 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             engine.halt()
             return
         session.records[result_key(line.id, mode.name)] = record
-        cost = result.get("cost_usd")
+        cost = record_cost(record)
         progress.record(completed=result["termination"] == "completed", cost=cost)
-        if cost is not None:
-            session.spent += cost
+        session.spent += spent_on(record)
         if args.max_cost is not None and session.spent >= args.max_cost and not session.budget_hit:
             session.budget_hit = True
             engine.stop_starting()
@@ -300,14 +312,18 @@ def _summaries(setup: BatchSetup, session: _Session) -> list[ModeSummary]:
         records = [session.records.get(result_key(t.id, mode.name)) for t in setup.tasks]
         grades: list[bool | None] = []
         for task, record in zip(setup.tasks, records, strict=True):
-            if setup.grade is None or task.expected is None or record is None:
+            if record is None:
                 grades.append(None)
-            else:
-                grades.append(
-                    is_correct(
-                        setup.grade, record.get("final_answer"), task.expected, setup.tolerance
-                    )
-                )
+                continue
+            graded = grade_answer(
+                setup.grader_for(task),
+                setup.extractor_for(task),
+                record.get("final_answer"),
+                task.expected,
+                setup.tolerance,
+                record.get("judge"),
+            )
+            grades.append(graded.correct)
         rows.append(summarise(mode.name, records, grades))
     return rows
 

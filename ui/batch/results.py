@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from conclave.ui.batch.summary import spent_on
 from conclave.ui.text import display_path
 
 __all__ = ["ResultsFile", "open_results", "result_key"]
@@ -83,9 +84,7 @@ def open_results(path: Path) -> ResultsFile:
             notes.append(f"{shown}:{number}: not a result line; ignored")
             continue
         existing[result_key(record["id"], str(record.get("mode", "")))] = record
-        cost = record.get("cost_usd")
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
-            spent += cost
+        spent += spent_on(record)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     return ResultsFile(path=path, fd=fd, existing=existing, spent_usd=spent, notes=notes)
 

@@ -16,8 +16,16 @@ from conclave.config.modes import AgentMode, CollaborationMode, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import ConclaveConfig
+from conclave.ui.batch.extract import Extractor, parse_extractor
 from conclave.ui.batch.fingerprint import config_hash
-from conclave.ui.batch.grading import DEFAULT_TOLERANCE, Grade, expected_problem
+from conclave.ui.batch.grading import (
+    DEFAULT_TOLERANCE,
+    Grade,
+    Grader,
+    expected_problem,
+    parse_grader,
+)
+from conclave.ui.batch.judge import load_judge, read_rubric
 from conclave.ui.batch.modes import ModeName, parse_modes
 from conclave.ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
 from conclave.ui.text import display_path
@@ -37,9 +45,23 @@ class BatchSetup:
     """(id, mode) → the config of a line with overrides."""
     hashes: dict[tuple[str, str], str]
     """(id, mode) → the hash of a line's config with overrides."""
-    grade: Grade | None
+    grader: Grader | None
+    """``--grade``: for the lines without their own."""
+    extractor: Extractor | None
+    """``--extract``: for the lines without their own."""
     tolerance: float
     collaboration: CollaborationMode
+    config_name: str
+    """What results call the config: its file's name without ``.yaml``, or ``default``."""
+    judge: ConclaveConfig | None = None
+    """``--judge``: the config that grades ``model`` lines."""
+    rubric: str = ""
+
+    def grader_for(self, line: TaskLine) -> Grader | None:
+        return line.grader if line.grader is not None else self.grader
+
+    def extractor_for(self, line: TaskLine) -> Extractor | None:
+        return line.extractor if line.extractor is not None else self.extractor
 
     def config_for(self, line: TaskLine, mode: ModeName) -> ConclaveConfig:
         return self.configs.get((line.key, mode.name), self.bases[mode.name])
@@ -70,11 +92,15 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
             f"cannot read {display_path(tasks_path)} ({exc.strerror or exc}); pass the path "
             "of a JSON Lines file of tasks"
         ) from None
-    grade = Grade(args.grade) if args.grade is not None else None
+    grader, extractor = _grading_flags(args)
+    judge = load_judge(args.judge) if args.judge is not None else None
     good: list[TaskLine] = []
     configs: dict[tuple[str, str], ConclaveConfig] = {}
     for line in lines:
-        problem = _line_problem(line, resolved, modes, states, grade, configs)
+        effective = line.grader if line.grader is not None else grader
+        problem = _line_problem(line, resolved, modes, states, effective, configs)
+        if problem is None and effective is not None and effective.method is Grade.MODEL:
+            problem = None if judge is not None else '"grade": "model" needs --judge JUDGE.yaml'
         if problem is None:
             good.append(line)
         else:
@@ -89,10 +115,31 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
         bad=bad,
         configs=configs,
         hashes={key: config_hash(c, collaboration) for key, c in configs.items()},
-        grade=grade,
+        grader=grader,
+        extractor=extractor,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
         collaboration=collaboration,
+        config_name=resolved.found.path.stem if resolved.found.path is not None else "default",
+        judge=judge,
+        rubric=read_rubric(args.rubric),
     )
+
+
+def _grading_flags(args: argparse.Namespace) -> tuple[Grader | None, Extractor | None]:
+    try:
+        grader = parse_grader(args.grade) if args.grade is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--grade: {exc}") from None
+    try:
+        extractor = parse_extractor(args.extract) if args.extract is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--extract: {exc}") from None
+    model = grader is not None and grader.method is Grade.MODEL
+    if model and args.judge is None:
+        raise UsageError("--grade model needs --judge JUDGE.yaml: the config that grades")
+    if args.rubric is not None and args.judge is None:
+        raise UsageError("--rubric is the judge's; add --judge JUDGE.yaml or drop --rubric")
+    return grader, extractor
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -122,8 +169,10 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.out is not None and _same_file(Path(args.tasks), Path(args.out)):
         raise UsageError("--out is the tasks file itself; pass another file for the results")
-    if args.tolerance is not None and args.grade != "number":
-        raise UsageError("--tolerance applies to --grade number; add it or drop --tolerance")
+    if args.tolerance is not None and args.grade is None:
+        raise UsageError(
+            "--tolerance applies to --grade number and json:FIELD; add --grade or drop --tolerance"
+        )
 
 
 def _say_where(resolved: ResolvedConfig) -> None:
@@ -144,13 +193,13 @@ def _line_problem(
     resolved: ResolvedConfig,
     modes: Sequence[ModeName],
     states: Sequence[ModeState],
-    grade: Grade | None,
+    grader: Grader | None,
     configs: dict[tuple[str, str], ConclaveConfig],
 ) -> str | None:
     """Why the line cannot run (in some mode), or ``None``; its overridden configs go to
     ``configs``."""
-    if grade is not None and line.expected is not None:
-        problem = expected_problem(grade, line.expected)
+    if grader is not None and line.expected is not None:
+        problem = expected_problem(grader, line.expected)
         if problem is not None:
             return problem
     if line.overrides is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ModeSummary", "render_table", "summarise"]
+__all__ = ["ModeSummary", "record_cost", "render_table", "spent_on", "summarise"]
 
 _TIMED_OUT = ("timeout", "max_cost")
 
@@ -38,6 +38,26 @@ class ModeSummary:
         return attrs.asdict(self) | {"accuracy": self.accuracy}
 
 
+def record_cost(record: Mapping[str, Any]) -> float | None:
+    """What a result cost: its run, and its judge's runs when it was model-graded;
+    ``None`` when one of them had no price."""
+    costs = [record.get("cost_usd")]
+    if "judge" in record:
+        costs.append(record.get("grade_cost_usd"))
+    if any(c is None for c in costs):
+        return None
+    return sum(float(c) for c in costs if c is not None)
+
+
+def spent_on(record: Mapping[str, Any]) -> float:
+    """The priced part of :func:`record_cost`: what ``--max-cost`` counts."""
+    return sum(
+        float(c)
+        for c in (record.get("cost_usd"), record.get("grade_cost_usd"))
+        if isinstance(c, int | float) and not isinstance(c, bool)
+    )
+
+
 def _tokens(ran: Sequence[Mapping[str, Any]]) -> int | None:
     counts = [(r.get("input_tokens", 0), r.get("output_tokens", 0)) for r in ran]
     if any(n is None for pair in counts for n in pair):
@@ -58,7 +78,7 @@ def summarise(
     """``records``: the newest result of each task in this mode (``None``: not run);
     ``grades``: whether each was correct (``None``: not graded)."""
     ran = [r for r in records if r is not None]
-    costs = [r.get("cost_usd") for r in ran]
+    costs = [record_cost(r) for r in ran]
     known = bool(costs) and all(c is not None for c in costs)
     durations = [float(r.get("duration_s", 0.0)) for r in ran]
     graded: list[bool] = [g for g in grades if g is not None]

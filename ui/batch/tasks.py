@@ -1,10 +1,12 @@
-"""TASKS.jsonl: one task per line, ``{"id", "task", "overrides"?, "expected"?}``.
+"""TASKS.jsonl: one task per line, ``{"id", "task", "overrides"?, "expected"?, "grade"?,
+"extract"?, "metadata"?}``; any other key is the task's own metadata, kept on its results.
 
 Reading never stops at a bad line: each is reported with its line number and skipped, so one
 typo in a thousand lines costs one task, not the batch. A line is bad when it is not JSON,
-not an object, lacks ``id`` or ``task``, has a key not listed above, repeats an ``id`` seen
-on an earlier line (the first one runs), or carries ``overrides`` the config validator
-refuses. Blank lines are skipped silently.
+not an object, lacks ``id`` or ``task``, has a key that is a misspelling of one listed above
+(``expcted``: kept as metadata it would silently go ungraded), repeats an ``id`` seen on an
+earlier line (the first one runs), names a grader or an extraction that does not exist, or
+carries ``overrides`` the config validator refuses. Blank lines are skipped silently.
 
 ``overrides`` edit the config as the config file would: ``{"orchestrator": {...}}`` sets
 those orchestrator fields, ``{"agents": [...]}`` replaces the agents. They are checked with
@@ -15,22 +17,26 @@ table, and the result checked as ``conclave run`` checks its config.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import yaml
 
 from conclave.config.limits import MAX_TASK_BYTES
 from conclave.config.loader import RENAMED
-from conclave.config.problems import ConfigError, Problem
+from conclave.config.problems import ConfigError, Problem, closest
 from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
 from conclave.config.walker import INVALID, SchemaWalker
+from conclave.ui.batch.extract import Extractor, parse_extractor
+from conclave.ui.batch.grading import Grader, parse_grader
+
+_T = TypeVar("_T")
 
 __all__ = ["KEYS", "BadLine", "TaskLine", "apply_overrides", "read_tasks"]
 
-KEYS = ("id", "task", "overrides", "expected")
+KEYS = ("id", "task", "overrides", "expected", "grade", "extract", "metadata")
 _OVERRIDE_KEYS = ("orchestrator", "agents")
 
 
@@ -44,6 +50,12 @@ class TaskLine:
     overrides: Mapping[str, Any] | None = None
     expected: Any = None
     """``None`` when the line has none."""
+    grader: Grader | None = None
+    """The line's own ``"grade"``: wins over ``--grade``."""
+    extractor: Extractor | None = None
+    """The line's own ``"extract"``: wins over ``--extract``."""
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    """Its ``"metadata"`` object and every key not in :data:`KEYS`."""
 
     @property
     def key(self) -> str:
@@ -102,9 +114,21 @@ def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
         return bad(f"not JSON ({exc.msg} at column {exc.colno}); expected one object per line")
     if not isinstance(data, dict):
         return bad(f'expected an object such as {{"id": "q1", "task": "..."}}, got {_kind(data)}')
-    unknown = sorted(set(data) - set(KEYS))
-    if unknown:
-        return bad(f"unknown key {unknown[0]!r}; a line's keys are {', '.join(KEYS)}")
+    metadata: dict[str, Any] = {}
+    for key in data:
+        if key in KEYS:
+            continue
+        meant = closest(key, KEYS)
+        if meant is not None:
+            return bad(
+                f"unknown key {key!r}; did you mean {meant!r}? (keep your own fields under "
+                '"metadata" when a name is this close)'
+            )
+        metadata[key] = data[key]
+    given_metadata = data.get("metadata", {})
+    if not isinstance(given_metadata, dict):
+        return bad(f'"metadata" must be an object, got {_kind(given_metadata)}')
+    metadata.update(given_metadata)
     if "id" not in data:
         return bad('the key "id" is missing; give the line an id (a string or a whole number)')
     id_ = data["id"]
@@ -123,9 +147,34 @@ def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
             f'"overrides" must be an object such as {{"orchestrator": {{"run_timeout": 60}}}}, '
             f"got {_kind(overrides)}"
         )
+    try:
+        grader = _optional(data, "grade", parse_grader)
+        extractor = _optional(data, "extract", parse_extractor)
+    except ValueError as exc:
+        return bad(str(exc))
     return TaskLine(
-        line=number, id=id_, task=task.strip(), overrides=overrides, expected=data.get("expected")
+        line=number,
+        id=id_,
+        task=task.strip(),
+        overrides=overrides,
+        expected=data.get("expected"),
+        grader=grader,
+        extractor=extractor,
+        metadata=metadata,
     )
+
+
+def _optional(data: Mapping[str, Any], key: str, parse: Callable[[str], _T]) -> _T | None:
+    """``data[key]`` parsed, when given; ``ValueError`` (naming the key) when it is wrong."""
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, str):
+        raise ValueError(f'"{key}" must be text such as "last-line", got {_kind(value)}')
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ValueError(f'"{key}": {exc}') from None
 
 
 def _kind(value: Any) -> str:
