@@ -142,9 +142,11 @@ def test_compare_modes_runs_every_task_in_each_mode_and_prints_them_side_by_side
     assert all(len({a["agent"] for a in r["answers"]}) == 1 for r in single)
     multi = [r for r in records if r["mode"] == "multi-norefine"]
     assert all(r["strategy"] == "synthesize" for r in multi)
-    table = ran.out.strip().splitlines()
-    assert [row.split()[0] for row in table[1:]] == ["single", "multi-norefine"]
-    assert all("(3/3)" in row for row in table[1:])
+    table, paired = ran.out.strip().split("\n\n")
+    rows = table.splitlines()
+    assert [row.split()[0] for row in rows[1:]] == ["single", "multi-norefine"]
+    assert all("(3/3)" in row for row in rows[1:])
+    assert paired.splitlines()[1].split()[:4] == ["multi-norefine", "3", "+0.0", "pts"]
 
 
 def test_compare_modes_refuses_a_mode_it_does_not_know(

@@ -151,7 +151,7 @@ def test_reading_results_repairs_a_cut_last_line_before_appending(tmp_path: Path
     results.append({"id": "c", "termination": "completed"})
     results.close()
 
-    assert list(results.existing) == [("a", "")]
+    assert list(results.existing) == [("a", "", 1)]
     assert "cut short" in results.notes[0]
     assert path.read_text("utf-8").splitlines()[1] == '{"id": "c", "termination": "completed"}'
 
@@ -164,7 +164,7 @@ def test_a_line_of_results_that_is_not_a_result_is_named_and_ignored(tmp_path: P
     results.close()
 
     assert results.notes == [f"{path}:1: not a result line; ignored"]
-    assert list(results.existing) == [("a", "")]
+    assert list(results.existing) == [("a", "", 1)]
 
 
 def test_overrides_set_only_the_orchestrator_fields_they_name() -> None:

@@ -127,6 +127,26 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         "and compare them side by side",
     )
     p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="CONFIG.yaml",
+        help="run every task with each of these configs and compare them (paired "
+        "differences with 95%% bootstrap intervals against the first)",
+    )
+    p.add_argument(
+        "--epochs",
+        type=positive_count,
+        default=1,
+        metavar="K",
+        help="run each task K times in each variant; adds pass@1 and pass@K (1)",
+    )
+    p.add_argument(
+        "--category-field",
+        default="category",
+        metavar="KEY",
+        help="the task metadata key whose value groups results by category (category)",
+    )
+    p.add_argument(
         "--summary-json", metavar="PATH", help="also write the summary as JSON to this file"
     )
     p.add_argument(

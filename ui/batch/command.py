@@ -43,6 +43,7 @@ from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, JudgeReq
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
+from conclave.ui.batch.compare import PairedRow, paired_rows, render_paired
 from conclave.ui.batch.grading import Grade
 from conclave.ui.batch.judge import judge_request
 from conclave.ui.batch.lock import ResultsLocked, lock_results
@@ -50,9 +51,16 @@ from conclave.ui.batch.modes import ModeName, parse_modes
 from conclave.ui.batch.plan import ChangedConfig, ConfigChanged, Plan, PlannedRun, plan_runs
 from conclave.ui.batch.progress import BatchProgress
 from conclave.ui.batch.record import grade_answer, result_record
-from conclave.ui.batch.results import ResultsFile, open_results, print_notes, result_key
+from conclave.ui.batch.results import (
+    ResultKey,
+    ResultsFile,
+    open_results,
+    print_notes,
+    result_key,
+)
 from conclave.ui.batch.setup import BatchSetup, prepare
-from conclave.ui.batch.summary import ModeSummary, record_cost, render_table, spent_on, summarise
+from conclave.ui.batch.summary import ModeSummary, record_cost, render_table, spent_on
+from conclave.ui.batch.tally import Slot, VariantTally, category_of, render_categories
 from conclave.ui.batch.tasks import BadLine, TaskLine
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
@@ -119,18 +127,20 @@ def _judge_for(setup: BatchSetup, line: TaskLine) -> JudgeRequest | None:
     return judge_request(setup.judge, setup.rubric, line.task, line.expected)
 
 
-def _log_dir(root: Path | None, key: str, mode: str) -> Path | None:
+def _log_dir(root: Path | None, run: PlannedRun) -> Path | None:
     if root is None:
         return None
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)[:64]
-    return root / f"{safe}-{mode}-{secrets.token_hex(3)}"
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", run.line.key)[:64]
+    variant = re.sub(r"[^A-Za-z0-9._-]", "_", run.variant.name)[:64]
+    epoch = "" if run.epoch == 1 else f"-e{run.epoch}"
+    return root / f"{safe}-{variant}{epoch}-{secrets.token_hex(3)}"
 
 
 @attrs.define
 class _Session:
-    """What this invocation ran, and the newest record of every (id, mode)."""
+    """What this invocation ran, and the newest record of every (id, variant, epoch)."""
 
-    records: dict[tuple[str, str], dict[str, Any]]
+    records: dict[ResultKey, dict[str, Any]]
     spent: float
     """What the whole batch has cost: the lines RESULTS held, and this session's runs."""
     runs: tuple[PlannedRun, ...] = ()
@@ -193,9 +203,9 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         BatchJob(
             key=run.label,
             task=run.line.task,
-            config=setup.config_for(run.line, run.mode),
+            config=setup.config_for(run.line, run.variant),
             mode=setup.collaboration,
-            log_dir=_log_dir(log_root, run.line.key, run.mode.name),
+            log_dir=_log_dir(log_root, run),
             judge=_judge_for(setup, run.line),
         )
         for run in runs
@@ -215,14 +225,16 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         if write_failure:  # stopped: what workers still send is not written
             return
         run = session.runs[outcome.index]
-        line, mode = run.line, run.mode
+        line, variant = run.line, run.variant
         result = outcome.result
         record = result_record(
             line=line,
-            mode=mode.name,
-            config_name=setup.config_name,
-            config=setup.config_for(line, mode),
-            config_hash=setup.hash_for(line, mode),
+            variant=variant.name,
+            epoch=run.epoch,
+            mode=variant.mode.name,
+            config_name=variant.config_name,
+            config=setup.config_for(line, variant),
+            config_hash=setup.hash_for(line, variant),
             outcome=outcome,
             grader=setup.grader_for(line),
             extractor=setup.extractor_for(line),
@@ -235,7 +247,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             write_failure.append(exc)
             engine.halt()
             return
-        session.records[result_key(line.id, mode.name)] = record
+        session.records[result_key(line.id, variant.name, run.epoch)] = record
         cost = record_cost(record)
         progress.record(completed=result["termination"] == "completed", cost=cost)
         session.spent += spent_on(record)
@@ -267,10 +279,19 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             f"({exc.strerror or exc}); stopped, and the runs in flight were not written",
             file=sys.stderr,
         )
-    rows = _summaries(setup, session)
-    print(render_table(rows))
+    tallies = _tallies(setup, session)
+    rows = [tally.summary() for tally in tallies]
+    paired = paired_rows({tally.name: tally.scores() for tally in tallies})
+    print(render_table(rows, first="config" if args.compare else "mode"))
+    categories = render_categories(tallies, args.category_field)
+    if categories is not None:
+        print()
+        print(categories)
+    if paired:
+        print()
+        print(render_paired(paired))
     if args.summary_json is not None:
-        _write_summary_json(Path(args.summary_json), rows, session, wall)
+        _write_summary_json(Path(args.summary_json), rows, paired, session, wall)
     return exit_code(
         rows,
         setup.bad,
@@ -306,30 +327,44 @@ async def _drive(
             nursery.cancel_scope.cancel()
 
 
-def _summaries(setup: BatchSetup, session: _Session) -> list[ModeSummary]:
-    rows = []
-    for mode in setup.modes:
-        records = [session.records.get(result_key(t.id, mode.name)) for t in setup.tasks]
-        grades: list[bool | None] = []
-        for task, record in zip(setup.tasks, records, strict=True):
-            if record is None:
-                grades.append(None)
-                continue
-            graded = grade_answer(
-                setup.grader_for(task),
-                setup.extractor_for(task),
-                record.get("final_answer"),
-                task.expected,
-                setup.tolerance,
-                record.get("judge"),
-            )
-            grades.append(graded.correct)
-        rows.append(summarise(mode.name, records, grades))
-    return rows
+def _tallies(setup: BatchSetup, session: _Session) -> list[VariantTally]:
+    """Each variant's results, graded again from the lines' current expected and graders."""
+    tallies = []
+    for variant in setup.variants:
+        slots = []
+        for task in setup.tasks:
+            category = category_of(task.metadata, setup.category_field)
+            for epoch in range(1, setup.epochs + 1):
+                record = session.records.get(result_key(task.id, variant.name, epoch))
+                correct = None
+                if record is not None:
+                    correct = grade_answer(
+                        setup.grader_for(task),
+                        setup.extractor_for(task),
+                        record.get("final_answer"),
+                        task.expected,
+                        setup.tolerance,
+                        record.get("judge"),
+                    ).correct
+                slots.append(
+                    Slot(
+                        task=task.key,
+                        epoch=epoch,
+                        category=category,
+                        record=record,
+                        correct=correct,
+                    )
+                )
+        tallies.append(VariantTally(name=variant.name, epochs=setup.epochs, slots=tuple(slots)))
+    return tallies
 
 
 def _write_summary_json(
-    path: Path, rows: Sequence[ModeSummary], session: _Session, wall: float
+    path: Path,
+    rows: Sequence[ModeSummary],
+    paired: Sequence[PairedRow],
+    session: _Session,
+    wall: float,
 ) -> None:
     """The table's figures, and this session's: its runs, its wall time, and the time from
     the first run's start to the last run's end (start-up left out: what a rate divides)."""
@@ -337,6 +372,7 @@ def _write_summary_json(
     running = max(end for _, end in runs) - min(start for start, _ in runs) if runs else 0.0
     data = {
         "modes": [row.to_json() for row in rows],
+        "paired": [row.to_json() for row in paired],
         "session": {"runs": len(runs), "wall_s": round(wall, 3), "runs_wall_s": round(running, 3)},
     }
     try:

@@ -16,9 +16,8 @@ from typing import Any
 import attrs
 
 from conclave.config.wording import listed, plural
-from conclave.ui.batch.modes import ModeName
-from conclave.ui.batch.results import result_key
-from conclave.ui.batch.setup import BatchSetup
+from conclave.ui.batch.results import ResultKey, result_key
+from conclave.ui.batch.setup import BatchSetup, Variant
 from conclave.ui.batch.tasks import TaskLine
 
 __all__ = ["ChangedConfig", "ConfigChanged", "Plan", "PlannedRun", "plan_runs"]
@@ -37,11 +36,13 @@ class ChangedConfig(enum.Enum):
 @attrs.frozen(kw_only=True)
 class PlannedRun:
     line: TaskLine
-    mode: ModeName
+    variant: Variant
+    epoch: int = 1
 
     @property
     def label(self) -> str:
-        return f"{self.line.key} ({self.mode.name})"
+        epoch = "" if self.epoch == 1 else f", epoch {self.epoch}"
+        return f"{self.line.key} ({self.variant.name}{epoch})"
 
 
 @attrs.frozen(kw_only=True)
@@ -70,28 +71,34 @@ class ConfigChanged(Exception):
 
 def plan_runs(
     setup: BatchSetup,
-    records: Mapping[tuple[str, str], Mapping[str, Any]],
+    records: Mapping[ResultKey, Mapping[str, Any]],
     *,
     retry_failed: bool,
     changed: ChangedConfig,
 ) -> Plan:
-    """The runs to start, in task then mode order. Raises :class:`ConfigChanged`."""
+    """The runs to start, by epoch, then task, then variant (a batch stopped half-way has
+    every task's first epoch before any second). Raises :class:`ConfigChanged`."""
     runs: list[PlannedRun] = []
     stale: list[PlannedRun] = []
     skipped = 0
-    for line in setup.tasks:
-        for mode in setup.modes:
-            run = PlannedRun(line=line, mode=mode)
-            earlier = records.get(result_key(line.id, mode.name))
-            if earlier is None or (retry_failed and earlier.get("termination") != "completed"):
-                runs.append(run)
-            elif earlier.get("config_hash") != setup.hash_for(line, mode) and (
-                changed is not ChangedConfig.KEEP
-            ):
-                stale.append(run)
-                runs.append(run)
-            else:
-                skipped += 1
+    wanted = (
+        (epoch, line, variant)
+        for epoch in range(1, setup.epochs + 1)
+        for line in setup.tasks
+        for variant in setup.variants
+    )
+    for epoch, line, variant in wanted:
+        run = PlannedRun(line=line, variant=variant, epoch=epoch)
+        earlier = records.get(result_key(line.id, variant.name, epoch))
+        if earlier is None or (retry_failed and earlier.get("termination") != "completed"):
+            runs.append(run)
+        elif earlier.get("config_hash") != setup.hash_for(line, variant) and (
+            changed is not ChangedConfig.KEEP
+        ):
+            stale.append(run)
+            runs.append(run)
+        else:
+            skipped += 1
     if stale and changed is ChangedConfig.REFUSE:
         raise ConfigChanged(stale)
     return Plan(runs=tuple(runs), skipped=skipped, rerun_changed=len(stale))

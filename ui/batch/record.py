@@ -84,6 +84,8 @@ def grade_answer(
 def result_record(
     *,
     line: TaskLine,
+    variant: str,
+    epoch: int,
     mode: str,
     config_name: str,
     config: ConclaveConfig,
@@ -101,6 +103,8 @@ def result_record(
     )
     record: dict[str, Any] = {
         "id": line.id,
+        "variant": variant,
+        "epoch": epoch,
         "mode": mode,
         "config_name": config_name,
         "config_hash": config_hash,

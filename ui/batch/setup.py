@@ -1,12 +1,12 @@
-"""What a batch knows before anything runs: the modes, the config of every (line, mode)
-with its hash, the good and bad lines, and how to grade. Everything here is checked up
-front, so ``--dry-run`` is this module and nothing more."""
+"""What a batch knows before anything runs: the variants (configs by modes), the config of
+every (line, variant) with its hash, the good and bad lines, and how to grade. Everything
+here is checked up front, so ``--dry-run`` is this module and nothing more."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -30,29 +30,42 @@ from conclave.ui.batch.modes import ModeName, parse_modes
 from conclave.ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
 from conclave.ui.text import display_path
 
-__all__ = ["BatchSetup", "prepare"]
+__all__ = ["BatchSetup", "Variant", "prepare"]
+
+
+@attrs.frozen(kw_only=True)
+class Variant:
+    """One way every task runs: a config (``--compare`` names several) in a mode
+    (``--compare-modes`` names several). Results, the summary and the report call it by
+    :attr:`name`: the mode's name, the config's, or ``config/mode`` when both vary."""
+
+    name: str
+    mode: ModeName
+    config_name: str
 
 
 @attrs.frozen(kw_only=True)
 class BatchSetup:
-    modes: list[ModeName]
+    variants: list[Variant]
     bases: dict[str, ConclaveConfig]
-    """Mode name → the config of a line without overrides."""
+    """Variant name → the config of a line without overrides."""
     base_hashes: dict[str, str]
     tasks: list[TaskLine]
     bad: list[BadLine]
     configs: dict[tuple[str, str], ConclaveConfig]
-    """(id, mode) → the config of a line with overrides."""
+    """(id, variant name) → the config of a line with overrides."""
     hashes: dict[tuple[str, str], str]
-    """(id, mode) → the hash of a line's config with overrides."""
+    """(id, variant name) → the hash of a line's config with overrides."""
+    epochs: int = 1
+    """``--epochs``: how many times each task runs in each variant."""
+    category_field: str = "category"
+    """``--category-field``: the metadata key that names a task's category."""
     grader: Grader | None
     """``--grade``: for the lines without their own."""
     extractor: Extractor | None
     """``--extract``: for the lines without their own."""
     tolerance: float
     collaboration: CollaborationMode
-    config_name: str
-    """What results call the config: its file's name without ``.yaml``, or ``default``."""
     judge: ConclaveConfig | None = None
     """``--judge``: the config that grades ``model`` lines."""
     rubric: str = ""
@@ -63,11 +76,11 @@ class BatchSetup:
     def extractor_for(self, line: TaskLine) -> Extractor | None:
         return line.extractor if line.extractor is not None else self.extractor
 
-    def config_for(self, line: TaskLine, mode: ModeName) -> ConclaveConfig:
-        return self.configs.get((line.key, mode.name), self.bases[mode.name])
+    def config_for(self, line: TaskLine, variant: Variant) -> ConclaveConfig:
+        return self.configs.get((line.key, variant.name), self.bases[variant.name])
 
-    def hash_for(self, line: TaskLine, mode: ModeName) -> str:
-        return self.hashes.get((line.key, mode.name), self.base_hashes[mode.name])
+    def hash_for(self, line: TaskLine, variant: Variant) -> str:
+        return self.hashes.get((line.key, variant.name), self.base_hashes[variant.name])
 
 
 def prepare(args: argparse.Namespace) -> BatchSetup:
@@ -81,9 +94,21 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
     )
     flags = RunFlags.from_args(args)
     states = flags.mode_states([(m.agent_mode, m.refinement) for m in modes])
-    resolved = resolve(flags)
-    _say_where(resolved)
-    bases = {m.name: resolved.for_flags(state) for m, state in zip(modes, states, strict=True)}
+    state_of = dict(zip(modes, states, strict=True))
+    sources = _sources(args, flags)
+    variants: list[Variant] = []
+    bases: dict[str, ConclaveConfig] = {}
+    for config_name, resolved in sources:
+        for mode, state in zip(modes, states, strict=True):
+            name = (
+                f"{config_name}/{mode.name}"
+                if len(sources) > 1 and len(modes) > 1
+                else config_name
+                if len(sources) > 1
+                else mode.name
+            )
+            variants.append(Variant(name=name, mode=mode, config_name=config_name))
+            bases[name] = resolved.for_flags(state)
     tasks_path = Path(args.tasks)
     try:
         lines, bad = read_tasks(tasks_path)
@@ -98,7 +123,7 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
     configs: dict[tuple[str, str], ConclaveConfig] = {}
     for line in lines:
         effective = line.grader if line.grader is not None else grader
-        problem = _line_problem(line, resolved, modes, states, effective, configs)
+        problem = _line_problem(line, sources, variants, state_of, effective, configs)
         if problem is None and effective is not None and effective.method is Grade.MODEL:
             problem = None if judge is not None else '"grade": "model" needs --judge JUDGE.yaml'
         if problem is None:
@@ -108,7 +133,7 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
     bad.sort(key=lambda b: b.line)
     collaboration = flags.collaboration
     return BatchSetup(
-        modes=modes,
+        variants=variants,
         bases=bases,
         base_hashes={name: config_hash(c, collaboration) for name, c in bases.items()},
         tasks=good,
@@ -119,7 +144,8 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
         extractor=extractor,
         tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
         collaboration=collaboration,
-        config_name=resolved.found.path.stem if resolved.found.path is not None else "default",
+        epochs=args.epochs,
+        category_field=args.category_field,
         judge=judge,
         rubric=read_rubric(args.rubric),
     )
@@ -175,6 +201,32 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
 
 
+def _sources(args: argparse.Namespace, flags: RunFlags) -> list[tuple[str, ResolvedConfig]]:
+    """Each config the batch compares (``--compare``), or the one config, by name."""
+    if not args.compare:
+        resolved = resolve(flags)
+        _say_where(resolved)
+        return [(_config_name(resolved), resolved)]
+    if args.config is not None or args.agents is not None:
+        raise UsageError("--compare names the configs to run; drop --config and --agents")
+    sources: list[tuple[str, ResolvedConfig]] = []
+    for path in args.compare:
+        resolved = resolve(attrs.evolve(flags, config=path))
+        name = _config_name(resolved)
+        if any(name == known for known, _ in sources):
+            raise UsageError(
+                f"--compare: two configs are named {name!r} (results tell configs apart by "
+                "file name); rename one"
+            )
+        _say_where(resolved)
+        sources.append((name, resolved))
+    return sources
+
+
+def _config_name(resolved: ResolvedConfig) -> str:
+    return resolved.found.path.stem if resolved.found.path is not None else "default"
+
+
 def _say_where(resolved: ResolvedConfig) -> None:
     for note in (resolved.source_note(len(resolved.base.agents)), resolved.unpriced_note()):
         if note is not None:
@@ -190,9 +242,9 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _line_problem(
     line: TaskLine,
-    resolved: ResolvedConfig,
-    modes: Sequence[ModeName],
-    states: Sequence[ModeState],
+    sources: Sequence[tuple[str, ResolvedConfig]],
+    variants: Sequence[Variant],
+    state_of: Mapping[ModeName, ModeState],
     grader: Grader | None,
     configs: dict[tuple[str, str], ConclaveConfig],
 ) -> str | None:
@@ -205,9 +257,12 @@ def _line_problem(
     if line.overrides is None:
         return None
     try:
-        overridden = attrs.evolve(resolved, base=apply_overrides(resolved.base, line.overrides))
-        for mode, state in zip(modes, states, strict=True):
-            configs[line.key, mode.name] = overridden.for_flags(state)
+        for config_name, resolved in sources:
+            base = apply_overrides(resolved.base, line.overrides)
+            overridden = attrs.evolve(resolved, base=base)
+            for variant in variants:
+                if variant.config_name == config_name:
+                    configs[line.key, variant.name] = overridden.for_flags(state_of[variant.mode])
     except ConfigError as exc:
         return "overrides refused: " + "; ".join(p.render() for p in exc.problems)
     except UsageError as exc:
