@@ -92,6 +92,24 @@ def _register_batch(sub: _Subcommands) -> None:
     batch.set_defaults(handler=handle)
 
 
+def _register_report(sub: _Subcommands) -> None:
+    from conclave.ui.batch.report_command import add_report_arguments
+
+    report = sub.add_parser(
+        "report",
+        help="tables (Markdown) and an HTML report of conclave batch results",
+        description="See docs/batch.md: the report.",
+    )
+    add_report_arguments(report)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.batch.report_command import report_command
+
+        return report_command(args)
+
+    report.set_defaults(handler=handle)
+
+
 def _register_replay(sub: _Subcommands) -> None:
     replay = sub.add_parser("replay", help="print a finished run's timeline from its events.jsonl")
     replay.add_argument("events", metavar="EVENTS.jsonl")
@@ -216,6 +234,7 @@ def _register_serve(sub: _Subcommands) -> None:
 _COMMANDS = (
     _register_run,
     _register_batch,
+    _register_report,
     _register_repl,
     _register_serve,
     _register_replay,
@@ -392,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command_name(normalised: list[str]) -> str:
     first = normalised[0] if normalised else ""
-    named = ("run", "batch", "repl", "serve", "replay", "validate", "bench", "import")
+    named = ("run", "batch", "report", "repl", "serve", "replay", "validate", "bench", "import")
     return f"conclave {first}" if first in named else "conclave"
 
 

@@ -121,8 +121,8 @@ def test_accuracy_is_given_per_category_from_the_tasks_metadata(
 
     categories = _sections(ran.out)[1]
     assert categories[0].split() == ["category", "multi"]
-    assert categories[1].split() == ["math", "50.0%", "(1/2)"]
-    assert categories[2].split() == ["geo", "100.0%", "(1/1)"]
+    assert categories[1].split() == ["geo", "100.0%", "(1/1)"]
+    assert categories[2].split() == ["math", "50.0%", "(1/2)"]
 
 
 def test_compare_runs_every_config_on_the_same_tasks_with_paired_differences(

@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from conclave.ui.batch.tables import Table
+
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "Estimate",
@@ -24,6 +26,7 @@ __all__ = [
     "TaskScores",
     "bootstrap_ci",
     "paired_rows",
+    "paired_table",
     "pass_at_k",
     "render_paired",
 ]
@@ -136,8 +139,8 @@ def _cell(estimate: Estimate | None, fmt: str) -> tuple[str, str]:
     return fmt.format(estimate.mean), f"[{fmt.format(estimate.low)}, {fmt.format(estimate.high)}]"
 
 
-def render_paired(rows: Sequence[PairedRow]) -> str:
-    """The paired differences as a table, one row per variant against the baseline."""
+def paired_table(rows: Sequence[PairedRow]) -> Table:
+    """The paired differences, one row per variant against the baseline."""
     header = ["vs " + rows[0].baseline, "tasks", "accuracy Δ", "95% CI", "cost Δ/task",
               "95% CI", "latency Δ", "95% CI"]  # fmt: skip
     cells = []
@@ -152,15 +155,12 @@ def render_paired(rows: Sequence[PairedRow]) -> str:
                 *_cell(row.latency_s, "{:+.2f}s"),
             ]
         )
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+    return Table(header=header, rows=cells)
 
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.ljust(w) if i == 0 else v.rjust(w)
-            for i, (v, w) in enumerate(zip(values, widths, strict=True))
-        )
 
-    return "\n".join([line(header), *(line(c) for c in cells)])
+def render_paired(rows: Sequence[PairedRow]) -> str:
+    """:func:`paired_table` as aligned columns."""
+    return paired_table(rows).aligned()
 
 
 def _points(estimate: Estimate | None) -> Estimate | None:

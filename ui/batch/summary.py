@@ -11,8 +11,16 @@ from typing import Any
 import attrs
 
 from conclave.ui.batch.compare import pass_at_k
+from conclave.ui.batch.tables import Table
 
-__all__ = ["ModeSummary", "record_cost", "render_table", "spent_on", "summarise"]
+__all__ = [
+    "ModeSummary",
+    "record_cost",
+    "render_table",
+    "spent_on",
+    "summarise",
+    "summary_table",
+]
 
 _TIMED_OUT = ("timeout", "max_cost")
 
@@ -136,8 +144,8 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def render_table(rows: Sequence[ModeSummary], *, first: str = "mode") -> str:
-    """The table; ``first`` heads the column naming the variants (``mode``, ``config``)."""
+def summary_table(rows: Sequence[ModeSummary], *, first: str = "mode") -> Table:
+    """The figures; ``first`` heads the column naming the variants (``mode``, ``config``)."""
     epochs = max((row.epochs for row in rows), default=1)
     columns = [first, *_COLUMNS[1:]]
     if epochs > 1:
@@ -160,18 +168,9 @@ def render_table(rows: Sequence[ModeSummary], *, first: str = "mode") -> str:
         ]
         for row in rows
     ]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(columns, widths, strict=True))
-        )
-    ]
-    for r in cells:
-        lines.append(
-            "  ".join(
-                v.ljust(w) if i == 0 else v.rjust(w)
-                for i, (v, w) in enumerate(zip(r, widths, strict=True))
-            )
-        )
-    return "\n".join(lines)
+    return Table(header=columns, rows=cells)
+
+
+def render_table(rows: Sequence[ModeSummary], *, first: str = "mode") -> str:
+    """:func:`summary_table` as aligned columns."""
+    return summary_table(rows, first=first).aligned()

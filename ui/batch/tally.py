@@ -13,6 +13,7 @@ import attrs
 
 from conclave.ui.batch.compare import TaskScores
 from conclave.ui.batch.summary import ModeSummary, record_cost, summarise
+from conclave.ui.batch.tables import Table
 
 __all__ = [
     "CategoryCell",
@@ -20,6 +21,7 @@ __all__ = [
     "VariantTally",
     "category_of",
     "category_rows",
+    "category_table",
     "render_categories",
 ]
 
@@ -88,7 +90,8 @@ class CategoryCell:
 def category_rows(
     tallies: Sequence[VariantTally],
 ) -> dict[str, dict[str, CategoryCell]]:
-    """Category → variant → its graded and correct runs; empty when no task has one."""
+    """Category (sorted by name) → variant → its graded and correct runs; empty when no
+    task has one."""
     rows: dict[str, dict[str, CategoryCell]] = {}
     for tally in tallies:
         for slot in tally.slots:
@@ -99,31 +102,30 @@ def category_rows(
             if slot.correct is not None:
                 cell = CategoryCell(graded=cell.graded + 1, correct=cell.correct + slot.correct)
             row[tally.name] = cell
-    return rows
+    return {name: rows[name] for name in sorted(rows)}
 
 
-def render_categories(tallies: Sequence[VariantTally], field: str) -> str | None:
+def category_table(tallies: Sequence[VariantTally], field: str) -> Table | None:
     """Accuracy per category (a column per variant); ``None`` when no task has one."""
     rows = category_rows(tallies)
     if not rows:
         return None
-    header = [field, *(t.name for t in tallies)]
 
     def cell(c: CategoryCell | None) -> str:
         if c is None or c.accuracy is None:
             return "-"
         return f"{c.accuracy:.1%} ({c.correct}/{c.graded})"
 
-    cells = [[name, *(cell(row.get(t.name)) for t in tallies)] for name, row in rows.items()]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+    return Table(
+        header=[field, *(t.name for t in tallies)],
+        rows=[[name, *(cell(row.get(t.name)) for t in tallies)] for name, row in rows.items()],
+    )
 
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.ljust(w) if i == 0 else v.rjust(w)
-            for i, (v, w) in enumerate(zip(values, widths, strict=True))
-        )
 
-    return "\n".join([line(header), *(line(c) for c in cells)])
+def render_categories(tallies: Sequence[VariantTally], field: str) -> str | None:
+    """:func:`category_table` as aligned columns."""
+    table = category_table(tallies, field)
+    return None if table is None else table.aligned()
 
 
 def category_of(metadata: Mapping[str, Any] | None, field: str) -> str | None:
