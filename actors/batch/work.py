@@ -20,6 +20,7 @@ import attrs
 
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import ConclaveConfig
 
@@ -48,6 +49,8 @@ class BatchJob:
     """After flags, the mode's overrides and the line's own overrides."""
     mode: CollaborationMode = CollaborationMode.DEFAULT
     log_dir: Path | None = None
+    history: tuple[Turn, ...] = ()
+    """Earlier turns of the conversation (a chat input)."""
     judge: JudgeRequest | None = None
 
 
@@ -92,6 +95,7 @@ class BatchWork:
                     config=job.config,
                     mode=job.mode,
                     log_dir=job.log_dir,
+                    history=job.history,
                     backends=pool,
                 )
                 started = time.time()

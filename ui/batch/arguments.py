@@ -38,14 +38,31 @@ def tolerance(text: str) -> float:
 def add_batch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "tasks",
-        metavar="TASKS.jsonl",
-        help='one task per line: {"id", "task", "overrides"?, "expected"?}',
+        metavar="TASKS",
+        help='JSON Lines, one task per line ({"id", "task", "expected"?, ...}), or a .csv '
+        "file with a header row",
     )
     p.add_argument(
         "--out",
         metavar="RESULTS.jsonl",
         help="results are appended here, one JSON object per finished run; running again "
         "skips the tasks it already holds (required unless --dry-run)",
+    )
+    p.add_argument(
+        "--input-field",
+        default="task",
+        metavar="KEY",
+        help="the field of each line (or CSV column) holding the task: text or chat "
+        "messages (task)",
+    )
+    p.add_argument(
+        "--target-field",
+        default="expected",
+        metavar="KEY",
+        help="the field holding the expected answer (expected)",
+    )
+    p.add_argument(
+        "--id-field", default="id", metavar="KEY", help="the field holding the task's id (id)"
     )
     p.add_argument(
         "--concurrency", type=positive_count, default=8, metavar="N", help="runs at once (8)"

@@ -206,6 +206,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             config=setup.config_for(run.line, run.variant),
             mode=setup.collaboration,
             log_dir=_log_dir(log_root, run),
+            history=run.line.history,
             judge=_judge_for(setup, run.line),
         )
         for run in runs

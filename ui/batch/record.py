@@ -112,6 +112,7 @@ def result_record(
         "task": line.task,
         "metadata": dict(line.metadata),
         "expected": line.expected,
+        "history": [{"task": t.task, "answer": t.final_answer} for t in line.history],
         "models": models_of(config),
         "conclave_version": conclave_version(),
         "started_at": started.isoformat(timespec="microseconds"),

@@ -27,7 +27,7 @@ from conclave.ui.batch.grading import (
 )
 from conclave.ui.batch.judge import load_judge, read_rubric
 from conclave.ui.batch.modes import ModeName, parse_modes
-from conclave.ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
+from conclave.ui.batch.tasks import BadLine, Fields, TaskLine, apply_overrides, read_tasks
 from conclave.ui.text import display_path
 
 __all__ = ["BatchSetup", "Variant", "prepare"]
@@ -111,7 +111,8 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
             bases[name] = resolved.for_flags(state)
     tasks_path = Path(args.tasks)
     try:
-        lines, bad = read_tasks(tasks_path)
+        fields = Fields(id=args.id_field, input=args.input_field, target=args.target_field)
+        lines, bad = read_tasks(tasks_path, fields)
     except OSError as exc:
         raise UsageError(
             f"cannot read {display_path(tasks_path)} ({exc.strerror or exc}); pass the path "

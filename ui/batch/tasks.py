@@ -24,17 +24,19 @@ from typing import Any, TypeVar
 import attrs
 import yaml
 
+from conclave.actors.run.turn import Turn
 from conclave.config.limits import MAX_TASK_BYTES
 from conclave.config.loader import RENAMED
 from conclave.config.problems import ConfigError, Problem, closest
 from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
 from conclave.config.walker import INVALID, SchemaWalker
+from conclave.ui.batch.dataset import chat_task, read_rows
 from conclave.ui.batch.extract import Extractor, parse_extractor
 from conclave.ui.batch.grading import Grader, parse_grader
 
 _T = TypeVar("_T")
 
-__all__ = ["KEYS", "BadLine", "TaskLine", "apply_overrides", "read_tasks"]
+__all__ = ["KEYS", "BadLine", "Fields", "TaskLine", "apply_overrides", "read_tasks"]
 
 KEYS = ("id", "task", "overrides", "expected", "grade", "extract", "metadata")
 _OVERRIDE_KEYS = ("orchestrator", "agents")
@@ -56,6 +58,8 @@ class TaskLine:
     """The line's own ``"extract"``: wins over ``--extract``."""
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     """Its ``"metadata"`` object and every key not in :data:`KEYS`."""
+    history: tuple[Turn, ...] = ()
+    """With a chat input: the conversation's earlier turns."""
 
     @property
     def key(self) -> str:
@@ -71,54 +75,60 @@ class BadLine:
         return f"{source}:{self.line}: {self.reason}; the line was skipped"
 
 
-def read_tasks(path: Path) -> tuple[list[TaskLine], list[BadLine]]:
-    """Every good line and every bad one, in file order. Raises ``OSError`` if the file
-    cannot be read at all."""
+@attrs.frozen(kw_only=True)
+class Fields:
+    """Which field of a row holds what (``--id-field``, ``--input-field``,
+    ``--target-field``), for datasets whose names differ from Conclave's."""
+
+    id: str = "id"
+    input: str = "task"
+    target: str = "expected"
+
+    def keys(self) -> tuple[str, ...]:
+        return (self.id, self.input, self.target, *KEYS[3:])
+
+
+def read_tasks(path: Path, fields: Fields | None = None) -> tuple[list[TaskLine], list[BadLine]]:
+    """Every good line and every bad one, in file order (JSON Lines or CSV:
+    :mod:`ui.batch.dataset`). Raises ``OSError`` if the file cannot be read at all."""
+    fields = fields if fields is not None else Fields()
     good: list[TaskLine] = []
     bad: list[BadLine] = []
     seen: dict[str, int] = {}
-    with path.open("rb") as file:
-        for number, raw in enumerate(file, start=1):
-            if not raw.strip():
-                continue
-            parsed = _parse(number, raw)
-            if isinstance(parsed, BadLine):
-                bad.append(parsed)
-                continue
-            first = seen.get(parsed.key)
-            if first is not None:
-                bad.append(
-                    BadLine(
-                        line=number,
-                        reason=f"id {parsed.key!r} is already used on line {first}; "
-                        "give every line its own id",
-                    )
+    for number, row in read_rows(path):
+        parsed = (
+            BadLine(line=number, reason=row)
+            if isinstance(row, str)
+            else _parse(number, row, fields)
+        )
+        if isinstance(parsed, BadLine):
+            bad.append(parsed)
+            continue
+        first = seen.get(parsed.key)
+        if first is not None:
+            bad.append(
+                BadLine(
+                    line=number,
+                    reason=f"id {parsed.key!r} is already used on line {first}; "
+                    "give every line its own id",
                 )
-                continue
-            seen[parsed.key] = number
-            good.append(parsed)
+            )
+            continue
+        seen[parsed.key] = number
+        good.append(parsed)
     return good, bad
 
 
-def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
+def _parse(number: int, data: Mapping[str, Any], fields: Fields) -> TaskLine | BadLine:
     def bad(reason: str) -> BadLine:
         return BadLine(line=number, reason=reason)
 
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return bad(f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return bad(f"not JSON ({exc.msg} at column {exc.colno}); expected one object per line")
-    if not isinstance(data, dict):
-        return bad(f'expected an object such as {{"id": "q1", "task": "..."}}, got {_kind(data)}')
+    keys = fields.keys()
     metadata: dict[str, Any] = {}
     for key in data:
-        if key in KEYS:
+        if key in keys:
             continue
-        meant = closest(key, KEYS)
+        meant = closest(key, keys)
         if meant is not None:
             return bad(
                 f"unknown key {key!r}; did you mean {meant!r}? (keep your own fields under "
@@ -129,19 +139,35 @@ def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
     if not isinstance(given_metadata, dict):
         return bad(f'"metadata" must be an object, got {_kind(given_metadata)}')
     metadata.update(given_metadata)
-    if "id" not in data:
-        return bad('the key "id" is missing; give the line an id (a string or a whole number)')
-    id_ = data["id"]
+    id_key, input_key = fields.id, fields.input
+    if id_key not in data:
+        return bad(
+            f'the key "{id_key}" is missing; give the line an id (a string or a whole number)'
+        )
+    id_ = data[id_key]
     if isinstance(id_, bool) or not isinstance(id_, str | int) or str(id_).strip() == "":
-        return bad(f'"id" must be a non-empty string or a whole number, got {_kind(id_)}')
-    task = data.get("task")
+        return bad(f'"{id_key}" must be a non-empty string or a whole number, got {_kind(id_)}')
+    task = data.get(input_key)
     if task is None:
-        return bad('the key "task" is missing; give the line its task as a string')
+        return bad(
+            f'the key "{input_key}" is missing; give the line its task as text or chat messages'
+        )
+    history: tuple[Turn, ...] = ()
+    if isinstance(task, list):
+        try:
+            task, history = chat_task(task)
+        except ValueError as exc:
+            return bad(f'"{input_key}": {exc}')
     if not isinstance(task, str) or not task.strip():
-        return bad(f'"task" must be non-empty text, got {_kind(task)}')
+        return bad(f'"{input_key}" must be non-empty text or chat messages, got {_kind(task)}')
     if len(task.encode("utf-8", "surrogatepass")) > MAX_TASK_BYTES:
-        return bad(f'"task" is larger than {MAX_TASK_BYTES // 1_048_576} MiB; shorten it')
+        return bad(f'"{input_key}" is larger than {MAX_TASK_BYTES // 1_048_576} MiB; shorten it')
     overrides = data.get("overrides")
+    if isinstance(overrides, str):  # a CSV cell
+        try:
+            overrides = json.loads(overrides)
+        except json.JSONDecodeError:
+            return bad('"overrides" must be a JSON object')
     if overrides is not None and not isinstance(overrides, dict):
         return bad(
             f'"overrides" must be an object such as {{"orchestrator": {{"run_timeout": 60}}}}, '
@@ -157,10 +183,11 @@ def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
         id=id_,
         task=task.strip(),
         overrides=overrides,
-        expected=data.get("expected"),
+        expected=data.get(fields.target),
         grader=grader,
         extractor=extractor,
         metadata=metadata,
+        history=history,
     )
 
 
