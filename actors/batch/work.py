@@ -20,6 +20,7 @@ import attrs
 
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.result import Termination
 from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import ConclaveConfig
@@ -51,6 +52,9 @@ class BatchJob:
     log_dir: Path | None = None
     history: tuple[Turn, ...] = ()
     """Earlier turns of the conversation (a chat input)."""
+    retries: int = 0
+    """How many more times a run that ends ``failed`` is tried (``--retries``); the last
+    try is the one reported."""
     judge: JudgeRequest | None = None
 
 
@@ -68,6 +72,15 @@ class JobOutcome:
     """Wall-clock time (``time.time()``) the run started, for the batch's rate."""
     judge: dict[str, Any] | None = None
     """The judge's ``RunResult.to_json()``, when the job had one and the run an answer."""
+    attempts: int = 1
+    """How many times it ran: more than one when a failed run was retried."""
+
+
+def _attempt_dir(log_dir: Path | None, attempt: int) -> Path | None:
+    """A retry's own log directory beside the first's (an event log is created once)."""
+    if log_dir is None or attempt == 1:
+        return log_dir
+    return log_dir.with_name(f"{log_dir.name}-retry{attempt - 1}")
 
 
 Report = Callable[[JobOutcome], None]
@@ -90,16 +103,21 @@ class BatchWork:
 
             async def run_job(index: int) -> None:
                 job = self.jobs[index]
-                spec = RunSpec(
-                    task=job.task,
-                    config=job.config,
-                    mode=job.mode,
-                    log_dir=job.log_dir,
-                    history=job.history,
-                    backends=pool,
-                )
-                started = time.time()
-                result = await run(spec)
+                attempt = 0
+                while True:  # a failed run is tried again, up to job.retries more times
+                    attempt += 1
+                    spec = RunSpec(
+                        task=job.task,
+                        config=job.config,
+                        mode=job.mode,
+                        log_dir=_attempt_dir(job.log_dir, attempt),
+                        history=job.history,
+                        backends=pool,
+                    )
+                    started = time.time()
+                    result = await run(spec)
+                    if result.termination is not Termination.FAILED or attempt > job.retries:
+                        break
                 judged = None
                 if job.judge is not None and result.final_answer is not None:
                     verdict = await run(
@@ -117,6 +135,7 @@ class BatchWork:
                         node=node,
                         started=started,
                         judge=judged,
+                        attempts=attempt,
                     )
                 )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from conclave.config.flags import add_run_flags, dollars
+from conclave.ui.batch.failures import failure_limit
 
 __all__ = ["ENGINES", "add_batch_arguments", "positive_count", "tolerance"]
 
@@ -20,6 +21,17 @@ def positive_count(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
     if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+    return value
+
+
+def retry_count(text: str) -> int:
+    expected = "a whole number from 0 to 100"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
 
@@ -91,6 +103,19 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         "--retry-failed",
         action="store_true",
         help="also run again the tasks whose newest result did not complete",
+    )
+    p.add_argument(
+        "--retries",
+        type=retry_count,
+        default=0,
+        metavar="N",
+        help="run a run that fails again, up to N more times, before writing it (0)",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=failure_limit,
+        metavar="N|P%",
+        help="stop starting runs once N runs (or P%% of at least 10) have failed",
     )
     p.add_argument(
         "--rerun-changed",

@@ -145,6 +145,10 @@ class _Session:
     """What the whole batch has cost: the lines RESULTS held, and this session's runs."""
     runs: tuple[PlannedRun, ...] = ()
     budget_hit: bool = False
+    failed: int = 0
+    finished: int = 0
+    failing: bool = False
+    """``--max-failures`` was reached."""
     signals: list[int] = attrs.field(factory=list)
     timings: list[tuple[float, float]] = attrs.field(factory=list)
     """(started, reported) wall-clock times of each run this session."""
@@ -207,6 +211,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             mode=setup.collaboration,
             log_dir=_log_dir(log_root, run),
             history=run.line.history,
+            retries=args.retries,
             judge=_judge_for(setup, run.line),
         )
         for run in runs
@@ -252,6 +257,21 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         cost = record_cost(record)
         progress.record(completed=result["termination"] == "completed", cost=cost)
         session.spent += spent_on(record)
+        session.finished += 1
+        session.failed += result["termination"] == "failed"
+        limit = args.max_failures
+        if (
+            limit is not None
+            and not session.failing
+            and limit.reached(session.failed, session.finished)
+        ):
+            session.failing = True
+            engine.stop_starting()
+            progress.say(
+                f"--max-failures: {session.failed:,} of {session.finished:,} runs failed "
+                f"(the limit is {limit.describe()}); starting no more runs, those in flight "
+                "finish"
+            )
         if args.max_cost is not None and session.spent >= args.max_cost and not session.budget_hit:
             session.budget_hit = True
             engine.stop_starting()

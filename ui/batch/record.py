@@ -118,6 +118,7 @@ def result_record(
         "started_at": started.isoformat(timespec="microseconds"),
         **result,
         "node": outcome.node,
+        "attempts": outcome.attempts,
         "grader": None if grader is None else grader.spec,
         "extract": None if extractor is None else extractor.spec,
         "extracted_answer": graded.extracted,
