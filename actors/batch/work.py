@@ -9,6 +9,7 @@ the batch's own process.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from conclave.actors.llm.cache import CacheStatistics, ResponseCache
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.run.result import Termination
@@ -74,6 +76,11 @@ class JobOutcome:
     """The judge's ``RunResult.to_json()``, when the job had one and the run an answer."""
     attempts: int = 1
     """How many times it ran: more than one when a failed run was retried."""
+    cache: CacheStatistics | None = None
+    """With a response cache: its hits and misses in the reporting process so far (the
+    newest outcome of each process holds that process's totals)."""
+    pid: int = 0
+    """The process that ran it."""
 
 
 def _attempt_dir(log_dir: Path | None, attempt: int) -> Path | None:
@@ -92,6 +99,9 @@ class BatchWork:
     """Runs ``jobs`` by index; see the module docstring."""
 
     jobs: Sequence[BatchJob]
+    cache_dir: Path | None = None
+    """``--cache``: where recorded replies are kept (:mod:`actors.llm.cache`); ``None``: no
+    cache."""
 
     @asynccontextmanager
     async def open(self, report: Report) -> AsyncIterator[Callable[[int], Awaitable[None]]]:
@@ -99,7 +109,8 @@ class BatchWork:
         and reports its outcome. Cancelled, the run in flight ends ``cancelled`` and is not
         reported (it runs again on resume)."""
         node = socket.gethostname()
-        async with open_backends() as pool:
+        cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
+        async with open_backends(cache=cache) as pool:
 
             async def run_job(index: int) -> None:
                 job = self.jobs[index]
@@ -136,6 +147,8 @@ class BatchWork:
                         started=started,
                         judge=judged,
                         attempts=attempt,
+                        cache=None if cache is None else cache.statistics(),
+                        pid=os.getpid(),
                     )
                 )
 

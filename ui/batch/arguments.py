@@ -105,6 +105,12 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         help="also run again the tasks whose newest result did not complete",
     )
     p.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="reuse recorded replies to identical requests (kept in DIR): a re-run is "
+        "reproducible and free (off by default)",
+    )
+    p.add_argument(
         "--retries",
         type=retry_count,
         default=0,

@@ -40,9 +40,11 @@ import trio
 from conclave.actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
 from conclave.actors.batch.ray_engine import RayEngine, RayUnavailable
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, JudgeRequest, Report
+from conclave.actors.llm.cache import CacheStatistics
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
+from conclave.ui.batch.cache_summary import CacheSummary
 from conclave.ui.batch.compare import PairedRow, paired_rows, render_paired
 from conclave.ui.batch.grading import Grade
 from conclave.ui.batch.judge import judge_request
@@ -149,6 +151,8 @@ class _Session:
     finished: int = 0
     failing: bool = False
     """``--max-failures`` was reached."""
+    cache: dict[tuple[str, int], CacheStatistics] = attrs.field(factory=dict)
+    """(host, pid) → that process's response cache figures, the newest reported."""
     signals: list[int] = attrs.field(factory=list)
     timings: list[tuple[float, float]] = attrs.field(factory=list)
     """(started, reported) wall-clock times of each run this session."""
@@ -257,6 +261,8 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         cost = record_cost(record)
         progress.record(completed=result["termination"] == "completed", cost=cost)
         session.spent += spent_on(record)
+        if outcome.cache is not None:
+            session.cache[outcome.node, outcome.pid] = outcome.cache
         session.finished += 1
         session.failed += result["termination"] == "failed"
         limit = args.max_failures
@@ -283,7 +289,9 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
     unavailable: list[RayUnavailable] = []
     if jobs:
         try:
-            trio.run(_drive, engine, BatchWork(jobs=jobs), report, session, progress)
+            cache_dir = Path(args.cache) if args.cache is not None else None
+            work = BatchWork(jobs=jobs, cache_dir=cache_dir)
+            trio.run(_drive, engine, work, report, session, progress)
         except* RayUnavailable as group:
             unavailable.extend(e for e in group.exceptions if isinstance(e, RayUnavailable))
     progress.finish()
@@ -311,8 +319,12 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
     if paired:
         print()
         print(render_paired(paired))
+    cache = _cache_summary(args, session)
+    if cache is not None:
+        print()
+        print(cache.line())
     if args.summary_json is not None:
-        _write_summary_json(Path(args.summary_json), rows, paired, session, wall)
+        _write_summary_json(Path(args.summary_json), rows, paired, cache, session, wall)
     return exit_code(
         rows,
         setup.bad,
@@ -346,6 +358,14 @@ async def _drive(
             nursery.start_soon(on_signals)
             await engine.run(work, report)
             nursery.cancel_scope.cancel()
+
+
+def _cache_summary(args: argparse.Namespace, session: _Session) -> CacheSummary | None:
+    if args.cache is None:
+        return None
+    hits = sum(s.hits for s in session.cache.values())
+    misses = sum(s.misses for s in session.cache.values())
+    return CacheSummary(path=display_path(args.cache), hits=hits, misses=misses)
 
 
 def _tallies(setup: BatchSetup, session: _Session) -> list[VariantTally]:
@@ -384,6 +404,7 @@ def _write_summary_json(
     path: Path,
     rows: Sequence[ModeSummary],
     paired: Sequence[PairedRow],
+    cache: CacheSummary | None,
     session: _Session,
     wall: float,
 ) -> None:
@@ -394,6 +415,7 @@ def _write_summary_json(
     data = {
         "modes": [row.to_json() for row in rows],
         "paired": [row.to_json() for row in paired],
+        "cache": None if cache is None else cache.to_json(),
         "session": {"runs": len(runs), "wall_s": round(wall, 3), "runs_wall_s": round(running, 3)},
     }
     try:

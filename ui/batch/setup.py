@@ -187,6 +187,10 @@ def _check_flags(args: argparse.Namespace) -> None:
             require_ray(args.address)
         except RayMissing as exc:
             raise UsageError(str(exc)) from None
+        if args.cache is not None:
+            raise UsageError(
+                "--cache works with --engine local (and --workers), not yet on Ray: drop it"
+            )
     elif args.address is not None:
         raise UsageError("--address is the Ray cluster's; add --engine ray or drop --address")
     if args.workers > args.concurrency:
