@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from conclave.actors.llm.cache import CacheStatistics, ResponseCache
+from conclave.actors.llm.cache import CacheStatistics, ResponseCache, cache_scope
 from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.run.result import Termination
@@ -54,6 +54,9 @@ class BatchJob:
     log_dir: Path | None = None
     history: tuple[Turn, ...] = ()
     """Earlier turns of the conversation (a chat input)."""
+    cache_scope: str = ""
+    """With a response cache, what keeps this job's replies apart from an equal job's (the
+    epoch: :data:`actors.llm.cache.cache_scope`)."""
     retries: int = 0
     """How many more times a run that ends ``failed`` is tried (``--retries``); the last
     try is the one reported."""
@@ -114,6 +117,7 @@ class BatchWork:
 
             async def run_job(index: int) -> None:
                 job = self.jobs[index]
+                cache_scope.set(job.cache_scope)  # this task's context: the run inherits it
                 attempt = 0
                 while True:  # a failed run is tried again, up to job.retries more times
                     attempt += 1

@@ -1,10 +1,11 @@
 """A response cache: identical requests by the same agent to the same backend reuse the
 recorded reply, so re-running a graded batch is reproducible and costs nothing.
 
-The key is the SHA-256 of :data:`KEY_VERSION`, the agent's id, its backend config (API keys
-left out: each is its mask) and the request (messages, tools, tool choice, output limit,
-purpose), as canonical JSON. The agent's id is in the key so that two agents of one panel
-keep their own replies (their diversity) even when their prompts are equal.
+The key is the SHA-256 of :data:`KEY_VERSION`, the :data:`cache_scope` (a batch's epoch),
+the agent's id, its backend config (API keys left out: each is its mask) and the request
+(messages, tools, tool choice, output limit, purpose), as canonical JSON. The agent's id is
+in the key so that two agents of one panel keep their own replies (their diversity) even
+when their prompts are equal.
 
 A reply is recorded only when the call succeeded; a cached reply is returned with zero
 usage, so it counts no tokens and no cost. Entries are files (``<key[:2]>/<key>.json``)
@@ -16,6 +17,7 @@ be read (cut short, another version's) is a miss, and is written again.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -38,10 +40,15 @@ from conclave.config.canonical import canonical_json
 from conclave.config.schema import AgentConfig
 from conclave.runtime.codec import converter
 
-__all__ = ["KEY_VERSION", "CacheStatistics", "CachedBackend", "ResponseCache"]
+__all__ = ["KEY_VERSION", "CacheStatistics", "CachedBackend", "ResponseCache", "cache_scope"]
 
 KEY_VERSION = 1
 """Part of every key: raised when what a key covers changes, so old entries stop matching."""
+
+cache_scope: contextvars.ContextVar[str] = contextvars.ContextVar("cache_scope", default="")
+"""Part of every key: set around a run (its tasks inherit it) to keep apart replies that
+must differ although their requests are equal, such as the epochs of a batch's task: each
+epoch is a fresh sample, and a re-run reuses each epoch's own."""
 
 
 @attrs.frozen(kw_only=True)
@@ -60,7 +67,13 @@ class ResponseCache:
 
     def key(self, agent: AgentConfig, request: CompletionRequest) -> str:
         text = canonical_json(
-            {"v": KEY_VERSION, "agent": agent.id, "backend": agent.backend, "request": request}
+            {
+                "v": KEY_VERSION,
+                "scope": cache_scope.get(),
+                "agent": agent.id,
+                "backend": agent.backend,
+                "request": request,
+            }
         )
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

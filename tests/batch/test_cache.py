@@ -47,7 +47,7 @@ def test_a_rerun_answers_from_the_cache_with_the_same_answers_and_no_tokens(
 
     assert "response cache replies: 0 of 3 calls answered from it (hit rate 0.0%)" in first.out
     assert "response cache replies: 3 of 3 calls answered from it (hit rate 100.0%)" in again.out
-    assert "key: sha256 of key version 1, the agent's id, its backend config" in again.out
+    assert "key: sha256 of key version 1, the epoch, the agent's id" in again.out
     before = {r["id"]: r for r in results(tmp_path / "one.jsonl")}
     after = {r["id"]: r for r in results(tmp_path / "two.jsonl")}
     assert {k: r["final_answer"] for k, r in after.items()} == {
@@ -106,3 +106,16 @@ async def test_an_entry_that_cannot_be_read_is_a_miss_and_is_written_again(
 
     assert await cache.lookup(key) == reply
     assert (cache.statistics().hits, cache.statistics().misses) == (1, 1)
+
+
+def test_each_epoch_is_a_fresh_sample_and_a_rerun_reuses_each_epochs_own(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    flags = ("--config", fast_config, "--cache", "replies", "--epochs", "3", *SINGLE)
+
+    first = batch(capsys, source, "--out", "one.jsonl", *flags)
+    again = batch(capsys, source, "--out", "two.jsonl", *flags)
+
+    assert "0 of 6 calls answered from it" in first.out
+    assert "6 of 6 calls answered from it" in again.out

@@ -12,8 +12,8 @@ from conclave.actors.llm.cache import KEY_VERSION
 __all__ = ["KEY_DESCRIPTION", "CacheSummary"]
 
 KEY_DESCRIPTION = (
-    f"sha256 of key version {KEY_VERSION}, the agent's id, its backend config (API keys "
-    "left out) and the request"
+    f"sha256 of key version {KEY_VERSION}, the epoch, the agent's id, its backend config "
+    "(API keys left out) and the request"
 )
 
 

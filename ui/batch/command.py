@@ -216,6 +216,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             log_dir=_log_dir(log_root, run),
             history=run.line.history,
             retries=args.retries,
+            cache_scope=f"epoch {run.epoch}",
             judge=_judge_for(setup, run.line),
         )
         for run in runs
