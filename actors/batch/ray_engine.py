@@ -42,6 +42,7 @@ import trio
 
 from conclave.actors.batch.claims import Counter
 from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.version import version_refusal
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from conclave.runtime.gc_tuning import tune_gc_for_actors
 
@@ -118,14 +119,20 @@ def cpus_per_run(cpus: float, concurrency: int) -> float:
 class TaskOutcome:
     """What a Ray task sends back: the job's outcome and the worker process that ran it."""
 
-    outcome: JobOutcome
+    outcome: JobOutcome | None
+    """``None`` when the worker refused the job."""
     pid: int
+    refused: str | None = None
+    """Why the worker would not run it: it runs another Conclave than the batch."""
 
 
 def run_one(job: BatchJob, index: int) -> TaskOutcome:
     """The body of one Ray task: ``job`` run to its end in a ``trio.run`` of its own, its
     outcome returned under the batch's ``index``. Its worker killed (the batch's session
     ended), the run ends with it, without an outcome."""
+    refused = version_refusal(job.conclave_version, socket.gethostname())
+    if refused is not None:
+        return TaskOutcome(outcome=None, pid=os.getpid(), refused=refused)
     tune_gc_for_actors()
     outcomes: list[JobOutcome] = []
 
@@ -217,6 +224,11 @@ class RayEngine:
                 except ray.exceptions.RayError as exc:
                     key = work.jobs[index].key
                     self.lost.append(f"the Ray worker running {key} failed ({_first(exc)})")
+                    return
+                if ran.outcome is None:
+                    if not self._stopped:  # every other task would be refused alike
+                        self.lost.append(f"{ran.refused}; the batch stopped starting runs")
+                        self.stop_starting()
                     return
                 self.nodes[ran.outcome.node] += 1
                 self.workers.add((ran.outcome.node, ran.pid))

@@ -57,6 +57,9 @@ class BatchJob:
     cache_scope: str = ""
     """With a response cache, what keeps this job's replies apart from an equal job's (the
     epoch: :data:`actors.llm.cache.cache_scope`)."""
+    conclave_version: str = ""
+    """The batch's Conclave: a Ray worker running another refuses the job (``""``: no
+    check)."""
     retries: int = 0
     """How many more times a run that ends ``failed`` is tried (``--retries``); the last
     try is the one reported."""

@@ -14,11 +14,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 import ray
 import trio
 
-from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine
+from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine, run_one
+from conclave.actors.batch.version import installed_version
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 from tests.batch.helpers import batch, results, tasks, write_tasks
@@ -223,8 +225,9 @@ def test_ctrl_c_stops_a_ray_batch_with_130_its_tasks_end_and_a_resume_completes_
     assert {r["termination"] for r in interrupted} == {"completed"}
     _wait_for_free_cpus()  # the interrupted runs' tasks ended with the batch's job
 
-    # The rest on zero-latency agents: only the interruption needs runs that take a while.
-    resumed = conclave(*flags, "--config", str(fast_config), cwd=tmp_path, timeout=180)
+    # The rest on zero-latency agents: only the interruption needs runs that take a while
+    # (--force keeps the results the slow config made).
+    resumed = conclave(*flags, "--config", str(fast_config), "--force", cwd=tmp_path, timeout=180)
 
     assert resumed.returncode == 0, resumed.stderr
     assert f"{len(interrupted)} runs already in out.jsonl; skipped" in resumed.stderr
@@ -249,3 +252,33 @@ def test_sigterm_stops_a_ray_batch_with_143_and_prints_the_summary(
     assert 2 <= len(written) < 200
     assert out.splitlines()[0].split()[0] == "mode"
     _wait_for_free_cpus()
+
+
+def test_a_worker_running_another_conclave_refuses_the_job_without_running_it() -> None:
+    job = BatchJob(key="j", task="t", config=_jobs(1, latency=0).jobs[0].config)
+
+    ran = run_one(attrs.evolve(job, conclave_version="0.0.0-other"), 0)
+
+    assert ran.outcome is None
+    assert ran.refused == (
+        f"the Ray worker on {socket.gethostname()} runs Conclave {installed_version()}, this "
+        "batch 0.0.0-other; install the same version on every node (pip install "
+        "conclave==0.0.0-other)"
+    )
+
+
+async def test_a_batch_whose_workers_run_another_conclave_stops_and_says_so(
+    cluster: str,
+) -> None:
+    work = _jobs(6, latency=0)
+    other = BatchWork(
+        jobs=tuple(attrs.evolve(j, conclave_version="0.0.0-other") for j in work.jobs)
+    )
+    engine = RayEngine(concurrency=2)
+    reported: list[JobOutcome] = []
+
+    await engine.run(other, reported.append)
+
+    assert reported == []
+    assert len(engine.lost) == 1
+    assert "runs Conclave" in engine.lost[0] and "the batch stopped starting runs" in engine.lost[0]

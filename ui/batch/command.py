@@ -39,6 +39,7 @@ import trio
 
 from conclave.actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
 from conclave.actors.batch.ray_engine import RayEngine, RayUnavailable
+from conclave.actors.batch.version import installed_version
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, JudgeRequest, Report
 from conclave.actors.llm.cache import CacheStatistics
 from conclave.config.problems import ConfigError
@@ -217,6 +218,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             history=run.line.history,
             retries=args.retries,
             cache_scope=f"epoch {run.epoch}",
+            conclave_version=installed_version(),
             judge=_judge_for(setup, run.line),
         )
         for run in runs

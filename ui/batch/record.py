@@ -9,13 +9,12 @@ usage, cost and termination.
 from __future__ import annotations
 
 import datetime
-import functools
-import importlib.metadata
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from conclave.actors.batch.version import installed_version
 from conclave.actors.batch.work import JobOutcome
 from conclave.config.schema import ConclaveConfig
 from conclave.ui.batch.extract import Extractor, extract
@@ -23,15 +22,7 @@ from conclave.ui.batch.grading import Grade, GradeError, Grader, is_correct
 from conclave.ui.batch.judge import verdict
 from conclave.ui.batch.tasks import TaskLine
 
-__all__ = ["GradeOutcome", "conclave_version", "grade_answer", "models_of", "result_record"]
-
-
-@functools.cache
-def conclave_version() -> str:
-    try:
-        return importlib.metadata.version("conclave")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+__all__ = ["GradeOutcome", "grade_answer", "models_of", "result_record"]
 
 
 def models_of(config: ConclaveConfig) -> dict[str, str]:
@@ -114,7 +105,7 @@ def result_record(
         "expected": line.expected,
         "history": [{"task": t.task, "answer": t.final_answer} for t in line.history],
         "models": models_of(config),
-        "conclave_version": conclave_version(),
+        "conclave_version": installed_version(),
         "started_at": started.isoformat(timespec="microseconds"),
         **result,
         "node": outcome.node,
