@@ -42,6 +42,7 @@ import trio
 
 from conclave.actors.batch.claims import Counter
 from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.ray_keys import job_by_key_names
 from conclave.actors.batch.version import version_refusal
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from conclave.runtime.gc_tuning import tune_gc_for_actors
@@ -218,7 +219,8 @@ class RayEngine:
             token = trio.lowlevel.current_trio_token()
 
             async def run_job(index: int) -> None:
-                ref = task.remote(work.jobs[index], index)
+                job = job_by_key_names(work.jobs[index], os.environ)
+                ref = task.remote(job, index)
                 try:
                     ran = await _result(ref, token)
                 except ray.exceptions.RayError as exc:

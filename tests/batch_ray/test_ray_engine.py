@@ -22,7 +22,14 @@ import trio
 from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine, run_one
 from conclave.actors.batch.version import installed_version
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
-from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import wait_for_lines
 from tests.cli.helpers import conclave, finish, start
@@ -282,3 +289,27 @@ async def test_a_batch_whose_workers_run_another_conclave_stops_and_says_so(
     assert reported == []
     assert len(engine.lost) == 1
     assert "runs Conclave" in engine.lost[0] and "the batch stopped starting runs" in engine.lost[0]
+
+
+async def test_a_ray_worker_gets_the_name_of_a_keys_variable_not_the_key(
+    cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Set after the cluster started, the variable is in this process only: a worker that
+    # was sent its name, not the key, finds no key and says which variable to set.
+    monkeypatch.setenv("CONCLAVE_TEST_TEAM_KEY", "sk-test-0123456789abcdef")
+    backend = OpenAIBackendConfig(
+        model="m", base_url="http://192.0.2.1:9/v1", api_key=Secret("sk-test-0123456789abcdef")
+    )
+    config = ConclaveConfig(
+        agents=(AgentConfig(id="a", backend=backend),),
+        orchestrator=OrchestratorConfig(max_tries_per_round=1),
+    )
+    reported: list[JobOutcome] = []
+
+    await RayEngine(concurrency=1).run(
+        BatchWork(jobs=(BatchJob(key="k", task="t", config=config),)), reported.append
+    )
+
+    (outcome,) = reported
+    assert outcome.result["termination"] == "failed"
+    assert "CONCLAVE_TEST_TEAM_KEY" in outcome.result["failed_agents"]["a"]

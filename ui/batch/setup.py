@@ -5,6 +5,7 @@ here is checked up front, so ``--dry-run`` is this module and nothing more."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import attrs
 
 from conclave.actors.batch.ray_engine import RayMissing, require_ray
+from conclave.actors.batch.ray_keys import LiteralKey, config_by_key_names
 from conclave.config.modes import AgentMode, CollaborationMode, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
@@ -132,6 +134,8 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
         else:
             bad.append(BadLine(line=line.line, reason=problem))
     bad.sort(key=lambda b: b.line)
+    if args.engine == "ray":
+        _check_keys_travel_by_name([*bases.values(), *configs.values(), *filter(None, [judge])])
     collaboration = flags.collaboration
     return BatchSetup(
         variants=variants,
@@ -204,6 +208,15 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UsageError(
             "--tolerance applies to --grade number and json:FIELD; add --grade or drop --tolerance"
         )
+
+
+def _check_keys_travel_by_name(configs: Sequence[ConclaveConfig]) -> None:
+    """On Ray, every key must be an environment variable's (:mod:`actors.batch.ray_keys`)."""
+    for config in configs:
+        try:
+            config_by_key_names(config, os.environ)
+        except LiteralKey as exc:
+            raise UsageError(f"--engine ray: {exc}") from None
 
 
 def _sources(args: argparse.Namespace, flags: RunFlags) -> list[tuple[str, ResolvedConfig]]:
