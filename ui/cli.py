@@ -93,7 +93,7 @@ def _register_batch(sub: _Subcommands) -> None:
 
 
 def _register_report(sub: _Subcommands) -> None:
-    from conclave.ui.batch.report_command import add_report_arguments
+    from conclave.ui.batch.report_arguments import add_report_arguments
 
     report = sub.add_parser(
         "report",

@@ -301,6 +301,7 @@ def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
         raise RayUnavailable(
             f"{where}: Ray could not start ({_first(exc)}); check the address, or start a "
             "cluster with `ray start --head` and pass the address it prints"
+            + (_token_hint() if address is not None else "")
         ) from None
     finally:
         # ray.init takes SIGTERM over (to exit at once); the batch's own handling stands.
@@ -310,6 +311,25 @@ def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
         yield _cluster(ray, address, started=address is None)
     finally:
         ray.shutdown()
+
+
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+def _token_hint() -> str:
+    """Ray 2.60's ``ray start --head`` turns token authentication on, and a driver that
+    does not send the token is turned away as if nothing were there: say what to set."""
+    if os.environ.get(AUTH_MODE_ENV, "").lower() == "token":
+        return (
+            f"; {AUTH_MODE_ENV}=token is set: check that the token is the cluster's "
+            "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        )
+    return (
+        "; if the cluster uses token authentication (`ray start --head` turns it on from "
+        f"Ray 2.60), set {AUTH_MODE_ENV}=token and give the cluster's token (`ray "
+        "get-auth-token` on the head prints it) in RAY_AUTH_TOKEN, or in the file "
+        "RAY_AUTH_TOKEN_PATH names, or in ~/.ray/auth_token"
+    )
 
 
 def _cluster(ray: ModuleType, address: str | None, *, started: bool) -> Cluster:

@@ -1,13 +1,16 @@
-"""API keys travel to Ray workers as the names of environment variables, never as keys."""
+"""Ray's security: API keys travel to Ray workers as the names of environment variables,
+never as keys; a cluster with token authentication that turns the batch away gets a hint."""
 
 from __future__ import annotations
 
 import pickle
+import socket
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conclave.actors.batch.ray_engine import RayUnavailable, _open_cluster
 from conclave.actors.batch.ray_keys import LiteralKey, config_by_key_names, job_by_key_names
 from conclave.actors.batch.work import BatchJob, JudgeRequest
 from conclave.config.schema import AgentConfig, ConclaveConfig
@@ -73,3 +76,44 @@ def test_a_ray_batch_with_a_key_in_its_config_is_refused_before_it_runs(
 
     assert ran.code == 2
     assert "--engine ray: agent 'a': its api_key is written in the config" in ran.err
+
+
+class _RefusingRay:
+    """A Ray whose ``init`` is turned away, as a token-authenticated cluster turns away a
+    driver without its token."""
+
+    @staticmethod
+    def is_initialized() -> bool:
+        return False
+
+    @staticmethod
+    def init(**_: object) -> None:
+        raise ConnectionError("Could not connect to the GCS")
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        (None, "set RAY_AUTH_MODE=token and give the cluster's token"),
+        ("token", "RAY_AUTH_MODE=token is set: check that the token is the cluster's"),
+    ],
+)
+def test_a_cluster_that_turns_the_batch_away_gets_a_hint_about_token_authentication(
+    monkeypatch: pytest.MonkeyPatch, mode: str | None, says: str
+) -> None:
+    if mode is None:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    else:
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+    with socket.create_server(("127.0.0.1", 0)) as listening:  # something answers there
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        with (
+            pytest.raises(RayUnavailable) as refused,
+            _open_cluster(_RefusingRay, address),  # type: ignore[arg-type]
+        ):
+            pass
+
+    assert f"--address {address}: Ray could not start (Could not connect to the GCS)" in str(
+        refused.value
+    )
+    assert says in str(refused.value)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 
 from conclave.config.flags import add_run_flags, dollars
-from conclave.ui.batch.failures import failure_limit
 
 __all__ = ["ENGINES", "add_batch_arguments", "positive_count", "tolerance"]
 
@@ -23,6 +22,21 @@ def positive_count(text: str) -> int:
     if not 1 <= value <= 100_000:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
+
+
+def failure_limit_text(text: str) -> str:
+    """``--max-failures``: ``N`` (a whole number >= 1) or ``P%`` (more than 0, at most 100);
+    :func:`ui.batch.failures.failure_limit` reads it (attrs is not imported for ``--help``)."""
+    expected = "a number of runs such as 20, or a share such as 50%"
+    try:
+        if text.endswith("%"):
+            if not 0 < float(text[:-1]) <= 100:
+                raise ValueError
+        elif int(text) < 1:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    return text
 
 
 def retry_count(text: str) -> int:
@@ -119,7 +133,7 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-failures",
-        type=failure_limit,
+        type=failure_limit_text,
         metavar="N|P%",
         help="stop starting runs once N runs (or P%% of at least 10) have failed",
     )

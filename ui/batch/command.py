@@ -47,6 +47,7 @@ from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
 from conclave.ui.batch.cache_summary import CacheSummary
 from conclave.ui.batch.compare import PairedRow, paired_rows, render_paired
+from conclave.ui.batch.failures import failure_limit
 from conclave.ui.batch.grading import Grade
 from conclave.ui.batch.judge import judge_request
 from conclave.ui.batch.lock import ResultsLocked, lock_results
@@ -268,7 +269,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             session.cache[outcome.node, outcome.pid] = outcome.cache
         session.finished += 1
         session.failed += result["termination"] == "failed"
-        limit = args.max_failures
+        limit = failure_limit(args.max_failures) if args.max_failures is not None else None
         if (
             limit is not None
             and not session.failing

@@ -9,8 +9,6 @@ starts, those in flight finish and are written, the rest run on resume.
 
 from __future__ import annotations
 
-import argparse
-
 import attrs
 
 __all__ = ["MIN_RUNS_FOR_SHARE", "FailureLimit", "failure_limit"]
@@ -38,17 +36,8 @@ class FailureLimit:
 
 
 def failure_limit(text: str) -> FailureLimit:
-    """``N`` (a whole number >= 1) or ``P%`` (more than 0, at most 100)."""
-    expected = "a number of runs such as 20, or a share such as 50%"
-    try:
-        if text.endswith("%"):
-            share = float(text[:-1]) / 100
-            if not 0 < share <= 1:
-                raise ValueError
-            return FailureLimit(share=share)
-        count = int(text)
-        if count < 1:
-            raise ValueError
-        return FailureLimit(count=count)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    """``N`` (a whole number >= 1) or ``P%`` (more than 0, at most 100), checked already by
+    the flag's parser (:func:`ui.batch.arguments.failure_limit_text`)."""
+    if text.endswith("%"):
+        return FailureLimit(share=float(text[:-1]) / 100)
+    return FailureLimit(count=int(text))

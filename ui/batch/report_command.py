@@ -18,22 +18,7 @@ from conclave.ui.batch.tally import category_table
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.text import display_path
 
-__all__ = ["add_report_arguments", "report_command"]
-
-
-def add_report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "results", nargs="+", metavar="RESULTS.jsonl", help="results of conclave batch --out"
-    )
-    p.add_argument(
-        "--html", metavar="REPORT.html", help="also write one self-contained HTML report here"
-    )
-    p.add_argument(
-        "--category-field",
-        default="category",
-        metavar="KEY",
-        help="the task metadata key whose value groups results by category (category)",
-    )
+__all__ = ["report_command"]
 
 
 def report_command(args: argparse.Namespace) -> int:
