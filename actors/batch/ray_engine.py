@@ -43,6 +43,7 @@ import trio
 from conclave.actors.batch.claims import Counter
 from conclave.actors.batch.lanes import run_lanes
 from conclave.actors.batch.ray_keys import job_by_key_names
+from conclave.actors.batch.ray_logs import bring_back, pack, scratch_logs
 from conclave.actors.batch.version import version_refusal
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from conclave.runtime.gc_tuning import tune_gc_for_actors
@@ -125,6 +126,10 @@ class TaskOutcome:
     pid: int
     refused: str | None = None
     """Why the worker would not run it: it runs another Conclave than the batch."""
+    logs: bytes | None = None
+    """With ``--log-dir``: the run's log directories, packed (:mod:`actors.batch.ray_logs`)."""
+    scratch: str | None = None
+    """Where the worker wrote them (the result's paths start with it)."""
 
 
 def run_one(job: BatchJob, index: int) -> TaskOutcome:
@@ -136,14 +141,21 @@ def run_one(job: BatchJob, index: int) -> TaskOutcome:
         return TaskOutcome(outcome=None, pid=os.getpid(), refused=refused)
     tune_gc_for_actors()
     outcomes: list[JobOutcome] = []
+    with scratch_logs(job) as scratch:
 
-    async def main() -> None:
-        async with BatchWork(jobs=(job,)).open(outcomes.append) as run_job:
-            await run_job(0)
+        async def main() -> None:
+            async with BatchWork(jobs=(scratch.job,)).open(outcomes.append) as run_job:
+                await run_job(0)
 
-    trio.run(main)
-    [outcome] = outcomes
-    return TaskOutcome(outcome=attrs.evolve(outcome, index=index), pid=os.getpid())
+        trio.run(main)
+        [outcome] = outcomes
+        logs = pack(scratch.root) if scratch.root is not None else None
+        return TaskOutcome(
+            outcome=attrs.evolve(outcome, index=index),
+            pid=os.getpid(),
+            logs=logs,
+            scratch=None if scratch.root is None else str(scratch.root),
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -232,9 +244,16 @@ class RayEngine:
                         self.lost.append(f"{ran.refused}; the batch stopped starting runs")
                         self.stop_starting()
                     return
-                self.nodes[ran.outcome.node] += 1
-                self.workers.add((ran.outcome.node, ran.pid))
-                report(ran.outcome)
+                outcome = ran.outcome
+                log_dir = work.jobs[index].log_dir
+                if ran.logs is not None and ran.scratch is not None and log_dir is not None:
+                    try:
+                        outcome = bring_back(outcome, ran.logs, ran.scratch, log_dir)
+                    except OSError as exc:
+                        self._say(f"{work.jobs[index].key}: its logs could not be kept ({exc})")
+                self.nodes[outcome.node] += 1
+                self.workers.add((outcome.node, ran.pid))
+                report(outcome)
 
             await run_lanes(self.concurrency, self._counter, run_job)
         if self.nodes:

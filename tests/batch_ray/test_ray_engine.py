@@ -30,6 +30,7 @@ from conclave.config.schema import (
 )
 from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.secret import Secret
+from conclave.ui.cli import main
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import wait_for_lines
 from tests.cli.helpers import conclave, finish, start
@@ -313,3 +314,21 @@ async def test_a_ray_worker_gets_the_name_of_a_keys_variable_not_the_key(
     (outcome,) = reported
     assert outcome.result["termination"] == "failed"
     assert "CONCLAVE_TEST_TEAM_KEY" in outcome.result["failed_agents"]["a"]
+
+
+def test_a_ray_runs_logs_come_back_to_the_batchs_log_dir(
+    cluster: str, tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", tasks(3))
+
+    ran = batch(capsys, "tasks.jsonl", "--out", "out.jsonl", "--config", fast_config,
+                "--engine", "ray", "--concurrency", "2", "--log-dir", "logs")  # fmt: skip
+
+    assert ran.code == 0, ran.err
+    written = results(tmp_path / "out.jsonl")
+    for record in written:
+        log_dir = tmp_path / record["log_dir"]  # as written: relative to the batch's cwd
+        assert log_dir.parent == tmp_path / "logs"
+        assert (log_dir / "events.jsonl").read_text().startswith('{"kind":"log_opened"')
+    assert len(list((tmp_path / "logs").iterdir())) == 3
+    assert main(["replay", str(tmp_path / written[0]["log_dir"] / "events.jsonl")]) == 0
