@@ -127,6 +127,24 @@ def _register_batch(sub: _Subcommands) -> None:
     batch.set_defaults(handler=handle)
 
 
+def _register_report(sub: _Subcommands) -> None:
+    from conclave.ui.batch.report_arguments import add_report_arguments
+
+    report = sub.add_parser(
+        "report",
+        help="tables (Markdown) and an HTML report of conclave batch results",
+        description="See docs/batch.md: the report.",
+    )
+    add_report_arguments(report)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.batch.report_command import report_command
+
+        return report_command(args)
+
+    report.set_defaults(handler=handle)
+
+
 def _register_replay(sub: _Subcommands) -> None:
     replay = sub.add_parser("replay", help="print a finished run's timeline from its events.jsonl")
     replay.add_argument("events", metavar="EVENTS.jsonl")
@@ -259,6 +277,7 @@ _COMMANDS = (
     _register_chat,
     _register_project,
     _register_batch,
+    _register_report,
     _register_repl,
     _register_sessions,
     _register_serve,
@@ -441,6 +460,7 @@ def _command_name(normalised: list[str]) -> str:
         "chat",
         "project",
         "batch",
+        "report",
         "repl",
         "sessions",
         "serve",
