@@ -16,6 +16,7 @@ import conclave.actors.events.hub
 import conclave.actors.events.loop
 import conclave.actors.mcp.events
 import conclave.actors.run.events
+import conclave.actors.session.entries
 import conclave.actors.workspace.events
 import conclave.actors.workspace.tracker
 
@@ -31,6 +32,7 @@ DOMAIN_MODULES = (
     conclave.actors.events.loop,
     conclave.actors.mcp.events,
     conclave.actors.run.events,
+    conclave.actors.session.entries,
     conclave.actors.workspace.events,
     conclave.actors.workspace.tracker,
 )

@@ -39,8 +39,8 @@ __all__ = ["LAYERS", "biggest_request", "request_costs", "startup_costs"]
 STARTUP = (
     ("python, nothing imported", "pass"),
     ("Conclave's run machinery", "import conclave.actors.run.driver"),
-    ("the openai SDK", "import openai"),
-    ("Conclave's openai backend (SDK included)", "import conclave.actors.llm.openai_backend"),
+    ("the openai SDK (no longer imported by Conclave)", "import openai"),
+    ("Conclave's openai backend", "import conclave.actors.llm.openai_backend"),
 )
 """What each start-up process imports: label, code."""
 
@@ -123,15 +123,16 @@ async def _cpu_per_call(call: Callable[[], Awaitable[object]], repeats: int) -> 
 
 
 LAYERS = (
-    "Conclave's backend (pool, hooks, reply assembled by hand)",
+    "Conclave's backend (pool, lanes, chunks as dicts, reply assembled by hand)",
     "the SDK: chat.completions.create(stream=True), chunks iterated",
     "the SDK's request transform alone (async_maybe_transform)",
     "the SDK's client.post: no transform, chunks as typed models",
     "the SDK's client.post: no transform, chunks as plain dicts",
     "httpx2 alone: POST, stream, json.loads per chunk",
 )
-"""From the whole path down to the bare HTTP client; the two ``client.post`` rows are what
-Conclave's backend would cost if it skipped the SDK's transform (and its chunk models)."""
+"""From the whole path down to the bare HTTP client. Conclave's backend no longer goes
+through the SDK (:mod:`actors.llm.chat_wire`); the SDK's rows say what it would cost, whole
+or without its transform and chunk models."""
 
 
 async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[tuple[float, float]]:

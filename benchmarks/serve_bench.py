@@ -70,6 +70,11 @@ _HEAD = re.compile(r'"seq": ([0-9]+), "t": ([0-9.e-]+), "time": "([^"]+)"')
 decoding the line."""
 _HEAD_WITHIN = 200
 _NEXT_SEQ = re.compile(r'"type": "snapshot", .*?"next_seq": ([0-9]+)')
+TARGET_OVERHEAD_PCT = 10
+"""Issue 24's target for the run time overhead of 1,000 agents watched by 100 clients on
+other cores."""
+FILED_OVERHEAD_PCT = 85
+"""The overhead issue 24 measured (noisy), clients on the server's cores."""
 _RESULT = '{"type": "result"'
 _MAX_FRAME = 2**26
 _READ_BYTES = 256 * 1024
@@ -339,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.stop()
     load_after = os.getloadavg()
-    verdict = "ok" if figures["overhead_pct"] <= 10 else "OVER the 10 % target"
+    met = figures["overhead_pct"] <= TARGET_OVERHEAD_PCT
+    verdict = "ok" if met else f"OVER the {TARGET_OVERHEAD_PCT} % target"
     each = ", ".join(f"{pct:+.0f}" for pct in figures["overhead_pct_each"])
     watched = figures["watched"][0]
     rows = [
@@ -352,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         ("run, no clients (median s)", f"{figures['alone_median_s']:.2f}"),
         (f"run, {args.clients} clients (median s)", f"{figures['watched_median_s']:.2f}"),
         ("run time overhead", f"{figures['overhead_pct']:+.1f} % ({verdict})"),
+        (
+            "run time overhead: when issue 24 was filed, target",
+            f"{FILED_OVERHEAD_PCT:+.0f} %, <= {TARGET_OVERHEAD_PCT} % with clients on other cores",
+        ),
         ("run time overhead, each repeat (%)", each),
         ("server CPU per run, no clients (median s)", f"{figures['alone_server_cpu_s']:.2f}"),
         (
@@ -384,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
             "separate_cores": args.separate_cores,
         },
         "figures": figures,
-        "target_overhead_pct": 10,
-        "met": figures["overhead_pct"] <= 10,
+        "target_overhead_pct": TARGET_OVERHEAD_PCT,
+        "filed_overhead_pct": FILED_OVERHEAD_PCT,
+        "met": met,
     }
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)

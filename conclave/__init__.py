@@ -81,11 +81,12 @@ if TYPE_CHECKING:
     from conclave.actors.run.spec import RunSpec
     from conclave.actors.run.termination import DecidedBy, Termination
     from conclave.actors.workspace.events import (
-        ContextPathsWritten,
+        ContextPathsChanged,
         FinalWorkspaceSaved,
         PresentingForWrites,
         SnapshotPublished,
     )
+    from conclave.actors.workspace.writes import PathWrite, WriteKind, Writes
     from conclave.config.loader import load_config
     from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy
 
@@ -136,11 +137,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "conclave.actors.mcp.events": ("McpServerFailed", "McpServerReady"),
     "conclave.actors.run.events": ("RunEnded", "SandboxOpened"),
     "conclave.actors.workspace.events": (
-        "ContextPathsWritten",
+        "ContextPathsChanged",
         "FinalWorkspaceSaved",
         "PresentingForWrites",
         "SnapshotPublished",
     ),
+    "conclave.actors.workspace.writes": ("PathWrite", "WriteKind", "Writes"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -158,7 +160,7 @@ __all__ = [
     "Choose",
     "ChooseAgent",
     "ConclaveConfig",
-    "ContextPathsWritten",
+    "ContextPathsChanged",
     "DecidedBy",
     "DomainEvent",
     "EventHub",
@@ -175,6 +177,7 @@ __all__ = [
     "McpServerReady",
     "OverrideChoice",
     "OverrideRequest",
+    "PathWrite",
     "PresentationFailed",
     "PresenterReplaced",
     "PresentingForWrites",
@@ -199,6 +202,8 @@ __all__ = [
     "VoteAdded",
     "VotesCleared",
     "VotingComplete",
+    "WriteKind",
+    "Writes",
     "drive",
     "load_config",
     "open_run",

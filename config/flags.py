@@ -127,7 +127,7 @@ def add_run_flags(
             "-m",  # as Claude Code's and Codex's users reach for; no command has another -m
             "--mode",
             type=collaboration_mode,
-            default="default",
+            default=None,  # not given: the config's mode:, else default
             metavar="default|plan|execute",
             help=text["mode"],
         )

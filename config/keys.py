@@ -22,6 +22,7 @@ from conclave.config.wording import listed, plural
 
 __all__ = [
     "KeyStatus",
+    "check_interactive_key",
     "check_some_agent_has_a_key",
     "is_local",
     "key_status",
@@ -118,3 +119,32 @@ def check_some_agent_has_a_key(
     env = os.environ if environ is None else environ
     if sum(map(len, _needing_keys(config, env).values())) == len(config.agents):
         raise ConfigError(problems=missing_keys(config, source=source or "config", environ=env))
+
+
+def check_interactive_key(
+    config: ConclaveConfig, *, source: str | None, environ: Mapping[str, str] | None = None
+) -> None:
+    """Before the interactive agent starts: raise :class:`~config.problems.ConfigError` when
+    its own backend (``interactive_mode.backend``; the first agent's is checked with the
+    agents) talks to a remote server and has no key, so its first call cannot fail for that."""
+    mode = config.orchestrator.interactive
+    backend = mode.backend if mode is not None else None
+    if not isinstance(backend, HttpBackendConfig):
+        return
+    env = os.environ if environ is None else environ
+    if key_status(resolve_key(backend, env), backend.endpoint_url()) is not KeyStatus.MISSING:
+        return
+    variable = backend.api_key_env
+    raise ConfigError(
+        problems=[
+            Problem(
+                message=f"no API key for the interactive agent: api_key is not set and neither "
+                f"is the environment variable {variable}; set {variable}, or remove "
+                "interactive_mode.backend to use the first agent's",
+                path="orchestrator.interactive_mode.backend",
+                file=source or "config",
+                expected=f"api_key, or {variable} set in the environment",
+                got="neither",
+            )
+        ]
+    )

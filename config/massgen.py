@@ -16,6 +16,9 @@ What maps where (MassGen's documented YAML schema, ``docs/source/reference/yaml_
 - ``orchestrator`` and ``timeout_settings``: the keys Conclave shares.
 - A backend's ``mcp_servers`` (and the MCP tools its ``exclude_tools`` names) → the agent's
   ``mcp_servers`` (:mod:`config.massgen_mcp`).
+- A backend's command-line execution (``enable_mcp_command_line``, ``command_line_*``: docker
+  mode, its image, memory and network) → ``orchestrator.tools`` and ``orchestrator.sandbox``
+  (:mod:`config.massgen_sandbox`).
 
 - ``${cwd}``, in any value: MassGen's name for the directory it runs in, written as ``.``
   (a relative path is taken from the directory the run starts in; a protected path, from
@@ -37,6 +40,12 @@ from urllib.parse import urlsplit
 import attrs
 
 from conclave.config.massgen_mcp import STDIO_ENVIRONMENT, convert_servers
+from conclave.config.massgen_sandbox import (
+    SANDBOX_KEYS,
+    SandboxRequest,
+    merge_requests,
+    sandbox_request,
+)
 from conclave.config.schema.orchestrator import OrchestratorConfig
 
 __all__ = [
@@ -157,7 +166,6 @@ _BACKEND_DROPS = {
     "enable_web_search": _BUILT_IN_TOOLS,
     "enable_code_execution": _BUILT_IN_TOOLS,
     "enable_code_interpreter": _BUILT_IN_TOOLS,
-    "enable_mcp_command_line": _BUILT_IN_TOOLS,
     "cwd": "Conclave gives each agent its own workspace in every run",
     "text": "'text' (verbosity) belongs to OpenAI's Responses API; Conclave uses Chat Completions",
 }
@@ -215,6 +223,8 @@ def _carry(orchestrator: str) -> str | None:
 class _Converter:
     def __init__(self) -> None:
         self.notes: list[Note] = []
+        self.sandbox_requests: list[SandboxRequest] = []
+        """Each converted agent's command-line settings: one sandbox for the run."""
 
     def changed(self, path: str, message: str) -> None:
         self.notes.append(Note(kind=NoteKind.CHANGED, path=path, message=message))
@@ -257,6 +267,11 @@ class _Converter:
                 self.dropped(key, _TOP_LEVEL_DROPS[key])
             else:
                 self.dropped(key, "not a MassGen key Conclave knows")
+        shell, sandbox = merge_requests(self, self.sandbox_requests)
+        if shell and _carry("tools"):
+            orchestrator["tools"] = True
+        if sandbox and _carry("sandbox"):
+            orchestrator["sandbox"] = sandbox
         if not agents:
             self.dropped(agents_path, "no agent could be converted, so the result has none")
         config: dict[str, Any] = {"agents": agents}
@@ -290,6 +305,9 @@ class _Converter:
         if converted is None:
             return None
         agent["backend"] = converted
+        request = sandbox_request(self, f"{path}.backend", backend)
+        if request is not None:
+            self.sandbox_requests.append(request)
         servers = self.mcp_servers(f"{path}.backend", backend)
         if servers:
             agent["mcp_servers"] = servers
@@ -393,6 +411,8 @@ class _Converter:
                         self.dropped(f"{where}.{other}", "Chat Completions has no such setting")
             elif key in _MCP_KEYS:
                 continue  # the agent's mcp_servers: see mcp_servers()
+            elif key in SANDBOX_KEYS or key.startswith("command_line"):
+                continue  # the run's sandbox: see config.massgen_sandbox
             elif key in _SAMPLING:
                 extra_body[key] = value
                 self.changed(where, "sent as is, in 'extra_body'")

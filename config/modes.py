@@ -28,27 +28,18 @@ import attrs
 
 from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy
 from conclave.config.schema.context import ContextWritePhase
+from conclave.config.schema.modes import AgentMode, CollaborationMode
 from conclave.config.wording import listed
 
 __all__ = [
     "AgentMode",
     "CollaborationMode",
+    "ModeSource",
     "ModeState",
     "UnknownAgent",
     "apply_modes",
     "overrides",
 ]
-
-
-class AgentMode(enum.Enum):
-    SINGLE = "single"
-    MULTI = "multi"
-
-
-class CollaborationMode(enum.Enum):
-    DEFAULT = "default"
-    PLAN = "plan"
-    EXECUTE = "execute"
 
 
 @attrs.frozen(kw_only=True)
@@ -63,6 +54,21 @@ class ModeState:
     @property
     def plan_mode(self) -> bool:
         return self.collaboration is CollaborationMode.PLAN
+
+
+class ModeSource(enum.Enum):
+    """Who changed the mode state (a session records it with each change)."""
+
+    COMMAND = "command"
+    """A slash command (``/mode``, ``/agent``) or a dialog's choice."""
+    SHORTCUT = "shortcut"
+    """A key or a click on the bar (Shift+Tab, Alt+A, an agent's tab)."""
+    FLAG = "flag"
+    """A command-line flag (``--mode``, ``--agent-mode``)."""
+    CONFIG = "config"
+    """The config's top-level ``mode:``."""
+    RESTORE = "restore"
+    """A resumed session's last mode state, put back."""
 
 
 def overrides(state: ModeState) -> dict[str, Any]:

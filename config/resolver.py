@@ -49,7 +49,8 @@ from conclave.config.schema import (
 )
 from conclave.config.schema.agents import price_of
 from conclave.config.schema.context import ContextPath, parse_context_flag
-from conclave.config.schema.endpoint import HttpBackendConfig
+from conclave.config.schema.endpoint import CHARS_PER_TOKEN_ESTIMATE, HttpBackendConfig
+from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.validation import check_runnable
 from conclave.config.wording import listed, plural
 
@@ -83,6 +84,8 @@ class RunFlags:
     agent: str | None = None
     refinement: bool = True
     collaboration: CollaborationMode = CollaborationMode.DEFAULT
+    collaboration_given: bool = False
+    """Whether ``--mode`` was given (else the config's ``mode:`` may name the mode)."""
     strategy: FinalAnswerStrategy | None = None
     visibility: str | None = None
     context: tuple[str, ...] = ()
@@ -110,6 +113,7 @@ class RunFlags:
             agent=given("agent"),
             refinement=given("refinement") != "off",
             collaboration=CollaborationMode(given("mode") or CollaborationMode.DEFAULT.value),
+            collaboration_given=given("mode") is not None,
             strategy=FinalAnswerStrategy(strategy) if strategy is not None else None,
             visibility=given("visibility"),
             context=tuple(given("context") or ()),
@@ -118,6 +122,12 @@ class RunFlags:
             model=given("model"),
             max_cost=given("max_cost"),
         )
+
+    def with_config_mode(self, config: ConclaveConfig) -> RunFlags:
+        """These flags with the config's top-level ``mode:`` where ``--mode`` was not given."""
+        if self.collaboration_given or config.mode is None:
+            return self
+        return attrs.evolve(self, collaboration=config.mode)
 
     def mode_states(self, rows: Sequence[tuple[AgentMode, bool]] | None = None) -> list[ModeState]:
         """The mode state of each row of the mode table a front end runs, as (agent mode,
@@ -155,6 +165,9 @@ class ResolvedConfig:
     """``--final-answer-strategy``: wins over the mode table's."""
     unpriced: tuple[str, ...] = ()
     """With ``--max-cost``: the agents whose calls it does not count."""
+    unmetered: tuple[str, ...] = ()
+    """With ``--max-cost``: the priced agents whose server is asked for no usage
+    (``stream_usage: false``), whose calls it counts at an estimate."""
 
     @property
     def source(self) -> str | None:
@@ -206,15 +219,24 @@ class ResolvedConfig:
             "(offline, no API key needed)"
         )
 
-    def unpriced_note(self) -> str | None:
-        """With ``--max-cost``, a line naming the agents whose calls it does not count."""
-        if not self.unpriced:
-            return None
-        return (
-            "--max-cost counts only priced calls; the calls of "
-            f"{plural(len(self.unpriced), 'agent')} without a price "
-            f"({listed(self.unpriced)}) are not counted"
-        )
+    def max_cost_note(self) -> str | None:
+        """With ``--max-cost``, a line naming the agents whose calls it does not count, and
+        those whose calls it counts at an estimate; ``None`` when it counts every call."""
+        notes = []
+        if self.unpriced:
+            notes.append(
+                "--max-cost counts only priced calls; the calls of "
+                f"{plural(len(self.unpriced), 'agent')} without a price "
+                f"({listed(self.unpriced)}) are not counted"
+            )
+        if self.unmetered:
+            notes.append(
+                f"--max-cost cannot read what the calls of {plural(len(self.unmetered), 'agent')} "
+                f"({listed(self.unmetered)}) use: stream_usage is false, so the server reports "
+                f"no usage; they count at an estimate of a token per "
+                f"{CHARS_PER_TOKEN_ESTIMATE} characters sent or received"
+            )
+        return "; ".join(notes) or None
 
 
 def resolve(flags: RunFlags) -> ResolvedConfig:
@@ -247,9 +269,19 @@ def resolve(flags: RunFlags) -> ResolvedConfig:
     if flags.model is not None:
         config = with_model(config, flags.model)
     unpriced: tuple[str, ...] = ()
+    unmetered: tuple[str, ...] = ()
     if flags.max_cost is not None:
         unpriced = _unpriced(config)
-    return ResolvedConfig(base=config, found=found, strategy=flags.strategy, unpriced=unpriced)
+        unmetered = tuple(
+            agent.id
+            for agent in config.agents
+            if isinstance(agent.backend, OpenAIBackendConfig)
+            and not agent.backend.stream_usage
+            and price_of(agent) is not None
+        )
+    return ResolvedConfig(
+        base=config, found=found, strategy=flags.strategy, unpriced=unpriced, unmetered=unmetered
+    )
 
 
 def with_model(config: ConclaveConfig, model: str) -> ConclaveConfig:

@@ -35,6 +35,7 @@ __all__ = [
     "GENERATION_TEXTS",
     "TEXTS_KEY",
     "TEXT_MIN_CHARS",
+    "Generations",
     "TextError",
     "TextReader",
     "TextWriter",
@@ -54,8 +55,9 @@ class TextError(ValueError):
     """A line's ``texts`` is malformed or refers to a text no earlier line defined."""
 
 
-class _Generations:
-    """Texts met recently, in two generations, closed as the module docstring says."""
+class Generations:
+    """Texts met recently, in two generations, closed as the module docstring says (also
+    the reach of the transcript file's pieces, :mod:`actors.agent.transcript_texts`)."""
 
     def __init__(self) -> None:
         self.recent: dict[Any, Any] = {}
@@ -81,7 +83,7 @@ class TextWriter:
     """The writer's side: numbers texts and replaces the ones already written."""
 
     def __init__(self) -> None:
-        self._known = _Generations()
+        self._known = Generations()
         """Digest of a text → its number."""
         self._next = 1
 
@@ -157,7 +159,7 @@ class TextReader:
     refer to them."""
 
     def __init__(self) -> None:
-        self._texts = _Generations()
+        self._texts = Generations()
         """Number → text."""
 
     def resolve(self, data: dict[str, Any], texts: object) -> None:

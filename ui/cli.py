@@ -74,6 +74,41 @@ def _register_run(sub: _Subcommands) -> None:
     run.set_defaults(handler=handle)
 
 
+def _register_chat(sub: _Subcommands) -> None:
+    from conclave.ui.headless.arguments import add_chat_arguments
+
+    chat = sub.add_parser(
+        "chat",
+        help="talk with the interactive agent headless; it answers or launches runs (--yes)",
+        epilog=_EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_chat_arguments(chat)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.headless.chat import chat_command
+
+        return chat_command(args)
+
+    chat.set_defaults(handler=handle)
+
+
+def _register_project(sub: _Subcommands) -> None:
+    project = sub.add_parser("project", help="project workspaces (docs/interactive.md)")
+    actions = project.add_subparsers(dest="project_action", metavar="ACTION", required=True)
+    init = actions.add_parser(
+        "init", help="create NAME/ with CONTEXT.md, filepaths.json, runs/ and deliverables/"
+    )
+    init.add_argument("name", metavar="NAME", help="the project's directory (must not exist)")
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.project_command import project_init_command
+
+        return project_init_command(args.name)
+
+    init.set_defaults(handler=handle)
+
+
 def _register_batch(sub: _Subcommands) -> None:
     from conclave.ui.batch.arguments import add_batch_arguments
 
@@ -90,6 +125,24 @@ def _register_batch(sub: _Subcommands) -> None:
         return batch_command(args)
 
     batch.set_defaults(handler=handle)
+
+
+def _register_report(sub: _Subcommands) -> None:
+    from conclave.ui.batch.report_arguments import add_report_arguments
+
+    report = sub.add_parser(
+        "report",
+        help="tables (Markdown) and an HTML report of conclave batch results",
+        description="See docs/batch.md: the report.",
+    )
+    add_report_arguments(report)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.batch.report_command import report_command
+
+        return report_command(args)
+
+    report.set_defaults(handler=handle)
 
 
 def _register_replay(sub: _Subcommands) -> None:
@@ -195,6 +248,12 @@ def _register_repl(sub: _Subcommands) -> None:
     repl.set_defaults(handler=handle)
 
 
+def _register_sessions(sub: _Subcommands) -> None:
+    from conclave.ui.sessions_command import add_sessions_command
+
+    add_sessions_command(sub)
+
+
 def _register_serve(sub: _Subcommands) -> None:
     from conclave.ui.serve.arguments import add_serve_arguments
 
@@ -215,8 +274,12 @@ def _register_serve(sub: _Subcommands) -> None:
 
 _COMMANDS = (
     _register_run,
+    _register_chat,
+    _register_project,
     _register_batch,
+    _register_report,
     _register_repl,
+    _register_sessions,
     _register_serve,
     _register_replay,
     _register_validate,
@@ -392,7 +455,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command_name(normalised: list[str]) -> str:
     first = normalised[0] if normalised else ""
-    named = ("run", "batch", "repl", "serve", "replay", "validate", "bench", "import")
+    named = (
+        "run",
+        "chat",
+        "project",
+        "batch",
+        "report",
+        "repl",
+        "sessions",
+        "serve",
+        "replay",
+        "validate",
+        "bench",
+        "import",
+    )
     return f"conclave {first}" if first in named else "conclave"
 
 

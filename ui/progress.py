@@ -45,7 +45,7 @@ from conclave.runtime import (
     converter,
     encode,
 )
-from conclave.ui.timeline import agent_table, describe, neutralise
+from conclave.ui.timeline import agent_table, describe, neutralise, usage_unknown
 
 __all__ = [
     "RunClock",
@@ -162,6 +162,7 @@ class TextProgress:
             return
         self.view.apply(event)
         line = describe(event, verbose=self.verbose) or _watcher_line(event)
+        line = line or usage_unknown(event, self.view)
         if line is not None:
             self._print(f"[{self.clock.t(event.at):6.2f}s] {line}")
         if isinstance(event, RunEnded):

@@ -32,7 +32,7 @@ from conclave.actors.run.events import RunEnded
 from conclave.runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
 from conclave.runtime.events import LogOpened
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.timeline import agent_table, describe, neutralise
+from conclave.ui.timeline import agent_table, describe, neutralise, usage_unknown
 
 __all__ = ["replay_command"]
 
@@ -75,7 +75,7 @@ def _print_timeline(log: EventLogStream, *, verbose: bool) -> None:
         if origin is None:
             origin = event.at
         view.apply(event)
-        line = describe(event, verbose=verbose)
+        line = describe(event, verbose=verbose) or usage_unknown(event, view)
         if line is not None:
             print(f"[{event.at - origin:8.3f}s] {line}")
         ended = ended or isinstance(event, RunEnded)

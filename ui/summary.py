@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 from conclave.actors.run.result import DecidedBy, RunResult
+from conclave.actors.run.termination import Termination
+from conclave.actors.workspace.write_diff import DIFF_FILE
 from conclave.actors.workspace.writes import WRITES_FILE, footer
 from conclave.config.wording import plural
 from conclave.ui.text import display_path
@@ -28,11 +30,15 @@ def writes_footer(result: RunResult) -> str | None:
     """The lines naming what the run wrote to its writable context paths (see
     :func:`actors.workspace.writes.footer`); ``None`` when it wrote nothing."""
     log_dir = result.log_dir
-    list_file = Path(log_dir) / WRITES_FILE if log_dir is not None else None
-    if list_file is not None and not list_file.is_file():
-        list_file = None  # it could not be written: name no file that is not there
-    text = footer(result.writes, list_file)
+    text = footer(result.writes, _written(log_dir, WRITES_FILE), _written(log_dir, DIFF_FILE))
     return None if text is None else display_path(text)
+
+
+def _written(log_dir: str | None, name: str) -> Path | None:
+    """``name`` in the log dir, if it is there (it may not have been written: a footer names
+    no file that is not there)."""
+    path = Path(log_dir) / name if log_dir is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 def summary(result: RunResult) -> str:
@@ -56,6 +62,17 @@ def summary(result: RunResult) -> str:
         line += f", {total.cached_share:.0%} of prompt tokens cached"
     if result.failure_reason:
         line += f"; failed: {_one_line(result.failure_reason)}"
+    unmetered = result.usage.total.calls_without_usage
+    if result.termination is Termination.MAX_COST and unmetered:
+        line += (
+            f"; the cost limit counted {plural(unmetered, 'call')} whose server reported no "
+            "usage at an estimate"
+        )
+    if result.presentation_error:
+        line += (
+            "; the presentation failed, the winning answer stands verbatim: "
+            f"{_one_line(result.presentation_error)}"
+        )
     if result.log_dir is not None:
         line += f"; log {display_path(os.path.join(result.log_dir, 'events.jsonl'))}"
     if result.workspace_path is not None:

@@ -22,23 +22,26 @@ from conclave.actors.coordination.events import (
     AnswerAdded,
     AnswerRepeated,
     FinalAnswerProduced,
+    PresentationFailed,
     RunStarted,
     VoteAdded,
     VotesCleared,
     VotingComplete,
 )
-from conclave.actors.events.loop import LlmRetry, LlmTryFailed
+from conclave.actors.events.loop import LlmRetry, LlmTryFailed, ToolCallFinished, ToolCallStarted
 from conclave.actors.events.view import AgentView, RunView
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
-    ContextPathsWritten,
+    ContextPathsChanged,
     FinalWorkspaceSaved,
     PresentingForWrites,
     SnapshotPublished,
 )
+from conclave.actors.workspace.writes import Writes
+from conclave.config.schema.endpoint import CHARS_PER_TOKEN_ESTIMATE
 from conclave.runtime import (
     ChildExited,
     ChildStopped,
@@ -51,7 +54,7 @@ from conclave.runtime import (
     TapFailed,
 )
 
-__all__ = ["agent_table", "describe", "neutralise"]
+__all__ = ["agent_table", "describe", "neutralise", "usage_unknown"]
 
 _ESCAPED = {
     code: f"\\x{code:02x}"
@@ -113,6 +116,9 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return (
             f"voting complete: winner {event.winner} ({event.label}); tally {tally or 'no votes'}"
         )
+    if isinstance(event, PresentationFailed):
+        after = "asked again" if event.retrying else "the chosen answer stands verbatim"
+        return _one_line(f"{event.presenter}'s presentation failed ({after}): {event.error}")
     if isinstance(event, FinalAnswerProduced):
         who = event.presenter or "nobody"
         return f"final answer by {who} ({event.strategy.value}): {_first_line(event.content)}"
@@ -158,6 +164,10 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         )
     if isinstance(event, SandboxOpened):
         return _sandbox_opened(event, verbose=verbose)
+    if isinstance(event, ToolCallStarted):
+        return _tool_started(event, verbose=verbose)
+    if isinstance(event, ToolCallFinished):
+        return _tool_finished(event, verbose=verbose)
     if not verbose:
         return None
     if isinstance(event, AgentStatusChanged):
@@ -172,12 +182,10 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return _llm_finished(event)
     if isinstance(event, SnapshotPublished):
         return f"{event.agent}'s workspace for {event.label} published at {event.path}"
-    if isinstance(event, ContextPathsWritten):
+    if isinstance(event, ContextPathsChanged):
+        tally = Writes(files=event.files).tally() or "nothing"
         listed = f" (listed in {event.list_file})" if event.list_file else ""
-        return (
-            f"context paths written: {len(event.new)} new, "
-            f"{len(event.modified)} modified file(s){listed}"
-        )
+        return f"context paths changed: {tally}{listed}"
     if isinstance(event, FinalWorkspaceSaved):
         return f"{event.agent}'s workspace saved with the final answer at {event.path}"
     if isinstance(event, Held):
@@ -186,6 +194,64 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, Released):
         return f"released {type(event.envelope.payload).__name__} to {event.envelope.recipient}"
     return None
+
+
+_TOOL_DETAIL = 100
+"""Characters of a call's arguments or error a line shows without ``--verbose``."""
+_REFUSAL_DETAIL = 400
+"""Characters of a refusal's reason a line shows: the reason is what a reader wants."""
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _tool_started(event: ToolCallStarted, *, verbose: bool) -> str:
+    arguments = _one_line(event.arguments)
+    shown = arguments if verbose else _cut(arguments, _TOOL_DETAIL)
+    return f"{event.agent} [tool:{event.tool}] running… {shown}".rstrip()
+
+
+def _tool_finished(event: ToolCallFinished, *, verbose: bool) -> str:
+    """``done (8 lines, 0.12s)``, ``failed (0.01s): why`` or ``refused: why``; with
+    ``verbose``, what the tool returned (or the whole of a failure's error) follows in
+    full, indented."""
+    head = f"{event.agent} [tool:{event.tool}]"
+    took = f"{event.duration:.2f}s"
+    if event.ok:
+        lines = len(event.output.splitlines())
+        line = f"{head} done ({lines} line{'s' * (lines != 1)}, {took})"
+        body = event.output
+    else:
+        why = event.error or event.output
+        if event.refused:
+            # Why it was refused is the point of the line: said whole, if not too long.
+            line = f"{head} refused: {_cut(_one_line(why), _REFUSAL_DETAIL)}"
+            body = ""
+        else:
+            shown = _one_line(why.partition("\n")[0] if verbose else why)
+            line = f"{head} failed ({took}): {shown if verbose else _cut(shown, _TOOL_DETAIL)}"
+            # The rest of a failure's error, a command's output, in full with ``verbose``.
+            body = why.partition("\n")[2]
+    if not verbose or not body.strip():
+        return line
+    return line + "".join(f"\n    | {text}" for text in body.splitlines())
+
+
+def usage_unknown(event: Event, view: RunView) -> str | None:
+    """A line when ``event`` is the first call of its agent whose server reported no usage
+    (``view`` has applied it): from then on its tokens and cost are unknown, and
+    ``--max-cost`` counts its calls at an estimate. ``None`` for any other event."""
+    if type(event) is not LlmRequestFinished or event.usage_reported:
+        return None
+    agent = view.agents.get(event.agent)
+    if agent is None or agent.calls_without_usage != 1:
+        return None
+    return neutralise(
+        f"{event.agent}'s server reports no usage: its tokens and cost are unknown "
+        f"(--max-cost counts its calls at an estimate, a token per {CHARS_PER_TOKEN_ESTIMATE} "
+        "characters)"
+    )
 
 
 def _votes_cleared(event: VotesCleared) -> str:

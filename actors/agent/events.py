@@ -74,6 +74,11 @@ class LlmRequestFinished(DomainEvent):
     usage_reported: bool = True
     """Whether the server said what the call used: ``false`` when a reply came without usage
     (the token counts above are then 0 for want of a number, not a count)."""
+    estimated_input_tokens: int = 0
+    """With ``usage_reported`` false: the prompt tokens estimated from the characters sent
+    (1 token per 3), which ``--max-cost`` counts; 0 otherwise."""
+    estimated_output_tokens: int = 0
+    """As ``estimated_input_tokens``, for the reply."""
 
 
 @message()

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import attrs
 import trio
 
 from conclave.actors.agent.status import AgentStatus
-from conclave.actors.agent.transcript_log import TranscriptLog
+from conclave.actors.agent.transcript_log import TranscriptFile, TranscriptLog
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
 from conclave.actors.loop import Transcript
@@ -35,7 +33,7 @@ class AgentSetup:
     tries of a round or a presentation."""
     history: tuple[Turn, ...] = ()
     """Earlier turns of the conversation, shown before the task in every prompt."""
-    transcript_path: Path | None = None
+    transcript: TranscriptFile | None = None
     """Where the agent's transcripts go (``<log_dir>/transcripts.jsonl``, shared by the run's
     agents, each line naming its agent); ``None``: nowhere."""
     tools: ToolExecutor = NO_TOOLS

@@ -64,6 +64,7 @@ class RoundTools:
                 duration=now - started,
                 ok=result.ok,
                 error=result.error,
+                refused=result.refused,
             )
         )
         return result

@@ -425,7 +425,11 @@ class Rounds:
                 tools=tools,
                 terminal=TextTerminal(),
                 budget=self.budget,
-                observer=CallEvents(self.context, setup.agent, CallPurpose.PRESENT),
+                # The presenter is the last agent at work: a failing one has the
+                # coordinator's failing_agent_grace, as a round's agent has.
+                observer=_Health(
+                    CallEvents(self.context, setup.agent, CallPurpose.PRESENT), self._health
+                ),
                 sink=self.stream,
                 purpose=CallPurpose.PRESENT,
             )
@@ -466,12 +470,12 @@ class Rounds:
                 log.write(self.memory.round, purpose, message)
 
     def _log(self) -> TranscriptLog | None:
-        memory, path = self.memory, self.setup.transcript_path
-        if path is None:
+        memory, file = self.memory, self.setup.transcript
+        if file is None:
             return None
         if memory.transcript_log is None:
             memory.transcript_log = TranscriptLog(
-                path,
+                file,
                 agent=self.setup.agent,
                 on_failure=partial(_transcript_failed, self.context, self.setup.agent),
             )

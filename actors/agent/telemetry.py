@@ -45,6 +45,7 @@ class CallEvents:
         the error with every key redacted (providers echo keys in their error bodies)."""
         reported = completion.usage if completion is not None else None
         usage = reported or Usage()
+        estimate = (completion.estimated_usage if completion is not None else None) or Usage()
         self._context.record(
             LlmRequestFinished(
                 at=trio.current_time(),
@@ -60,6 +61,8 @@ class CallEvents:
                 reasoning_tokens=usage.reasoning_tokens,
                 error=redact(error) if error else None,
                 usage_reported=completion is None or reported is not None,
+                estimated_input_tokens=estimate.input_tokens,
+                estimated_output_tokens=estimate.output_tokens,
             )
         )
 

@@ -11,9 +11,15 @@ One file per run, not one per agent: creating a file costs 60-600 µs of kernel 
 and a run of 1,000 agents spent 0.6-1 s of its 2 s creating their transcript files (a run of
 10,000: ~5 s), inside the trio thread (measured against the same runs without transcripts).
 
+Long texts are written once, in pieces that later lines refer to (an answer quoted in every
+agent's prompt, round after round): a 1 MB answer in a 3-agent run makes 1.1 MB of
+transcripts, not 6.2 MB. The format is in :mod:`actors.agent.transcript_texts`;
+:func:`read_transcripts` gives the lines back as written above.
+
 Each line is appended in one write as the message joins the transcript, so a crash loses at
 most the line being written. A write that fails (a full disk) stops the file for the rest
-of the run and is reported once; the run goes on without it.
+of the run (a later line could refer to a piece the failed one defined), and each agent
+reports it once; the run goes on without it.
 """
 
 from __future__ import annotations
@@ -21,25 +27,55 @@ from __future__ import annotations
 import os
 import resource
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from conclave.actors.agent.transcript_texts import (
+    TEXT_MIN_CHARS,
+    PieceError,
+    PieceReader,
+    PieceWriter,
+    decoded_arguments,
+    encoded_arguments,
+)
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage
 from conclave.runtime.codec import json_line
 
-__all__ = ["OPEN_LIMIT", "TRANSCRIPTS", "TranscriptLog"]
+__all__ = [
+    "OPEN_LIMIT",
+    "TRANSCRIPTS",
+    "TranscriptError",
+    "TranscriptFile",
+    "TranscriptLog",
+    "read_transcripts",
+]
 
 TRANSCRIPTS = "transcripts.jsonl"
 """The run's transcript file, in its log directory."""
 
 
-class TranscriptLog:
-    """One agent's lines of the run's transcript file; ``on_failure`` hears its first write
-    error."""
+class TranscriptFile:
+    """The run's transcript file, shared by its agents (owned by the run): where it is, the
+    pieces of long texts its lines hold so far, and the write error that stopped it."""
 
-    def __init__(self, path: Path, *, agent: str, on_failure: Callable[[str], None]) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
+        self.pieces = PieceWriter()
+        self.failure: str | None = None
+
+
+class TranscriptLog:
+    """One agent's lines of the run's transcript file; ``on_failure`` hears the error that
+    stopped the file, once."""
+
+    def __init__(
+        self, file: TranscriptFile, *, agent: str, on_failure: Callable[[str], None]
+    ) -> None:
+        self.file = file
+        self.path = file.path
         self.agent = agent
         self.failure: str | None = None
         self._on_failure = on_failure
@@ -47,15 +83,20 @@ class TranscriptLog:
     def write(self, round_: int, purpose: CallPurpose, message: ChatMessage) -> None:
         if self.failure is not None:
             return
-        data = memoryview(json_line(_line(self.agent, round_, purpose, message)))
-        try:
-            descriptor = _OPEN_FILES.descriptor(self.path)
-            while data:
-                data = data[os.write(descriptor, data) :]
-        except OSError as exc:
-            _OPEN_FILES.forget(self.path)
-            self.failure = f"cannot write the transcript {self.path}: {exc.strerror or exc}"
-            self._on_failure(self.failure)
+        file = self.file
+        if file.failure is None:
+            line = file.pieces.line(_line(self.agent, round_, purpose, message))
+            data = memoryview(json_line(line))
+            try:
+                descriptor = _OPEN_FILES.descriptor(self.path)
+                while data:
+                    data = data[os.write(descriptor, data) :]
+                return
+            except OSError as exc:
+                _OPEN_FILES.forget(self.path)
+                file.failure = f"cannot write the transcript {self.path}: {exc.strerror or exc}"
+        self.failure = file.failure
+        self._on_failure(file.failure)
 
     def close(self) -> None:
         """Close the file if it is open (the run has ended: its agents write no more). A
@@ -131,11 +172,53 @@ def _line(agent: str, round_: int, purpose: CallPurpose, message: ChatMessage) -
         "content": message.content,
     }
     if message.tool_calls:
-        line["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-        ]
+        line["tool_calls"] = [_tool_call(c.id, c.name, c.arguments) for c in message.tool_calls]
     if message.tool_call_id is not None:
         line["tool_call_id"] = message.tool_call_id
     if message.provider_state is not None:
         line["provider_state"] = message.provider_state
     return line
+
+
+def _tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """A tool call's line entry: long arguments decoded when they encode back exactly, so
+    their texts are cut into the same pieces as everywhere else (an answer's content)."""
+    decoded = decoded_arguments(arguments) if len(arguments) >= TEXT_MIN_CHARS else None
+    if decoded is None:
+        return {"id": call_id, "name": name, "arguments": arguments}
+    value, style = decoded
+    return {
+        "id": call_id,
+        "name": name,
+        "arguments": None,
+        "arguments_object": value,
+        "arguments_style": style.value,
+    }
+
+
+class TranscriptError(ValueError):
+    """A transcript file's line is not what :class:`TranscriptLog` writes."""
+
+
+def read_transcripts(path: Path) -> Iterator[dict[str, Any]]:
+    """The lines of a transcript file as the module docstring describes them: long texts
+    put together from their pieces, tool call arguments as the model sent them. Streams the
+    file. A last line cut off mid-write (a crash) is skipped; damage anywhere else raises
+    :class:`TranscriptError` naming the line."""
+    reader = PieceReader()
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            if not raw.endswith(b"\n"):
+                return  # cut off mid-write: the writer's last line
+            try:
+                line = orjson.loads(raw)
+                if not isinstance(line, dict):
+                    raise PieceError("the line is not a JSON object")
+                reader.resolve(line)
+                for call in line.get("tool_calls", ()):
+                    if "arguments_object" in call:
+                        value, style = call.pop("arguments_object"), call.pop("arguments_style")
+                        call["arguments"] = encoded_arguments(value, style)
+            except (orjson.JSONDecodeError, PieceError, KeyError, TypeError) as exc:
+                raise TranscriptError(f"{path}:{number}: {exc}") from None
+            yield line

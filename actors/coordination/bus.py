@@ -13,6 +13,10 @@ it), and the bus turns it true once a period passes without one.
 What the bus has in flight (updates not yet sent, the quiet deadline) is a
 :class:`BusState` owned by the run: a restarted bus sends what its predecessor collected
 and sleeps until the same deadline, so held messages are released as if nothing happened.
+
+With a first-vote wait configured, the bus also keeps the ``first_vote_wait_over`` fact that
+:class:`~actors.coordination.rules.FirstVoteWaitsForAnswers` bounds its hold with: it turns
+true once the wait has passed since the run's first accepted answer.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import attrs
 import trio
 
 from conclave.actors.coordination.protocol import AnswerAccepted, AnswerUpdate, AnswerView
-from conclave.actors.coordination.rules import QUIET
+from conclave.actors.coordination.rules import FIRST_VOTE_WAIT_OVER, QUIET
 from conclave.actors.coordination.visibility import Visibility
 from conclave.runtime import Actor, ActorContext, Address, Envelope, Facts
 
@@ -44,6 +48,10 @@ class BusState:
     when the run has no quiet period)."""
     pending: dict[str, list[AnswerView]] = attrs.Factory(dict)
     """Recipient → answers collected for its next update."""
+    first_vote_deadline: float | None = None
+    """When the first-vote wait ends: set by the run's first accepted answer (``None``
+    before it, or when the run has no such wait)."""
+    first_vote_wait_over: bool = False
 
 
 class AnswersArriving:
@@ -69,16 +77,21 @@ class InjectionBus(Actor):
         visibility: Visibility,
         preview_chars: int,
         state: BusState,
+        first_vote_wait: float | None = None,
     ) -> None:
         super().__init__(context)
         self._visibility = visibility
         self._preview = preview_chars
         self._state = state
+        self._first_vote_wait = first_vote_wait
         self._timer_running = False
 
     async def started(self) -> None:
-        if self._state.quiet_deadline is not None:
+        state = self._state
+        if state.quiet_deadline is not None:
             self._arm_quiet_timer()
+        if state.first_vote_deadline is not None and not state.first_vote_wait_over:
+            self.context.start_soon(self._end_first_vote_wait, state.first_vote_deadline)
         self._flush_when_idle()
 
     async def handle(self, envelope: Envelope) -> None:
@@ -90,7 +103,18 @@ class InjectionBus(Actor):
                 state.pending.setdefault(recipient, []).append(view)
             if state.quiet_deadline is not None:
                 self._arm_quiet_timer()
+            wait = self._first_vote_wait
+            if wait is not None and state.first_vote_deadline is None:
+                state.first_vote_deadline = envelope.timestamp + wait
+                self.context.start_soon(self._end_first_vote_wait, state.first_vote_deadline)
         self._flush_when_idle()
+
+    async def _end_first_vote_wait(self, deadline: float) -> None:
+        """Sleeps until the first-vote wait is over, then says so. Cancelled with the
+        incarnation: the next one re-arms from the state."""
+        await trio.sleep_until(deadline)
+        self._state.first_vote_wait_over = True
+        self.context.update_facts({FIRST_VOTE_WAIT_OVER: True})
 
     def _arm_quiet_timer(self) -> None:
         if not self._timer_running:

@@ -59,6 +59,7 @@ from conclave.actors.coordination.protocol import (
     Present,
     Presentation,
     PresentationDone,
+    PresenterGraceOver,
     Rejoin,
     Rejoined,
     RunFinished,
@@ -95,6 +96,7 @@ from conclave.runtime import (
     Address,
     ConclaveRuntimeError,
     Envelope,
+    Message,
     Undeliverable,
 )
 
@@ -222,8 +224,11 @@ class Coordinator(Actor):
                 else:
                     self.state.failing[payload.agent] = payload.error
                 self._watch_failing()
+                self._watch_presenter()
         elif isinstance(payload, ExcludeFailing):
             self._exclude_failing(payload.since)
+        elif isinstance(payload, PresenterGraceOver):
+            self._presenter_grace_over(payload.since)
         elif isinstance(payload, AwaitResult):
             self.state.result_waiters.append(envelope)
             if self.state.phase is Phase.DONE:
@@ -455,15 +460,60 @@ class Coordinator(Actor):
             state.failing_since = trio.current_time()
             self._remind_failing(state.failing_since)
 
-    def _remind_failing(self, since: float) -> None:
+    def _remind_failing(self, since: float, reminder: Message | None = None) -> None:
+        """Tell this coordinator ``reminder`` (by default, to exclude the agents still
+        failing) when the grace that began at ``since`` is over."""
         grace = self.state.orchestrator.failing_agent_grace
         assert grace is not None
+        message = ExcludeFailing(since=since) if reminder is None else reminder
 
         async def remind() -> None:
             await trio.sleep_until(since + grace)
-            self.context.tell_nowait(self.context.address, ExcludeFailing(since=since))
+            self.context.tell_nowait(self.context.address, message)
 
         self.context.start_soon(remind)
+
+    def _watch_presenter(self) -> None:
+        """The presenter is the last agent at work: if its calls keep failing it has
+        ``failing_agent_grace``, as any agent whose peers are all done, then the chosen
+        answer stands without it. Its grace is forgotten when a call succeeds."""
+        state = self.state
+        pending = state.presentation
+        if (
+            state.orchestrator.failing_agent_grace is None
+            or state.phase is not Phase.PRESENTING
+            or pending is None
+        ):
+            return
+        if pending.presenter not in state.failing:
+            pending.failing_since = None
+        elif pending.failing_since is None:
+            since = pending.failing_since = trio.current_time()
+            self._remind_failing(since, PresenterGraceOver(since=since))
+
+    def _presenter_grace_over(self, since: float) -> None:
+        state = self.state
+        pending = state.presentation
+        if state.phase is not Phase.PRESENTING or pending is None:
+            return
+        if pending.failing_since != since:
+            return  # the presenter recovered since, or this presentation is not that one
+        grace = state.orchestrator.failing_agent_grace
+        error = (
+            f"{pending.presenter}'s LLM calls kept failing for {grace:g}s "
+            f"(orchestrator.failing_agent_grace); last failure: "
+            f"{state.failing.get(pending.presenter, 'unknown')}"
+        )
+        self.context.record(
+            PresentationFailed(
+                at=trio.current_time(),
+                presenter=pending.presenter,
+                attempt=pending.sent,
+                error=error,
+                retrying=False,
+            )
+        )
+        self._fall_back(pending, error)
 
     def _exclude_failing(self, since: float) -> None:
         """The grace is over: the run goes on without the agents that kept failing. Each
@@ -697,7 +747,12 @@ class Coordinator(Actor):
         if retry:
             self._send_presentation(pending)
             return
-        # The chosen answer is still a complete answer; nobody presented it.
+        self._fall_back(pending, error)
+
+    def _fall_back(self, pending: PendingPresentation, error: str) -> None:
+        """The presentation failed for good: the chosen answer is still a complete answer,
+        and is the final one; nobody presented it."""
+        state = self.state
         state.presentation_error = error
         state.presenter = None
         chosen = pending.fallback

@@ -31,6 +31,7 @@ __all__ = [
     "Present",
     "Presentation",
     "PresentationDone",
+    "PresenterGraceOver",
     "Rejoin",
     "Rejoined",
     "RunFinished",
@@ -222,6 +223,15 @@ class AgentFailing(Message):
 class ExcludeFailing(Message):
     """The coordinator's own reminder: the grace of the agents that kept failing while the
     others were done is over (``since`` names which grace, so a stale one is ignored)."""
+
+    since: float
+
+
+@message()
+class PresenterGraceOver(Message):
+    """The coordinator's own reminder: the presenter's calls have kept failing for
+    ``orchestrator.failing_agent_grace`` (``since`` names which grace, so a stale one, the
+    presenter having recovered meanwhile, is ignored)."""
 
     since: float
 

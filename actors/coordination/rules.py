@@ -4,7 +4,8 @@ Facts kept by :class:`AnswerProgress` (from messages the router delivers), one k
 so a hold waiting on one agent is re-checked only when that agent's facts change:
 ``answered:<agent>`` (has an accepted answer, or gave a current answer's text, which counted
 as its vote), ``live:<agent>`` (false once excluded; absent means live) and ``all_answered``
-(every started, live agent has answered).
+(every started, live agent has answered). ``first_vote_wait_over`` is kept by the
+InjectionBus (see :class:`FirstVoteWaitsForAnswers`).
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from conclave.actors.coordination.protocol import (
 from conclave.runtime import DELIVER, Decision, Drop, Envelope, Facts, Hold
 
 __all__ = [
+    "FIRST_VOTE_WAIT_OVER",
     "QUIET",
     "AnswerProgress",
     "DeferVoting",
     "DropInjection",
+    "FirstVoteWaitsForAnswers",
     "HoldUntilQuiet",
     "UpdatesAfterFirstAnswer",
 ]
@@ -110,6 +113,39 @@ class DeferVoting:
                 _all_answered,
                 "voting deferred until every live agent has answered",
                 watch=frozenset({ALL_ANSWERED}),
+            )
+        return DELIVER
+
+
+FIRST_VOTE_WAIT_OVER = "first_vote_wait_over"
+"""Fact kept by the InjectionBus: ``first_vote_wait`` seconds have passed since the run's
+first answer."""
+
+
+def _first_answers_in(facts: Facts) -> bool:
+    return _all_answered(facts) or bool(facts.get(FIRST_VOTE_WAIT_OVER, False))
+
+
+class FirstVoteWaitsForAnswers:
+    """``first_vote_wait``: "you may vote now" waits until every live agent has answered
+    once, or until the wait (counted from the run's first answer) is over.
+
+    Answers spread out (over HTTP, or with models of different speed) by more than the quiet
+    period would otherwise open voting between them: each early vote is reset by the next
+    late answer and cast again, up to once per late answer. Held here, every agent's first
+    vote sees every first answer, and a run costs one answer and one vote per agent. Once
+    every agent has answered the rule holds nothing, so it touches only first votes (and
+    the votes of agents that answer twice before the others answer once)."""
+
+    name = "first_vote_waits_for_first_answers"
+    payloads = (VotingOpen,)
+
+    def decide(self, envelope: Envelope, facts: Facts) -> Decision:
+        if isinstance(envelope.payload, self.payloads) and not _first_answers_in(facts):
+            return Hold(
+                _first_answers_in,
+                "voting waits for the first answers of the agents still answering",
+                watch=frozenset({ALL_ANSWERED, FIRST_VOTE_WAIT_OVER}),
             )
         return DELIVER
 

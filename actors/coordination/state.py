@@ -102,6 +102,9 @@ class PendingPresentation:
     """How many times the request was sent; only the latest sending's failure counts."""
     interrupted: int = 0
     """Sendings that failed because the presenter's incarnation ended (it crashed)."""
+    failing_since: float | None = None
+    """Since when the presenter's calls keep failing (its grace began); ``None`` while
+    they do not."""
 
 
 class CoordinationState:
@@ -132,7 +135,9 @@ class CoordinationState:
         """Per agent, how many answers (all versions) it can see: what a vote must cite."""
         self.votes: dict[str, Answer] = {}
         self.vote_reasons: dict[str, str] = {}
-        self.live: list[str] = list(self.agents)
+        self.live: dict[str, None] = dict.fromkeys(self.agents)
+        """The agents not excluded, in config order: an ordered set, because every answer and
+        vote asks whether its agent is live (a list made that O(N), a run O(N²))."""
         self.failed: dict[str, str] = {}
         self.failing: dict[str, str] = {}
         """Agent → the latest failure of its LLM calls, while they keep failing."""
@@ -304,7 +309,7 @@ class CoordinationState:
         if agent not in self.live:
             return None
         self.failed[agent] = reason
-        self.live.remove(agent)
+        del self.live[agent]
         self.failing.pop(agent, None)
         vote = self.votes.get(agent)
         if vote is None or self.phase is not Phase.COORDINATING:
@@ -370,17 +375,23 @@ class CoordinationState:
 
     def settled(self, agent: str) -> bool:
         """Whether ``agent`` has nothing to do until others act: its vote stands, or it has
-        answered and voting is skipped or deferred until every agent has answered."""
+        answered and voting is skipped, deferred until every agent has answered, or its
+        first vote waits for the first answers of live agents still answering."""
         if agent in self.votes:
             return True
         orchestrator = self.orchestrator
         deferred = orchestrator.skip_voting or orchestrator.defer_voting_until_all_answered
-        return deferred and agent in self.latest
+        waiting = orchestrator.first_vote_wait is not None and any(
+            a not in self.latest and a not in self.supporters for a in self.live
+        )
+        return (deferred or waiting) and agent in self.latest
 
     def stragglers(self) -> tuple[str, ...]:
         """The live agents whose calls keep failing while every other live agent (one at
         least) is done; empty when the run is waiting for anyone else."""
-        if self.phase is not Phase.COORDINATING:
+        if self.phase is not Phase.COORDINATING or not self.failing:
+            # Checked after every answer and vote: with nobody failing (the usual case) it
+            # must not walk every agent, or a run of N agents costs N² here.
             return ()
         failing = tuple(a for a in self.live if a in self.failing)
         others = [a for a in self.live if a not in self.failing]

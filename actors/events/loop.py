@@ -1,9 +1,11 @@
 """Events of an agent's LLM loop: streamed text, retries, tool calls.
 
-The loop engine records these once real backends and tools exist; they are declared now so
-the stream-json schema, the hub and :class:`~actors.events.view.RunView` know them.
-Tool arguments, outputs and errors are cut to :data:`PREVIEW_BYTES` by the classes
-themselves, so no emitter can put a megabyte file into every subscriber's buffer.
+Tool arguments are cut to :data:`PREVIEW_BYTES` by the classes themselves: a model may send
+megabytes of them, and the transcript keeps them whole. A call's output and error are kept
+whole: they are what the model was shown, already capped by the executor
+(``max_output_bytes``), and ``conclave replay --verbose`` shows them in full. Subscribers in
+the process share the one string; the event log writes a long output once (see
+:mod:`runtime.eventlog_texts`).
 """
 
 from __future__ import annotations
@@ -101,10 +103,12 @@ class ToolCallFinished(DomainEvent):
     tool: str
     call_id: str
     arguments: str = attrs.field(converter=clip)
-    output: str = attrs.field(converter=clip)
-    """What the tool returned to the model, cut to :data:`PREVIEW_BYTES`."""
+    output: str
+    """What the tool returned to the model, whole."""
     duration: float
     ok: bool
-    error: str | None = attrs.field(converter=attrs.converters.optional(clip))
-    """Why the call failed, cut to :data:`PREVIEW_BYTES` like the output (a tool's error
-    may quote what it was given)."""
+    error: str | None
+    """Why the call failed or was refused, whole (``None`` when it succeeded)."""
+    refused: bool = False
+    """The call never ran: a check refused it (``error`` says why). ``False`` in logs
+    written before refusals were told apart."""

@@ -30,6 +30,7 @@ failed tries.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -150,12 +151,12 @@ class AnthropicProvider(SdkProvider[AnthropicBackendConfig, anthropic.AsyncAnthr
         config: AnthropicBackendConfig,
         base_url: str,
         key: Secret | None,
-        http: httpx2.AsyncClient,
+        http: Callable[[], httpx2.AsyncClient],
     ) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
             api_key=key.reveal() if key is not None else "",
             base_url=base_url,
-            http_client=http,
+            http_client=http(),
             max_retries=0,
             open_telemetry=False,
         )

@@ -1,6 +1,7 @@
-"""The HTTP client the backends hand their SDK, and an endpoint's shared limits.
+"""The HTTP clients the backends send on (the anthropic SDK's, the openai backend's lanes),
+and an endpoint's shared limits.
 
-The SDKs' own retries are off (``max_retries=0`` on every client): a backend retries
+No client retries on its own (the SDK's ``max_retries=0``): a backend retries
 requests itself (:mod:`actors.llm.retry`), so that its waits follow one policy, fit its
 caller's limits and are reported as they happen. Before each attempt it waits at the
 endpoint's :class:`EndpointGate`: one 429 back-off shared by every agent on the endpoint
@@ -11,6 +12,7 @@ optional requests-per-minute window.
 from __future__ import annotations
 
 import math
+import ssl
 from collections import deque
 
 import attrs
@@ -90,9 +92,13 @@ def http_timeout(timeouts: Timeouts) -> httpx2.Timeout:
     return httpx2.Timeout(connect=timeouts.connect, read=None, write=timeouts.first_byte, pool=None)
 
 
-def http_client(config: HttpBackendConfig) -> httpx2.AsyncClient:
-    """An endpoint's HTTP client: keeps a connection per concurrent call alive."""
+def http_client(
+    config: HttpBackendConfig, *, verify: ssl.SSLContext | bool = True
+) -> httpx2.AsyncClient:
+    """An endpoint's HTTP client: keeps a connection per concurrent call alive. ``verify``
+    may be a TLS context already made (loading the CA bundle takes ~50 ms)."""
     return httpx2.AsyncClient(
+        verify=verify,
         timeout=http_timeout(config.timeouts),
         limits=httpx2.Limits(
             max_connections=None, max_keepalive_connections=config.max_concurrency

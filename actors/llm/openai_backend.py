@@ -1,12 +1,10 @@
-"""The ``openai`` backend: any OpenAI-compatible Chat Completions endpoint, through the
-official SDK.
+"""The ``openai`` backend: any OpenAI-compatible Chat Completions endpoint (Azure OpenAI
+too), over ``httpx2`` (:mod:`actors.llm.chat_wire`, which says why not the official SDK).
 
-Imported only when a config names an ``openai`` agent (the pool's provider table), so a run
-that does not use it never pays for importing the SDK.
+Imported only when a config names an ``openai`` agent (the pool's provider table).
 
-Every call streams, and the reply is assembled by hand from the raw chunks of
-``create(stream=True)``, per tool-call index: the SDK's stream helper raises when a reply hits
-the token limit, and the raw chunks are also what compatible servers agree on. Tool-call
+Every call streams, and the reply is assembled by hand from the raw chunks (plain dicts),
+per tool-call index: the raw chunks are what compatible servers agree on. Tool-call
 arguments are passed on exactly as the model wrote them, valid JSON or not: judging them is
 the workflow parser's job. Usage arrives (with ``stream_options.include_usage``) in a last
 chunk whose ``choices`` is empty.
@@ -14,14 +12,21 @@ chunk whose ``choices`` is empty.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import attrs
 import httpx2
-import openai
-from openai.types.chat import ChatCompletionChunk
 
+from conclave.actors.llm.chat_wire import (
+    OMIT,
+    ChatClient,
+    ChatConnectionError,
+    ChatError,
+    ChatStatusError,
+    ChatStream,
+    ChatStreamError,
+)
 from conclave.actors.llm.http_errors import Diagnosis
 from conclave.actors.llm.protocol import (
     ChatMessage,
@@ -51,18 +56,18 @@ _STOP_REASONS = {
 }
 
 
-async def _no_key() -> str:
-    """The key source of a server that needs none (a local Ollama, vLLM, LM Studio): the SDK
-    insists on a key or a source of one, and sends no ``Authorization`` for an empty one."""
-    return ""
+_IDENTITY = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
+"""Environment variables the SDK read into headers: variable → header."""
+_SENT_APART = ("timeout", "extra_headers", "extra_body")
+"""Arguments that are not the request's body (``extra_body`` is merged into it)."""
 
 
-class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
+class OpenAIBackend(SdkBackend[OpenAIBackendConfig, ChatClient]):
     """One agent's view of an OpenAI-compatible endpoint (see :class:`SdkBackend`)."""
 
-    SDK_ERROR = openai.OpenAIError
-    CONNECTION_ERROR = openai.APIConnectionError
-    OMIT = openai.omit
+    SDK_ERROR = ChatError
+    CONNECTION_ERROR = ChatConnectionError
+    OMIT = OMIT
     STREAM_END = "finish_reason"
     PROTOCOL = "the Chat Completions protocol"
     NO_KEY_ADVICE = " (a local server that needs no key takes any value)"
@@ -72,26 +77,33 @@ class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
     ``auto`` (the prompt still asks for the call), as ``tool_choice_required: false`` does."""
 
     async def _open_stream(self, arguments: dict[str, Any]) -> SdkStream:
-        create = self._client.chat.completions.create
         try:
-            stream: SdkStream = await create(**arguments)
-        except openai.BadRequestError as exc:
-            if arguments.get("tool_choice") != ToolChoice.REQUIRED.value or not _refuses_choice(
-                exc
+            return await self._send(arguments)
+        except ChatStatusError as exc:
+            if (
+                exc.status_code != 400
+                or arguments.get("tool_choice") != ToolChoice.REQUIRED.value
+                or not _refuses_choice(exc)
             ):
                 raise
             # An older or smaller server that lacks it: the round still works with auto.
             self.required_refused = True
-            stream = await create(**{**arguments, "tool_choice": ToolChoice.AUTO.value})
-        return stream
+            return await self._send({**arguments, "tool_choice": ToolChoice.AUTO.value})
+
+    async def _send(self, arguments: dict[str, Any]) -> ChatStream:
+        body = {k: v for k, v in arguments.items() if k not in _SENT_APART}
+        body.update(arguments.get("extra_body") or {})
+        return await self._client.open(
+            body, headers=arguments.get("extra_headers") or {}, timeout=arguments["timeout"]
+        )
 
     def _reply(self) -> StreamedReply:
         return _Reply()
 
     def _status_diagnosis(self, exc: Exception) -> Diagnosis | None:
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, ChatStatusError):
             return self._openai_status(exc.status_code, exc.body, exc.message)
-        if isinstance(exc, openai.APIError):
+        if isinstance(exc, ChatStreamError):
             # An error the server sent as a chunk of a stream that had begun.
             return self._openai_status(200, exc.body, exc.message)
         return None
@@ -144,7 +156,7 @@ class OpenAIBackend(SdkBackend[OpenAIBackendConfig, openai.AsyncOpenAI]):
         return arguments
 
 
-class OpenAIProvider(SdkProvider[OpenAIBackendConfig, openai.AsyncOpenAI]):
+class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
     """Agents on one server with one key (and, on Azure, one API version) share one client."""
 
     NAME = "openai"
@@ -160,30 +172,35 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, openai.AsyncOpenAI]):
         config: OpenAIBackendConfig,
         base_url: str,
         key: Secret | None,
-        http: httpx2.AsyncClient,
-    ) -> openai.AsyncOpenAI:
-        sent_key = key.reveal() if key is not None else _no_key
+        http: Callable[[], httpx2.AsyncClient],
+    ) -> ChatClient:
+        sent_key = key.reveal() if key is not None else None
+        identity = self.identity()
         if config.api_version is not None:
-            return openai.AsyncAzureOpenAI(
-                azure_endpoint=base_url,
-                azure_deployment=config.deployment or config.model,
+            return ChatClient.azure(
+                endpoint=base_url,
+                deployment=config.deployment or config.model,
                 api_version=config.api_version,
-                api_key=sent_key,
-                http_client=http,
-                max_retries=0,
+                key=sent_key,
+                http=http,
+                identity=identity,
             )
-        return openai.AsyncOpenAI(
-            api_key=sent_key,
-            base_url=base_url,
-            http_client=http,
-            max_retries=0,
-        )
+        return ChatClient.openai(base_url=base_url, key=sent_key, http=http, identity=identity)
+
+    def identity(self) -> dict[str, str]:
+        """The organization and project headers, from ``OPENAI_ORG_ID`` and
+        ``OPENAI_PROJECT_ID`` when set, as the SDK sent them."""
+        return {
+            header: self._environ[variable]
+            for variable, header in _IDENTITY.items()
+            if self._environ.get(variable)
+        }
 
 
 PROVIDER = OpenAIProvider()
 
 
-def _refuses_choice(exc: openai.BadRequestError) -> bool:
+def _refuses_choice(exc: ChatStatusError) -> bool:
     """Whether a 400 is about ``tool_choice`` (its ``param``, or its message names it)."""
     body = exc.body
     inner = body.get("error", body) if isinstance(body, dict) else None
@@ -237,44 +254,48 @@ class _Reply:
     def finished(self) -> bool:
         return self.finish is not None
 
-    def add(self, chunk: ChatCompletionChunk, sink: CompletionSink | None) -> None:
-        if chunk.model and not self.model:
-            self.model = chunk.model
-        if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
-        for choice in chunk.choices:
-            delta = choice.delta
-            if delta.content:
-                self.text.append(delta.content)
+    def add(self, chunk: dict[str, Any], sink: CompletionSink | None) -> None:
+        model = chunk.get("model")
+        if model and not self.model:
+            self.model = model
+        usage = chunk.get("usage")
+        if usage is not None:
+            self.usage = _usage(usage)
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                self.text.append(content)
                 if sink is not None:
-                    sink.text(delta.content)
+                    sink.text(content)
             # vLLM, SGLang, DeepSeek and OpenRouter stream reasoning under one of these.
-            reasoning = getattr(delta, "reasoning_content", None) or getattr(
-                delta, "reasoning", None
-            )
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning and sink is not None:
                 sink.reasoning(reasoning)
-            for call in delta.tool_calls or ():
+            for call in delta.get("tool_calls") or ():
                 self._add_call(call, sink)
-            if choice.finish_reason:
-                self.finish = choice.finish_reason
+            finish = choice.get("finish_reason")
+            if finish:
+                self.finish = finish
 
-    def _add_call(self, call: Any, sink: CompletionSink | None) -> None:
-        given = getattr(call, "index", None)
+    def _add_call(self, call: dict[str, Any], sink: CompletionSink | None) -> None:
+        given = call.get("index")
         index: int = given if given is not None else len(self.calls)
         partial = self.calls.setdefault(index, _PartialCall())
-        if call.id:
-            partial.id = call.id
-        function = call.function
+        if call.get("id"):
+            partial.id = call["id"]
+        function = call.get("function")
         if function is None:
             return
         # A name arrives once, or (on some servers) repeated in every delta.
-        if function.name and function.name != partial.name:
-            partial.name += function.name
-        if function.arguments:
-            partial.arguments.append(function.arguments)
+        name = function.get("name")
+        if name and name != partial.name:
+            partial.name += name
+        arguments = function.get("arguments")
+        if arguments:
+            partial.arguments.append(arguments)
             if sink is not None:
-                sink.tool_arguments(index, partial.name, function.arguments)
+                sink.tool_arguments(index, partial.name, arguments)
 
     def completion(self) -> Completion:
         calls = tuple(
@@ -296,15 +317,13 @@ class _Reply:
         )
 
 
-def _usage(usage: Any) -> Usage:
-    prompt = usage.prompt_tokens_details
-    completion = usage.completion_tokens_details
+def _usage(usage: dict[str, Any]) -> Usage:
+    prompt = usage.get("prompt_tokens_details") or {}
+    completion = usage.get("completion_tokens_details") or {}
     return Usage(
-        input_tokens=usage.prompt_tokens or 0,
-        output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=(prompt.cached_tokens or 0) if prompt is not None else 0,
-        cache_write_tokens=(getattr(prompt, "cache_write_tokens", None) or 0)
-        if prompt is not None
-        else 0,
-        reasoning_tokens=(completion.reasoning_tokens or 0) if completion is not None else 0,
+        input_tokens=usage.get("prompt_tokens") or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
+        cache_read_tokens=prompt.get("cached_tokens") or 0,
+        cache_write_tokens=prompt.get("cache_write_tokens") or 0,
+        reasoning_tokens=completion.get("reasoning_tokens") or 0,
     )

@@ -91,6 +91,8 @@ class CallPurpose(enum.StrEnum):
 
     ROUND = "round"
     PRESENT = "present"
+    COMPACT = "compact"
+    """Summarising a session's older exchanges (:mod:`actors.session.compaction`)."""
 
 
 class CallOutcome(enum.StrEnum):
@@ -128,6 +130,10 @@ class Completion:
     server asked for no usage, ``stream_usage: false``, or one that ignores the request)."""
     stop_reason: StopReason = StopReason.END_TURN
     model: str = ""
+    estimated_usage: Usage | None = None
+    """Set by the loop when ``usage`` is ``None``: the call's tokens estimated from the
+    characters sent and received (:func:`actors.llm.pricing.estimated_usage`), which
+    ``--max-cost`` counts; never shown as a count."""
 
 
 class CompletionSink(Protocol):

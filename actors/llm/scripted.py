@@ -10,6 +10,9 @@ pieces spread over the last :data:`STREAMED_SHARE` of the call's latency, as a m
 tokens do, so ``--include-partial-messages`` and the REPL see typing. The call takes the same
 time as without a sink, and a reply of tool calls (most of a run's) streams nothing.
 
+The interactive agent (``orchestrator.interactive_mode``) has a policy of its own
+(:mod:`actors.llm.scripted_interactive`): short questions answered, other work launched.
+
 Tool-using policies: before its workflow call (and before a presentation's text) the script
 makes its configured tool steps, one per call. Which step is next is counted from the step
 results already in the transcript, not kept in the backend, so an agent restarted mid-round
@@ -28,6 +31,7 @@ import trio
 
 from conclave.actors.coordination.label import Label
 from conclave.actors.llm.protocol import (
+    CallPurpose,
     ChatMessage,
     Completion,
     CompletionRequest,
@@ -36,8 +40,11 @@ from conclave.actors.llm.protocol import (
     ToolCall,
     Usage,
 )
+from conclave.actors.llm.scripted_interactive import interactive_reply
+from conclave.actors.llm.scripted_summary import summary_reply
 from conclave.actors.planning.scripted_plans import as_plan_reply
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
+from conclave.actors.prompts.interactive import is_interactive
 from conclave.config.schema import Misbehaviour, ScriptedBackendConfig
 from conclave.config.schema.backends import ToolStep
 
@@ -99,11 +106,19 @@ class ScriptedBackend:
         start = trio.current_time()
         end = start + delay
         await trio.sleep_until(start + delay * (1 - STREAMED_SHARE))
+        if request.purpose is CallPurpose.COMPACT:
+            summary = summary_reply(request.messages)
+            await _stream(summary.content if sink is not None else "", end, sink)
+            return Completion(message=summary, usage=_usage(request, summary))
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):
             await trio.sleep_until(end)  # a failure takes the whole latency, as it always did
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
+        if _plays_interactive(request.messages):
+            message = interactive_reply(request.messages, self._call_id())
+            await _stream(message.content if sink is not None else "", end, sink)
+            return Completion(message=message, usage=_usage(request, message))
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
         done = sum(1 for m in request.messages if _is_step_result(m))
@@ -282,6 +297,11 @@ async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
         sink.text(piece)
         if end > now:
             await trio.sleep_until(end if index == len(pieces) else now + step * index)
+
+
+def _plays_interactive(messages: Sequence[ChatMessage]) -> bool:
+    """The interactive agent's conversation (its policy: :mod:`actors.llm.scripted_interactive`)."""
+    return bool(messages) and messages[0].role == "system" and is_interactive(messages[0].content)
 
 
 def _is_step_result(message: ChatMessage) -> bool:

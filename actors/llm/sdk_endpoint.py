@@ -1,7 +1,8 @@
-"""What the SDK backends (``openai``, ``anthropic``) share: the provider that opens one client
-per endpoint and key, the endpoint that hands each agent its backend, and the call around the
-SDK (the key check, the timeouts, the retries, the stream read to its end, and every failure
-turned into one classified error naming the agent and the host).
+"""What the HTTP backends (``openai`` over :mod:`actors.llm.chat_wire`, ``anthropic`` through
+its SDK) share: the provider that opens one client per endpoint and key, the endpoint that
+hands each agent its backend, and the call around the client (the key check, the timeouts,
+the retries, the stream read to its end, and every failure turned into one classified error
+naming the agent and the host).
 
 A call's waits for the server are bounded one by one (``timeouts``): the reply's start
 (``first_byte``), its first token (``first_token``), and every chunk after that (``stall``).
@@ -11,10 +12,10 @@ jitter or the server's ``Retry-After`` (:mod:`actors.llm.retry`); each retry is 
 call's sink as it happens. A ``Retry-After`` longer than the call may still take is not
 waited for: the call fails at once, saying how long the server asked.
 
-A backend module supplies only what its SDK does its own way: how to build the client, the
-request's arguments, how a reply is assembled from the stream, and where a status and an
-error type sit in the SDK's exceptions. This module imports neither SDK (the backend modules
-do, and the pool imports those only when a config names them).
+A backend module supplies only what its client does its own way: how to build the client,
+the request's arguments, how a reply is assembled from the stream, and where a status and
+an error type sit in the client's exceptions. This module imports no SDK (the anthropic
+backend module does, and the pool imports backend modules only when a config names them).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -140,7 +141,12 @@ class SdkProvider(ABC, Generic[C, K]):
         base_url = self.base_url(config)
         key = resolve_key(config, self._environ)
         gate = EndpointGate(requests_per_minute=config.requests_per_minute)
-        client = self._client(config, base_url, key, http_client(config))
+        tls = httpx2.create_ssl_context()
+
+        def http() -> httpx2.AsyncClient:
+            return http_client(config, verify=tls)
+
+        client = self._client(config, base_url, key, http)
         await stack.enter_async_context(client)
         return SdkEndpoint(
             provider=self,
@@ -154,9 +160,16 @@ class SdkProvider(ABC, Generic[C, K]):
         return self.config(agent).max_concurrency
 
     @abstractmethod
-    def _client(self, config: C, base_url: str, key: Secret | None, http: httpx2.AsyncClient) -> K:
-        """The SDK's client for the endpoint, on ``http``, with its own retries off
-        (``max_retries=0``): the backend retries (see the module docstring)."""
+    def _client(
+        self,
+        config: C,
+        base_url: str,
+        key: Secret | None,
+        http: Callable[[], httpx2.AsyncClient],
+    ) -> K:
+        """The client for the endpoint, on HTTP clients made by ``http`` (all sharing one TLS
+        context), with any retries of its own off (``max_retries=0``): the backend retries
+        (see the module docstring)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from conclave.actors.llm.errors import ContextOverflow, FatalLLMError, LLMError, ResponseError
+from conclave.actors.llm.pricing import estimated_usage
 from conclave.actors.llm.protocol import (
     CallOutcome,
     CallPurpose,
@@ -124,7 +125,10 @@ async def run_loop(
     """
     limit = budget.round_time_limit
     call = _Caller(backend, budget, observer, sink, purpose, tool_choice)
-    with trio.move_on_after(math.inf if limit is None else limit) as timer:
+    if limit is None:
+        # No cancel scope where nothing can expire: a round of a big run pays for each one.
+        return await _steps(transcript, call, tools, terminal, budget, checkpoint, observer)
+    with trio.move_on_after(limit) as timer:
         outcome = await _steps(transcript, call, tools, terminal, budget, checkpoint, observer)
     if timer.cancelled_caught:
         return LoopOutcome(
@@ -307,6 +311,7 @@ class _Caller:
                 error = f"the model did not answer within {timeout:g}s"
             else:
                 outcome = CallOutcome.OK
+                completion = _with_estimate(request, completion)
         except (FatalLLMError, ContextOverflow) as exc:
             outcome, error = CallOutcome.ERROR, str(exc)
             raise
@@ -325,6 +330,14 @@ class _Caller:
         if completion.usage is not None:
             transcript.spend(completion.usage)
         return completion
+
+
+def _with_estimate(request: CompletionRequest, completion: Completion | None) -> Completion | None:
+    """``completion``, with its tokens estimated if its server reported none."""
+    if completion is None or completion.usage is not None:
+        return completion
+    estimate = estimated_usage(request, completion.message)
+    return attrs.evolve(completion, estimated_usage=estimate)
 
 
 async def _execute(

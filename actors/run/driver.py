@@ -36,13 +36,14 @@ import attrs
 import trio
 
 from conclave.actors.agent.actor import AgentActor, AgentMemory, AgentSetup
-from conclave.actors.agent.transcript_log import TRANSCRIPTS
+from conclave.actors.agent.transcript_log import TRANSCRIPTS, TranscriptFile
 from conclave.actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
 from conclave.actors.coordination.coordinator import Coordinator, CoordinatorSetup
 from conclave.actors.coordination.rules import (
     AnswerProgress,
     DeferVoting,
     DropInjection,
+    FirstVoteWaitsForAnswers,
     HoldUntilQuiet,
     UpdatesAfterFirstAnswer,
 )
@@ -70,6 +71,7 @@ from conclave.runtime import (
     ChildSpec,
     Event,
     EventTap,
+    Flushing,
     JsonlEventLog,
     LogOpened,
     MailboxSpec,
@@ -178,7 +180,11 @@ async def open_run(
     usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
     secrets, redactor = secrets_of_run(config)
     log = (
-        JsonlEventLog(spec.log_dir / "events.jsonl", on_failure=on_log_failure)
+        # Written while the run waits, not as events happen: encoding and writing each event
+        # at once cost a run of thousands of agents a third of its CPU (issue 24).
+        JsonlEventLog(
+            spec.log_dir / "events.jsonl", on_failure=on_log_failure, flushing=Flushing.WHEN_IDLE
+        )
         if spec.log_dir is not None
         else None
     )
@@ -330,11 +336,13 @@ async def _start(
     Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
     :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
     await services.start(system)
+    # One for the run's agents: a long text any of them writes is written once.
+    transcript = TranscriptFile(spec.log_dir / TRANSCRIPTS) if spec.log_dir is not None else None
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
         memories[agent.id] = _spawn_agent(
-            system, spec, agent, state, backend, tooling, halted, agents_supervisor
+            system, spec, agent, state, backend, tooling, halted, agents_supervisor, transcript
         )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
@@ -373,13 +381,6 @@ def _wire_rules(
 ) -> None:
     """Routing rules for the modes, then the tracker, the coordinator and the bus."""
     orchestrator = spec.config.orchestrator
-    system.add_observer(AnswerProgress())
-    # Drops first: an update that will be dropped should not be held on the way.
-    if orchestrator.disable_injection:
-        system.add_rule(DropInjection())
-    system.add_rule(UpdatesAfterFirstAnswer())
-    if orchestrator.defer_voting_until_all_answered:
-        system.add_rule(DeferVoting())
     quiet_period = orchestrator.quiet_period
     if orchestrator.defer_voting_until_all_answered and orchestrator.max_new_answers_per_agent == 1:
         # Voting opens only once every agent has its one answer: no burst can follow, so
@@ -387,7 +388,21 @@ def _wire_rules(
         quiet_period = None
     bus_state = BusState()
     if quiet_period is not None:
+        # Before AnswerProgress: an answer ends the quiet before it can release a vote
+        # held for every agent's answer, so that hold is taken over by the quiet one.
         system.add_observer(AnswersArriving(bus_state, quiet_period))
+    system.add_observer(AnswerProgress())
+    # Drops first: an update that will be dropped should not be held on the way.
+    if orchestrator.disable_injection:
+        system.add_rule(DropInjection())
+    system.add_rule(UpdatesAfterFirstAnswer())
+    first_vote_wait = orchestrator.first_vote_wait
+    if orchestrator.defer_voting_until_all_answered:
+        system.add_rule(DeferVoting())
+        first_vote_wait = None  # voting waits for every answer already, without a bound
+    if first_vote_wait is not None:
+        system.add_rule(FirstVoteWaitsForAnswers())
+    if quiet_period is not None:
         system.add_rule(HoldUntilQuiet())
 
     faults = spec.faults
@@ -421,6 +436,7 @@ def _wire_rules(
                 visibility=visibility,
                 preview_chars=orchestrator.answer_preview_chars,
                 state=bus_state,
+                first_vote_wait=first_vote_wait,
             ),
             faults,
         ),
@@ -438,6 +454,7 @@ def _spawn_agent(
     tooling: AgentTooling,
     halted: trio.Event,
     supervisor: Supervisor,
+    transcript: TranscriptFile | None,
 ) -> AgentMemory:
     setup = AgentSetup(
         agent=agent.id,
@@ -451,7 +468,7 @@ def _spawn_agent(
         mode=spec.mode,
         tools=tooling.tools,
         workspace=tooling.workspace,
-        transcript_path=spec.log_dir / TRANSCRIPTS if spec.log_dir is not None else None,
+        transcript=transcript,
         halted=halted,
     )
     memory = AgentMemory()

@@ -168,7 +168,7 @@ class RunServices:
 
     async def _sandbox_opened(self) -> SandboxOpened:
         """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""
-        from conclave.actors.sandbox.limits import prlimit
+        from conclave.actors.sandbox.limits import nproc_flag, own_user_namespace
         from conclave.actors.sandbox.local import BWRAP_HELP, bubblewrap
 
         sandbox = self.spec.config.orchestrator.sandbox
@@ -188,10 +188,10 @@ class RunServices:
                 "shell commands are unconfined: they run as you, can read and write whatever "
                 "you can (~/.ssh included) and use the network; " + BWRAP_HELP
             )
-        if prlimit() is None:
-            warnings.append(
-                "prlimit (util-linux) is not installed: no CPU, memory or process limit"
-            )
+        # Asked here, in a worker thread, so that no command waits for the probe.
+        no_nproc = await trio.to_thread.run_sync(nproc_flag) is None
+        if no_nproc and own_user_namespace(confined):
+            warnings.append("this host's sh cannot set a process limit (ulimit): none is set")
         warning = "; ".join(warnings) or None
         return SandboxOpened(
             at=trio.current_time(),

@@ -10,7 +10,8 @@ tokens only when every call's server reported them (``None`` otherwise, with
 
 With a budget, the tap says once, as soon as the priced calls reach it, that the run must
 halt: any further call would exceed it. The run then ends like a timeout, with the best
-answer so far (``termination: max_cost``).
+answer so far (``termination: max_cost``). A priced call whose server reported no usage
+counts at the estimate its event carries (see :mod:`actors.llm.pricing`).
 """
 
 from __future__ import annotations
@@ -106,7 +107,11 @@ class UsageTap:
         if type(event) is not LlmRequestFinished or event.outcome is not CallOutcome.OK:
             return
         if not event.usage_reported:
-            self.ledger.record(event.agent, None, self._prices.get(event.agent))
+            estimate = Usage(
+                input_tokens=event.estimated_input_tokens,
+                output_tokens=event.estimated_output_tokens,
+            )
+            self.ledger.record(event.agent, None, self._prices.get(event.agent), estimate=estimate)
             self._check_budget()
             return
         usage = Usage(
@@ -123,14 +128,19 @@ class UsageTap:
         budget = self._budget
         if budget is None or self._reached:
             return
-        spent = self.ledger.known_cost_usd()
+        spent = self.ledger.budget_cost_usd()
         if spent >= budget:
             self._reached = True
             if self.on_budget_reached is not None:
                 self.on_budget_reached()
 
     def usage(self) -> RunUsage:
+        total = self.ledger.total()
+        if not any(price is not None for price in self._prices.values()):
+            # No agent has a price: a run that made no call did not cost $0, its cost is
+            # unknown as every other unpriced run's is.
+            total = attrs.evolve(total, cost_usd=None)
         return RunUsage(
-            total=AgentUsage.of(self.ledger.total()),
+            total=AgentUsage.of(total),
             agents={agent: AgentUsage.of(s) for agent, s in self.ledger.per_agent().items()},
         )

@@ -29,7 +29,7 @@ import trio
 from conclave.actors.sandbox.bwrap import Confinement, bwrap_argv
 from conclave.actors.sandbox.env_policy import policy_environment
 from conclave.actors.sandbox.environment import without_secrets
-from conclave.actors.sandbox.limits import limit_argv, own_user_namespace
+from conclave.actors.sandbox.limits import limit_prefix, own_user_namespace
 from conclave.actors.sandbox.output import CappedOutput
 from conclave.actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
 from conclave.config.run_secrets import NO_SECRETS, RunSecrets
@@ -150,10 +150,10 @@ class LocalSandbox:
     def argv(self, command: str, *, cwd: Path) -> list[str]:
         """What is executed for ``command``: ``sh -c`` under the limits, inside bubblewrap
         when confined."""
-        # Inside bubblewrap: a process limit set before its user namespace exists would
-        # count all of the user's processes.
-        limits = limit_argv(self._config, own_user_namespace=own_user_namespace(self.confined))
-        shell = [*limits, "sh", "-c", command]
+        # The command's own shell sets the limits, inside bubblewrap: a process limit set
+        # before its user namespace exists would count all of the user's processes.
+        limits = limit_prefix(self._config, own_user_namespace=own_user_namespace(self.confined))
+        shell = ["sh", "-c", limits + command]
         if self._bwrap is None:
             return shell
         return bwrap_argv(self._bwrap, self.confinement(cwd), shell)

@@ -89,11 +89,18 @@ class AgentTools:
         started = trio.current_time()
         result = await self._run(call)
         limit = self.context.limits.max_output_bytes
-        output, cut_output = cap(result.output, limit)
-        error, cut_error = cap(result.error, limit) if result.error is not None else (None, 0)
+        # What the tool already lost (the sandbox's output cap) is counted in the note of
+        # the text that holds the output: the error when the call failed.
+        dropped = result.metadata.truncated_bytes
+        if result.error is None:
+            output, cut_output = cap(result.output, limit, dropped=dropped)
+            error, cut_error = None, 0
+        else:
+            output, cut_output = cap(result.output, limit)
+            error, cut_error = cap(result.error, limit, dropped=dropped)
         metadata = attrs.evolve(
             result.metadata,
-            truncated_bytes=result.metadata.truncated_bytes + cut_output + cut_error,
+            truncated_bytes=dropped + cut_output + cut_error,
             duration=trio.current_time() - started,
         )
         return attrs.evolve(result, output=output, error=error, metadata=metadata)
@@ -101,20 +108,24 @@ class AgentTools:
     async def _run(self, call: ToolCall) -> ToolResult:
         spec = self._offered.get(call.name)
         if spec is None:
-            return ToolResult(ok=False, error=self._not_offered(call.name))
+            return ToolResult(ok=False, refused=True, error=self._not_offered(call.name))
         try:
             arguments = parse_arguments(call.arguments, spec.parameters, tool=spec.name)
         except ArgumentError as exc:
-            return ToolResult(ok=False, error=str(exc))
+            return ToolResult(ok=False, refused=True, error=str(exc))
         try:
             if self.before_call is not None:
                 refusal = await self.before_call(call)
                 if refusal is not None:
                     return ToolResult(
-                        ok=False, error=f"the call to {call.name} was refused: {refusal}"
+                        ok=False,
+                        refused=True,
+                        error=f"the call to {call.name} was refused: {refusal}",
                     )
             return await spec.run(self.context, arguments)
-        except (PathRefused, ToolError) as exc:
+        except PathRefused as exc:
+            return ToolResult(ok=False, refused=True, error=str(exc))
+        except ToolError as exc:
             return ToolResult(ok=False, error=str(exc))
         except OSError as exc:
             return ToolResult(ok=False, error=_os_error(call.name, exc))

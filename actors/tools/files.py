@@ -205,9 +205,18 @@ def _diff(before: bytes, after: bytes, shown: str, ctx: ToolContext) -> str:
     return short_diff(old, new, path=shown, max_lines=ctx.limits.diff_max_lines)
 
 
+def _replace(path: Path, data: bytes, ctx: ToolContext, *, make_parents: bool = True) -> None:
+    """Write ``data`` as the file at ``path``: atomically, unless ``path`` is a single-file
+    grant, whose inode the sandboxes mount (:func:`actors.tools.fs.write_in_place`)."""
+    if ctx.policy.is_granted_file(path):
+        fs.write_in_place(path, data)
+    else:
+        fs.write_atomic(path, data, make_parents=make_parents)
+
+
 def _write(path: Path, shown: str, data: bytes, ctx: ToolContext) -> ToolResult:
     before = _current(path, ctx)
-    fs.write_atomic(path, data)
+    _replace(path, data, ctx)
     verb = "Created" if before is None else "Updated"
     diff = _diff(before or b"", data, shown, ctx)
     return ToolResult(
@@ -266,7 +275,7 @@ def _edit(path: Path, shown: str, old: str, new: str, every: bool, ctx: ToolCont
             "surrounding lines to make it unique, or pass replace_all=true to replace all",
         )
     after = text.replace(old, new).encode()
-    fs.write_atomic(path, after, make_parents=False)
+    _replace(path, after, ctx, make_parents=False)
     times = "1 occurrence" if found == 1 else f"{found} occurrences"
     diff = _diff(data, after, shown, ctx)
     return ToolResult(

@@ -9,7 +9,9 @@ absent, the path is opened one component at a time, following no link at all.
 Writes never open the target itself: they open its directory, check that, and work relative
 to that descriptor, so nothing is created outside even for a moment; the new content goes
 to a temporary file that is renamed over the target, so a reader (or a cancelled call) sees
-the old file or the new one, never half.
+the old file or the new one, never half. A single-file grant is the exception
+(:func:`write_in_place`): the sandboxes bind-mount that file's inode, and a rename would
+leave them showing the old one.
 
 Everything here blocks: callers run it in a worker thread.
 """
@@ -34,6 +36,7 @@ __all__ = [
     "remove_file",
     "size_hint",
     "write_atomic",
+    "write_in_place",
 ]
 
 _PROC = Path("/proc/self/fd")
@@ -204,6 +207,28 @@ def write_atomic(path: Path, data: bytes, *, make_parents: bool = True) -> None:
             raise
     finally:
         os.close(dir_fd)
+
+
+def write_in_place(path: Path, data: bytes) -> None:
+    """Overwrite (or create) the regular file at the checked ``path`` with ``data``, keeping
+    its inode: a bind mount of that one file (docker, bubblewrap) sees the new content, where
+    a rename over it would leave the mount on the old file. Not atomic: a reader racing the
+    write may see part of it (a call is never abandoned midway, see :mod:`actors.tools.files`).
+    Nothing is created next to the file: its directory is not part of the grant."""
+    dir_fd = _parent_fd(path, make=False)
+    try:
+        fd = _open_checked(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, f"{path} is not a regular file")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def remove_file(path: Path) -> int:

@@ -4,7 +4,8 @@ A path is judged by where it lands, never by how it is spelled: it is joined to 
 working directory and resolved (``realpath``) first, so ``..``, absolute paths and symlinks
 cannot talk their way out. It must then lie in one of the agent's grants (its workspace,
 the answer snapshots it may read, the context paths); a write needs the most specific grant
-that holds it to be writable, and the path outside that grant's protected paths.
+that holds it to be writable, and the path outside that grant's protected paths. A
+directory grant's root is not a file to write; a single-file grant's root is the file granted.
 
 Checking a path is only half of it: between the check and the open a symlink may be swapped
 in. :mod:`actors.tools.fs` opens what the policy resolved without following links and checks
@@ -34,6 +35,9 @@ class PathGrant:
     """Resolved; read-only even when the grant is writable."""
     label: str = ""
     """What the grant is, for messages: ``workspace``, ``snapshot agent2.1``, ``context /x``."""
+    single_file: bool = False
+    """The grant is one file (a context path ``FILE:w``): writing, editing and deleting
+    ``root`` itself is what it grants. A directory's root is never written as a file."""
 
     def holds(self, path: str) -> bool:
         return _within(path, str(self.root))
@@ -124,7 +128,7 @@ class PathPolicy:
                 f"{named} is in {grant.describe()}, which is read-only: "
                 f"write inside {self._writable_roots()} instead"
             )
-        if resolved == grant.root:
+        if resolved == grant.root and not grant.single_file:
             raise PathRefused(
                 f"{named} is the root of {grant.describe()} itself: give a file path inside it"
             )
@@ -134,6 +138,12 @@ class PathPolicy:
                 "leave it unchanged"
             )
         return grant
+
+    def is_granted_file(self, resolved: Path) -> bool:
+        """Whether ``resolved`` is a single-file grant itself: such a file is rewritten in
+        place (:func:`actors.tools.fs.write_in_place`), as the sandboxes bind-mount its inode."""
+        grant = self.grant_for(resolved)
+        return grant is not None and grant.single_file and resolved == grant.root
 
     def _outside(self, resolved: Path, spelled: str | None, verb: str) -> str:
         grants = self._grants.grants()

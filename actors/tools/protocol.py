@@ -38,6 +38,9 @@ class ToolResult:
     ok: bool
     output: str = ""
     error: str | None = None
+    refused: bool = False
+    """The call never ran: a check refused it (a tool not offered, arguments that do not
+    fit, a path outside the grants, an approval denied); ``error`` says why."""
     metadata: ToolMetadata = ToolMetadata()
 
     def for_model(self) -> str:

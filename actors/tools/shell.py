@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from conclave.actors.tools.protocol import ToolMetadata, ToolResult
-from conclave.actors.tools.spec import ToolContext, ToolError, ToolSpec
+from conclave.actors.tools.spec import ToolContext, ToolSpec
 
 __all__ = ["RUN_SHELL"]
 
@@ -21,16 +21,22 @@ async def _run_shell(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
     ctx.require_write()
     sandbox = ctx.sandbox
     if sandbox is None:
-        raise ToolError("no sandbox is configured for this agent, so no command can run")
+        return ToolResult(
+            ok=False,
+            refused=True,
+            error="no sandbox is configured for this agent, so no command can run",
+        )
     refusal = sandbox.refusal()
     if refusal is not None:
-        raise ToolError(f"run_shell cannot run here: {refusal}")
+        return ToolResult(ok=False, refused=True, error=f"run_shell cannot run here: {refusal}")
     limits = ctx.limits
     timeout = args.get("timeout", limits.shell_default_timeout)
     if timeout > limits.shell_max_timeout:
-        raise ToolError(
-            f"argument 'timeout': expected at most {limits.shell_max_timeout:g} seconds, "
-            f"got {timeout:g}; split the work into shorter commands"
+        return ToolResult(
+            ok=False,
+            refused=True,
+            error=f"argument 'timeout': expected at most {limits.shell_max_timeout:g} seconds, "
+            f"got {timeout:g}; split the work into shorter commands",
         )
     outcome = await sandbox.run_shell(args["command"], cwd=ctx.workspace, timeout=timeout)
     output = outcome.output if outcome.output else "(no output)"

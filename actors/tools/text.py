@@ -7,16 +7,20 @@ import difflib
 __all__ = ["cap", "short_diff"]
 
 
-def cap(text: str, limit: int) -> tuple[str, int]:
-    """``text`` cut to ``limit`` UTF-8 bytes, ending in ``[truncated: N bytes]``, and N."""
-    if len(text) <= limit // 4:  # a str of n chars is at most 4n bytes: no need to encode
-        return text, 0
-    data = text.encode()
-    if len(data) <= limit:
-        return text, 0
-    kept = data[:limit].decode(errors="ignore")
-    cut = len(data) - len(kept.encode())
-    return f"{kept}\n[truncated: {cut} bytes]", cut
+def cap(text: str, limit: int, *, dropped: int = 0) -> tuple[str, int]:
+    """``text`` cut to ``limit`` UTF-8 bytes, and N, the bytes cut here; when anything is
+    missing it ends in ``[truncated: M bytes]``, where M counts both what is cut here and
+    ``dropped``, what was lost before ``text`` was made (a sandbox keeps the first 1 MiB of a
+    command's output and only counts the rest): the model is told the true count."""
+    cut = 0
+    if len(text) > limit // 4:  # a str of n chars is at most 4n bytes: no need to encode
+        data = text.encode()
+        if len(data) > limit:
+            text = data[:limit].decode(errors="ignore")
+            cut = len(data) - len(text.encode())
+    if cut + dropped:
+        text = f"{text}\n[truncated: {cut + dropped} bytes]"
+    return text, cut
 
 
 def short_diff(before: str, after: str, *, path: str, max_lines: int) -> str:

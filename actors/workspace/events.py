@@ -5,11 +5,12 @@ context paths opened) only in the log."""
 from __future__ import annotations
 
 from conclave.actors.events.base import DomainEvent
+from conclave.actors.workspace.writes import PathWrite
 from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import Event, message
 
 __all__ = [
-    "ContextPathsWritten",
+    "ContextPathsChanged",
     "ContextWritesOpened",
     "ContextWritesTracked",
     "FinalWorkspaceSaved",
@@ -55,13 +56,15 @@ class ContextWritesOpened(Event):
 
 
 @message()
-class ContextPathsWritten(DomainEvent):
-    """What the writing phase changed under the writable context paths."""
+class ContextPathsChanged(DomainEvent):
+    """What the writing phase changed under the writable context paths: each path with
+    what happened to it (new, modified, deleted, renamed), in path order."""
 
-    new: tuple[str, ...]
-    modified: tuple[str, ...]
+    files: tuple[PathWrite, ...]
     list_file: str | None = None
     """Where the full list was written (``context_path_writes.txt``), if anywhere."""
+    diff_file: str | None = None
+    """Where the diff of every changed file was written (``context_path_writes.diff``)."""
 
 
 @message()

@@ -127,6 +127,7 @@ class AgentWorkspace:
                 writable=self.writes_open and c.writable,
                 protected=c.protected,
                 label=f"context path {c.path}",
+                single_file=not c.path.is_dir(),
                 excluded=tuple(e for e in self._excluded if c.path in e.parents),
             )
             for c in self.context_paths

@@ -8,6 +8,11 @@ thread. The first baseline stands: a presentation asked again (its presenter cra
 the coordinator restarted) is measured from the same one, so nothing it wrote the first
 time is lost.
 
+Both compare content hashes (:mod:`actors.workspace.file_index`): new, modified, deleted and
+renamed files are told apart, whatever their modification times say; the list goes to
+:data:`~actors.workspace.writes.WRITES_FILE` and the diff of every changed file to
+:data:`~actors.workspace.write_diff.DIFF_FILE` in the run's log dir.
+
 What it knows is a :class:`TrackerState` owned by the run, so a restarted tracker keeps the
 baseline, and the run's result reads the writes from it. A run that ends before the
 coordinator asked for the diff (timeout, Ctrl+C) still reports what was written:
@@ -21,15 +26,10 @@ from pathlib import Path
 import attrs
 import trio
 
-from conclave.actors.workspace.events import ContextPathsWritten, ContextWritesTracked
-from conclave.actors.workspace.writes import (
-    WRITES_FILE,
-    MtimeSnapshot,
-    Writes,
-    diff,
-    mtime_snapshot,
-    write_list,
-)
+from conclave.actors.workspace.events import ContextPathsChanged, ContextWritesTracked
+from conclave.actors.workspace.file_index import FileIndex, index_files
+from conclave.actors.workspace.write_diff import DIFF_FILE, write_diff
+from conclave.actors.workspace.writes import WRITES_FILE, Writes, diff, write_list
 from conclave.config.schema.context import ContextPath
 from conclave.runtime import Actor, ActorContext, Address, Envelope, Message, message
 
@@ -63,8 +63,7 @@ class DiffWrites(Message):
 
 @message()
 class WritesFound(Message):
-    new: tuple[str, ...]
-    modified: tuple[str, ...]
+    writes: Writes
 
 
 @attrs.define(kw_only=True)
@@ -74,13 +73,16 @@ class TrackerState:
     context_paths: tuple[ContextPath, ...]
     """The writable ones."""
     list_dir: Path | None
-    """Where :data:`~actors.workspace.writes.WRITES_FILE` goes (the run's log dir)."""
+    """Where :data:`~actors.workspace.writes.WRITES_FILE` and
+    :data:`~actors.workspace.write_diff.DIFF_FILE` go (the run's log dir)."""
     excluded: tuple[Path, ...] = ()
     """The run's own directories (its log, its workspaces), when a context path holds them:
     what the run writes there is not a write to the user's files."""
-    baseline: MtimeSnapshot | None = None
+    baseline: FileIndex | None = None
     writes: Writes | None = None
     """Set by the diff after the writing phase; ``None`` before."""
+    diff_written: bool = False
+    """Whether :data:`~actors.workspace.write_diff.DIFF_FILE` was written."""
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -89,22 +91,36 @@ class TrackerState:
     def list_file(self) -> Path | None:
         return self.list_dir / WRITES_FILE if self.list_dir is not None else None
 
-    def walk(self) -> MtimeSnapshot:
-        """The tracked files now (blocking). Protected paths are read-only and the run's own
-        directories are not the user's files, so neither is walked."""
-        protected = (p for c in self.context_paths for p in c.protected)
-        return mtime_snapshot(self.roots, skip=(*protected, *self.excluded))
+    def diff_file(self) -> Path | None:
+        if self.list_dir is None or not self.diff_written:
+            return None
+        return self.list_dir / DIFF_FILE
 
-    def conclude(self, after: MtimeSnapshot) -> Writes:
-        """Record the writes since the baseline and, when there are any, write their list."""
+    def walk(self) -> FileIndex:
+        """The tracked files now (blocking): the first walk keeps small files' content for
+        the diff; a later one reads only the files whose ``lstat`` moved since the baseline.
+        Protected paths are read-only and the run's own directories are not the user's
+        files, so neither is walked."""
+        protected = (p for c in self.context_paths for p in c.protected)
+        return index_files(
+            self.roots,
+            skip=(*protected, *self.excluded),
+            previous=self.baseline,
+            keep=self.baseline is None,
+        )
+
+    def conclude(self, after: FileIndex) -> Writes:
+        """Record the changes since the baseline and, when there are any, write their list
+        and their diff (blocking)."""
         assert self.baseline is not None
         writes = self.writes = diff(self.baseline, after)
-        list_file = self.list_file()
-        if writes.count and list_file is not None:
+        if writes.count and self.list_dir is not None:
             try:
-                write_list(writes, list_file)
+                write_list(writes, self.list_dir / WRITES_FILE)
+                write_diff(writes, self.baseline, self.list_dir / DIFF_FILE)
+                self.diff_written = True
             except OSError:
-                self.list_dir = None  # events name no list file that is not there
+                self.list_dir = None  # events name no file that is not there
         return writes
 
     def settle(self) -> Writes | None:
@@ -142,12 +158,13 @@ class WriteTracker(Actor):
                 after = await trio.to_thread.run_sync(state.walk)
                 writes = await trio.to_thread.run_sync(state.conclude, after)
                 list_file = state.list_file() if writes.count else None
+                diff_file = state.diff_file() if writes.count else None
                 self.context.record(
-                    ContextPathsWritten(
+                    ContextPathsChanged(
                         at=trio.current_time(),
-                        new=writes.new,
-                        modified=writes.modified,
+                        files=writes.files,
                         list_file=str(list_file) if list_file is not None else None,
+                        diff_file=str(diff_file) if diff_file is not None else None,
                     )
                 )
-            self.context.reply(envelope, WritesFound(new=writes.new, modified=writes.modified))
+            self.context.reply(envelope, WritesFound(writes=writes))

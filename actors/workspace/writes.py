@@ -1,110 +1,149 @@
-"""What a run wrote to its writable context paths: mtime snapshots, their diff, the footer.
+"""What a run changed under its writable context paths: new, modified, deleted and renamed
+files, the footer that says so, and the list file.
 
-A snapshot records every file under the writable context paths by path and modification
-time only (no content: a context path may be a large repository). After the writing phase
-a second snapshot is compared with it: a file whose mtime is newer was modified, a file the
-first did not have is new. Protected paths are read-only, so they are not tracked.
-
-On filesystems with coarse timestamps, a file rewritten within the same tick as the first
-snapshot keeps its mtime and is not reported; ext4, xfs, btrfs and tmpfs keep nanoseconds.
+Two :class:`~actors.workspace.file_index.FileIndex` (before and after the writing phase) are
+compared by content hash: a path only after is new, only before is deleted, in both with
+another hash is modified. A deleted file whose content reappears at a new path was renamed
+(each new path takes the first deleted one, in path order, with its content); a file moved
+and changed in one go is a deletion and a new file. Protected paths are read-only, so they
+are not tracked.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
+import enum
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 
+from conclave.actors.workspace.file_index import FileIndex
+
 __all__ = [
     "FOOTER_LIMIT",
     "WRITES_FILE",
-    "MtimeSnapshot",
+    "PathWrite",
+    "WriteKind",
     "Writes",
     "diff",
     "footer",
-    "mtime_snapshot",
     "write_list",
 ]
 
 FOOTER_LIMIT = 5
-"""Up to this many written files are listed under the answer; more are counted, and listed
+"""Up to this many changed files are listed under the answer; more are counted, and listed
 in :data:`WRITES_FILE`."""
 WRITES_FILE = "context_path_writes.txt"
-"""The full list of written files, one path a line, in the run's log directory."""
+"""The full list of changed files, one a line (``KIND<tab>PATH``; a rename
+``renamed<tab>FROM<tab>TO``), in the run's log directory."""
 
-MtimeSnapshot = dict[str, int]
-"""Absolute file path → ``st_mtime_ns``."""
+
+class WriteKind(enum.Enum):
+    """What happened to one path."""
+
+    NEW = "new"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+    RENAMED = "renamed"
+
+
+@attrs.frozen(kw_only=True)
+class PathWrite:
+    """One changed path: for a rename, ``path`` is where the file is now."""
+
+    path: str
+    kind: WriteKind
+    renamed_from: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class Writes:
-    """Files written to the writable context paths, each list sorted."""
+    """Every path the run changed under its writable context paths, in path order."""
 
-    new: tuple[str, ...] = ()
-    modified: tuple[str, ...] = ()
+    files: tuple[PathWrite, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        new: Iterable[str] = (),
+        modified: Iterable[str] = (),
+        deleted: Iterable[str] = (),
+        renamed: Iterable[tuple[str, str]] = (),
+    ) -> Writes:
+        """The writes from lists of paths; ``renamed`` holds (from, to) pairs."""
+        files = [
+            *(PathWrite(path=p, kind=WriteKind.NEW) for p in new),
+            *(PathWrite(path=p, kind=WriteKind.MODIFIED) for p in modified),
+            *(PathWrite(path=p, kind=WriteKind.DELETED) for p in deleted),
+            *(PathWrite(path=to, kind=WriteKind.RENAMED, renamed_from=was) for was, to in renamed),
+        ]
+        return cls(files=tuple(sorted(files, key=lambda f: f.path)))
 
     @property
     def count(self) -> int:
-        return len(self.new) + len(self.modified)
+        return len(self.files)
 
-    def paths(self) -> list[str]:
-        """Every written file, in path order."""
-        return sorted((*self.new, *self.modified))
+    def paths(self, kind: WriteKind) -> tuple[str, ...]:
+        """The paths changed that way, in path order."""
+        return tuple(f.path for f in self.files if f.kind is kind)
 
-
-def mtime_snapshot(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> MtimeSnapshot:
-    """Every regular file under ``roots`` (files or directories), by mtime, except under
-    ``skip`` (not even walked). Blocking: call it in a worker thread. Symlinks are not
-    followed (a link out of a context path does not make its target tracked); a file that
-    vanishes mid-walk is left out."""
-    skipped = {str(p) for p in skip}
-    snapshot: MtimeSnapshot = {}
-    for path in _files(roots, skipped):
-        try:
-            stat = os.stat(path, follow_symlinks=False)
-        except OSError:
-            continue
-        snapshot[path] = stat.st_mtime_ns
-    return snapshot
+    def tally(self) -> str:
+        """``2 new, 1 deleted``: how many of each kind, the kinds that occur only."""
+        counts = [(kind, len(self.paths(kind))) for kind in WriteKind]
+        return ", ".join(f"{n} {kind.value}" for kind, n in counts if n)
 
 
-def _files(roots: Iterable[Path], skipped: set[str]) -> Iterator[str]:
-    for root in roots:
-        if str(root) in skipped:
-            continue
-        if root.is_file():
-            yield str(root)
-            continue
-        for directory, dirs, files in os.walk(root, followlinks=False):
-            dirs[:] = [d for d in dirs if os.path.join(directory, d) not in skipped]
-            for name in files:
-                path = os.path.join(directory, name)
-                if path not in skipped:
-                    yield path
+def diff(before: FileIndex, after: FileIndex) -> Writes:
+    """What changed from ``before`` to ``after``, by content hash."""
+    old, now = before.files, after.files
+    gone = sorted(path for path in old if path not in now)
+    made = sorted(path for path in now if path not in old)
+    modified = sorted(p for p, state in now.items() if p in old and old[p].digest != state.digest)
+    by_content: dict[bytes, list[str]] = {}
+    for path in gone:
+        by_content.setdefault(old[path].digest, []).append(path)
+    renamed: list[tuple[str, str]] = []
+    new: list[str] = []
+    for path in made:
+        sources = by_content.get(now[path].digest)
+        if sources:
+            renamed.append((sources.pop(0), path))
+        else:
+            new.append(path)
+    moved = {was for was, _ in renamed}
+    deleted = [path for path in gone if path not in moved]
+    return Writes.of(new=new, modified=modified, deleted=deleted, renamed=renamed)
 
 
-def diff(before: MtimeSnapshot, after: MtimeSnapshot) -> Writes:
-    """New files (in ``after`` only) and modified ones (a newer mtime)."""
-    new = sorted(path for path in after if path not in before)
-    modified = sorted(path for path, mtime in after.items() if before.get(path, mtime) < mtime)
-    return Writes(new=tuple(new), modified=tuple(modified))
+def _line(write: PathWrite) -> str:
+    if write.kind is WriteKind.RENAMED:
+        return f"{write.kind.value:<9} {write.renamed_from} -> {write.path}"
+    return f"{write.kind.value:<9} {write.path}"
 
 
-def footer(writes: Writes, list_file: Path | None) -> str | None:
-    """The lines under the final answer: none when nothing was written; each path for up to
-    :data:`FOOTER_LIMIT` files; past that, the count and where the full list is."""
+def footer(writes: Writes, list_file: Path | None, diff_file: Path | None = None) -> str | None:
+    """The lines under the final answer: none when nothing changed; each path with what
+    happened to it for up to :data:`FOOTER_LIMIT` files; past that, the counts and where
+    the full list is. Both name the diff file when there is one."""
     count = writes.count
     if count == 0:
         return None
+    where_diff = f"; the diff is in {diff_file}" if diff_file is not None else ""
     if count <= FOOTER_LIMIT:
-        return "\n".join(["Files written to context paths:", *(f"  {p}" for p in writes.paths())])
+        heading = f"Files changed in context paths{where_diff}:"
+        return "\n".join([heading, *(f"  {_line(f)}" for f in writes.files)])
     where = f"; the full list is in {list_file}" if list_file is not None else ""
-    return f"{count} files written to context paths{where}"
+    return f"{count} files changed in context paths ({writes.tally()}){where}{where_diff}"
 
 
 def write_list(writes: Writes, path: Path) -> None:
-    """Write every written file's path to ``path``, one a line (blocking)."""
-    text = "".join(f"{p}\n" for p in writes.paths())
-    path.write_text(text, encoding="utf-8", errors="surrogateescape")  # names are bytes
+    """Write every changed path to ``path``, one a line: ``KIND<tab>PATH``, a rename
+    ``renamed<tab>FROM<tab>TO`` (blocking)."""
+    lines = []
+    for write in writes.files:
+        if write.kind is WriteKind.RENAMED:
+            lines.append(f"{write.kind.value}\t{write.renamed_from}\t{write.path}\n")
+        else:
+            lines.append(f"{write.kind.value}\t{write.path}\n")
+    path.write_text("".join(lines), encoding="utf-8", errors="surrogateescape")  # names are bytes

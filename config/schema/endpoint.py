@@ -153,6 +153,13 @@ class Timeouts:
     """Seconds for a whole call, retries included (``null``: only the round's own limits)."""
 
 
+CHARS_PER_TOKEN_ESTIMATE = 3
+"""How ``--max-cost`` counts a call whose server reported no usage: a token per 3 characters
+sent or received. English prose makes about 4 characters a token, code and JSON about 3: the
+estimate errs on more tokens, so a budget counted with it errs on stopping early, never on
+spending past it."""
+
+
 @attrs.frozen(kw_only=True)
 class Price:
     """Dollars per million tokens, as the provider lists them; never fetched."""

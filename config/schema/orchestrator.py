@@ -16,6 +16,7 @@ from conclave.config.limits import (
 )
 from conclave.config.schema.checks import seconds, whole
 from conclave.config.schema.context import ContextPath, ContextWritePhase
+from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.config.schema.sandbox import SandboxConfig
 
 __all__ = ["FinalAnswerStrategy", "InFlightPolicy", "OrchestratorConfig", "parse_visibility"]
@@ -73,6 +74,13 @@ class OrchestratorConfig:
     )
     """Hold updates, "you may vote now" and vote resets until no answer has arrived for this
     many seconds (``null``: deliver at once). See DESIGN.md "How a run flows", step 4."""
+    first_vote_wait: float | None = attrs.field(
+        default=60.0, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
+    )
+    """Seconds an agent's first "you may vote now" waits for the first answers of the agents
+    still answering (``null``: no wait). A vote cast before the last first answer arrives is
+    reset by it and cast again; waiting costs no wall time, as the run cannot end before
+    that answer is in and voted on. The bound keeps a slow agent from holding the rest."""
     run_timeout: float | None = attrs.field(
         default=None, validator=seconds(high=MAX_TIMEOUT_S, optional=True)
     )
@@ -102,6 +110,16 @@ class OrchestratorConfig:
     """File and shell tools for every agent, each in its own workspace. On whenever context
     paths are given, whatever this says (agents cannot use files they cannot reach); off
     otherwise unless ``true``, so a run that only talks keeps its requests tool-free."""
+
+    interactive_mode: InteractiveModeConfig | None = None
+    """An interactive agent that talks with the person and launches runs (the REPL's entry
+    point when present and enabled); see :mod:`config.schema.interactive`."""
+
+    @property
+    def interactive(self) -> InteractiveModeConfig | None:
+        """The interactive mode's settings when it is on, else ``None``."""
+        mode = self.interactive_mode
+        return mode if mode is not None and mode.enabled else None
 
     @property
     def agents_have_tools(self) -> bool:

@@ -8,7 +8,9 @@ from conclave.config.limits import MAX_AGENTS
 from conclave.config.schema.agents import AgentConfig
 from conclave.config.schema.backends import ScriptedBackendConfig
 from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
+from conclave.config.schema.modes import CollaborationMode
 from conclave.config.schema.orchestrator import OrchestratorConfig
+from conclave.config.schema.sessions import SessionsConfig
 
 __all__ = ["ConclaveConfig", "default_config"]
 
@@ -21,6 +23,10 @@ class ConclaveConfig:
         default=(), validator=check_unique_servers
     )
     """MCP servers whose tools every agent is offered (see :mod:`config.schema.mcp`)."""
+    mode: CollaborationMode | None = None
+    """The collaboration mode the REPL starts in and ``run`` and ``batch`` run in (``--mode``
+    wins, and a resumed session's own mode is restored); ``None``: ``default``."""
+    sessions: SessionsConfig = attrs.field(factory=SessionsConfig)
 
     @mcp_servers.validator
     def _check_agent_servers(

@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from conclave.actors.agent.actor import AgentActor, AgentMemory, AgentSetup
+from conclave.actors.agent.transcript_log import TranscriptFile
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.protocol import (
     AgentFailed,
@@ -215,7 +216,7 @@ async def open_agent(
         coordinator=COORDINATOR,
         orchestrator=orchestrator or OrchestratorConfig(),
         history=history,
-        transcript_path=transcript_path,
+        transcript=TranscriptFile(transcript_path) if transcript_path is not None else None,
         tools=tools,
         halted=trio.Event() if halted is None else halted,
     )

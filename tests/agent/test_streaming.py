@@ -99,3 +99,17 @@ async def test_a_tool_that_raises_is_an_error_for_the_model_and_a_failed_call_fo
     assert (finished.ok, finished.error, finished.output) == (False, error, f"Error: {error}")
     [result] = [m for m in backend.requests[1].messages if m.role == "tool"]
     assert result.content == f"Error: {error}"
+
+
+class _Refusing(SlowTools):
+    async def execute(self, call: ToolCall) -> ToolResult:
+        return ToolResult(ok=False, refused=True, error="the path '/etc' is outside the grants")
+
+
+async def test_a_refused_call_is_recorded_as_refused_with_why(autojump_clock: object) -> None:
+    backend = FakeBackend([call("read", "r1", path="/etc"), answer()])
+    events = await _answered(backend, tools=_Refusing())
+
+    [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert (finished.ok, finished.refused) == (False, True)
+    assert finished.error == "the path '/etc' is outside the grants"

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from conclave.actors.agent.transcript_log import OPEN_LIMIT, TranscriptLog
+from conclave.actors.agent.transcript_log import OPEN_LIMIT, TranscriptFile, TranscriptLog
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage
 
 
@@ -17,7 +17,7 @@ def _open_descriptors() -> int:
 
 
 def _log(path: Path, failures: list[str]) -> TranscriptLog:
-    return TranscriptLog(path, agent=path.stem, on_failure=failures.append)
+    return TranscriptLog(TranscriptFile(path), agent=path.stem, on_failure=failures.append)
 
 
 def test_many_agents_writing_in_turn_keep_every_line_and_a_bounded_number_of_files_open(
@@ -69,3 +69,25 @@ def _open_files() -> set[str]:
         with contextlib.suppress(OSError):
             paths.add(os.readlink(f"/proc/self/fd/{fd}"))
     return paths
+
+
+def test_a_failed_write_stops_the_file_for_every_agent_and_each_reports_it(
+    tmp_path: Path,
+) -> None:
+    # A later line could refer to a piece the failed line defined: no agent writes after it.
+    path = tmp_path / "transcripts.jsonl"
+    path.mkdir()  # the first write fails
+    file = TranscriptFile(path)
+    failures: list[str] = []
+    first, second = (
+        TranscriptLog(file, agent=name, on_failure=failures.append) for name in ("a1", "a2")
+    )
+    first.write(1, CallPurpose.ROUND, ChatMessage(role="user", content="one"))
+    path.rmdir()  # a write would succeed now
+
+    second.write(1, CallPurpose.ROUND, ChatMessage(role="user", content="two"))
+    second.write(2, CallPurpose.ROUND, ChatMessage(role="user", content="three"))
+
+    assert not path.exists()
+    assert len(failures) == 2 and failures[0] == failures[1]
+    assert str(path) in failures[0]

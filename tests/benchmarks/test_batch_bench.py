@@ -33,3 +33,26 @@ def test_the_full_settings_are_the_load_benchs_batch_settings() -> None:
     rows = batch_bench.settings(quick=False)
 
     assert rows[:2] == [(1_000, 50, 1), (1_000, 200, 1)]
+
+
+def test_both_settings_measure_issue_24s_batch_figure() -> None:
+    assert batch_bench.settings(quick=True) == [batch_bench.ISSUE_24] == [(100, 50, 1)]
+    assert batch_bench.ISSUE_24 in batch_bench.settings(quick=False)
+
+
+def _row(runs: int, concurrency: int, fraction: float) -> dict[str, object]:
+    return {"runs": runs, "concurrency": concurrency, "workers": 1, "fraction_of_ideal": fraction}
+
+
+def test_issue_24s_figure_says_as_filed_the_target_and_now() -> None:
+    figure = batch_bench.issue_figure([_row(1_000, 50, 0.5), _row(100, 50, 0.8)])
+
+    assert figure is not None
+    assert (figure["filed"], figure["target"], figure["now"]) == (0.7, ">= 0.9", 0.8)
+    assert figure["met"] is False
+    met = batch_bench.issue_figure([_row(100, 50, 0.9)])
+    assert met is not None and met["met"] is True
+
+
+def test_without_its_setting_there_is_no_issue_figure() -> None:
+    assert batch_bench.issue_figure([_row(1_000, 50, 0.95)]) is None

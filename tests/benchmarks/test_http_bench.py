@@ -19,9 +19,12 @@ import trio
 from conclave.actors.run.driver import RunSpec, run
 from conclave.benchmarks import http_bench
 from conclave.benchmarks.http_bench import (
+    STARTUP_ROW,
     TARGETS,
+    Target,
     case_for,
     http_config,
+    issue_figures,
     run_http_bench,
     targets_met,
 )
@@ -56,7 +59,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The scenario run once with N = 3, for the specs that read its report."""
     root = tmp_path_factory.mktemp("http_bench")
     out = root / "report.json"
-    run_http_bench((3,), out, root / "logs", repeats=5, startup_repeats=1)
+    run_http_bench((3,), out, root / "logs", repeats=5, startup_repeats=1, runs=2)
     data: dict[str, Any] = json.loads(out.read_text())
     return data
 
@@ -106,6 +109,7 @@ def test_the_tiny_scenario_completes_with_the_scripted_request_count(
 
     assert row["termination"] == "completed"
     assert row["requests"] == row["scripted_requests"] > 0
+    assert row["requests_per_run"] == [row["scripted_requests"]] * 2
     assert row["server_errors"] == 0
     assert row["failed_agents"] == 0
 
@@ -152,23 +156,64 @@ def test_the_report_says_how_loaded_the_machine_was(report: dict[str, Any]) -> N
     assert len(report["load_average"]) == 3
 
 
-def _row(**figures: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {"agents": 50, "scripted_requests": 101}
+def _targets_at(n: int) -> list[Target]:
+    return [t for t in TARGETS if t.agents in (None, n)]
+
+
+def _row(agents: int = 50, **figures: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"agents": agents, "scripted_requests": 101}
     row.update(requests=101, command_requests=101)
-    row.update({column: limit for column, (_, limit) in TARGETS.items()})
+    row.update({t.column: t.at_most for t in _targets_at(agents)})
     row.update(figures)
     return row
 
 
-def test_a_row_at_every_target_meets_them_all() -> None:
-    assert all(targets_met(_row()).values())
+@pytest.mark.parametrize("agents", [50, 200])
+def test_a_row_at_every_target_meets_them_all(agents: int) -> None:
+    met = targets_met(_row(agents))
+
+    assert set(met) == {t.key for t in _targets_at(agents)} | {"requests"}
+    assert all(met.values())
 
 
-@pytest.mark.parametrize("column", sorted(TARGETS))
-def test_a_figure_past_its_target_is_missed(column: str) -> None:
-    limit = TARGETS[column][1]
+@pytest.mark.parametrize("target", _targets_at(50) + _targets_at(200), ids=lambda t: t.key)
+def test_a_figure_past_its_target_is_missed(target: Target) -> None:
+    assert target.agents is not None
+    row = _row(target.agents, **{target.column: target.at_most * 1.01})
 
-    assert targets_met(_row(**{column: limit * 1.01}))[column] is False
+    assert targets_met(row)[target.key] is False
+
+
+def test_a_run_of_50_agents_may_take_at_most_2n_plus_3_requests() -> None:
+    assert targets_met(_row(max_requests_per_run=103))["max_requests_per_run@50"]
+    assert not targets_met(_row(max_requests_per_run=104))["max_requests_per_run@50"]
+
+
+def test_the_issues_figures_say_as_filed_the_target_and_now() -> None:
+    rows = [_row(50, wall_over_ideal=1.2), _row(200, wall_over_ideal=1.1)]
+    startup = [{"imports": STARTUP_ROW, "run_s": 0.2, "exit_s": 0.01}]
+
+    figures = {f["figure"]: f for f in issue_figures(rows, startup)}
+
+    wall_50 = figures["openai backend over loopback HTTP, 50 agents: wall / ideal"]
+    assert (wall_50["filed"], wall_50["target"], wall_50["now"]) == (1.51, "<= 1.15", 1.2)
+    assert wall_50["met"] is False
+    assert figures["openai backend, 200 agents ring: wall / ideal"]["met"] is True
+    start = figures["start-up importing the openai backend"]
+    assert (start["filed"], start["now"], start["met"]) == (0.64, 0.2, True)
+
+
+def test_a_figure_whose_n_did_not_run_has_no_value_now() -> None:
+    figures = issue_figures([_row(50)], [])
+
+    ring = next(f for f in figures if "200 agents" in f["figure"])
+    assert ring["now"] is None and ring["met"] is None
+
+
+def test_the_report_lists_the_issues_figures(report: dict[str, Any]) -> None:
+    filed = [t.figure for t in TARGETS if t.filed is not None]
+
+    assert [f["figure"] for f in report["issue_24"]][:-1] == filed
 
 
 @pytest.mark.parametrize("count", ["requests", "command_requests"])
@@ -177,7 +222,7 @@ def test_a_request_count_other_than_the_scripted_runs_is_missed(count: str) -> N
 
 
 def test_size_targets_apply_only_at_their_n() -> None:
-    assert "process_wall_s" not in targets_met(_row(agents=10))
+    assert "process_wall_s@50" not in targets_met(_row(agents=10))
 
 
 def _record_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:

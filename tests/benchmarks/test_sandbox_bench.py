@@ -37,7 +37,12 @@ def test_main_prints_the_table_and_writes_json(
     assert code == (0 if report["met"] else 1)
     printed = capsys.readouterr().out
     assert "sandbox_bench: run_shell('true') per call, median of 1 repeats of 1 calls" in printed
-    assert "targets (local <= 10 ms, docker (session shell) <= 25 ms per call):" in printed
+    assert (
+        "targets (local and local + bubblewrap <= 10 ms, docker (session shell) <= 25 ms per call):"
+    ) in printed
+    bubblewrap = next(r for r in report["rows"] if r["measure"] == sandbox_bench.BUBBLEWRAP)
+    if bubblewrap["available"]:
+        assert (bubblewrap["before_ms"], bubblewrap["target_ms"]) == (22.6, 10.0)
 
 
 def test_main_refuses_a_report_path_that_is_a_directory(tmp_path: Path) -> None:

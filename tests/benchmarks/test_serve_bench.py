@@ -29,7 +29,10 @@ def test_a_tiny_run_delivers_every_line_to_every_client_and_reports_the_overhead
     assert watched["lines"] > 0 and watched["frames"] > 0
     assert report["parameters"]["clients"] == 3
     assert isinstance(report["met"], bool)
-    assert "fan-out latency p50 (ms)" in capsys.readouterr().out
+    assert (report["filed_overhead_pct"], report["target_overhead_pct"]) == (85, 10)
+    printed = capsys.readouterr().out
+    assert "fan-out latency p50 (ms)" in printed
+    assert "+85 %, <= 10 % with clients on other cores" in printed
 
 
 def test_separate_cores_keeps_the_clients_off_the_servers_cores(tmp_path: Path) -> None:

@@ -164,6 +164,12 @@ def _stream(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
+def _heading(tmp_path: Path, run: int = 0) -> str:
+    """The footer's first line, naming the run's diff file."""
+    diff = tmp_path / f"log{run}" / "context_path_writes.diff"
+    return f"Files changed in context paths; the diff is in {diff}:"
+
+
 def _presented(lines: list[dict[str, Any]]) -> bool:
     """Whether a presentation call was made (one LLM call per tool step, then its text)."""
     return any(e["type"] == "llm_request_started" and e["purpose"] == "present" for e in lines)
@@ -176,7 +182,7 @@ def test_multi_agent_refinement_on_presents_with_write_access_and_shows_the_foot
 
     assert code == ExitCode.OK, err
     (made,) = ctx.glob("made-by-*.txt")
-    assert f"Files written to context paths:\n  {made}\n" in err
+    assert f"{_heading(tmp_path)}\n  new       {made}\n" in err
     assert str(made) not in out
 
 
@@ -201,9 +207,39 @@ def test_the_json_result_holds_the_writes(tmp_path: Path, ctx: Path) -> None:
 
     assert code == ExitCode.OK, err
     assert json.loads(out)["writes"] == {
-        "new": [str(ctx / "new.txt")],
-        "modified": [str(ctx / "existing.txt")],
+        "files": [
+            {"path": str(ctx / "existing.txt"), "kind": "modified", "renamed_from": None},
+            {"path": str(ctx / "new.txt"), "kind": "new", "renamed_from": None},
+        ]
     }
+
+
+def test_a_run_that_only_deletes_a_users_file_says_so_and_saves_its_diff(
+    tmp_path: Path, ctx: Path
+) -> None:
+    config = _run_config(tmp_path, present_steps=[_step("delete_file", path=f"{ctx}/existing.txt")])
+
+    code, _, err = _conclave(tmp_path, config, "--context", f"{ctx}:w")
+
+    assert code == ExitCode.OK, err
+    assert f"{_heading(tmp_path)}\n  deleted   {ctx / 'existing.txt'}\n" in err
+    shown = str(ctx / "existing.txt").lstrip("/")
+    assert (tmp_path / "log0" / "context_path_writes.diff").read_text() == (
+        f"--- a/{shown}\n+++ /dev/null\n@@ -1 +0,0 @@\n-before\n"
+    )
+
+
+def test_a_file_context_path_is_written_by_the_file_tools(tmp_path: Path, ctx: Path) -> None:
+    notes = ctx / "existing.txt"
+    config = _run_config(
+        tmp_path, present_steps=[_step("edit_file", path=str(notes), old="before", new="after")]
+    )
+
+    code, _, err = _conclave(tmp_path, config, "--context", f"{notes}:w")
+
+    assert code == ExitCode.OK, err
+    assert notes.read_text() == "after\n"
+    assert f"  modified  {notes}\n" in err
 
 
 def test_nothing_written_shows_no_footer(tmp_path: Path, ctx: Path) -> None:
@@ -212,7 +248,7 @@ def test_nothing_written_shows_no_footer(tmp_path: Path, ctx: Path) -> None:
     code, _, err = _conclave(tmp_path, config, "--context", f"{ctx}:w")
 
     assert code == ExitCode.OK, err
-    assert "written to context paths" not in err
+    assert "changed in context paths" not in err
 
 
 def test_more_than_five_files_are_counted_and_listed_in_the_log_dir(
@@ -226,8 +262,12 @@ def test_more_than_five_files_are_counted_and_listed_in_the_log_dir(
 
     assert code == ExitCode.OK, err
     listing = tmp_path / "log0" / "context_path_writes.txt"
-    assert f"6 files written to context paths; the full list is in {listing}" in err
-    assert listing.read_text().splitlines() == [str(ctx / f"f{i}.txt") for i in range(6)]
+    diff = tmp_path / "log0" / "context_path_writes.diff"
+    assert (
+        f"6 files changed in context paths (6 new); the full list is in {listing}; "
+        f"the diff is in {diff}"
+    ) in err
+    assert listing.read_text().splitlines() == [f"new\t{ctx / f'f{i}.txt'}" for i in range(6)]
 
 
 def test_a_round_cannot_write_a_context_path_during_coordination(tmp_path: Path, ctx: Path) -> None:
@@ -257,7 +297,7 @@ def test_single_agent_refinement_off_writes_during_coordination_without_a_presen
 
     assert code == ExitCode.OK, err
     assert not _presented(_stream(stream))
-    assert f"Files written to context paths:\n  {ctx / 'by-the-agent.txt'}\n" in err
+    assert f"{_heading(tmp_path, run=1)}\n  new       {ctx / 'by-the-agent.txt'}\n" in err
 
 
 def test_multi_agent_refinement_off_synthesizes_with_write_access(
@@ -269,7 +309,7 @@ def test_multi_agent_refinement_off_synthesizes_with_write_access(
 
     assert code == ExitCode.OK, err
     (made,) = ctx.glob("made-by-*.txt")
-    assert f"Files written to context paths:\n  {made}\n" in err
+    assert f"{_heading(tmp_path)}\n  new       {made}\n" in err
 
 
 def test_winner_reuse_with_writable_paths_presents_anyway_and_says_so(
@@ -286,7 +326,9 @@ def test_winner_reuse_with_writable_paths_presents_anyway_and_says_so(
     assert "writable context paths need someone to write them" in said["reason"]
     assert _presented(lines)
     result = lines[-1]
-    assert result["writes"]["new"] == [str(p) for p in ctx.glob("made-by-*.txt")]
+    assert [f["path"] for f in result["writes"]["files"]] == [
+        str(p) for p in ctx.glob("made-by-*.txt")
+    ]
 
 
 def test_winner_reuse_without_writable_paths_uses_the_answer_without_a_presentation(
@@ -301,7 +343,7 @@ def test_winner_reuse_without_writable_paths_uses_the_answer_without_a_presentat
     lines = _stream(out)
     assert not _presented(lines)
     assert not [e for e in lines if e["type"] == "presenting_for_writes"]
-    assert lines[-1]["writes"] == {"new": [], "modified": []}
+    assert lines[-1]["writes"] == {"files": []}
 
 
 def test_synthesize_without_writable_paths_still_presents(tmp_path: Path, ctx: Path) -> None:
@@ -349,7 +391,9 @@ def test_protected_paths_stay_read_only_in_the_presentation(tmp_path: Path, ctx:
     assert (ctx / "keep" / "rules.txt").read_text() == "do not touch\n"
     (refused,) = [e for e in _stream(out) if e["type"] == "tool_call_finished" and not e["ok"]]
     assert "protected" in refused["error"]
-    assert _stream(out)[-1]["writes"] == {"new": [str(ctx / "free.txt")], "modified": []}
+    assert _stream(out)[-1]["writes"] == {
+        "files": [{"path": str(ctx / "free.txt"), "kind": "new", "renamed_from": None}]
+    }
 
 
 def test_the_text_summary_names_the_deliverable_workspace(tmp_path: Path, ctx: Path) -> None:
@@ -384,7 +428,7 @@ def test_the_footer_names_no_list_file_that_is_not_there(tmp_path: Path) -> None
         failed_agents={},
         log_dir=str(tmp_path),
         duration_s=0.1,
-        writes=Writes(new=tuple(f"/ctx/f{i}" for i in range(6))),
+        writes=Writes.of(new=[f"/ctx/f{i}" for i in range(6)]),
     )
 
-    assert writes_footer(result) == "6 files written to context paths"
+    assert writes_footer(result) == "6 files changed in context paths (6 new)"

@@ -106,7 +106,9 @@ def test_the_log_path_is_printed_when_the_run_starts_so_a_killed_run_can_be_repl
     tmp_path: Path,
 ) -> None:
     cfg = write_config(
-        tmp_path / "slow.yaml", [{"id": "quick", "latency": 0}, {"id": "slow", "latency": 30}]
+        tmp_path / "slow.yaml",
+        [{"id": "quick", "latency": 0}, {"id": "slow", "latency": 30}],
+        first_vote_wait=0.5,  # quick votes before slow answers
     )
     process = start("run", "--config", str(cfg), "--verbose", TASK, cwd=tmp_path)
     [announced] = read_stderr_until(process, "conclave: logging to ")[-1:]

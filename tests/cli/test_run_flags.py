@@ -78,7 +78,7 @@ def test_max_cost_says_which_agents_it_does_not_count(tmp_path: Path) -> None:
 
     resolved = resolve(RunFlags(config=str(config), max_cost=1.0))
 
-    note = resolved.unpriced_note()
+    note = resolved.max_cost_note()
     assert note is not None
     assert "the calls of 1 agent without a price (free) are not counted" in note
 
@@ -112,3 +112,44 @@ def test_the_inject_in_flight_policy_can_be_chosen(
     code = main(["run", "--config", str(fast_config), "--in-flight-policy", "inject", TASK])
 
     assert code == ExitCode.OK, capsys.readouterr().err
+
+
+def test_max_cost_says_at_start_which_agents_it_counts_at_an_estimate(tmp_path: Path) -> None:
+    price = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    quiet = {"id": "quiet", "type": "openai", "model": "m", "api_key": "sk-x", "price": price}
+    config = write_config(tmp_path / "quiet.yaml", [quiet | {"stream_usage": False}])
+
+    resolved = resolve(RunFlags(config=str(config), max_cost=1.0))
+
+    assert resolved.max_cost_note() == (
+        "--max-cost cannot read what the calls of 1 agent (quiet) use: stream_usage is false, "
+        "so the server reports no usage; they count at an estimate of a token per 3 characters "
+        "sent or received"
+    )
+
+
+def test_the_text_summary_says_the_cost_limit_counted_calls_at_an_estimate() -> None:
+    usage = RunUsage(
+        total=AgentUsage(input_tokens=None, calls=3, calls_without_usage=2, cost_usd=None)
+    )
+    result = RunResult(
+        final_answer="x",
+        winner="a",
+        presenter=None,
+        strategy="winner_present",
+        answers=[Answer(label="agent1.1", agent="a", content="x")],
+        votes={},
+        rounds=2,
+        llm_calls=3,
+        restarts=0,
+        termination=Termination.MAX_COST,
+        failed_agents={},
+        log_dir=None,
+        duration_s=1.0,
+        usage=usage,
+        cost_usd=None,
+    )
+
+    assert summary(result).endswith(
+        "; the cost limit counted 2 calls whose server reported no usage at an estimate"
+    )

@@ -11,11 +11,12 @@ from conclave.actors.coordination.events import AnswerAdded, RunStarted, VoteAdd
 from conclave.actors.events.view import RunView
 from conclave.actors.llm.protocol import CallOutcome, CallPurpose, StopReason
 from conclave.actors.workspace.events import (
-    ContextPathsWritten,
+    ContextPathsChanged,
     FinalWorkspaceSaved,
     PresentingForWrites,
     SnapshotPublished,
 )
+from conclave.actors.workspace.writes import Writes
 from conclave.config.schema import FinalAnswerStrategy
 from conclave.runtime import ChildStopped, Event, HowStopped, TapFailed
 from conclave.ui.timeline import agent_table, describe
@@ -153,12 +154,16 @@ def test_a_presentation_run_for_writes_says_who_and_why() -> None:
 def test_workspace_steps_are_verbose_detail() -> None:
     events = [
         SnapshotPublished(at=0.0, agent="a1", label="agent1.1", path="/w/snapshots/agent1.1"),
-        ContextPathsWritten(at=0.0, new=("a.txt",), modified=(), list_file="/w/writes.txt"),
+        ContextPathsChanged(
+            at=0.0,
+            files=Writes.of(new=["a.txt"], deleted=["b.txt"]).files,
+            list_file="/w/writes.txt",
+        ),
         FinalWorkspaceSaved(at=0.0, agent="a1", path="/w/final"),
     ]
     assert [describe(event) for event in events] == [None, None, None]
     assert [describe(event, verbose=True) for event in events] == [
         "a1's workspace for agent1.1 published at /w/snapshots/agent1.1",
-        "context paths written: 1 new, 0 modified file(s) (listed in /w/writes.txt)",
+        "context paths changed: 1 new, 1 deleted (listed in /w/writes.txt)",
         "a1's workspace saved with the final answer at /w/final",
     ]

@@ -32,6 +32,7 @@ def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_examples_cover_every_documented_setup() -> None:
     assert [p.stem for p in ALL] == [
         "anthropic",
+        "interactive",
         "local",
         "mcp",
         "mixed",

@@ -46,6 +46,7 @@ async def test_with_the_cancel_policy_the_next_round_starts_after_the_cancelled_
             agent("b", seed=2, latency=1.5),
             in_flight_policy=InFlightPolicy.CANCEL,
             quiet_period=None,
+            first_vote_wait=None,
         ),
         backend_factory=_slow_to_cancel,
     )
@@ -70,6 +71,7 @@ async def test_the_cancel_policy_still_restarts_at_once_when_nothing_is_unwindin
             agent("b", seed=2, latency=1.5),
             in_flight_policy=InFlightPolicy.CANCEL,
             quiet_period=None,
+            first_vote_wait=None,
         )
     )
 

@@ -15,7 +15,8 @@ from tests.coordination.helpers import Recorder, agent, config, run_tapped
 def _mid_round_config(policy: InFlightPolicy, others: tuple[float, float, float]) -> ConclaveConfig:
     """``fast`` answers at t=1.0 and is then mid-round (its vote round) until t=2.0, while
     b, c and d answer at the given times. No quiet period: updates go out at once, so what
-    is measured is the agent's own coalescing. Anonymous ids: b, c, d, fast = agent1..4."""
+    is measured is the agent's own coalescing; no first-vote wait, so fast votes while the
+    others answer. Anonymous ids: b, c, d, fast = agent1..4."""
     b, c, d = others
     return config(
         agent("fast", seed=1, latency=1.0),
@@ -24,6 +25,7 @@ def _mid_round_config(policy: InFlightPolicy, others: tuple[float, float, float]
         agent("d", seed=4, latency=d),
         in_flight_policy=policy,
         quiet_period=None,
+        first_vote_wait=None,
     )
 
 
@@ -143,6 +145,7 @@ def _refining_config(*, disable_injection: bool) -> ConclaveConfig:
         agent("b", seed=2, latency=1.5),
         disable_injection=disable_injection,
         quiet_period=None,
+        first_vote_wait=None,
     )
 
 

@@ -55,6 +55,7 @@ CFG = config(
     agent("a", seed=1, latency=1.0, vote="agent2"),
     agent("b", seed=2, latency=1.0, vote="agent2"),
     agent("c", seed=3, latency=3.0, vote="agent2"),
+    first_vote_wait=None,  # a and b vote before c answers, so c's answer resets their votes
 )
 A = agent_address("a")
 

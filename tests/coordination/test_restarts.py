@@ -111,7 +111,12 @@ async def test_a_bus_restart_rearms_its_quiet_timer(autojump_clock: object) -> N
     # The bus crashes with the quiet timer running; "you may vote now" is held until quiet.
     plan = CrashAfter(BUS, lambda e: isinstance(e.payload, AnswerAccepted))
     tap = WaitingTap()
-    cfg = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=3.0), quiet_period=0.5)
+    cfg = config(
+        agent("a", seed=1, latency=1.0),
+        agent("b", seed=2, latency=3.0),
+        quiet_period=0.5,
+        first_vote_wait=None,
+    )
     with trio.fail_after(RUN_LIMIT):
         async with open_run(RunSpec(task=TASK, config=cfg, faults=plan), taps=[tap]) as h:
             result = await h.result()

@@ -55,6 +55,7 @@ async def test_run_timeout_with_votes_ends_with_the_most_voted_answer(
             agent("b", seed=2, latency=1.0, vote="agent1"),
             agent("c", seed=3, latency=60.0),
             run_timeout=10.0,
+            first_vote_wait=None,
         )
     )
 

@@ -100,6 +100,7 @@ async def test_a_new_answer_clears_every_vote_and_the_voters_vote_again(
         config(
             agent("fast", seed=1, latency=0.1),
             agent("slow", seed=2, latency=2.0),
+            first_vote_wait=None,
         )
     )
 

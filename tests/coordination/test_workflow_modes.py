@@ -51,6 +51,7 @@ async def test_without_deferred_voting_early_agents_vote_before_the_last_answer(
             agent("mid", seed=2, latency=0.5),
             agent("slow", seed=3, latency=2.0),
             quiet_period=None,
+            first_vote_wait=None,
         )
     )
 

@@ -1,4 +1,5 @@
-"""The loop's events: text deltas are ephemeral, and tool call previews stay small."""
+"""The loop's events: text deltas are ephemeral, tool arguments are cut to a preview, and a
+call's output and error are kept whole."""
 
 from __future__ import annotations
 
@@ -45,20 +46,25 @@ def test_tool_arguments_past_2_kb_are_cut_to_2_kb_saying_how_long_they_were() ->
     assert cut.endswith("…[10000 bytes, cut]")
 
 
-def test_tool_output_past_2_kb_is_cut_too() -> None:
-    finished = ToolCallFinished(
+def _finished(output: str, error: str | None = None) -> ToolCallFinished:
+    return ToolCallFinished(
         at=0.0,
         agent="a1",
-        tool="shell",
+        tool="run_shell",
         call_id="c1",
         arguments="{}",
-        output="y" * 5000,
+        output=output,
         duration=0.1,
-        ok=True,
-        error=None,
+        ok=error is None,
+        error=error,
     )
 
-    assert len(finished.output.encode()) <= PREVIEW_BYTES
+
+def test_a_tool_output_past_2_kb_is_kept_whole_and_round_trips() -> None:
+    finished = _finished("y" * 50_000)
+
+    assert finished.output == "y" * 50_000
+    assert loads(dumps(finished), ToolCallFinished) == finished
 
 
 def test_a_cut_never_splits_a_character() -> None:
@@ -75,23 +81,16 @@ def test_cutting_is_idempotent_so_a_cut_event_round_trips() -> None:
     assert loads(dumps(event), ToolCallStarted) == event
 
 
-def test_a_tool_error_past_2_kb_is_cut_too_and_round_trips() -> None:
-    finished = ToolCallFinished(
-        at=0.0,
-        agent="a1",
-        tool="write_file",
-        call_id="c1",
-        arguments="{}",
-        output="",
-        duration=0.1,
-        ok=False,
-        error="no such path: " + "p" * 5000,
-    )
+def test_a_tool_error_past_2_kb_is_kept_whole_and_round_trips() -> None:
+    error = "the command exited with code 1:\n" + "p" * 5000
+    finished = _finished(f"Error: {error}", error)
 
-    assert finished.error is not None
-    assert len(finished.error.encode()) <= PREVIEW_BYTES
-    assert finished.error.endswith("…[5014 bytes, cut]")
+    assert finished.error == error
     assert loads(dumps(finished), ToolCallFinished) == finished
+
+
+def test_a_call_is_not_refused_unless_it_says_so() -> None:
+    assert not _finished("ok").refused
 
 
 def test_a_call_without_an_error_keeps_none() -> None:

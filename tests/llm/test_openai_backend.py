@@ -461,3 +461,19 @@ async def test_a_redirect_is_followed(server: LoopbackServer) -> None:
         completion = await backend.complete(ask())
     assert completion.message.content == "moved"
     assert [r.path for r in server.requests] == ["/v1/chat/completions", "/v2/chat/completions"]
+
+
+async def test_the_organization_and_project_in_the_environment_are_sent_as_the_sdk_sent_them(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-conclave")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-conclave")
+    server.script(SseReply(parts=tuple(openai_reply("ok"))))
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        await backend.complete(ask())
+    headers = server.requests[0].headers
+    assert (headers["openai-organization"], headers["openai-project"]) == (
+        "org-conclave",
+        "proj-conclave",
+    )

@@ -1,11 +1,24 @@
-"""What calls cost, per agent and in total; unknown where any call had no price."""
+"""What calls cost, per agent and in total; unknown where any call had no price; and the
+estimate --max-cost counts for a call whose server reported no usage."""
 
 from __future__ import annotations
 
 import pytest
 
-from conclave.actors.llm.pricing import UsageLedger, UsageSummary, add_usage, cost_usd
-from conclave.actors.llm.protocol import Usage
+from conclave.actors.llm.pricing import (
+    UsageLedger,
+    UsageSummary,
+    add_usage,
+    cost_usd,
+    estimated_usage,
+)
+from conclave.actors.llm.protocol import (
+    ChatMessage,
+    CompletionRequest,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
 from conclave.config.schema.endpoint import Price
 
 PRICE = Price(input_per_mtok=3.0, output_per_mtok=15.0, cached_input_per_mtok=0.3)
@@ -67,6 +80,27 @@ def test_a_budget_is_checked_against_the_priced_calls() -> None:
     ledger = UsageLedger()
     ledger.record("alice", Usage(input_tokens=1_000_000), PRICE)
     ledger.record("bob", Usage(input_tokens=1_000_000), None)
-    assert ledger.known_cost_usd() == pytest.approx(3.0)
+    assert ledger.budget_cost_usd() == pytest.approx(3.0)
     assert ledger.would_exceed(2.5)
     assert not ledger.would_exceed(3.5)
+
+
+def test_the_estimate_of_a_call_without_usage_is_a_token_per_3_characters() -> None:
+    request = CompletionRequest(
+        messages=(
+            ChatMessage(role="system", content="s" * 300),
+            ChatMessage(role="user", content="u" * 301),
+        ),
+        tools=(ToolSchema(name="vote", description="d" * 20, parameters={"type": "object"}),),
+    )
+    reply = ChatMessage(
+        role="assistant",
+        content="r" * 10,
+        tool_calls=(ToolCall(id="c", name="new_answer", arguments="a" * 50),),
+    )
+
+    usage = estimated_usage(request, reply)
+
+    schema = len("vote") + 20 + len('{"type":"object"}')
+    assert usage.input_tokens == -(-(601 + schema) // 3)
+    assert usage.output_tokens == -(-(10 + len("new_answer") + 50) // 3)

@@ -58,3 +58,21 @@ def test_a_pool_imports_an_sdk_when_an_agent_uses_it(tmp_path: Path) -> None:
         "trio.run(main)\n"
     )
     assert _loaded_after(tmp_path, code) == ["anthropic", "httpx2"]
+
+
+def test_a_pool_for_an_openai_agent_imports_no_sdk_only_the_http_client(tmp_path: Path) -> None:
+    # The openai backend speaks Chat Completions over httpx2 itself (actors/llm/chat_wire.py):
+    # the SDK's import was half a second before the first request could leave.
+    code = (
+        "import trio\n"
+        "from conclave.actors.llm.pool import open_backends\n"
+        "from conclave.config.loader import parse_config\n"
+        "config = parse_config({'agents': [\n"
+        "    {'id': 'a', 'backend': {'type': 'openai', 'model': 'm', 'api_key': 'k'}},\n"
+        "]})\n"
+        "async def main() -> None:\n"
+        "    async with open_backends() as pool:\n"
+        "        await pool.backend(config.agents[0])\n"
+        "trio.run(main)\n"
+    )
+    assert _loaded_after(tmp_path, code) == ["httpx2"]

@@ -25,6 +25,7 @@ from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.sandbox.local import bubblewrap
 from conclave.actors.sandbox.protocol import Mount
 from conclave.actors.tools.protocol import NO_TOOLS
+from conclave.actors.workspace.writes import Writes
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
 from conclave.config.schema.backends import ScriptedBackendConfig, ToolStep
@@ -242,7 +243,7 @@ async def test_in_a_run_a_server_writes_only_the_presenters_grants_and_is_tracke
     assert not (ctx / "early.txt").exists()  # coordination: read-only
     assert not (outside / "evil.txt").exists()  # never granted
     assert (ctx / "late.txt").read_text() == "late"  # the presenter's grants
-    assert result.writes.new == (str(ctx / "late.txt"),)
+    assert result.writes == Writes.of(new=[str(ctx / "late.txt")])
     assert [e.server for e in tap.of_type(McpServerReady)] == ["fs", "fs"]  # regranted once
 
 

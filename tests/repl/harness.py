@@ -5,11 +5,16 @@ The specs are synchronous tests (pytest-trio runs every ``async def`` test under
 prompt-toolkit's host loop is asyncio): each calls :func:`play` with a scenario, which runs
 under ``asyncio.run`` with a session of the REPL open. The scripted agents have no latency
 unless a spec asks for some, so runs take milliseconds; waits poll the state with a deadline.
+
+Every spec also checks that the screen's state was changed on the UI's thread only: the
+runtime runs on a thread of its own and must hand each change over (a change made there
+would race the redraw). A redraw asked for on another thread fails the spec.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +27,7 @@ from prompt_toolkit.output import DummyOutput
 
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.run.result import RunResult
+from conclave.actors.session.compaction import CompactionPolicy
 from conclave.config.modes import ModeState
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import (
@@ -32,6 +38,7 @@ from conclave.config.schema import (
 )
 from conclave.ui.repl.app import Repl, run_session
 from conclave.ui.repl.render import fragments_text
+from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import ReplState
 
 SHIFT_TAB = "\x1b[Z"
@@ -131,6 +138,22 @@ class Session:
 Scenario = Callable[[Session], Awaitable[None]]
 
 
+def _redraws_off_thread(state: ReplState) -> list[str]:
+    """The threads, other than this one (the UI's), that ask ``state`` for a redraw: a
+    change of the state is followed by one."""
+    ui_thread = threading.current_thread()
+    redraw = state.on_change
+    seen: list[str] = []
+
+    def checked() -> None:
+        if threading.current_thread() is not ui_thread:
+            seen.append(threading.current_thread().name)
+        redraw()
+
+    state.on_change = checked
+    return seen
+
+
 @contextmanager
 def _pipe() -> Iterator[PipeInput]:
     with create_pipe_input() as pipe:
@@ -144,9 +167,12 @@ def play(
     conclave: ConclaveConfig | None = None,
     modes: ModeState | None = None,
     backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
+    session_start: SessionStart | None = None,
+    compaction: CompactionPolicy | None = None,
 ) -> ReplState:
     """Run ``scenario`` in a REPL session, then quit it (Ctrl+D) and wait until it has ended;
-    the state as it was left."""
+    the state as it was left. With ``session_start``, the conversation is recorded as a session
+    (compacted by ``compaction``)."""
     chosen = conclave or config()
     log_root = tmp_path / "runs"
 
@@ -154,6 +180,8 @@ def play(
         with _pipe() as keys:
             state = ReplState(agents=tuple(a.id for a in chosen.agents), modes=modes or ModeState())
             repl = Repl(state, input=keys, output=DummyOutput())
+            repl.session_start, repl.compaction = session_start, compaction
+            off_thread = _redraws_off_thread(state)
             session = Session(repl=repl, keys=keys, log_root=log_root)
             running = asyncio.ensure_future(
                 run_session(
@@ -169,6 +197,7 @@ def play(
             finally:
                 keys.send_text(CTRL_D)
                 await asyncio.wait_for(running, DEADLINE)
+            assert not off_thread, f"the screen's state changed on {off_thread[0]!r}"
             return state
 
     return asyncio.run(main())

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from conclave.config.modes import AgentMode, CollaborationMode, ModeState
-from conclave.config.resolver import ResolvedConfig
+from conclave.config.resolver import ResolvedConfig, RunFlags
 from conclave.ui import cli
 from conclave.ui.exit_codes import ExitCode
 
@@ -82,7 +82,9 @@ def test_a_bare_conclave_with_a_terminal_on_stdin_starts_the_repl(
     monkeypatch.setattr("sys.stdin", _Terminal())
     assert cli.main([]) == ExitCode.OK
     [args] = started
-    assert (args.mode, args.agent_mode, args.refinement) == ("default", "multi", "on")
+    # --mode not given (None): the config's mode: decides, else the default mode.
+    assert (args.mode, args.agent_mode, args.refinement) == (None, "multi", "on")
+    assert RunFlags.from_args(args).mode_state() == ModeState()
 
 
 def test_conclave_repl_takes_the_starting_modes(monkeypatch: pytest.MonkeyPatch) -> None:

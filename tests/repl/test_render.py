@@ -69,7 +69,7 @@ def test_the_answer_is_followed_by_winner_tally_tokens_and_presenter() -> None:
 
 
 def test_a_run_that_wrote_files_shows_the_write_footer() -> None:
-    writes = Writes(new=("notes.txt",), modified=("README.md",))
+    writes = Writes.of(new=["notes.txt"], modified=["README.md"])
     text = fragments_text(answer_block(_result(writes=writes)))
     assert "notes.txt" in text
     assert "README.md" in text

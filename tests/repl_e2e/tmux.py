@@ -13,6 +13,7 @@ was seen to stay an unreaped zombie, its pane alive, for more than the deadline.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ WIDTH, HEIGHT = 120, 40
 DEADLINE = 30.0
 MODE_BAR = "plan mode:"
 _EXITED = re.compile(r"\[conclave exited with (\d+)\]")
+_SOCKETS = itertools.count(1)
 
 
 def require_tmux() -> str:
@@ -116,7 +118,9 @@ def terminal(
 ) -> Iterator[Terminal]:
     """``conclave ARGS`` (or ``program ARGS``) running in a tmux pane, until the block ends."""
     found = tmux or require_tmux()
-    socket = cwd / "tmux.sock"  # goes with the test's directory
+    # One socket per terminal, in the test's directory: a server just killed (a spec's
+    # earlier terminal) may still be exiting, and a new one on its socket then fails.
+    socket = cwd / f"tmux-{next(_SOCKETS)}.sock"
     term = Terminal(found, socket)
     env = {
         "XDG_STATE_HOME": str(cwd / "state"),

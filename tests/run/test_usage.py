@@ -131,6 +131,26 @@ def test_reaching_the_budget_is_said_once() -> None:
     assert said == [None]
 
 
+def test_a_priced_call_without_usage_counts_against_the_budget_at_its_estimate() -> None:
+    said: list[None] = []
+    tap = UsageTap([priced("a")], budget_usd=0.004)
+    tap.on_budget_reached = lambda: said.append(None)
+    unreported = attrs.evolve(
+        finished("a", inp=0, out=0),
+        usage_reported=False,
+        estimated_input_tokens=1000,
+        estimated_output_tokens=100,
+    )
+
+    tap.record(unreported)  # $0.003 at the estimate
+    assert said == []
+    tap.record(unreported)  # $0.006
+
+    assert said == [None]
+    assert tap.ledger.estimated_calls == 2
+    assert tap.usage().total.cost_usd is None  # the result still says unknown
+
+
 # ---------------------------------------------------------------------------- runs
 
 
@@ -206,3 +226,15 @@ async def test_a_cost_budget_never_reached_lets_the_run_complete(autojump_clock:
 def test_a_cost_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_cost_usd must be a number of dollars > 0"):
         RunSpec(task=TASK, config=config(*agents(1)), max_cost_usd=0)
+
+
+def test_a_run_whose_agents_have_no_price_has_no_cost_even_without_calls() -> None:
+    tap = UsageTap([AgentConfig(id="a", backend=ScriptedBackendConfig())])
+
+    assert tap.usage().total.cost_usd is None
+
+
+def test_a_priced_run_without_calls_cost_nothing() -> None:
+    tap = UsageTap([priced("a")])
+
+    assert tap.usage().total.cost_usd == 0.0

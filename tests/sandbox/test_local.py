@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from conclave.actors.sandbox import Mount, open_sandbox
+from conclave.actors.sandbox import Mount, limits, local, open_sandbox
 from conclave.actors.sandbox.env_policy import policy_environment
 from conclave.actors.sandbox.local import LocalSandbox
 from conclave.config.schema.sandbox import SandboxConfig, SandboxEnv
@@ -394,6 +394,39 @@ def test_bubblewrap_commands_outlive_the_thread_that_would_have_started_them(
 
 
 # --- open_sandbox -------------------------------------------------------------------------
+
+
+async def test_the_command_shell_sets_the_limits_itself(bwrap: str, workspace: Path) -> None:
+    sandbox = LocalSandbox(
+        workspace=workspace, mounts=(), config=SandboxConfig(cpu_seconds=33, memory_mb=50)
+    )
+    outcome = await sandbox.run_shell("ulimit -H -t; ulimit -H -d", cwd=workspace, timeout=30)
+    assert outcome.output == "33\n51200\n"
+    assert sandbox.argv("true", cwd=workspace)[-3:-1] == ["sh", "-c"]
+
+
+async def test_a_limit_that_cannot_be_set_stops_the_command(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "nproc_flag", lambda: "-Z")  # no shell has it
+    monkeypatch.setattr(local, "own_user_namespace", lambda confined: True)
+    outcome = await plain(workspace).run_shell("echo ran", cwd=workspace, timeout=30)
+    assert outcome.exit_code == 126
+    assert "ran" not in outcome.output
+
+
+def test_the_process_limit_flag_is_the_one_this_shell_has() -> None:
+    flag = limits.nproc_flag()
+    assert flag in ("-u", "-p")
+    done = subprocess.run(
+        ["sh", "-c", f"ulimit {flag} 55 && exec cat /proc/self/limits"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [line.split()[2:4] for line in done.stdout.splitlines() if "processes" in line] == [
+        ["55", "55"]
+    ]
 
 
 async def test_the_default_sandbox_is_local(workspace: Path) -> None:

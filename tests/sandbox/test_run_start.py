@@ -55,12 +55,13 @@ async def test_a_run_without_tools_has_no_sandbox_to_speak_of(tmp_path: Path) ->
     assert tap.of_type(SandboxOpened) == []
 
 
-async def test_without_prlimit_the_run_says_at_start_that_no_limit_applies(
+async def test_a_shell_without_a_process_limit_is_said_at_start(
     bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(limits, "prlimit", lambda: None)
+    monkeypatch.setattr(limits, "nproc_flag", lambda: None)
+    monkeypatch.setattr(limits, "own_user_namespace", lambda confined: confined)
     event = await opened(tmp_path)
-    assert event.warning == "prlimit (util-linux) is not installed: no CPU, memory or process limit"
+    assert event.warning == "this host's sh cannot set a process limit (ulimit): none is set"
 
 
 def test_the_repl_prints_the_warning_as_its_turn_starts(

@@ -19,7 +19,8 @@ from wsproto.frame_protocol import FrameProtocol, Opcode
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.result import RunResult, Termination
 from conclave.ui.progress import RunClock, StreamJson
-from conclave.ui.serve.feed import RunFeed, Watcher, text_frame
+from conclave.ui.serve.feed import RunFeed, Watcher
+from conclave.ui.serve.raw_frames import text_frame
 from tests.serve.helpers import TASK, scripted_config
 
 LIMIT = 10_000

@@ -7,15 +7,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from conclave.actors.llm.protocol import ToolCall
+from conclave.actors.sandbox.local import LocalSandbox
 from conclave.actors.sandbox.protocol import ShellOutcome
 from conclave.actors.tools.executor import AgentTools, ToolLimits
 from conclave.actors.tools.protocol import ToolResult
 from conclave.actors.tools.spec import ToolContext, ToolSpec
 from conclave.actors.tools.text import cap
 from conclave.config.modes import CollaborationMode
+from conclave.config.schema.sandbox import SandboxConfig
 from tests.tools.conftest import MakeTools
 from tests.tools.helpers import ShellSandbox, call, call_raw
 
@@ -207,6 +210,54 @@ async def test_the_sandbox_truncation_is_reported(tools: AgentTools, sandbox: Sh
     assert result.metadata.truncated_bytes == 7
 
 
+async def test_the_note_counts_what_the_sandbox_dropped(
+    tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=0, output="head", timed_out=False, duration=0, truncated_bytes=7
+    )
+    result = await call(tools, "run_shell", command="yes")
+    assert result.output == "head\n[truncated: 7 bytes]"
+
+
+async def test_the_note_adds_the_sandboxs_drop_to_the_executors_cut(
+    make_tools: MakeTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=0, output="x" * 100, timed_out=False, duration=0, truncated_bytes=5000
+    )
+    tools = make_tools(limits=ToolLimits(max_output_bytes=50))
+    result = await call(tools, "run_shell", command="yes")
+    assert result.output == "x" * 50 + "\n[truncated: 5050 bytes]"
+    assert result.metadata.truncated_bytes == 5050
+
+
+async def test_a_failed_commands_note_counts_what_the_sandbox_dropped(
+    tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    sandbox.outcome = ShellOutcome(
+        exit_code=1, output="head", timed_out=False, duration=0, truncated_bytes=7
+    )
+    result = await call(tools, "run_shell", command="yes; false")
+    assert (result.error or "").endswith("head\n[truncated: 7 bytes]")
+    assert result.output == ""
+
+
+async def test_a_command_past_the_sandbox_cap_is_noted_with_every_byte_it_wrote(
+    make_tools: MakeTools, sandbox: ShellSandbox, workspace: Path
+) -> None:
+    real = LocalSandbox(
+        workspace=workspace,
+        mounts=(),
+        config=SandboxConfig(max_output_bytes=1000),
+        use_bubblewrap=False,
+    )
+    tools = make_tools(limits=ToolLimits(max_output_bytes=100))
+    tools.context = attrs.evolve(tools.context, sandbox=real)
+    result = await call(tools, "run_shell", command="head -c 5000 /dev/zero | tr '\\0' a")
+    assert result.output == "a" * 100 + "\n[truncated: 4900 bytes]"
+
+
 async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
     make_tools: MakeTools, workspace: Path
 ) -> None:
@@ -216,3 +267,31 @@ async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
     result = await call(make_tools(before_call=broken), "write_file", path="a.txt", content="x")
     assert result.error == "the tool write_file failed: RuntimeError: gate down"
     assert not (workspace / "a.txt").exists()
+
+
+# refused or failed: whether the call ran at all
+
+
+async def test_a_call_the_executor_refuses_is_marked_refused(
+    make_tools: MakeTools, tools: AgentTools, sandbox: ShellSandbox
+) -> None:
+    async def gate(call: ToolCall) -> str | None:
+        return "a human said no"
+
+    sandbox.refuse = "bubblewrap is not installed"
+    refusals = [
+        await call(tools, "browse", url="x"),
+        await call(tools, "read_file", path="a.txt", offset=0),
+        await call(tools, "write_file", path="/etc/passwd", content="x"),
+        await call(make_tools(before_call=gate), "write_file", path="a.txt", content="x"),
+        await call(tools, "run_shell", command="ls"),
+    ]
+
+    assert [(r.ok, r.refused) for r in refusals] == [(False, True)] * len(refusals)
+
+
+async def test_a_call_that_ran_and_failed_is_not_marked_refused(tools: AgentTools) -> None:
+    failed = await call(tools, "run_shell", command="echo oops; exit 3")
+    missing = await call(tools, "read_file", path="no-such-file.txt")
+
+    assert [(r.ok, r.refused) for r in (failed, missing)] == [(False, False)] * 2

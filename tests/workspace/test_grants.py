@@ -214,3 +214,24 @@ def test_sandbox_mounts_are_read_only_until_writes_open(tmp_path: Path) -> None:
         Mount(path=writable.path / "keep", writable=False),
         Mount(path=read_only.path, writable=False),
     )
+
+
+def test_a_writable_file_context_path_grants_that_file_once_writes_open(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("mine\n")
+    context = ContextPath(path=notes, permission=ContextPermission.WRITE)
+    workspaces = _workspaces(tmp_path, context, writes_open=True)
+    policy = _policy(workspaces, "a1")
+
+    assert policy.for_write(str(notes)) == notes.resolve()
+    assert policy.is_granted_file(notes.resolve())
+    with pytest.raises(PathRefused, match="outside the paths you may write"):
+        policy.for_write(str(tmp_path / "beside.md"))
+
+
+def test_the_root_of_a_directory_context_path_is_still_not_a_file(tmp_path: Path) -> None:
+    context = _writable(tmp_path)
+    workspaces = _workspaces(tmp_path, context, writes_open=True)
+
+    with pytest.raises(PathRefused, match="is the root of context path"):
+        _policy(workspaces, "a1").for_write(str(context.path))

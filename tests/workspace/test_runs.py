@@ -355,4 +355,4 @@ async def test_a_write_tracker_restarted_after_its_baseline_keeps_it(tmp_path: P
         )
 
     assert plan.crashed == 1
-    assert result.writes == Writes(new=(str(ctx / "made.txt"),))
+    assert result.writes == Writes.of(new=[str(ctx / "made.txt")])

@@ -18,6 +18,7 @@ from conclave.actors.events.loop import ToolCallFinished
 from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.sandbox.local import bubblewrap
 from conclave.actors.sandbox.protocol import SandboxUnavailable
+from conclave.actors.workspace.writes import Writes
 from conclave.config.schema import (
     AgentConfig,
     ConclaveConfig,
@@ -95,7 +96,7 @@ async def test_bubblewrap_keeps_context_paths_read_only_until_the_presentation(
     assert not (ctx / "early.txt").exists()
     assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
     assert (ctx / "late.txt").read_text() == "late\n"
-    assert result.writes.new == (str(ctx / "late.txt"),)
+    assert result.writes == Writes.of(new=[str(ctx / "late.txt")])
 
 
 async def test_docker_recreates_the_presenters_container_with_context_paths_writable(
@@ -108,7 +109,7 @@ async def test_docker_recreates_the_presenters_container_with_context_paths_writ
     assert not (ctx / "early.txt").exists()
     assert any("Read-only file system" in e.output + (e.error or "") for e in _shells(tap))
     assert (ctx / "late.txt").read_text() == "late\n"
-    assert result.writes.new == (str(ctx / "late.txt"),)
+    assert result.writes == Writes.of(new=[str(ctx / "late.txt")])
     assert result.log_dir is not None
     assert _containers_of(Path(result.log_dir).name) == []
 
@@ -118,7 +119,9 @@ def _containers_of(run_id: str) -> list[str]:
 
     client = connect()
     try:
-        found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        found = client.containers.list(
+            all=True, filters={"label": f"{LABEL_RUN}={run_id}"}, ignore_removed=True
+        )
         return [str(c.name) for c in found]
     finally:
         client.close()

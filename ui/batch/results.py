@@ -5,7 +5,8 @@ interleave and a crash (or a kill) loses at most the line being written. Such a 
 the file's last and does not end in a newline: :func:`open_results` finds it, says so, and
 truncates the file back to the last whole line before anything is appended.
 
-Resume reads every line; for each key (the task's id and the mode) the newest line wins, so
+Resume reads every line; for each key (the task's id, the variant and the epoch) the newest
+line wins, so
 ``--retry-failed`` simply appends a new line for a task instead of rewriting the file.
 """
 
@@ -20,13 +21,26 @@ from typing import Any
 
 import attrs
 
+from conclave.ui.batch.summary import spent_on
 from conclave.ui.text import display_path
 
-__all__ = ["ResultsFile", "open_results", "result_key"]
+__all__ = ["ResultKey", "ResultsFile", "open_results", "record_key", "result_key"]
 
 
-def result_key(id_: Any, mode: str) -> tuple[str, str]:
-    return (str(id_), mode)
+ResultKey = tuple[str, str, int]
+"""(id, variant, epoch): what one result line is the result of."""
+
+
+def result_key(id_: Any, variant: str, epoch: int = 1) -> ResultKey:
+    return (str(id_), variant, epoch)
+
+
+def record_key(record: Mapping[str, Any]) -> ResultKey:
+    """A line's key; lines written before variants and epochs were recorded name their
+    mode, and were the first epoch."""
+    variant = record.get("variant", record.get("mode", ""))
+    epoch = record.get("epoch", 1)
+    return result_key(record["id"], str(variant), epoch if isinstance(epoch, int) else 1)
 
 
 @attrs.define
@@ -35,8 +49,11 @@ class ResultsFile:
 
     path: Path
     fd: int
-    existing: dict[tuple[str, str], dict[str, Any]]
-    """The newest earlier line for each (id, mode)."""
+    existing: dict[ResultKey, dict[str, Any]]
+    """The newest earlier line for each (id, variant, epoch)."""
+    spent_usd: float = 0.0
+    """What every line in the file cost, superseded lines included: ``--max-cost`` covers
+    the whole batch, across resumes."""
     notes: list[str] = attrs.field(factory=list)
     """What reading found worth saying: a repaired last line, lines that are not results."""
 
@@ -56,7 +73,8 @@ def open_results(path: Path) -> ResultsFile:
     """Open (or create) RESULTS for appending, after reading what it holds and cutting off a
     last line an earlier crash left unfinished. Raises ``OSError`` when it cannot be read,
     repaired or opened."""
-    existing: dict[tuple[str, str], dict[str, Any]] = {}
+    existing: dict[ResultKey, dict[str, Any]] = {}
+    spent = 0.0
     notes: list[str] = []
     shown = display_path(path)
     data = path.read_bytes() if path.exists() else b""
@@ -78,9 +96,10 @@ def open_results(path: Path) -> ResultsFile:
         if not isinstance(record, dict) or "id" not in record or "termination" not in record:
             notes.append(f"{shown}:{number}: not a result line; ignored")
             continue
-        existing[result_key(record["id"], str(record.get("mode", "")))] = record
+        existing[record_key(record)] = record
+        spent += spent_on(record)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    return ResultsFile(path=path, fd=fd, existing=existing, notes=notes)
+    return ResultsFile(path=path, fd=fd, existing=existing, spent_usd=spent, notes=notes)
 
 
 def print_notes(notes: list[str]) -> None:

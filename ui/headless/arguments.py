@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from conclave.config.flags import add_run_flags, dollars
+from conclave.ui.session_flags import add_session_flags
 
 __all__ = ["add_run_arguments"]
 
@@ -33,3 +34,20 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verbose", action="store_true", help="show every agent status change on stderr"
     )
+    add_session_flags(p, picker=False)
+
+
+def add_chat_arguments(p: argparse.ArgumentParser) -> None:
+    """``conclave chat``: the interactive agent headless (:mod:`ui.headless.chat`)."""
+    p.add_argument(
+        "message", nargs="*", help="one turn each, in order; read one per line from stdin if none"
+    )
+    add_run_flags(p, modes=False)
+    p.add_argument(
+        "--yes", action="store_true", help="approve every run the agent launches (headless)"
+    )
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--log-dir", metavar="DIR", help="where each launched run's directory goes (.conclave/runs)"
+    )
+    add_session_flags(p, picker=False)

@@ -17,14 +17,20 @@ import argparse
 import contextlib
 import os
 import sys
+from pathlib import Path
 
 import trio
 
 from conclave.actors.events import EventHub
+from conclave.actors.interactive.project import keep_in_project
+from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.result import RunResult, Termination
+from conclave.actors.session.entries import UserTurn
+from conclave.actors.session.recorder import LastCallTokens, SessionRecorder
+from conclave.actors.session.store import SessionError
 from conclave.config.discovery import ConfigOrigin
-from conclave.config.modes import CollaborationMode
+from conclave.config.modes import CollaborationMode, ModeSource, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import ConclaveConfig
@@ -35,6 +41,12 @@ from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
 from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
+from conclave.ui.sessions import (
+    chosen_session,
+    open_chosen_session,
+    prune_old_sessions,
+    sessions_root,
+)
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
 from conclave.ui.text import display_path
 
@@ -52,28 +64,60 @@ _EXIT = {
 def run_command(args: argparse.Namespace) -> int:
     fmt: str = args.output_format
     flags = RunFlags.from_args(args)
+    root = sessions_root()
     try:
         task = resolve_task(args)
         resolved = resolve(flags)
-        config = resolved.for_flags(flags.mode_state())
+        flags = flags.with_config_mode(resolved.base)
+        modes = flags.mode_state()
+        config = resolved.for_flags(modes)
+        chosen = chosen_session(root, args)
         log_dir = resolve_log_dir(args.log_dir)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, SessionError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
     _say_where(resolved, config, fmt)
+    prune_old_sessions(root, resolved.base)
+    try:
+        with open_chosen_session(root, chosen, warn=_warn) as session:
+            return _run_turn(task, config, modes, flags, log_dir, session, args)
+    except SessionError as exc:
+        return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
+
+
+def _run_turn(
+    task: str,
+    config: ConclaveConfig,
+    modes: ModeState,
+    flags: RunFlags,
+    log_dir: Path,
+    session: SessionRecorder | None,
+    args: argparse.Namespace,
+) -> int:
+    """Run ``task`` as the session's next turn (its history shown to the agents); the turn
+    is recorded before the run starts, the run once it ends."""
+    fmt: str = args.output_format
+    turn = None
+    if session is not None:
+        given = flags.collaboration_given or config.mode is None
+        source = ModeSource.FLAG if given else ModeSource.CONFIG
+        session.mode(modes, source)
+        turn = session.user_turn(task)
     spec = RunSpec(
         task=task,
         config=config,
         log_dir=log_dir,
         max_cost_usd=args.max_cost,
         mode=flags.collaboration,
+        history=session.conversation.history() if session is not None else (),
     )
+    tokens = LastCallTokens()
     signals = StopSignals()
     with signals.installed():
         print(f"conclave: logging to {display_path(log_dir / 'events.jsonl')}", file=sys.stderr)
         try:
-            ran = trio.run(_run, spec, args, signals)
+            ran = trio.run(_run, spec, args, signals, tokens)
         except EventLogExists as exc:
             # Another run took the directory between our check and the log's creation.
             return _fail(f"conclave: --log-dir: {exc}", ExitCode.USAGE, fmt)
@@ -84,23 +128,60 @@ def run_command(args: argparse.Namespace) -> int:
                 print_json_error("cancelled before the run started", code)
             return code
         result, progress = ran
+        keep_in_project(Path.cwd(), spec.log_dir, result.workspace_path)
+        recorded = (
+            session is not None and turn is not None and _record(session, turn, result, tokens)
+        )
         code = _EXIT[result.termination]
         if result.termination is Termination.CANCELLED and signals.received:
             code = signal_exit_code(signals.received[0])
         planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
-        return _print(result, progress, fmt, code, planned)
+        if session is not None and planned is not None and planned.plan is not None:
+            _record_plan(session, planned.plan, result)
+        exit_code = _print(result, progress, fmt, code, planned)
+        if session is not None and recorded:
+            # Last, after the answer: a reader finds the answer right below the timeline.
+            _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
+        return exit_code
+
+
+def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
+    """A plan-mode turn's plan: the session's next plan version (decided by the next turn,
+    headless)."""
+    run_id = Path(result.log_dir).name if result.log_dir is not None else ""
+    try:
+        session.plan(version=session.plan_versions + 1, plan=plan_json(plan), run_id=run_id)
+    except SessionError as exc:
+        _warn(str(exc))
+
+
+def _record(
+    session: SessionRecorder, turn: UserTurn, result: RunResult, tokens: LastCallTokens
+) -> bool:
+    """The run in the session; ``False`` (said on stderr) when it could not be written."""
+    try:
+        session.run_ended(turn, result, input_tokens=tokens.input_tokens)
+    except SessionError as exc:
+        _warn(str(exc))
+        return False
+    return True
+
+
+def _warn(message: str) -> None:
+    print(f"conclave: {message}", file=sys.stderr)
 
 
 def _say_where(resolved: ResolvedConfig, config: ConclaveConfig, fmt: str) -> None:
     """One line on stderr for a config the command line did not name: the scripted default
     (always), or the file found (text mode only: json and stream-json keep stderr for
-    progress and errors). Then what ``--max-cost`` does not count."""
+    progress and errors). Then what ``--max-cost`` does not count, or counts at an
+    estimate."""
     note = resolved.source_note(len(config.agents))
     if note is not None and (fmt == "text" or resolved.found.origin is ConfigOrigin.DEFAULT):
         print(f"conclave: {note}", file=sys.stderr)
-    unpriced = resolved.unpriced_note()
-    if unpriced is not None:
-        print(f"conclave: {unpriced}", file=sys.stderr)
+    budget = resolved.max_cost_note()
+    if budget is not None:
+        print(f"conclave: {budget}", file=sys.stderr)
 
 
 def make_progress(
@@ -177,7 +258,7 @@ def _report_log_failure(failure: EventLogFailure) -> None:
 
 
 async def _run(
-    spec: RunSpec, args: argparse.Namespace, signals: StopSignals
+    spec: RunSpec, args: argparse.Namespace, signals: StopSignals, tokens: LastCallTokens
 ) -> tuple[RunResult, RunProgress] | None:
     """Run once, or return ``None`` if stopped before the run had started. The first stop
     signal ends the run with what it has; another during the shutdown that follows cancels
@@ -203,6 +284,7 @@ async def _run(
             include_partial=args.include_partial_messages,
         )
         hub.subscribe_sync(progress.record, progress.kinds, name="progress")
+        hub.subscribe_sync(tokens.record, tokens.kinds, name="session")
         async with trio.open_nursery() as nursery:
 
             async def on_signals() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import math
 import os
@@ -46,7 +47,8 @@ from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
 from prompt_toolkit.renderer import print_formatted_text as render_formatted_text
 
-from conclave.config.modes import CollaborationMode, ModeState
+from conclave.config.keys import check_interactive_key
+from conclave.config.modes import CollaborationMode, ModeSource, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import AgentConfig
@@ -57,16 +59,20 @@ from conclave.ui.repl.collector import idle_collection
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
-from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Submit
+from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Resume, Submit
+from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.shell import ShellCommands
 from conclave.ui.repl.state import Dialog, ReplState, model_of
 from conclave.ui.repl.style import STYLE
+from conclave.ui.session_flags import SESSIONS_ROOT
 from conclave.ui.signals import signal_exit_code
 
 if TYPE_CHECKING:
     import trio
 
     from conclave.actors.llm.protocol import LLMBackend
+    from conclave.actors.session.compaction import CompactionPolicy
+    from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
@@ -158,6 +164,12 @@ class Repl:
         self.shell = ShellCommands(self)
         """``!command``."""
         self.plans: PlanFlow | None = None
+        self.approvals: InteractiveFlow | None = None
+        """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
+        self.session_start: SessionStart | None = None
+        """How this REPL's session began (``None``: it keeps none)."""
+        self.compaction: CompactionPolicy | None = None
+        """When the session is compacted (``None``: the defaults)."""
 
     # -- the trio side ----------------------------------------------------------------------
 
@@ -182,6 +194,13 @@ class Repl:
             self._early.append(command)
             return
         self._token.run_sync_soon(self._channel.send_nowait, command)
+
+    def on_runtime(self, call: Callable[[], None]) -> None:
+        """Run ``call`` on the runtime's thread, after the commands sent before it (what the
+        session records is written there only)."""
+        if self._token is None:
+            raise RuntimeError("the runtime is not connected")
+        self._token.run_sync_soon(call)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop the application runs on: redraws and prints are scheduled on it."""
@@ -266,7 +285,11 @@ class Repl:
 
     def toggle(self, change: Callable[[], str | None]) -> None:
         """Apply a toggle, or say why it was refused."""
-        refused = change()
+        self.state.changing_by = ModeSource.SHORTCUT
+        try:
+            refused = change()
+        finally:
+            self.state.changing_by = ModeSource.COMMAND
         self.state.notice = refused or ""
         self.state.on_change()
 
@@ -354,6 +377,10 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.RUN_APPROVAL:
+            if self.approvals is not None:
+                self.approvals.cancel_dialog()  # the dialog's own Cancel closes it
+            return
         if self.state.dialog is Dialog.PLAN:
             if self.plans is not None:
                 self.plans.cancel()  # the dialog's own Cancel closes it
@@ -368,6 +395,8 @@ class Repl:
             return len(state.override.rows) if state.override is not None else 0
         if state.dialog is Dialog.MODE_PICKER:
             return len(CollaborationMode)
+        if state.dialog is Dialog.SESSIONS:
+            return len(state.session_choices)
         return 0
 
     def move_selection(self, step: int, *, wrap: bool = True) -> None:
@@ -416,6 +445,8 @@ class Repl:
             mode = list(CollaborationMode)[index]
             refused = state.set_collaboration(mode)
             state.tell(refused or f"collaboration mode: {mode.value}")
+        elif dialog is Dialog.SESSIONS:
+            self.send(Resume(session_id=state.session_choices[index].id))
         state.on_change()
 
     def extra_dialog(self) -> AnyContainer:
@@ -453,8 +484,10 @@ async def _trio_main(
     ``loop.call_soon_threadsafe``."""
     import trio
 
+    from conclave.ui.repl.interactive import attach_interactive, compaction_policy
     from conclave.ui.repl.planning import attach_plans
     from conclave.ui.repl.service import open_repl_service
+    from conclave.ui.repl.sessions import open_repl_session
 
     def post(change: Callable[[], None]) -> None:
         loop.call_soon_threadsafe(change)
@@ -472,9 +505,20 @@ async def _trio_main(
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
-        token = trio.lowlevel.current_trio_token()
-        post(lambda: repl.connect(token, send))
-        await service.serve(receive)
+        async with contextlib.AsyncExitStack() as stack:
+            if repl.session_start is not None:
+                stack.enter_context(
+                    open_repl_session(
+                        service,
+                        printer=printer,
+                        start=repl.session_start,
+                        policy=repl.compaction or compaction_policy(resolved.base),
+                    )
+                )
+            await attach_interactive(repl, service)
+            token = trio.lowlevel.current_trio_token()
+            post(lambda: repl.connect(token, send))
+            await service.serve(receive)
 
 
 def _load_runtime() -> None:
@@ -485,6 +529,8 @@ def _load_runtime() -> None:
         "outcome",
         "conclave.ui.repl.service",
         "conclave.ui.repl.planning",
+        "conclave.ui.repl.interactive",
+        "conclave.ui.repl.sessions",
         "conclave.ui.repl.render",
     ):
         importlib.import_module(module)
@@ -564,13 +610,16 @@ def run_repl(
     log_root: Path | None = Path(".conclave") / "runs",
     history: Path | None = None,
     welcome: str = "",
+    session: SessionStart | None = None,
 ) -> int:
     """The REPL on this terminal until the person leaves; the exit code. Each turn's config
-    is ``resolved`` finished for the modes on the bar then."""
+    is ``resolved`` finished for the modes on the bar then. With ``session``, the
+    conversation is recorded (and resumed) as a session, whose id is said on leaving."""
     agents = tuple(a.id for a in resolved.base.agents)
     state = ReplState(agents=agents, modes=modes or ModeState())
     file_history, problem = _open_history(history)
     repl = Repl(state, history=file_history)
+    repl.session_start = session
     if problem:
         repl.say(problem)
     stopped: list[int] = []
@@ -587,6 +636,12 @@ def run_repl(
         await run_session(repl, resolved=resolved, log_root=log_root, welcome=welcome)
 
     asyncio.run(main())
+    if state.session_id is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                f"session {state.session_id} (resume: conclave --resume {state.session_id}, "
+                "or conclave -c for the latest)"
+            )
     return signal_exit_code(stopped[0]) if stopped else ExitCode.OK
 
 
@@ -597,8 +652,11 @@ def repl_command(args: argparse.Namespace) -> int:
     flags = RunFlags.from_args(args)
     try:
         resolved = resolve(flags)
+        flags = flags.with_config_mode(resolved.base)
         modes = flags.mode_state()
         resolved.for_flags(modes)  # the starting modes' run must be able to start
+        check_interactive_key(resolved.base, source=resolved.source)
+        session = _session_start(args, resolved, flags)
     except (UsageError, ConfigError) as exc:
         print(f"conclave: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -609,9 +667,14 @@ def repl_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE
+    talk = (
+        "Talk with the interactive agent; it launches runs when needed"
+        if resolved.base.orchestrator.interactive is not None
+        else "Type a task and press Enter"
+    )
     welcome = (
         f"Conclave: {plural(len(resolved.base.agents), 'agent')}, {resolved.where()}. "
-        "Type a task and press Enter; /help lists keys and commands, Ctrl+D quits."
+        f"{talk}; /help lists keys and commands, Ctrl+D quits."
     )
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     return run_repl(
@@ -620,4 +683,29 @@ def repl_command(args: argparse.Namespace) -> int:
         log_root=log_root,
         history=history_path(),
         welcome=welcome,
+        session=session,
+    )
+
+
+def _session_start(
+    args: argparse.Namespace, resolved: ResolvedConfig, flags: RunFlags
+) -> SessionStart:
+    """How the session begins. A session named on the command line must exist (checked
+    now, so a wrong id is a usage error, not a REPL that starts without it)."""
+    root = SESSIONS_ROOT
+    resume: str | None = args.resume
+    if args.continue_session or resume:
+        from conclave.actors.session.store import SessionError
+        from conclave.ui.sessions import chosen_session
+
+        try:
+            resume = chosen_session(root, args)
+        except SessionError as exc:
+            raise UsageError(str(exc)) from None
+    mode_from_config = not flags.collaboration_given and resolved.base.mode is not None
+    return SessionStart(
+        root=root,
+        resume=resume,
+        source=ModeSource.CONFIG if mode_from_config else ModeSource.FLAG,
+        flag_mode=flags.collaboration_given,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from conclave.config.flags import add_run_flags
+from conclave.ui.session_flags import add_session_flags
 
 __all__ = ["add_repl_arguments"]
 
@@ -26,3 +27,4 @@ def add_repl_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where each turn's run directory goes (default: .conclave/runs)",
     )
+    add_session_flags(p, picker=True)

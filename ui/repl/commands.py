@@ -16,6 +16,7 @@ from prompt_toolkit.document import Document
 
 from conclave.config.modes import AgentMode, CollaborationMode
 from conclave.ui.repl.protocol import ClearHistory
+from conclave.ui.repl.session_commands import compact_command, resume_command
 from conclave.ui.repl.state import BUSY, Dialog, ReplState
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def _status(repl: Repl, argument: str) -> None:
         f"collaboration mode: {state.collaboration.value}",
         f"agents: {agent}; refinement {'on' if modes.refinement else 'off'}",
         f"conversation: {len(state.history)} turn(s)",
+        f"session: {state.session_id or 'none yet (one starts at the first turn)'}",
     ]
     if state.queued:
         lines.append(f"queued: {len(state.queued)} turn(s)")
@@ -229,6 +231,18 @@ COMMANDS: tuple[SlashCommand, ...] = (
         usage="/clear",
         help="clear the screen and start a new conversation",
         run=_clear,
+    ),
+    SlashCommand(
+        name="resume",
+        usage="/resume [ID]",
+        help="go on with another session of this directory (without ID: pick one)",
+        run=resume_command,
+    ),
+    SlashCommand(
+        name="compact",
+        usage="/compact [TEXT]",
+        help="summarise older turns to shorten prompts; TEXT: what the summary keeps",
+        run=compact_command,
     ),
     SlashCommand(name="help", usage="/help", help="commands and keys", run=_help),
     SlashCommand(name="quit", usage="/quit", help="cancel any run and quit", run=_quit),

@@ -39,7 +39,9 @@ __all__ = ["build_keys"]
 def build_keys(repl: Repl) -> KeyBindings:
     state = repl.state
     keys = KeyBindings()
-    in_dialog = Condition(lambda: state.dialog in (Dialog.OVERRIDE, Dialog.MODE_PICKER))
+    in_dialog = Condition(
+        lambda: state.dialog in (Dialog.OVERRIDE, Dialog.MODE_PICKER, Dialog.SESSIONS)
+    )
     # While Ctrl+R searches, Enter, Esc and Ctrl+C are the search's (take, leave, leave).
     no_dialog = Condition(lambda: state.dialog is Dialog.NONE) & ~is_searching
 

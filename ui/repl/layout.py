@@ -109,6 +109,8 @@ def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
 
     single = state.modes.agent_mode is AgentMode.SINGLE
     fragments: StyleAndTextTuples = []
+    if state.interactive:
+        fragments.append(("class:bar.chip", "[interactive]"))
     if state.collaboration is not CollaborationMode.DEFAULT:
         fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
     fragments += item(
@@ -204,6 +206,14 @@ def dialog_text(repl: Repl) -> StyleAndTextTuples:
         def row(index: int) -> tuple[str, str]:
             current = " (current)" if modes[index] is state.collaboration else ""
             return f"{modes[index].value}{current}", MODE_DESCRIPTIONS[modes[index]]
+
+    elif state.dialog is Dialog.SESSIONS:
+        title = "Resume which session? (Enter, a row's number or a click; Esc closes)"
+        choices = state.session_choices
+        count = len(choices)
+
+        def row(index: int) -> tuple[str, str]:
+            return choices[index].name, choices[index].detail
 
     else:
         return []

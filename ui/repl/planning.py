@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from conclave.actors.planning.flow import PlanStore, execution_task, revision_task
-from conclave.actors.planning.plan import Plan, parse_plan, render_plan
+from conclave.actors.planning.plan import Plan, parse_plan, plan_json, render_plan
 from conclave.actors.run.result import RunResult, Termination
 from conclave.config.modes import CollaborationMode
 from conclave.ui.repl.plan_dialog import Approve, Choice, PlanDecision, PlanDialog, Revise
@@ -42,7 +42,7 @@ EXECUTING = "Executing plan"
 
 
 def attach_plans(repl: Repl, service: ReplService) -> None:
-    flow = PlanFlow(repl)
+    flow = PlanFlow(repl, service)
     service.plans = flow
     repl.plans = flow
 
@@ -50,8 +50,10 @@ def attach_plans(repl: Repl, service: ReplService) -> None:
 class PlanFlow:
     """See the module docstring; one per session."""
 
-    def __init__(self, repl: Repl) -> None:
+    def __init__(self, repl: Repl, service: ReplService | None = None) -> None:
         self.repl = repl
+        self._service = service
+        """Whose session records the plans and decisions (``None``: nobody's)."""
         self.dialog: PlanDialog | None = None
         self._store: PlanStore | None = None
         self._revising = False
@@ -74,6 +76,10 @@ class PlanFlow:
         if not revising or self._store is None:
             self._store = PlanStore(log_dir) if log_dir is not None else None
         saved = self._save(plan)
+        sessions = self._service.sessions if self._service is not None else None
+        if sessions is not None:
+            proposed, run_id = plan_json(plan), log_dir.name if log_dir else ""
+            self.repl.on_runtime(lambda: sessions.plan_proposed(proposed, run_id=run_id))
         self._open(plan, saved)
 
     def _save(self, plan: Plan) -> Path | None:
@@ -114,6 +120,9 @@ class PlanFlow:
         state.dialog = Dialog.NONE
         repl.app.layout.focus(repl.buffer)
         where = f" (saved at {display_path(saved)})" if saved is not None else ""
+        sessions = self._service.sessions if self._service is not None else None
+        if sessions is not None:
+            self.repl.on_runtime(lambda: sessions.plan_decided(decision))
         if isinstance(decision, Approve):
             state.set_collaboration(CollaborationMode.DEFAULT)
             additions = decision.additions.strip()

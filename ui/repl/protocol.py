@@ -7,7 +7,17 @@ import attrs
 
 from conclave.config.modes import ModeState
 
-__all__ = ["Cancel", "ClearHistory", "Command", "Continue", "Override", "Quit", "Submit"]
+__all__ = [
+    "Cancel",
+    "ClearHistory",
+    "Command",
+    "Compact",
+    "Continue",
+    "Override",
+    "Quit",
+    "Resume",
+    "Submit",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -46,8 +56,22 @@ class ClearHistory:
 
 
 @attrs.frozen(kw_only=True)
+class Compact:
+    """``/compact [instructions]``: summarise the session's older exchanges now."""
+
+    instructions: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Resume:
+    """Go on with session ``session_id`` (``/resume``'s picker, ``--resume``)."""
+
+    session_id: str
+
+
+@attrs.frozen(kw_only=True)
 class Quit:
     """Cancel any run, wait until its log is closed, and end the service."""
 
 
-Command = Submit | Cancel | Override | Continue | ClearHistory | Quit
+Command = Submit | Cancel | Override | Continue | ClearHistory | Compact | Resume | Quit

@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
 
+import attrs
 import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.mcp.session import McpSession, open_session_servers
@@ -49,13 +51,16 @@ from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import AgentConfig
 from conclave.runtime import ConclaveRuntimeError
 from conclave.ui.repl.live import LiveRun
+from conclave.ui.repl.plan_dialog import PlanDecision
 from conclave.ui.repl.protocol import (
     Cancel,
     ClearHistory,
     Command,
+    Compact,
     Continue,
     Override,
     Quit,
+    Resume,
     Submit,
 )
 from conclave.ui.repl.render import answer_block, tool_finished_line, tool_started_line
@@ -66,10 +71,12 @@ from conclave.ui.timeline import describe
 __all__ = [
     "PUBLISH_INTERVAL",
     "PUBLISH_SHARE",
+    "InteractiveHook",
     "PlanHook",
     "Post",
     "Printer",
     "ReplService",
+    "SessionHook",
     "open_repl_service",
 ]
 
@@ -100,6 +107,64 @@ class PlanHook(Protocol):
 
     def turn_ended(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
         """Called once per plan-mode turn, after its result is shown."""
+        ...
+
+
+class InteractiveHook(Protocol):
+    """Where turns go when the interactive agent is on (:mod:`ui.repl.interactive`)."""
+
+    async def turn(self, submit: Submit) -> None:
+        """Carry out ``submit`` as a turn of the interactive agent."""
+        ...
+
+    def cancel(self) -> None:
+        """Ctrl+C with no run executing: end the agent's turn now."""
+        ...
+
+
+class SessionHook(Protocol):
+    """What records the conversation in a session (:mod:`ui.repl.sessions`)."""
+
+    def turn_started(self, submit: Submit) -> None:
+        """``submit`` is about to run: its turn is recorded first (a crash keeps it)."""
+        ...
+
+    def saw(self, event: DomainEvent) -> None:
+        """An event of the running run (the last call's input tokens are read from these)."""
+        ...
+
+    def turn_ended(self, submit: Submit, result: RunResult) -> None: ...
+
+    def run_launched(self, result: RunResult) -> None:
+        """A run the interactive agent launched in the current turn (the turn stays open)."""
+        ...
+
+    def replied(self, text: str, *, input_tokens: int | None) -> None:
+        """The interactive agent's reply ends the current turn."""
+        ...
+
+    async def after_turn(self) -> None:
+        """Between turns: compact if due."""
+        ...
+
+    async def compact(self, instructions: str) -> None:
+        """``/compact``: summarise the older exchanges now."""
+        ...
+
+    def resume(self, session_id: str) -> None:
+        """Go on with another session: its history and modes replace these."""
+        ...
+
+    def cleared(self) -> None:
+        """``/clear``: the next turn starts a new session."""
+        ...
+
+    def plan_proposed(self, plan: str, *, run_id: str) -> None:
+        """A planning turn's plan (as JSON): the session's next plan version."""
+        ...
+
+    def plan_decided(self, decision: PlanDecision) -> None:
+        """What the person decided about the latest plan version."""
         ...
 
 
@@ -139,6 +204,9 @@ class ReplService:
         self.state = state
         """Written only through :attr:`_post`, on the UI's thread."""
         self.plans: PlanHook | None = None
+        self.interactive: InteractiveHook | None = None
+        """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
+        self.sessions: SessionHook | None = None
         self._post = post
         self._print = printer
         self._log_root = log_root
@@ -158,6 +226,87 @@ class ReplService:
         self._nursery: trio.Nursery | None = None
         self._idle = trio.Event()
         self._idle.set()
+
+    @property
+    def backends(self) -> BackendPool:
+        """The session's pool (the interactive agent's backend comes from it too)."""
+        return self._backends
+
+    @property
+    def mcp(self) -> McpSession | None:
+        return self._mcp
+
+    @property
+    def log_root(self) -> Path | None:
+        return self._log_root
+
+    @property
+    def backend_factory(self) -> Callable[[AgentConfig], LLMBackend] | None:
+        return self._backend_factory
+
+    def print(self, block: StyleAndTextTuples) -> None:
+        """Print ``block`` above the prompt."""
+        self._print(block)
+
+    @property
+    def history(self) -> list[Turn]:
+        """The conversation, the service's own (the screen shows a copy). Change it only with
+        :meth:`set_history` and :meth:`add_turn`, which keep the copy in step."""
+        return self._history
+
+    def set_history(self, turns: Iterable[Turn]) -> None:
+        """The conversation is now ``turns`` (a resume, a compaction): a new list, so whoever
+        kept the old one sees that it was replaced."""
+        self._history = list(turns)
+        self.show(history=list(self._history))
+
+    def add_turn(self, turn: Turn) -> None:
+        self._history.append(turn)
+        self.show(history=list(self._history))
+
+    def count_run(self, result: RunResult) -> None:
+        """A run outside a typed turn (the interactive agent's) counts in the usage too."""
+        self._usage = self._usage.add(result)
+        self.show(last_result=result, usage=self._usage)
+
+    # -- the screen (every change goes to the UI's thread) ----------------------------------
+
+    def post(self, change: Callable[[], None]) -> None:
+        """Run ``change`` on the UI's thread, soon and after what was posted before: the only
+        way code on the runtime's thread touches the screen's state or the application."""
+        self._post(change)
+
+    def show(self, **changes: object) -> None:
+        """Set these attributes of the screen's state, on the UI's thread, and redraw."""
+        state = self.state
+
+        def apply() -> None:
+            for name, value in changes.items():
+                setattr(state, name, value)
+            state.on_change()
+
+        self._post(apply)
+
+    def tell(self, notice: str) -> None:
+        state = self.state
+        self._post(lambda: state.tell(notice))
+
+    def _publish(self, live: LiveRun) -> None:
+        """The run's snapshot, and its elapsed time, to the screen."""
+        handle = self._handle
+        elapsed = handle.clock.elapsed() if handle is not None else None
+        snapshot = live.snapshot()
+        if elapsed is None:
+            self.show(live=snapshot)
+        else:
+            self.show(live=snapshot, elapsed=elapsed)
+
+    async def backend_for(self, agent: AgentConfig) -> LLMBackend:
+        """``agent``'s backend, from the session's pool (warm connections), for calls made
+        outside a run (a compaction's summary)."""
+        if self._backend_factory is not None:
+            return self._backend_factory(agent)
+        return await self._backends.backend(agent)
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -185,45 +334,49 @@ class ReplService:
         elif isinstance(command, Override | Continue):
             handle = self._handle
             if handle is None or self._window is None:
-                self._tell("no vote is waiting for a decision")
+                self.tell("no vote is waiting for a decision")
                 return
             assert self._nursery is not None
             self._nursery.start_soon(self._decide, handle, command)
         elif isinstance(command, ClearHistory):
-            self._history.clear()
-            self._show(history=[])
+            self._history = []
+            self.show(history=[])
+            if self.sessions is not None:
+                self.sessions.cleared()
+        elif isinstance(command, Compact | Resume):
+            self._session_command(command)
 
-    # -- the screen (every change goes to the UI's thread) ----------------------------------
+    def _session_command(self, command: Compact | Resume) -> None:
+        """``/compact`` and ``/resume`` wait for no run: they change the history a run uses."""
+        sessions = self.sessions
+        if sessions is None:
+            self.tell("this REPL keeps no session")
+            return
+        if self._running:
+            what = "/compact" if isinstance(command, Compact) else "/resume"
+            self.tell(f"{what} works between runs; wait for this one to end")
+            return
+        if isinstance(command, Resume):
+            sessions.resume(command.session_id)
+            return
+        assert self._nursery is not None
+        self._idle = trio.Event()
+        self._running = True
+        self.show(running=True, status="Compacting")
+        self._nursery.start_soon(self._compact, sessions, command.instructions)
 
-    def _show(self, **changes: object) -> None:
-        """Set these attributes of the screen's state, on the UI's thread, and redraw."""
-        state = self.state
-
-        def apply() -> None:
-            for name, value in changes.items():
-                setattr(state, name, value)
-            state.on_change()
-
-        self._post(apply)
-
-    def _tell(self, notice: str) -> None:
-        state = self.state
-        self._post(lambda: state.tell(notice))
-
-    def _publish(self, live: LiveRun) -> None:
-        """The run's snapshot, and its elapsed time, to the screen."""
-        handle = self._handle
-        elapsed = handle.clock.elapsed() if handle is not None else None
-        snapshot = live.snapshot()
-        if elapsed is None:
-            self._show(live=snapshot)
-        else:
-            self._show(live=snapshot, elapsed=elapsed)
+    async def _compact(self, sessions: SessionHook, instructions: str) -> None:
+        try:
+            await sessions.compact(instructions)
+        finally:
+            self._running = False
+            self.show(running=False, status="")
+            self._idle.set()
 
     def _submit(self, submit: Submit) -> None:
         if self._running:
             self._queue.append(submit)
-            self._show(queued=self._queue_shown())
+            self.show(queued=self._queue_shown())
             return
         assert self._nursery is not None
         self._idle = trio.Event()
@@ -235,19 +388,21 @@ class ReplService:
         from then on is for it)."""
         self._cancel_asked = False
         self._running = True
-        self._show(running=True, status=submit.status or _STATUS[submit.modes.collaboration])
+        self.show(running=True, status=submit.status or _STATUS[submit.modes.collaboration])
 
     def _cancel(self) -> None:
         dropped = len(self._queue)
         self._queue.clear()
-        self._show(queued=[])
+        self.show(queued=[])
         if dropped:
             self._print([("class:notice", f"{dropped} queued turn(s) dropped\n")])
         if not self._running:
             return
-        self._tell("cancelling the run")
+        self.tell("cancelling the run")
         if self._handle is not None:
             self._handle.cancel()
+        elif self.interactive is not None:
+            self.interactive.cancel()
         else:
             self._cancel_asked = True
 
@@ -259,10 +414,10 @@ class ReplService:
             else:
                 verdict = await handle.continue_()
         except ConclaveRuntimeError:
-            self._tell("the run ended before the decision reached it")
+            self.tell("the run ended before the decision reached it")
             return
         if not verdict.accepted:
-            self._tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
+            self.tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -271,13 +426,15 @@ class ReplService:
         try:
             while submit is not None:
                 await self._turn(submit)
+                if self.sessions is not None:
+                    await self.sessions.after_turn()
                 submit = self._queue.pop(0) if self._queue else None
                 if submit is not None:
-                    self._show(queued=self._queue_shown())
+                    self.show(queued=self._queue_shown())
                     self._started(submit)
         finally:
             self._running = False
-            self._show(running=False, status="")
+            self.show(running=False, status="")
             self._idle.set()
 
     def _queue_shown(self) -> list[str]:
@@ -286,28 +443,46 @@ class ReplService:
     async def _turn(self, submit: Submit) -> None:
         shown = submit.shown_task or submit.task
         self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
+        if self.interactive is not None:
+            await self.interactive.turn(submit)
+            return
         try:
             config = self.resolved.for_modes(submit.modes)
         except (UnknownAgent, ConfigError) as exc:
             self._print([("class:error", f"cannot run: {exc}\n")])
             return
         log_dir = self._new_log_dir()
+        sessions = self.sessions
+        if sessions is not None:
+            sessions.turn_started(submit)
         spec = RunSpec(
             task=submit.task,
             config=config,
             mode=submit.modes.collaboration,
             history=tuple(self._history),
             log_dir=log_dir,
-            human=_WindowGate(self),
             backends=self._backends,
             mcp=self._mcp,
             backend_factory=self._backend_factory,
         )
-        live = self._live = LiveRun(config)
-        self._show(live=live.snapshot(), elapsed=0.0, last_log_dir=log_dir)
+        result = await self.drive_run(spec)
+        if result is not None:
+            self._finished(submit, result, log_dir)
+
+    async def drive_run(self, spec: RunSpec) -> RunResult | None:
+        """Run ``spec`` on screen (its snapshots, its elapsed time, its tool calls, Ctrl+C and
+        the override window for it) and return its result; ``None`` when it could not start
+        (said on screen)."""
+        sessions = self.sessions
+        if spec.human is None:
+            spec = attrs.evolve(spec, human=_WindowGate(self))
+        live = self._live = LiveRun(spec.config)
+        self.show(live=live.snapshot(), elapsed=0.0, last_log_dir=spec.log_dir)
 
         def seen(event: DomainEvent) -> None:
             live.apply(event)
+            if sessions is not None:
+                sessions.saw(event)
             if isinstance(event, ToolCallStarted):
                 self._print(tool_started_line(event))
             elif isinstance(event, ToolCallFinished):
@@ -325,13 +500,13 @@ class ReplService:
                         ticking.cancel_scope.cancel()
         except Exception as exc:  # the log could not be created: nothing ran
             self._print([("class:error", f"the run could not start: {exc}\n")])
-            return
+            return None
         finally:
             self._handle = None
             self._window = None
-            self._show(override=None)
+            self.show(override=None)
         self._publish(live)
-        self._finished(submit, result, log_dir)
+        return result
 
     def _opened(self, handle: RunHandle) -> None:
         self._handle = handle
@@ -349,7 +524,7 @@ class ReplService:
             if live.changed:
                 self._publish(live)
             elif handle is not None:
-                self._show(elapsed=handle.clock.elapsed())
+                self.show(elapsed=handle.clock.elapsed())
             cost = time.perf_counter() - started
             await trio.sleep(max(PUBLISH_INTERVAL, cost / PUBLISH_SHARE))
 
@@ -364,14 +539,17 @@ class ReplService:
                     run_id=log_dir.name if log_dir is not None else "",
                 )
             )
+        if self.sessions is not None:
+            self.sessions.turn_ended(submit, result)
+        keep_in_project(Path.cwd(), log_dir, result.workspace_path)
         # One change for the screen: it never shows the turn's result with the run still
         # going (a key in between would find the toggles refused).
         idle = {} if self._queue else {"running": False, "status": ""}
-        self._show(last_result=result, usage=self._usage, history=list(self._history), **idle)
+        self.show(last_result=result, usage=self._usage, history=list(self._history), **idle)
         plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:
-            self._tell("run cancelled; its partial result is shown above")
+            self.tell("run cancelled; its partial result is shown above")
         if plans is not None:
             self._post(lambda: plans.turn_ended(submit, result, log_dir))
 
@@ -383,7 +561,7 @@ class ReplService:
         try:
             path.mkdir(parents=True)
         except OSError as exc:
-            self._tell(
+            self.tell(
                 f"cannot create the run's log directory {display_path(path)} "
                 f"({exc.strerror or exc}); this run keeps no log"
             )
@@ -412,11 +590,11 @@ class ReplService:
         self._window = window
         if live is not None:
             self._publish(live)  # the votes as they stand, with the prompt
-        self._show(override=window)
+        self.show(override=window)
 
     def _window_closed(self) -> None:
         self._window = None
-        self._show(override=None)
+        self.show(override=None)
 
 
 _STATUS = {

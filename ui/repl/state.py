@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from conclave.config.modes import AgentMode, CollaborationMode, ModeState
+from conclave.config.modes import AgentMode, CollaborationMode, ModeSource, ModeState
 from conclave.config.schema import AgentConfig, ScriptedBackendConfig
 
 if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
     from conclave.actors.events.view import RunView
+    from conclave.actors.human.run_approval import RunApprovalRequest
     from conclave.actors.run.result import RunResult
     from conclave.actors.run.turn import Turn
     from conclave.ui.repl.live import RunSnapshot
@@ -36,6 +37,7 @@ __all__ = [
     "OverrideRow",
     "OverrideWindow",
     "ReplState",
+    "SessionChoice",
     "UsageTotals",
     "model_of",
 ]
@@ -63,6 +65,9 @@ class Dialog(enum.Enum):
     OVERRIDE = "override"
     MODE_PICKER = "mode_picker"
     PLAN = "plan"
+    RUN_APPROVAL = "run_approval"
+    SESSIONS = "sessions"
+    """``/resume``'s picker."""
 
 
 @attrs.frozen(kw_only=True)
@@ -112,6 +117,17 @@ class OverrideWindow:
     """Every agent with an answer, the winner first."""
 
 
+@attrs.frozen(kw_only=True)
+class SessionChoice:
+    """A row of ``/resume``'s picker."""
+
+    id: str
+    name: str
+    """The first prompt."""
+    detail: str
+    """How old, how many turns."""
+
+
 @attrs.define(kw_only=True)
 class ReplState:
     agents: tuple[str, ...]
@@ -138,6 +154,13 @@ class ReplState:
     usage: UsageTotals = attrs.Factory(UsageTotals)
     queued: list[str] = attrs.Factory(list)
     """Turns typed while a run executes, sent in order when it ends."""
+    interactive: bool = False
+    """Turns go to the interactive agent (``orchestrator.interactive_mode``), which launches
+    runs itself; the mode bar says so."""
+    run_id: str | None = None
+    """The run executing now (the interactive agent's launch), if any."""
+    pending_approval: RunApprovalRequest | None = None
+    """A run the interactive agent asks to launch, waiting for Approve / Edit / Cancel."""
 
     dialog: Dialog = Dialog.NONE
     selected: int = 0
@@ -150,6 +173,16 @@ class ReplState:
     """Every block printed above the prompt, in order (``/clear`` forgets them)."""
     on_change: Callable[[], None] = lambda: None
     """Asks for a redraw (the application's ``invalidate``)."""
+
+    session_id: str | None = None
+    """The session this conversation is recorded in, once it has one."""
+    session_choices: tuple[SessionChoice, ...] = ()
+    """``/resume``'s rows, most recently used first."""
+    mode_changed: Callable[[ModeState, ModeSource], None] = lambda modes, source: None
+    """Told each change of :attr:`modes` and who made it (the session records it)."""
+    changing_by: ModeSource = ModeSource.COMMAND
+    """Who is changing the modes now: keys and clicks set :attr:`ModeSource.SHORTCUT`
+    while their toggle runs."""
 
     # -- derived ------------------------------------------------------------------------
 
@@ -180,7 +213,7 @@ class ReplState:
     def set_collaboration(self, mode: CollaborationMode) -> str | None:
         if self.running:
             return BUSY
-        self.modes = attrs.evolve(self.modes, collaboration=mode)
+        self._set_modes(attrs.evolve(self.modes, collaboration=mode))
         return None
 
     def toggle_agent_mode(self) -> str | None:
@@ -188,13 +221,13 @@ class ReplState:
             return BUSY
         single = self.modes.agent_mode is AgentMode.SINGLE
         mode = AgentMode.MULTI if single else AgentMode.SINGLE
-        self.modes = attrs.evolve(self.modes, agent_mode=mode)
+        self._set_modes(attrs.evolve(self.modes, agent_mode=mode))
         return None
 
     def toggle_refinement(self) -> str | None:
         if self.running:
             return BUSY
-        self.modes = attrs.evolve(self.modes, refinement=not self.modes.refinement)
+        self._set_modes(attrs.evolve(self.modes, refinement=not self.modes.refinement))
         return None
 
     def select_agent(self, agent: str) -> str | None:
@@ -205,13 +238,18 @@ class ReplState:
             return f"no agent {agent!r}; configured agents: {', '.join(self.agents)}"
         if self.modes.agent_mode is not AgentMode.SINGLE:
             return "every agent runs in multi-agent mode; press Alt+A for single-agent mode first"
-        self.modes = attrs.evolve(self.modes, active_agent=agent)
+        self._set_modes(attrs.evolve(self.modes, active_agent=agent))
         return None
 
     def select_neighbour(self, step: int) -> str | None:
         """The tab ``step`` places right (negative: left) of the active one, wrapping."""
         index = self.agents.index(self.active_agent)
         return self.select_agent(self.agents[(index + step) % len(self.agents)])
+
+    def _set_modes(self, modes: ModeState) -> None:
+        if modes != self.modes:
+            self.modes = modes
+            self.mode_changed(modes, self.changing_by)
 
     def tell(self, notice: str) -> None:
         self.notice = notice

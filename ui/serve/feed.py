@@ -9,8 +9,8 @@ stream-json schema.
 
 Fan-out costs per frame, not per line and client. The feed gathers the lines published since
 its last frame and *seals* them into one :class:`Frame`: joined once, encoded to UTF-8 once,
-and given its websocket header once (:func:`text_frame`), so the same ``bytes`` go to every
-watcher as they are. Its :meth:`RunFeed.flush_until_finished` task seals at once after a
+and given its websocket header once (:mod:`ui.serve.raw_frames`), so the same ``bytes`` go
+to every watcher as they are. Its :meth:`RunFeed.flush_until_finished` task seals at once after a
 quiet spell and at most once per interval during a burst; the interval grows with the
 number of watchers (:meth:`RunFeed.interval`), so a run's fan-out sends at most about
 ``fanout_rate`` frames a second in all, however many watch: their cost to the run stays
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -52,25 +51,13 @@ from conclave.actors.events.view import RunView
 from conclave.actors.run.result import RunResult
 from conclave.runtime import Event, LogOpened, converter
 from conclave.ui.progress import StreamJson
+from conclave.ui.serve.raw_frames import text_frame
 
-__all__ = ["SCAN_EVERY", "Capture", "Frame", "RunFeed", "Watcher", "text_frame"]
+__all__ = ["SCAN_EVERY", "Capture", "Frame", "RunFeed", "Watcher"]
 
 SCAN_EVERY = 64
 """Lines published between two checks of the watchers' lag: a check walks every watcher,
 so doing it every 64 lines keeps publishing O(1) amortised."""
-
-
-def text_frame(payload: bytes) -> bytes:
-    """``payload`` (UTF-8 text) as one final, unmasked websocket text frame, as a server
-    sends it (RFC 6455 section 5.2): built once, sent to every watcher as it is."""
-    size = len(payload)
-    if size < 126:
-        head = struct.pack("!BB", 0x81, size)
-    elif size < 1 << 16:
-        head = struct.pack("!BBH", 0x81, 126, size)
-    else:
-        head = struct.pack("!BBQ", 0x81, 127, size)
-    return head + payload
 
 
 @attrs.frozen(kw_only=True)

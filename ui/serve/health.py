@@ -10,8 +10,6 @@ and an upgrade is handed to trio-websocket on a stream that replays the bytes al
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -95,8 +93,8 @@ class ReplayStream(trio.abc.Stream):
     """``stream``, with ``prefix`` received first: the head :func:`read_head` consumed.
 
     Every send holds :attr:`sending`, so whole websocket frames built elsewhere (a run's
-    shared frames, :func:`ui.serve.feed.text_frame`) can be sent with :meth:`send_frames`
-    between trio-websocket's own, never inside one."""
+    shared frames: :mod:`ui.serve.raw_frames`) can be sent between trio-websocket's own,
+    never inside one."""
 
     def __init__(self, stream: trio.abc.Stream, prefix: bytes) -> None:
         self.stream = stream
@@ -114,51 +112,6 @@ class ReplayStream(trio.abc.Stream):
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         async with self.sending:
             await self.stream.send_all(data)
-
-    async def send_frames(self, frames: bytes, *, still_open: Callable[[], bool]) -> bool:
-        """Send ``frames`` (whole websocket frames) unless ``still_open()`` says, once no
-        other send is in progress, that the connection is closing (then ``False``: nothing
-        may follow a close frame). Raises what :meth:`send_all` raises. What the socket
-        takes at once goes in one write, with no trip through trio's scheduler."""
-        lock = self.sending
-        if lock.locked():
-            await lock.acquire()
-        else:
-            lock.acquire_nowait()
-        try:
-            if not still_open():
-                return False
-            sent = self._write(frames)
-            if sent < len(frames):
-                await self.stream.send_all(memoryview(frames)[sent:])
-            return True
-        finally:
-            lock.release()
-
-    def write_now(self, frames: bytes) -> int | None:
-        """Write what the socket takes of ``frames`` (whole websocket frames) now, without
-        waiting: the bytes written (0 if the socket is full), or ``None`` if nothing may be
-        written now (another send is in progress, or the socket failed: the next
-        :meth:`send_frames` raises). Never raises, never waits: a run's feed calls it for
-        every caught-up watcher as it seals a frame (see :class:`ui.serve.feed.Watcher`)."""
-        if self.sending.locked():
-            return None
-        try:
-            return self._write(frames)
-        except trio.BrokenResourceError:
-            return None
-
-    def _write(self, data: bytes) -> int:
-        """As much of ``data`` as the socket takes without blocking (none if ``stream`` is
-        not a socket)."""
-        if not isinstance(self.stream, trio.SocketStream):
-            return 0
-        try:
-            return os.write(self.stream.socket.fileno(), data)
-        except BlockingIOError:
-            return 0
-        except OSError as exc:
-            raise trio.BrokenResourceError(f"the client's socket failed: {exc}") from exc
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.stream.wait_send_all_might_not_block()

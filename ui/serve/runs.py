@@ -43,7 +43,7 @@ from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import ConclaveConfig
 from conclave.runtime import ConclaveRuntimeError
 from conclave.ui.progress import RunClock, StreamJson
-from conclave.ui.serve.feed import Capture, RunFeed, text_frame
+from conclave.ui.serve.feed import Capture, RunFeed
 from conclave.ui.serve.protocol import (
     ErrorCode,
     OverrideWindow,
@@ -54,6 +54,7 @@ from conclave.ui.serve.protocol import (
     encode_snapshot,
     with_request_id,
 )
+from conclave.ui.serve.raw_frames import text_frame
 
 __all__ = ["RunRegistry", "ServeSettings", "ServedRun"]
 

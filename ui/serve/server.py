@@ -75,6 +75,7 @@ from conclave.ui.serve.protocol import (
     decode_client,
     encode_server,
 )
+from conclave.ui.serve.raw_frames import send_frames, write_now
 from conclave.ui.serve.runs import RunRegistry, ServedRun, ServeSettings
 
 __all__ = ["BACKLOG", "Server", "Session", "open_server"]
@@ -532,7 +533,7 @@ class Session:
         if self._expelled is not None:
             return False
         try:
-            sent = await self._stream.send_frames(frames, still_open=self._open)
+            sent = await send_frames(self._stream, frames, still_open=self._open)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
         return sent and self._expelled is None
@@ -542,10 +543,10 @@ class Session:
 
     def _write(self, frames: bytes) -> int | None:
         """A run's frames, written now if they can be without waiting (see
-        :meth:`ReplayStream.write_now`); ``None`` if not (the pump then sends them)."""
+        :func:`~ui.serve.raw_frames.write_now`); ``None`` if not (the pump then sends them)."""
         if self._expelled is not None or self.ws.closed is not None:
             return None
-        return self._stream.write_now(frames)
+        return write_now(self._stream, frames)
 
     def _expel(self, reason: str) -> None:
         """Drop this client (it reads too slowly): from the feed's scan or a full reply

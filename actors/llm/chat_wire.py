@@ -1,0 +1,340 @@
+"""Chat Completions over ``httpx2`` directly: the request, its stream of chunks as plain
+dicts, and its failures as the errors the ``openai`` backend classifies.
+
+Why not the official SDK's ``create``: measured by ``benchmarks/http_costs.py`` on the
+biggest request of a 50-agent run (a vote prompt of 16,600 characters), the SDK's
+``create(stream=True)`` costs 2.2 ms of client CPU per request, of which its request
+transform is 0.5 ms and its typed chunk models and request machinery most of the rest,
+against 0.6 ms for the same POST and stream through ``httpx2`` alone; and importing the SDK
+takes about half a second before the first request can leave. What the SDK did for this
+backend is small and kept here: the URL (Azure's deployment path and ``api-version``), the
+key's header (``Authorization: Bearer``, Azure's ``api-key``), and its error shapes (a
+failed status with the server's body and message, an error event in a begun stream, a
+transport failure with its cause chained behind it), which
+:mod:`actors.llm.http_errors` classifies as it classified the SDK's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Final, Self
+
+import httpx2
+import orjson
+import trio
+
+__all__ = [
+    "DRAIN_S",
+    "OMIT",
+    "ChatClient",
+    "ChatConnectionError",
+    "ChatError",
+    "ChatStatusError",
+    "ChatStream",
+    "ChatStreamError",
+    "ChatTimeoutError",
+]
+
+
+class _Omit:
+    """The marker for a header that must not be sent (e.g. ``Authorization`` to a local
+    server that needs no key)."""
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Final = _Omit()
+
+_STREAM_ERROR = "An error occurred during streaming"
+DRAIN_S = 0.1
+"""How long a stream waits, after ``[DONE]``, for the body's end (as the SDK does)."""
+
+
+class ChatError(Exception):
+    """The base of every failure of a Chat Completions call."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ChatConnectionError(ChatError):
+    """The transport failed (the ``httpx2`` error is chained behind it as ``__cause__``)."""
+
+    def __init__(self, message: str = "Connection error.") -> None:
+        super().__init__(message)
+
+
+class ChatTimeoutError(ChatConnectionError):
+    """One of the transport's own limits (connect, write) passed."""
+
+    def __init__(self) -> None:
+        super().__init__("Request timed out.")
+
+
+class ChatStatusError(ChatError):
+    """The server answered with a failed status: its body (JSON when it parses, else the
+    text) and the response, whose headers say whether and when to send again."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        message = f"Error code: {response.status_code}"
+        text = response.text.strip()
+        body: object = text
+        try:
+            body = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            error = body.get("error", body) if isinstance(body, dict) else None
+            detail = error.get("message") if isinstance(error, dict) else None
+            if isinstance(detail, str) and detail:
+                message += f" - {detail}"
+        super().__init__(message)
+        self.response = response
+        self.status_code = response.status_code
+        self.body = body
+
+
+class ChatStreamError(ChatError):
+    """The server sent an error as an event of a stream that had begun; ``body`` is the
+    event's ``error``."""
+
+    def __init__(self, body: object) -> None:
+        detail = body.get("message") if isinstance(body, dict) else None
+        super().__init__(detail if isinstance(detail, str) and detail else _STREAM_ERROR)
+        self.body = body
+
+
+class ChatClient:
+    """One endpoint's Chat Completions: where requests go and with which key's header.
+
+    Requests go out on *lanes*: HTTP clients (made by ``http``) of one connection each,
+    taken last-in first-out and given back when the reply's stream is closed. One pool
+    shared by every concurrent call scans all of its connections on every request and every
+    release (``httpcore``'s pool is a list), a cost that grows with the number of agents (at
+    200 agents it was most of the client's CPU); a lane's pool holds one connection. Calls
+    one after another still use one lane, and so one connection."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        http: Callable[[], httpx2.AsyncClient],
+        params: Mapping[str, str] | None = None,
+        auth: Mapping[str, str] | None = None,
+    ) -> None:
+        self.url = url
+        """The full ``.../chat/completions`` URL."""
+        self.params = dict(params or {})
+        """The query (Azure's ``api-version``)."""
+        self.auth = dict(auth or {})
+        """The key's header, if any."""
+        self._http = http
+        self._idle: list[httpx2.AsyncClient] = []
+        self._lanes: set[httpx2.AsyncClient] = set()
+
+    @classmethod
+    def openai(
+        cls,
+        *,
+        base_url: str,
+        key: str | None,
+        http: Callable[[], httpx2.AsyncClient],
+        identity: Mapping[str, str] | None = None,
+    ) -> ChatClient:
+        """An OpenAI-compatible server at ``base_url`` (``None``: a server that needs no
+        key, sent no ``Authorization``); ``identity``: headers every request carries (the
+        organization and project)."""
+        auth = {**(identity or {}), **({"Authorization": f"Bearer {key}"} if key else {})}
+        return cls(url=f"{base_url.rstrip('/')}/chat/completions", auth=auth, http=http)
+
+    @classmethod
+    def azure(
+        cls,
+        *,
+        endpoint: str,
+        deployment: str,
+        api_version: str,
+        key: str | None,
+        http: Callable[[], httpx2.AsyncClient],
+        identity: Mapping[str, str] | None = None,
+    ) -> ChatClient:
+        """Azure OpenAI: the deployment's path, the API version in the query, the key in
+        ``api-key``."""
+        url = f"{endpoint.rstrip('/')}/openai/deployments/{deployment}/chat/completions"
+        auth = {**(identity or {}), **({"api-key": key} if key else {})}
+        return cls(url=url, params={"api-version": api_version}, auth=auth, http=http)
+
+    @property
+    def lanes(self) -> int:
+        """HTTP clients opened so far: the most calls that were in flight at once."""
+        return len(self._lanes)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        lanes, self._lanes, self._idle = self._lanes, set(), []
+        for lane in lanes:
+            await lane.aclose()
+
+    def _take(self) -> httpx2.AsyncClient:
+        if self._idle:
+            return self._idle.pop()
+        lane = self._http()
+        self._lanes.add(lane)
+        return lane
+
+    def _give_back(self, lane: httpx2.AsyncClient) -> None:
+        if lane in self._lanes:  # not after the client was closed
+            self._idle.append(lane)
+
+    async def open(
+        self,
+        body: Mapping[str, Any],
+        *,
+        headers: Mapping[str, object],
+        timeout: httpx2.Timeout,
+    ) -> ChatStream:
+        """Send ``body``; the stream of the reply once its status says it began. Raises
+        :class:`ChatStatusError` for a failed status (its body read) and
+        :class:`ChatConnectionError` for a failed transport. Cancelled, it closes whatever
+        it had opened."""
+        sent = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            **self.auth,
+        }
+        for name, value in headers.items():
+            if value is OMIT:
+                sent.pop(name, None)
+            else:
+                sent[name] = str(value)
+        lane = self._take()
+        try:
+            return await self._send(lane, body, sent, timeout)
+        except BaseException:
+            self._give_back(lane)
+            raise
+
+    async def _send(
+        self,
+        lane: httpx2.AsyncClient,
+        body: Mapping[str, Any],
+        headers: dict[str, str],
+        timeout: httpx2.Timeout,
+    ) -> ChatStream:
+        request = lane.build_request(
+            "POST",
+            self.url,
+            params=self.params or None,
+            headers=headers,
+            content=orjson.dumps(body),
+            timeout=timeout,
+        )
+        try:
+            response = await lane.send(request, stream=True)
+        except httpx2.TimeoutException as exc:
+            raise ChatTimeoutError() from exc
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        if response.status_code < 400:
+            return ChatStream(response, lambda: self._give_back(lane))
+        try:
+            await response.aread()
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        finally:
+            await response.aclose()
+        raise ChatStatusError(response)
+
+
+class ChatStream:
+    """A reply's server-sent events, each ``data`` decoded as JSON, up to ``[DONE]``.
+
+    An event whose data carries an ``error`` is raised as :class:`ChatStreamError`; data
+    that is not JSON raises ``json.JSONDecodeError``; a failed transport raises
+    :class:`ChatConnectionError`. Leaving ``async with`` closes the response: a stream left
+    half-read drops its connection rather than return it to the pool mid-reply."""
+
+    def __init__(self, response: httpx2.Response, closed: Callable[[], None]) -> None:
+        self._response = response
+        self._closed = closed
+        self._lines = response.aiter_lines()
+        self._done = False
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        self._done = True
+        try:
+            await self._lines.aclose()  # type: ignore[attr-defined]
+        finally:
+            try:
+                await self._response.aclose()
+            finally:
+                self._closed()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        data: list[str] = []
+        while not self._done:
+            line = await self._next_line()
+            if line is None:
+                self._done = True
+            elif line:
+                # ``event:``, ``id:``, ``retry:`` and comments say nothing a chunk needs.
+                if line.startswith("data:"):
+                    data.append(line[6:] if line.startswith("data: ") else line[5:])
+                continue
+            if not data:
+                continue
+            text = "\n".join(data)
+            if text.startswith("[DONE]"):
+                self._done = True
+                await self._drain()
+                break
+            chunk = json.loads(text)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise ChatStreamError(chunk["error"])
+            return chunk
+        raise StopAsyncIteration
+
+    async def _drain(self) -> None:
+        """Read what follows ``[DONE]`` to the body's end, so that the connection goes back
+        to the pool; a server slow to end the body (more than :data:`DRAIN_S`) or failing
+        now only costs the connection, never the reply already complete."""
+        with trio.move_on_after(DRAIN_S):
+            try:
+                while await self._next_line() is not None:
+                    pass
+            except ChatConnectionError:
+                pass
+
+    async def _next_line(self) -> str | None:
+        """The next line of the body; ``None`` at its end."""
+        try:
+            line: str = await self._lines.__anext__()
+        except StopAsyncIteration:
+            return None
+        except httpx2.TimeoutException as exc:
+            raise ChatTimeoutError() from exc
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        return line
