@@ -10,6 +10,7 @@ from conclave.actors.agent.status import AgentStatus
 from conclave.actors.agent.transcript_log import TranscriptFile, TranscriptLog
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
+from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.loop import Transcript
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
@@ -48,6 +49,9 @@ class AgentSetup:
     and the prefix of its system messages."""
     instructions: str = ""
     """The agent's configured ``system_prompt``, added after Conclave's own rules."""
+    questions: QuestionDesk | None = None
+    """Where the agent's questions go (the run's one desk); ``None``: questions are off and
+    the agent is offered neither ``ask_user`` nor ``record_assumption``."""
     halted: trio.Event = attrs.Factory(trio.Event)
     """Set when the run ends before coordination did (timeout, Ctrl+C, failure): start
     nothing new, whatever arrives (mail queued before the run's ``StopWork``, or a start

@@ -30,6 +30,7 @@ from functools import partial
 import attrs
 import trio
 
+from conclave.actors.agent.asking import AskingTerminal, AskingTools, answer_message
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
 from conclave.actors.agent.protocol import RoundOutcome
@@ -50,6 +51,7 @@ from conclave.actors.coordination.protocol import (
     SubmitVote,
 )
 from conclave.actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
+from conclave.actors.human.questions import Question
 from conclave.actors.llm.errors import LLMError
 from conclave.actors.llm.protocol import (
     CallOutcome,
@@ -81,6 +83,7 @@ from conclave.actors.prompts.coordination import (
     round_messages,
     update_message,
 )
+from conclave.actors.tools.protocol import ToolExecutor
 from conclave.config.schema import InFlightPolicy
 from conclave.runtime import ActorContext, ConclaveRuntimeError
 
@@ -153,16 +156,18 @@ class Rounds:
         memory = self.memory
         transcript = memory.transcript
         assert transcript is not None
-        tools = RoundTools(workflow, self.setup.tools, context=self.context, agent=self.setup.agent)
+        # Only a single agent asks the user; the agents of a multi-agent round assume.
+        own = self._own_tools(may_ask=self.setup.agents == 1)
+        tools = RoundTools(workflow, own, context=self.context, agent=self.setup.agent)
         checkpoint = partial(self._checkpoint, policy)
         while True:
             if policy is InFlightPolicy.INJECT:
                 self._inject(transcript)  # a (re-)entry's first step has no checkpoint
-            outcome: LoopOutcome[NewAnswer | Vote] = await run_loop(
+            outcome: LoopOutcome[NewAnswer | Vote | Question] = await run_loop(
                 transcript,
                 backend=self.backend,
                 tools=tools,
-                terminal=WorkflowTerminal(),
+                terminal=AskingTerminal(WorkflowTerminal()),
                 budget=self.budget,
                 checkpoint=checkpoint,
                 observer=_Health(
@@ -174,8 +179,12 @@ class Rounds:
                 tool_choice=ToolChoice.REQUIRED,
             )
             if outcome.end is LoopEnd.FINAL:
-                assert outcome.value is not None and outcome.reply is not None
-                settled = await self._submit(outcome.value, outcome.reply, transcript, policy)
+                value, reply = outcome.value, outcome.reply
+                if isinstance(value, Question):
+                    await self._answer_in_text(own, value, transcript)
+                    continue
+                assert value is not None and reply is not None
+                settled = await self._submit(value, reply, transcript, policy)
             elif outcome.end is LoopEnd.CONTEXT_OVERFLOW and not memory.shortened:
                 memory.shortened = True
                 prompt = self._round_prompt(workflow, short=True)
@@ -399,7 +408,8 @@ class Rounds:
                 error = f"the context paths could not be opened for writing: {exc}"
                 return Presentation(content=None, error=error)
         answers = self.seen(present.answers)
-        tools = RoundTools((), setup.tools, context=self.context, agent=setup.agent)
+        own = self._own_tools(may_ask=True)
+        tools = RoundTools((), own, context=self.context, agent=setup.agent)
 
         def prompt(answers: tuple[AnswerView, ...]) -> list[ChatMessage]:
             return presentation_messages(
@@ -419,11 +429,11 @@ class Rounds:
         transcript = self._transcript(first, CallPurpose.PRESENT)
         shortened = False
         while True:
-            outcome: LoopOutcome[str] = await run_loop(
+            outcome: LoopOutcome[str | Question] = await run_loop(
                 transcript,
                 backend=self.backend,
                 tools=tools,
-                terminal=TextTerminal(),
+                terminal=AskingTerminal(TextTerminal()),
                 budget=self.budget,
                 # The presenter is the last agent at work: a failing one has the
                 # coordinator's failing_agent_grace, as a round's agent has.
@@ -433,8 +443,11 @@ class Rounds:
                 sink=self.stream,
                 purpose=CallPurpose.PRESENT,
             )
+            if outcome.end is LoopEnd.FINAL and isinstance(outcome.value, Question):
+                await self._answer_in_text(own, outcome.value, transcript)
+                continue
             if outcome.end is LoopEnd.FINAL:
-                assert outcome.value is not None
+                assert isinstance(outcome.value, str)
                 return Presentation(content=outcome.value)
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW and not shortened:
                 shortened = True
@@ -448,6 +461,30 @@ class Rounds:
                 error = f"{self.budget.max_tries} tries failed; last error: {outcome.error}"
                 return Presentation(content=None, error=error)
             return Presentation(content=None, error=outcome.error)
+
+    # -- questions --------------------------------------------------------------------------
+
+    def _own_tools(self, *, may_ask: bool) -> ToolExecutor:
+        """The agent's tools, with ``ask_user`` (``may_ask``) or ``record_assumption`` when
+        the run takes questions."""
+        setup = self.setup
+        if setup.questions is None:
+            return setup.tools
+        return AskingTools(
+            setup.tools,
+            setup.questions,
+            agent=setup.agent,
+            may_ask=may_ask,
+            record=self.context.record,
+        )
+
+    async def _answer_in_text(
+        self, own: ToolExecutor, question: Question, transcript: Transcript
+    ) -> None:
+        """A question the model wrote as text: ask it, and give the answer as the next
+        user message (the reply that asked is in the transcript already)."""
+        assert isinstance(own, AskingTools)  # only an asking terminal with ask_user finds one
+        transcript.append(answer_message(await own.ask(question)))
 
     # -- transcripts ------------------------------------------------------------------------
 

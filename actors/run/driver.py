@@ -50,6 +50,7 @@ from conclave.actors.coordination.rules import (
 from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.coordination.visibility import Visibility
 from conclave.actors.events.hub import EventHub
+from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.redaction import Redactor
@@ -226,6 +227,7 @@ async def open_run(
                 state,
                 memories,
                 handle.halted,
+                handle.clock,
                 backends,
                 services,
                 agents_supervisor,
@@ -321,6 +323,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
+    clock: RunClock,
     backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
     agents_supervisor: Supervisor,
@@ -333,11 +336,21 @@ async def _start(
     await services.start(system)
     # One for the run's agents: a long text any of them writes is written once.
     transcript = TranscriptFile(spec.log_dir / TRANSCRIPTS) if spec.log_dir is not None else None
+    desk = QuestionDesk(spec.questions, clock) if spec.questions is not None else None
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
         memories[agent.id] = _spawn_agent(
-            system, spec, agent, state, backend, tooling, halted, agents_supervisor, transcript
+            system,
+            spec,
+            agent,
+            state,
+            backend,
+            tooling,
+            halted,
+            agents_supervisor,
+            transcript,
+            desk,
         )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
@@ -450,6 +463,7 @@ def _spawn_agent(
     halted: trio.Event,
     supervisor: Supervisor,
     transcript: TranscriptFile | None,
+    desk: QuestionDesk | None,
 ) -> AgentMemory:
     setup = AgentSetup(
         agent=agent.id,
@@ -464,6 +478,7 @@ def _spawn_agent(
         tools=tooling.tools,
         workspace=tooling.workspace,
         transcript=transcript,
+        questions=desk,
         halted=halted,
     )
     memory = AgentMemory()
