@@ -5,7 +5,10 @@ run's one :class:`QuestionDesk`. Questions queue in the order they came (trio's 
 and the gate sees one at a time. While a question waits for its answer the run's timer is
 paused, as it is during the override window: a person thinking never causes a timeout.
 Every question is recorded (``QuestionAsked``, then ``QuestionAnswered``), and a default
-taken for nobody (``ReplySource.DEFAULT``) is recorded as an assumption too.
+taken for nobody (``ReplySource.DEFAULT``) is recorded as an assumption too. A gate that
+cannot answer at all (:class:`~actors.human.unanswered.Unanswered`: a headless run's
+``--on-question fail`` or ``pause``) ends the run through ``halt``, with the question left
+unanswered in the log: the run's result names it, and a paused run is resumed from it.
 """
 
 from __future__ import annotations
@@ -24,24 +27,30 @@ from conclave.actors.human.questions import (
     Reply,
     ReplySource,
 )
+from conclave.actors.human.unanswered import OnQuestion, Unanswered
 from conclave.actors.run.clock import RunClock
 
-__all__ = ["QuestionDesk", "Recorder"]
+__all__ = ["Halt", "QuestionDesk", "Recorder"]
 
 Recorder = Callable[[DomainEvent], None]
 """Where the desk's events go: the asking agent's ``ActorContext.record``."""
+Halt = Callable[[OnQuestion], None]
+"""Ends the run because nobody can answer (fail or pause): the run's handle."""
 
 
 class QuestionDesk:
-    def __init__(self, gate: QuestionGate, clock: RunClock | None) -> None:
+    def __init__(self, gate: QuestionGate, clock: RunClock | None, *, halt: Halt) -> None:
         self.gate = gate
         self._clock = clock
+        self._halt = halt
         self._turn = trio.Lock()
         self._ids = itertools.count(1)
 
     async def ask(self, agent: str, question: Question, record: Recorder) -> Reply:
         """Queue for the gate, then ask it with the clock paused. Cancelled while queued or
-        asked, the question is abandoned, the clock runs again and the next one goes on."""
+        asked, the question is abandoned, the clock runs again and the next one goes on.
+        When nobody can answer, the run is halted and this waits for the cancellation that
+        ends it."""
         async with self._turn:
             question_id = f"q{next(self._ids)}"
             record(
@@ -60,6 +69,9 @@ class QuestionDesk:
                 self._clock.pause()
             try:
                 reply = await self.gate.ask(agent, question)
+            except Unanswered as nobody:
+                self._halt(nobody.how)
+                await trio.sleep_forever()
             finally:
                 if self._clock is not None:
                     self._clock.resume()

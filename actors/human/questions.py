@@ -27,6 +27,7 @@ __all__ = [
     "ASK_USER",
     "RECORD_ASSUMPTION",
     "Assumption",
+    "PendingQuestion",
     "Question",
     "QuestionGate",
     "QuestionOption",
@@ -88,10 +89,21 @@ class Reply:
 class Assumption:
     """What an agent went on with instead of asking."""
 
+    agent: str = ""
+    """Who assumed (empty until the run records it)."""
     question: str
     """The question it would have asked."""
     assumption: str
     """What it assumed instead."""
+
+
+@attrs.frozen(kw_only=True)
+class PendingQuestion:
+    """A question asked and not answered: the one a failed or paused run stopped on."""
+
+    agent: str
+    question_id: str
+    question: Question
 
 
 class QuestionGate(Protocol):

@@ -227,7 +227,7 @@ async def open_run(
                 state,
                 memories,
                 handle.halted,
-                handle.clock,
+                _desk(spec, handle),
                 backends,
                 services,
                 agents_supervisor,
@@ -323,7 +323,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
-    clock: RunClock,
+    desk: QuestionDesk | None,
     backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
     agents_supervisor: Supervisor,
@@ -336,7 +336,6 @@ async def _start(
     await services.start(system)
     # One for the run's agents: a long text any of them writes is written once.
     transcript = TranscriptFile(spec.log_dir / TRANSCRIPTS) if spec.log_dir is not None else None
-    desk = QuestionDesk(spec.questions, clock) if spec.questions is not None else None
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
@@ -356,6 +355,13 @@ async def _start(
             await trio.lowlevel.checkpoint()
     await trio.lowlevel.checkpoint_if_cancelled()  # a run cancelled by now never starts
     system.root.start_child(run_child)
+
+
+def _desk(spec: RunSpec, handle: RunHandle) -> QuestionDesk | None:
+    """The run's one question desk, when it takes questions; nobody to answer halts it."""
+    if spec.questions is None:
+        return None
+    return QuestionDesk(spec.questions, handle.clock, halt=handle.unanswered)
 
 
 def _backends(

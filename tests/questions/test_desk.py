@@ -10,8 +10,13 @@ from conclave.actors.events.base import DomainEvent
 from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered
 from conclave.actors.human.questions import Question, Reply, ReplySource, Severity
+from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.run.clock import RunClock
 from tests.questions.helpers import Person
+
+
+def _never(how: OnQuestion) -> None:
+    raise AssertionError(f"the run was halted ({how})")
 
 
 def _question(text: str) -> Question:
@@ -22,7 +27,7 @@ async def test_questions_are_shown_one_at_a_time_in_the_order_they_came(
     autojump_clock: object,
 ) -> None:
     person = Person(seconds=5.0)
-    desk = QuestionDesk(person, clock=None)
+    desk = QuestionDesk(person, clock=None, halt=_never)
     events: list[DomainEvent] = []
     async with trio.open_nursery() as nursery:
         for name in ("first", "second", "third"):
@@ -35,7 +40,7 @@ async def test_questions_are_shown_one_at_a_time_in_the_order_they_came(
 
 async def test_the_clock_is_paused_only_while_the_gate_decides(autojump_clock: object) -> None:
     clock = RunClock(timeout=None)
-    desk = QuestionDesk(Person(seconds=100.0), clock=clock)
+    desk = QuestionDesk(Person(seconds=100.0), clock=clock, halt=_never)
     await trio.sleep(1.0)
 
     await desk.ask("a", _question("q"), lambda event: None)
@@ -53,7 +58,9 @@ async def test_a_default_taken_for_nobody_is_recorded_as_an_assumption(
     autojump_clock: object,
 ) -> None:
     events: list[DomainEvent] = []
-    await QuestionDesk(Nobody(), clock=None).ask("a", _question("Which?"), events.append)
+    await QuestionDesk(Nobody(), clock=None, halt=_never).ask(
+        "a", _question("Which?"), events.append
+    )
 
     answered, assumed = events[1:]
     assert isinstance(answered, QuestionAnswered) and answered.source is ReplySource.DEFAULT

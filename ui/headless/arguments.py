@@ -34,6 +34,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verbose", action="store_true", help="show every agent status change on stderr"
     )
+    p.add_argument(
+        "--on-question",
+        choices=("default", "fail", "pause"),
+        help="let agents ask questions, and with nobody to answer: take the question's "
+        "default (recorded as an assumption), fail (exit 1), or pause (exit 4; go on with "
+        "conclave resume RUN_DIR --answer VALUE). Without it, agents cannot ask",
+    )
     add_session_flags(p, picker=False)
 
 

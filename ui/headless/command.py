@@ -39,6 +39,7 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
+from conclave.ui.headless.questions import keep_question, on_question_gate
 from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
@@ -58,6 +59,7 @@ _EXIT = {
     Termination.TIMEOUT: ExitCode.TIMEOUT,
     Termination.MAX_COST: ExitCode.TIMEOUT,  # a limit reached, as a timeout is
     Termination.CANCELLED: ExitCode.CANCELLED,
+    Termination.PAUSED: ExitCode.PAUSED,
 }
 
 
@@ -109,6 +111,7 @@ def _run_turn(
         config=config,
         log_dir=log_dir,
         max_cost_usd=args.max_cost,
+        questions=on_question_gate(args.on_question),
         mode=flags.collaboration,
         history=session.conversation.history() if session is not None else (),
     )
@@ -138,6 +141,8 @@ def _run_turn(
         planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
         if session is not None and planned is not None and planned.plan is not None:
             _record_plan(session, planned.plan, result)
+        if result.termination is Termination.PAUSED:
+            keep_question(result)
         exit_code = _print(result, progress, fmt, code, planned)
         if session is not None and recorded:
             # Last, after the answer: a reader finds the answer right below the timeline.
