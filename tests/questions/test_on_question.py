@@ -83,7 +83,8 @@ def test_pause_exits_4_with_the_question_in_the_result_and_the_log_dir(
 ) -> None:
     code, result, err = _run(tmp_path, capsys, "--on-question", "pause")
 
-    assert code == ExitCode.PAUSED == 4
+    assert code == ExitCode.PAUSED
+    assert int(ExitCode.PAUSED) == 4
     assert result["termination"] == "paused"
     assert result["final_answer"] is None
     assert result["pending_question"] == PENDING
