@@ -66,11 +66,12 @@ class AskingTools:
         if self._own is RECORD_ASSUMPTION:
             self._desk.assume(self._agent, assumption, self._record)
             return ToolResult(ok=True, output="Recorded. Go on with that assumption.")
-        return ToolResult(ok=True, output=reply_text(await self.ask(question)))
+        reply = await self.ask(question, call_id=call.id)
+        return ToolResult(ok=True, output=reply_text(reply))
 
-    async def ask(self, question: Question) -> Reply:
+    async def ask(self, question: Question, *, call_id: str = "") -> Reply:
         """Put ``question`` to the user through the desk (also for a question in text)."""
-        return await self._desk.ask(self._agent, question, self._record)
+        return await self._desk.ask(self._agent, question, self._record, call_id=call_id)
 
 
 def reply_text(reply: Reply) -> str:

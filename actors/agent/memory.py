@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 import trio
 
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.status import AgentStatus
 from conclave.actors.agent.transcript_log import TranscriptFile, TranscriptLog
 from conclave.actors.coordination.label import Label
@@ -99,6 +100,8 @@ class AgentMemory:
     """The round already retried with shorter answer previews after a context overflow."""
     transcript_log: TranscriptLog | None = None
     """The agent's transcript file, once its first transcript is written."""
+    resumed: ResumePoint | None = None
+    """A paused run's round to go on with: the next fresh round starts from it, once."""
 
     def merge(self, answers: tuple[AnswerView, ...]) -> bool:
         """Take answers into the view (the newest per author, whole rather than cut);

@@ -34,6 +34,7 @@ from conclave.actors.agent.asking import AskingTerminal, AskingTools, answer_mes
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
 from conclave.actors.agent.protocol import RoundOutcome
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.round_tools import RoundTools
 from conclave.actors.agent.telemetry import CallEvents, StreamEvents
 from conclave.actors.agent.transcript_log import TranscriptLog
@@ -51,7 +52,8 @@ from conclave.actors.coordination.protocol import (
     SubmitVote,
 )
 from conclave.actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
-from conclave.actors.human.questions import Question
+from conclave.actors.human.events import QuestionAnswered
+from conclave.actors.human.questions import Question, ReplySource
 from conclave.actors.llm.errors import LLMError
 from conclave.actors.llm.protocol import (
     CallOutcome,
@@ -141,10 +143,15 @@ class Rounds:
             memory.merge(self.seen(snapshot.answers))
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
-        prompt = self._round_prompt(workflow, short=False)
-        memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
-        memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
-        memory.prompt_length = len(prompt)
+        resumed = memory.resumed
+        memory.resumed = None
+        if resumed is not None:
+            self._resumed(resumed)
+        else:
+            prompt = self._round_prompt(workflow, short=False)
+            memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
+            memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
+            memory.prompt_length = len(prompt)
         memory.prompt_built = True
         return await self._run(workflow, policy)
 
@@ -463,6 +470,20 @@ class Rounds:
             return Presentation(content=None, error=outcome.error)
 
     # -- questions --------------------------------------------------------------------------
+
+    def _resumed(self, resumed: ResumePoint) -> None:
+        """Start the round from a paused run's transcript, its question answered now."""
+        self.memory.transcript = self._transcript(list(resumed.messages), CallPurpose.ROUND)
+        self.memory.prompt_length = resumed.prompt_length
+        self.context.record(
+            QuestionAnswered(
+                at=trio.current_time(),
+                agent=self.setup.agent,
+                question_id=resumed.question_id,
+                answer=resumed.answer,
+                source=ReplySource.USER,
+            )
+        )
 
     def _own_tools(self, *, may_ask: bool) -> ToolExecutor:
         """The agent's tools, with ``ask_user`` (``may_ask``) or ``record_assumption`` when

@@ -46,7 +46,9 @@ class QuestionDesk:
         self._turn = trio.Lock()
         self._ids = itertools.count(1)
 
-    async def ask(self, agent: str, question: Question, record: Recorder) -> Reply:
+    async def ask(
+        self, agent: str, question: Question, record: Recorder, *, call_id: str = ""
+    ) -> Reply:
         """Queue for the gate, then ask it with the clock paused. Cancelled while queued or
         asked, the question is abandoned, the clock runs again and the next one goes on.
         When nobody can answer, the run is halted and this waits for the cancellation that
@@ -63,6 +65,7 @@ class QuestionDesk:
                     severity=question.severity,
                     options=question.options,
                     default=question.default,
+                    call_id=call_id,
                 )
             )
             if self._clock is not None:

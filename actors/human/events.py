@@ -25,6 +25,9 @@ class QuestionAsked(DomainEvent):
     severity: Severity
     options: tuple[QuestionOption, ...]
     default: str
+    call_id: str = ""
+    """The ``ask_user`` call that asked; empty for a question written as text. A paused
+    run is resumed by answering this call."""
 
 
 @message()

@@ -488,6 +488,8 @@ def _spawn_agent(
         halted=halted,
     )
     memory = AgentMemory()
+    if spec.resume is not None and spec.resume.agent == agent.id:
+        memory.resumed = spec.resume
 
     def factory(ctx: ActorContext) -> AgentActor:
         return AgentActor(ctx, setup=setup, backend=backend, memory=memory)

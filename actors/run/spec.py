@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.human.gate import HumanGate
 from conclave.actors.human.questions import QuestionGate
 from conclave.actors.llm.pool import BackendPool
@@ -72,6 +73,9 @@ class RunSpec:
     """Who answers the agents' questions (a person's card, a headless policy); the run's
     timer is paused while a question waits. ``None``: questions are off, and no agent is
     offered ``ask_user`` or ``record_assumption``."""
+    resume: ResumePoint | None = None
+    """Go on with a paused run: its asking agent's first round starts from this transcript
+    (which ends with the user's answer) instead of a fresh prompt."""
     backends: BackendPool | None = None
     """A pool that outlives the run (the REPL's, a batch's); ``None``: the run opens its own
     and closes it when it ends."""
