@@ -11,23 +11,34 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
+from conclave.actors.agent.memory import AgentSetup
 from conclave.actors.human.desk import QuestionDesk, Recorder
 from conclave.actors.human.questions import (
     ASK_USER,
     RECORD_ASSUMPTION,
     Question,
     Reply,
-    ReplySource,
     parse_assumption,
     parse_question,
     question_in_text,
+    reply_text,
 )
 from conclave.actors.llm.protocol import ChatMessage, ToolCall, ToolSchema
 from conclave.actors.loop.terminals import Final, Proceed, Terminal, Violation
+from conclave.actors.prompts.modes import Reach
 from conclave.actors.tools.arguments import ArgumentError
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
+from conclave.config.modes import CollaborationMode
+from conclave.runtime import ActorContext
 
-__all__ = ["AskingTerminal", "AskingTools", "answer_message", "reply_text"]
+__all__ = [
+    "AskingTerminal",
+    "AskingTools",
+    "answer_message",
+    "may_ask",
+    "own_tools",
+    "reach",
+]
 
 T = TypeVar("T")
 
@@ -74,16 +85,6 @@ class AskingTools:
         return await self._desk.ask(self._agent, question, self._record, call_id=call_id)
 
 
-def reply_text(reply: Reply) -> str:
-    """What the agent reads back: the answer, and whether a person gave it."""
-    if reply.source is ReplySource.DEFAULT:
-        return (
-            f"Nobody could answer now; your default was taken: {reply.value}\n"
-            "Go on with it; it is recorded as an assumption the user will see."
-        )
-    return f"The user answered: {reply.value}"
-
-
 class AskingTerminal(Generic[T]):
     """``inner``, except that a reply without tool calls whose text is an ``ask_user`` JSON
     object is final with that :class:`Question` (a model without tool use asking): the
@@ -108,3 +109,34 @@ class AskingTerminal(Generic[T]):
 def answer_message(reply: Reply) -> ChatMessage:
     """The user message that answers a question asked in text."""
     return ChatMessage(role="user", content=reply_text(reply))
+
+
+def may_ask(setup: AgentSetup, *, presenting: bool) -> bool:
+    """Who may ask the user: a single agent and the presenter, never in execute mode
+    (which works autonomously). The agents of a multi-agent round assume instead: N of them
+    must not flood the user."""
+    if setup.mode is CollaborationMode.EXECUTE:
+        return False
+    return presenting or setup.agents == 1
+
+
+def reach(setup: AgentSetup, *, presenting: bool) -> Reach | None:
+    """How the prompt says the agent may reach the user; ``None``: it is not acting (no
+    approved plan, questions off), and the prompt has no Act section."""
+    if setup.questions is not None:
+        return Reach.ASK if may_ask(setup, presenting=presenting) else Reach.ASSUME
+    return Reach.NONE if setup.executing_plan else None
+
+
+def own_tools(setup: AgentSetup, context: ActorContext, *, presenting: bool) -> ToolExecutor:
+    """The agent's tools, with ``ask_user`` or ``record_assumption`` when the run takes
+    questions."""
+    if setup.questions is None:
+        return setup.tools
+    return AskingTools(
+        setup.tools,
+        setup.questions,
+        agent=setup.agent,
+        may_ask=may_ask(setup, presenting=presenting),
+        record=context.record,
+    )

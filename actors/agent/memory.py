@@ -50,6 +50,8 @@ class AgentSetup:
     and the prefix of its system messages."""
     instructions: str = ""
     """The agent's configured ``system_prompt``, added after Conclave's own rules."""
+    executing_plan: bool = False
+    """The task is an approved plan to carry out: the prompt carries the Act section."""
     questions: QuestionDesk | None = None
     """Where the agent's questions go (the run's one desk); ``None``: questions are off and
     the agent is offered neither ``ask_user`` nor ``record_assumption``."""

@@ -20,7 +20,6 @@ from typing import Any
 
 import attrs
 
-from conclave.actors.agent.asking import reply_text
 from conclave.actors.agent.transcript_log import TRANSCRIPTS, TranscriptError, read_transcripts
 from conclave.actors.coordination.events import AnswerAdded
 from conclave.actors.human.events import QuestionAnswered, QuestionAsked
@@ -30,6 +29,7 @@ from conclave.actors.human.questions import (
     Reply,
     ReplySource,
     question_json,
+    reply_text,
 )
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage, ToolCall
 from conclave.runtime.eventlog import read_event_log

@@ -30,7 +30,13 @@ from functools import partial
 import attrs
 import trio
 
-from conclave.actors.agent.asking import AskingTerminal, AskingTools, answer_message
+from conclave.actors.agent.asking import (
+    AskingTerminal,
+    AskingTools,
+    answer_message,
+    own_tools,
+    reach,
+)
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
 from conclave.actors.agent.protocol import RoundOutcome
@@ -163,8 +169,7 @@ class Rounds:
         memory = self.memory
         transcript = memory.transcript
         assert transcript is not None
-        # Only a single agent asks the user; the agents of a multi-agent round assume.
-        own = self._own_tools(may_ask=self.setup.agents == 1)
+        own = own_tools(self.setup, self.context, presenting=False)
         tools = RoundTools(workflow, own, context=self.context, agent=self.setup.agent)
         checkpoint = partial(self._checkpoint, policy)
         while True:
@@ -400,6 +405,7 @@ class Rounds:
             mode=setup.mode,
             instructions=setup.instructions,
             workspace=setup.workspace.note() if setup.workspace is not None else None,
+            act=reach(setup, presenting=False),
         )
 
     # -- presentation -----------------------------------------------------------------------
@@ -415,8 +421,9 @@ class Rounds:
                 error = f"the context paths could not be opened for writing: {exc}"
                 return Presentation(content=None, error=error)
         answers = self.seen(present.answers)
-        own = self._own_tools(may_ask=True)
+        own = own_tools(setup, self.context, presenting=True)
         tools = RoundTools((), own, context=self.context, agent=setup.agent)
+        act = reach(setup, presenting=True)
 
         def prompt(answers: tuple[AnswerView, ...]) -> list[ChatMessage]:
             return presentation_messages(
@@ -430,6 +437,7 @@ class Rounds:
                 mode=setup.mode,
                 instructions=setup.instructions,
                 workspace=workspace.note() if workspace is not None else None,
+                act=act,
             )
 
         first = prompt(answers)
@@ -483,20 +491,6 @@ class Rounds:
                 answer=resumed.answer,
                 source=ReplySource.USER,
             )
-        )
-
-    def _own_tools(self, *, may_ask: bool) -> ToolExecutor:
-        """The agent's tools, with ``ask_user`` (``may_ask``) or ``record_assumption`` when
-        the run takes questions."""
-        setup = self.setup
-        if setup.questions is None:
-            return setup.tools
-        return AskingTools(
-            setup.tools,
-            setup.questions,
-            agent=setup.agent,
-            may_ask=may_ask,
-            record=self.context.record,
         )
 
     async def _answer_in_text(

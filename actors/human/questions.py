@@ -38,6 +38,7 @@ __all__ = [
     "parse_question",
     "question_in_text",
     "question_json",
+    "reply_text",
 ]
 
 
@@ -211,6 +212,16 @@ def _question(args: dict[str, Any]) -> Question:
         options=options,
         default=default or (values[0] if values else ""),
     )
+
+
+def reply_text(reply: Reply) -> str:
+    """What the agent reads back: the answer, and whether a person gave it."""
+    if reply.source is ReplySource.DEFAULT:
+        return (
+            f"Nobody could answer now; your default was taken: {reply.value}\n"
+            "Go on with it; it is recorded as an assumption the user will see."
+        )
+    return f"The user answered: {reply.value}"
 
 
 def question_json(question: Question) -> str:

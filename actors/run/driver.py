@@ -54,6 +54,7 @@ from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.redaction import Redactor
+from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.faults import with_faults
@@ -485,6 +486,7 @@ def _spawn_agent(
         workspace=tooling.workspace,
         transcript=transcript,
         questions=desk,
+        executing_plan=read_execution_task(spec.task) is not None,
         halted=halted,
     )
     memory = AgentMemory()

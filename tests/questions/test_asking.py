@@ -20,6 +20,7 @@ from conclave.actors.llm.protocol import (
 )
 from conclave.actors.run.driver import build_backend
 from conclave.actors.run.result import Termination
+from conclave.config.modes import CollaborationMode
 from conclave.config.schema import AgentConfig, FinalAnswerStrategy
 from conclave.config.schema.backends import ToolStep
 from tests.coordination.helpers import RecordingBackend, agent, config, run_tapped
@@ -155,3 +156,13 @@ async def test_a_question_written_as_json_text_is_asked_and_answered_in_the_next
     assert second[-1] == ChatMessage(role="user", content="The user answered: Apache-2.0")
     assert run.result.termination is Termination.COMPLETED
     assert len(run.events(LlmRequestStarted)) >= 2
+
+
+async def test_execute_mode_never_asks_the_user(autojump_clock: object) -> None:
+    person = Person()
+    cfg = config(agent("a", tool_steps=asks(CRITICAL)))
+
+    run = await run_tapped(cfg, questions=person, mode=CollaborationMode.EXECUTE)
+
+    assert person.asked == []
+    assert run.result.termination is Termination.COMPLETED
