@@ -33,6 +33,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.view import RunView
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.human.questions import QuestionGate
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
@@ -187,6 +188,8 @@ class ReplService:
         """The session's config before any mode; each turn finishes it for its modes."""
         self.state = state
         self.plans: PlanHook | None = None
+        self.questions: QuestionGate | None = None
+        """Who answers the agents' questions (the question card); ``None``: runs take none."""
         self.interactive: InteractiveHook | None = None
         """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
         self.sessions: SessionHook | None = None
@@ -401,6 +404,8 @@ class ReplService:
         state, sessions = self.state, self.sessions
         if spec.human is None:
             spec = attrs.evolve(spec, human=_WindowGate(self))
+        if spec.questions is None and self.questions is not None:
+            spec = attrs.evolve(spec, questions=self.questions)
         view = RunView()
         state.view = view
         state.elapsed = 0.0
