@@ -4,6 +4,7 @@ timer stops meanwhile, and the chosen answer goes back to the agent, which conti
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from conclave.actors.agent.transcript_log import read_transcripts
 from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
@@ -13,7 +14,7 @@ from tests.questions.helpers import CRITICAL, MINOR, asks
 from tests.repl.harness import ESC, Session, play
 
 
-def _asking(*questions: dict[str, object]) -> ConclaveConfig:
+def _asking(*questions: dict[str, Any]) -> ConclaveConfig:
     backend = ScriptedBackendConfig(seed=1, tool_steps=asks(*questions))
     return ConclaveConfig(
         agents=(AgentConfig(id="solo", backend=backend),),
@@ -53,9 +54,11 @@ def test_questions_come_one_card_at_a_time_and_esc_takes_the_default(tmp_path: P
         await session.until(lambda: session.state.dialog is Dialog.QUESTION, "the first card")
         session.press("1")  # Keep them
         await session.until(
-            lambda: session.repl.questions is not None
-            and session.repl.questions.card is not None
-            and session.repl.questions.card.question.question == MINOR["question"],
+            lambda: (
+                session.repl.questions is not None
+                and session.repl.questions.card is not None
+                and session.repl.questions.card.question.question == MINOR["question"]
+            ),
             "the second card",
         )
         session.press(ESC)
