@@ -22,6 +22,7 @@ from conclave.actors.events.base import DomainEvent
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, QuestionAsked
 from conclave.actors.human.questions import (
     Assumption,
+    PendingQuestion,
     Question,
     QuestionGate,
     Reply,
@@ -71,7 +72,8 @@ class QuestionDesk:
             if self._clock is not None:
                 self._clock.pause()
             try:
-                reply = await self.gate.ask(agent, question)
+                asked = PendingQuestion(agent=agent, question_id=question_id, question=question)
+                reply = await self.gate.ask(asked)
             except Unanswered as nobody:
                 self._halt(nobody.how)
                 await trio.sleep_forever()

@@ -108,9 +108,10 @@ class PendingQuestion:
 
 
 class QuestionGate(Protocol):
-    async def ask(self, agent: str, question: Question) -> Reply:
-        """The answer to ``question`` from ``agent``. Only one question is put to a gate at a
-        time, with the run's clock paused. Cancellation (the run ended) abandons the question."""
+    async def ask(self, asked: PendingQuestion) -> Reply:
+        """The answer to ``asked`` (its agent, its id in the run, the question). Only one
+        question is put to a gate at a time, with the run's clock paused. Cancellation (the
+        run ended) abandons the question."""
         ...
 
 

@@ -11,7 +11,7 @@ import enum
 
 import attrs
 
-from conclave.actors.human.questions import Question, Reply, ReplySource
+from conclave.actors.human.questions import PendingQuestion, Reply, ReplySource
 
 __all__ = ["NobodyAnswers", "OnQuestion", "TakeDefault", "Unanswered", "gate_for"]
 
@@ -34,8 +34,8 @@ class Unanswered(Exception):
 class TakeDefault:
     """``--on-question default``: the question's default, recorded as an assumption."""
 
-    async def ask(self, agent: str, question: Question) -> Reply:
-        return Reply(value=question.default, source=ReplySource.DEFAULT)
+    async def ask(self, asked: PendingQuestion) -> Reply:
+        return Reply(value=asked.question.default, source=ReplySource.DEFAULT)
 
 
 @attrs.frozen
@@ -46,7 +46,7 @@ class NobodyAnswers:
         validator=attrs.validators.in_([OnQuestion.FAIL, OnQuestion.PAUSE])
     )
 
-    async def ask(self, agent: str, question: Question) -> Reply:
+    async def ask(self, asked: PendingQuestion) -> Reply:
         raise Unanswered(self.how)
 
 

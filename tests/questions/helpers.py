@@ -6,7 +6,7 @@ from typing import Any
 
 import trio
 
-from conclave.actors.human.questions import Question, Reply, ReplySource
+from conclave.actors.human.questions import PendingQuestion, Question, Reply, ReplySource
 from conclave.config.schema.backends import ToolStep
 
 CRITICAL = {
@@ -39,8 +39,8 @@ class Person:
         self.showing = 0
         self.most_at_once = 0
 
-    async def ask(self, agent: str, question: Question) -> Reply:
-        self.asked.append((agent, question))
+    async def ask(self, asked: PendingQuestion) -> Reply:
+        self.asked.append((asked.agent, asked.question))
         self.showing += 1
         self.most_at_once = max(self.most_at_once, self.showing)
         try:

@@ -9,7 +9,13 @@ import trio.testing
 from conclave.actors.events.base import DomainEvent
 from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered
-from conclave.actors.human.questions import Question, Reply, ReplySource, Severity
+from conclave.actors.human.questions import (
+    PendingQuestion,
+    Question,
+    Reply,
+    ReplySource,
+    Severity,
+)
 from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.run.clock import RunClock
 from tests.questions.helpers import Person
@@ -50,8 +56,8 @@ async def test_the_clock_is_paused_only_while_the_gate_decides(autojump_clock: o
 
 
 class Nobody:
-    async def ask(self, agent: str, question: Question) -> Reply:
-        return Reply(value=question.default, source=ReplySource.DEFAULT)
+    async def ask(self, asked: PendingQuestion) -> Reply:
+        return Reply(value=asked.question.default, source=ReplySource.DEFAULT)
 
 
 async def test_a_default_taken_for_nobody_is_recorded_as_an_assumption(

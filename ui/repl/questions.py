@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from conclave.actors.human.questions import Question, Reply
+from conclave.actors.human.questions import PendingQuestion, Reply
 from conclave.ui.repl.question_card import QuestionCard
 from conclave.ui.repl.state import Dialog
 
@@ -34,12 +34,13 @@ class ReplQuestions:
         self.repl = repl
         self.card: QuestionCard | None = None
 
-    async def ask(self, agent: str, question: Question) -> Reply:
+    async def ask(self, asked: PendingQuestion) -> Reply:
         """Show the card and wait for the answer. Cancelled (the run ended), the card
         closes unanswered."""
         token = trio.lowlevel.current_trio_token()
         send, receive = trio.open_memory_channel[Reply](1)
-        card = QuestionCard(agent, question)
+        agent = asked.agent
+        card = QuestionCard(agent, asked.question)
         card.on_answered.append(lambda reply: token.run_sync_soon(_deliver, send, reply))
         self._open(card)
         try:
