@@ -22,6 +22,7 @@ import attrs
 
 from conclave.actors.agent.transcript_log import TRANSCRIPTS, TranscriptError, read_transcripts
 from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.human.desk import question_number
 from conclave.actors.human.events import QuestionAnswered, QuestionAsked
 from conclave.actors.human.questions import (
     ASK_USER,
@@ -52,11 +53,14 @@ class ResumePoint:
     """How many of its first messages are the round's prompt."""
     question_id: str
     answer: str
+    last_question: int
+    """The highest question number in the paused run's log: the resumed run numbers its
+    own after it, so question ids stay distinct along a chain of pauses and resumes."""
 
 
 def resume_point(log_dir: Path, answer: str) -> ResumePoint:
     """Where the paused run in ``log_dir`` goes on, once ``answer`` is given."""
-    asked = _pending(log_dir)
+    asked, count = _pending(log_dir)
     lines = _agent_lines(log_dir, asked.agent)
     rounds = [line for line in lines if line["purpose"] == CallPurpose.ROUND.value]
     if len(rounds) != len(lines) or not rounds:
@@ -76,16 +80,25 @@ def resume_point(log_dir: Path, answer: str) -> ResumePoint:
         prompt_length=prompt_length,
         question_id=asked.question_id,
         answer=answer,
+        last_question=count,
     )
 
 
-def _pending(log_dir: Path) -> QuestionAsked:
+def _pending(log_dir: Path) -> tuple[QuestionAsked, int]:
+    """The question the run waits on, and the highest question number in the log."""
     path = log_dir / EVENTS
     if not path.is_file():
         raise ResumeError(f"{log_dir}: no {EVENTS} here: give the log directory of a paused run")
     events = read_event_log(path).events
-    answered = {e.question_id for e in events if isinstance(e, QuestionAnswered)}
-    pending = [e for e in events if isinstance(e, QuestionAsked) and e.question_id not in answered]
+    waiting: dict[str, QuestionAsked] = {}
+    highest = 0
+    for event in events:
+        if isinstance(event, QuestionAsked):
+            waiting[event.question_id] = event
+            highest = max(highest, question_number(event.question_id))
+        elif isinstance(event, QuestionAnswered):
+            waiting.pop(event.question_id, None)
+    pending = list(waiting.values())
     if not pending:
         raise ResumeError(
             f"{log_dir}: the run waits on no question (it did not pause, or was resumed "
@@ -96,7 +109,7 @@ def _pending(log_dir: Path) -> QuestionAsked:
             f"{log_dir}: the run paused after coordination had answers; only a run paused "
             "in its single agent's first round can be resumed yet: run the task again"
         )
-    return pending[-1]
+    return pending[-1], highest
 
 
 def _agent_lines(log_dir: Path, agent: str) -> list[dict[str, Any]]:

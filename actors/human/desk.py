@@ -31,7 +31,7 @@ from conclave.actors.human.questions import (
 from conclave.actors.human.unanswered import OnQuestion, Unanswered
 from conclave.actors.run.clock import RunClock
 
-__all__ = ["Halt", "QuestionDesk", "Recorder"]
+__all__ = ["Halt", "QuestionDesk", "Recorder", "question_number"]
 
 Recorder = Callable[[DomainEvent], None]
 """Where the desk's events go: the asking agent's ``ActorContext.record``."""
@@ -39,13 +39,26 @@ Halt = Callable[[OnQuestion], None]
 """Ends the run because nobody can answer (fail or pause): the run's handle."""
 
 
+_PREFIX = "q"
+"""Question ids are ``q1``, ``q2``...: numbered in the order the desk took them."""
+
+
+def question_number(question_id: str) -> int:
+    """The number in a question id the desk made (0 for any other id)."""
+    digits = question_id.removeprefix(_PREFIX)
+    return int(digits) if digits.isdigit() else 0
+
+
 class QuestionDesk:
-    def __init__(self, gate: QuestionGate, clock: RunClock | None, *, halt: Halt) -> None:
+    def __init__(
+        self, gate: QuestionGate, clock: RunClock | None, *, halt: Halt, after: int = 0
+    ) -> None:
+        """``after``: the last question number already used (a resumed run's paused one)."""
         self.gate = gate
         self._clock = clock
         self._halt = halt
         self._turn = trio.Lock()
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(after + 1)
 
     async def ask(
         self, agent: str, question: Question, record: Recorder, *, call_id: str = ""
@@ -55,7 +68,7 @@ class QuestionDesk:
         When nobody can answer, the run is halted and this waits for the cancellation that
         ends it."""
         async with self._turn:
-            question_id = f"q{next(self._ids)}"
+            question_id = f"{_PREFIX}{next(self._ids)}"
             record(
                 QuestionAsked(
                     at=trio.current_time(),

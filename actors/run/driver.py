@@ -362,7 +362,8 @@ def _desk(spec: RunSpec, handle: RunHandle) -> QuestionDesk | None:
     """The run's one question desk, when it takes questions; nobody to answer halts it."""
     if spec.questions is None:
         return None
-    return QuestionDesk(spec.questions, handle.clock, halt=handle.unanswered)
+    after = spec.resume.last_question if spec.resume is not None else 0
+    return QuestionDesk(spec.questions, handle.clock, halt=handle.unanswered, after=after)
 
 
 def _backends(

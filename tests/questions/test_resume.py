@@ -18,7 +18,7 @@ from conclave.config.loader import load_config
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
 from tests.cli.helpers import TASK, conclave, write_config
-from tests.questions.helpers import CRITICAL, Person
+from tests.questions.helpers import CRITICAL, MINOR, Person
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +123,25 @@ def test_a_run_paused_in_its_presentation_is_refused_saying_why(
 
     assert code == ExitCode.USAGE
     assert "only a run paused in its single agent's first round" in capsys.readouterr().err
+
+
+def test_a_run_that_pauses_again_is_resumed_again_with_distinct_question_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = [{"tool": "ask_user", "arguments": q} for q in (CRITICAL, MINOR)]
+    cfg = write_config(tmp_path / "two.yaml", [{"id": "a1", "latency": 0, "tool_steps": steps}])
+    log = _paused(tmp_path, capsys, cfg)
+
+    first, again = _json_run(capsys, "resume", str(log), "--answer", "delete")
+    second, done = _json_run(capsys, "resume", str(log / "resumed-1"), "--answer", "tabs")
+
+    assert first == ExitCode.PAUSED
+    assert again["pending_question"]["question_id"] == "q2"
+    assert again["pending_question"]["question"]["question"] == MINOR["question"]
+    assert second == ExitCode.OK
+    assert done["termination"] == "completed"
+    lines = list(read_transcripts(log / "resumed-1" / "resumed-1" / "transcripts.jsonl"))
+    assert [line["content"] for line in lines if line["role"] == "tool"] == [
+        "The user answered: delete",
+        "The user answered: tabs",
+    ]
