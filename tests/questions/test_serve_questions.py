@@ -75,3 +75,20 @@ async def test_without_questions_a_served_run_asks_nothing(tmp_path: Path) -> No
         lines = await client.until("result")
 
     assert "question_asked" not in [line["type"] for line in lines]
+
+
+async def test_a_late_joiner_sees_the_open_question_in_its_snapshot(tmp_path: Path) -> None:
+    async with serving(tmp_path, config=CONFIG) as server, connect(server) as client:
+        run_id = await client.start_run(questions=True)
+        asked = (await client.until("question_asked"))[-1]
+        async with connect(server) as late:
+            await late.send(type="subscribe", run_id=run_id)
+            snapshot = await late.next()
+            await late.send(
+                type="answer", run_id=run_id, question_id=asked["question_id"], value="keep"
+            )
+            lines = await late.until("result")
+
+    common = {"type", "run_id", "seq", "t", "time"}
+    assert snapshot["question"] == {k: v for k, v in asked.items() if k not in common | {"call_id"}}
+    assert lines[-1]["termination"] == "completed"

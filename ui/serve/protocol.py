@@ -317,6 +317,9 @@ class Snapshot(_Server):
     run_started: dict[str, Any] | None
     override_window: dict[str, Any] | None
     ended: bool
+    question: dict[str, Any] | None = None
+    """The question waiting for an ``answer`` (null if none): the fields of its
+    ``question_asked`` line but ``call_id``."""
 
 
 @attrs.frozen(kw_only=True)

@@ -128,12 +128,14 @@ class _WatcherQuestions:
     async def ask(self, asked: PendingQuestion) -> Reply:
         send, receive = trio.open_memory_channel[Reply](1)
         self._run._question = (asked, send)
+        self._run.feed.question = _question_fields(asked)
         try:
             with trio.move_on_after(math.inf if self._timeout is None else self._timeout):
                 return await receive.receive()
             return Reply(value=asked.question.default, source=ReplySource.DEFAULT)
         finally:
             self._run._question = None
+            self._run.feed.question = None
 
 
 class ServedRun:
@@ -186,6 +188,7 @@ class ServedRun:
                 run_started=capture.run_started,
                 override_window=capture.override_window,
                 ended=capture.ended,
+                question=capture.question,
             )
             line = encode_snapshot(snapshot)
             self._snapshot = (capture, line, text_frame(line.encode("utf-8")))
@@ -258,6 +261,20 @@ class ServedRun:
 
     def _window_closed(self) -> None:
         self.feed.override_window = None
+
+
+def _question_fields(asked: PendingQuestion) -> dict[str, Any]:
+    """A waiting question as its ``question_asked`` line says it."""
+    question = asked.question
+    return {
+        "agent": asked.agent,
+        "question_id": asked.question_id,
+        "question": question.question,
+        "context": question.context,
+        "severity": question.severity.value,
+        "options": [attrs.asdict(o) for o in question.options],
+        "default": question.default,
+    }
 
 
 def _loads(line: str) -> dict[str, Any]:
