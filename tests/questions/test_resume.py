@@ -5,6 +5,8 @@ answer as its call's result and goes on from where it was, doing nothing twice."
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from conclave.actors.run.driver import RunSpec, run
 from conclave.config.loader import load_config
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-from tests.cli.helpers import TASK, conclave, write_config
+from tests.cli.helpers import TASK, conclave, start, write_config
 from tests.questions.helpers import CRITICAL, MINOR, Person
 
 
@@ -145,3 +147,39 @@ def test_a_run_that_pauses_again_is_resumed_again_with_distinct_question_ids(
         "The user answered: delete",
         "The user answered: tabs",
     ]
+
+
+def test_a_resume_killed_with_sigkill_loses_nothing_and_the_next_resume_completes(
+    tmp_path: Path,
+) -> None:
+    ask = {"tool": "ask_user", "arguments": CRITICAL}
+    agents = [{"id": "a1", "latency": 0.5, "tool_steps": [ask]}]
+    cfg = write_config(tmp_path / "slow.yaml", agents)
+    log = tmp_path / "paused"
+    paused = conclave(
+        "run",
+        "--config",
+        str(cfg),
+        "--log-dir",
+        str(log),
+        "--on-question",
+        "pause",
+        TASK,
+        cwd=tmp_path,
+    )
+    assert paused.returncode == ExitCode.PAUSED, paused.stderr
+    kept = {p.name: p.read_bytes() for p in log.iterdir() if p.is_file()}
+
+    resuming = start("resume", str(log), "--answer", "delete", cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not (log / "resumed-1" / "events.jsonl").exists():
+        assert time.monotonic() < deadline, "the resume never started its run"
+        time.sleep(0.01)
+    resuming.send_signal(signal.SIGKILL)
+    resuming.wait(timeout=30)
+    again = conclave("resume", str(log), "--answer", "delete", cwd=tmp_path)
+
+    assert resuming.returncode == -signal.SIGKILL
+    assert {p.name: p.read_bytes() for p in log.iterdir() if p.is_file()} == kept
+    assert again.returncode == ExitCode.OK, again.stderr
+    assert (log / "resumed-2" / "events.jsonl").exists()
