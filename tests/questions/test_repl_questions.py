@@ -11,7 +11,7 @@ from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConf
 from conclave.config.schema.backends import ScriptedBackendConfig
 from conclave.ui.repl.state import Dialog
 from tests.questions.helpers import CRITICAL, MINOR, asks
-from tests.repl.harness import ESC, Session, play
+from tests.repl.harness import CTRL_C, ESC, Session, play
 
 
 def _asking(*questions: dict[str, Any]) -> ConclaveConfig:
@@ -69,3 +69,17 @@ def test_questions_come_one_card_at_a_time_and_esc_takes_the_default(tmp_path: P
         ]
 
     play(scenario, tmp_path, conclave=_asking(CRITICAL, MINOR))
+
+
+def test_ctrl_c_on_a_card_ends_the_run_and_closes_the_card(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        before = session.state.usage.runs
+        session.type("Tidy the repository")
+        await session.until(lambda: session.state.dialog is Dialog.QUESTION, "the card")
+        session.press(CTRL_C)
+        await session.until(lambda: session.state.usage.runs > before, "the run's end")
+        assert session.state.dialog is Dialog.NONE
+        assert session.state.last_result is not None
+        assert session.state.last_result.termination == "cancelled"
+
+    play(scenario, tmp_path, conclave=_asking(CRITICAL))
