@@ -14,6 +14,7 @@ import conclave.actors.coordination.protocol
 import conclave.actors.events.base
 import conclave.actors.events.hub
 import conclave.actors.events.loop
+import conclave.actors.human.events
 import conclave.actors.mcp.events
 import conclave.actors.run.events
 import conclave.actors.session.entries
@@ -30,6 +31,7 @@ DOMAIN_MODULES = (
     conclave.actors.events.base,
     conclave.actors.events.hub,
     conclave.actors.events.loop,
+    conclave.actors.human.events,
     conclave.actors.mcp.events,
     conclave.actors.run.events,
     conclave.actors.session.entries,

@@ -50,9 +50,11 @@ from conclave.actors.coordination.rules import (
 from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.coordination.visibility import Visibility
 from conclave.actors.events.hub import EventHub
+from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.redaction import Redactor
+from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.faults import with_faults
@@ -231,6 +233,7 @@ async def open_run(
                 state,
                 memories,
                 handle.halted,
+                _desk(spec, handle),
                 backends,
                 services,
                 agents_supervisor,
@@ -326,6 +329,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
+    desk: QuestionDesk | None,
     backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
     agents_supervisor: Supervisor,
@@ -342,12 +346,29 @@ async def _start(
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
         memories[agent.id] = _spawn_agent(
-            system, spec, agent, state, backend, tooling, halted, agents_supervisor, transcript
+            system,
+            spec,
+            agent,
+            state,
+            backend,
+            tooling,
+            halted,
+            agents_supervisor,
+            transcript,
+            desk,
         )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
     await trio.lowlevel.checkpoint_if_cancelled()  # a run cancelled by now never starts
     system.root.start_child(run_child)
+
+
+def _desk(spec: RunSpec, handle: RunHandle) -> QuestionDesk | None:
+    """The run's one question desk, when it takes questions; nobody to answer halts it."""
+    if spec.questions is None:
+        return None
+    after = spec.resume.last_question if spec.resume is not None else 0
+    return QuestionDesk(spec.questions, handle.clock, halt=handle.unanswered, after=after)
 
 
 def _backends(
@@ -455,6 +476,7 @@ def _spawn_agent(
     halted: trio.Event,
     supervisor: Supervisor,
     transcript: TranscriptFile | None,
+    desk: QuestionDesk | None,
 ) -> AgentMemory:
     setup = AgentSetup(
         agent=agent.id,
@@ -469,9 +491,13 @@ def _spawn_agent(
         tools=tooling.tools,
         workspace=tooling.workspace,
         transcript=transcript,
+        questions=desk,
+        executing_plan=read_execution_task(spec.task) is not None,
         halted=halted,
     )
     memory = AgentMemory()
+    if spec.resume is not None and spec.resume.agent == agent.id:
+        memory.resumed = spec.resume
 
     def factory(ctx: ActorContext) -> AgentActor:
         return AgentActor(ctx, setup=setup, backend=backend, memory=memory)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import trio
 
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.events import EventHub
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
@@ -39,6 +40,7 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
+from conclave.ui.headless.questions import keep_question, on_question_gate
 from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
@@ -58,10 +60,12 @@ _EXIT = {
     Termination.TIMEOUT: ExitCode.TIMEOUT,
     Termination.MAX_COST: ExitCode.TIMEOUT,  # a limit reached, as a timeout is
     Termination.CANCELLED: ExitCode.CANCELLED,
+    Termination.PAUSED: ExitCode.PAUSED,
 }
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) -> int:
+    """``conclave run``; with ``resume``, a paused run going on (``conclave resume``)."""
     fmt: str = args.output_format
     flags = RunFlags.from_args(args)
     root = sessions_root()
@@ -81,7 +85,7 @@ def run_command(args: argparse.Namespace) -> int:
     prune_old_sessions(root, resolved.base)
     try:
         with open_chosen_session(root, chosen, warn=_warn) as session:
-            return _run_turn(task, config, modes, flags, log_dir, session, args)
+            return _run_turn(task, config, modes, flags, log_dir, session, args, resume)
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
 
@@ -94,6 +98,7 @@ def _run_turn(
     log_dir: Path,
     session: SessionRecorder | None,
     args: argparse.Namespace,
+    resume: ResumePoint | None,
 ) -> int:
     """Run ``task`` as the session's next turn (its history shown to the agents); the turn
     is recorded before the run starts, the run once it ends."""
@@ -109,6 +114,8 @@ def _run_turn(
         config=config,
         log_dir=log_dir,
         max_cost_usd=args.max_cost,
+        questions=on_question_gate(args.on_question),
+        resume=resume,
         mode=flags.collaboration,
         history=session.conversation.history() if session is not None else (),
     )
@@ -138,6 +145,8 @@ def _run_turn(
         planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
         if session is not None and planned is not None and planned.plan is not None:
             _record_plan(session, planned.plan, result)
+        if result.termination is Termination.PAUSED:
+            keep_question(result, task, args)
         exit_code = _print(result, progress, fmt, code, planned)
         if session is not None and recorded:
             # Last, after the answer: a reader finds the answer right below the timeline.

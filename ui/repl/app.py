@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from conclave.actors.session.compaction import CompactionPolicy
     from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
+    from conclave.ui.repl.questions import ReplQuestions
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
@@ -164,6 +165,8 @@ class Repl:
         self.shell = ShellCommands(self)
         """``!command``."""
         self.plans: PlanFlow | None = None
+        self.questions: ReplQuestions | None = None
+        """Agents' questions, each on a card in the input's place (:mod:`ui.repl.questions`)."""
         self.approvals: InteractiveFlow | None = None
         """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
         self.session_start: SessionStart | None = None
@@ -377,6 +380,10 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.QUESTION:
+            if self.questions is not None:
+                self.questions.take_default()  # the agent waits for an answer: the default
+            return
         if self.state.dialog is Dialog.RUN_APPROVAL:
             if self.approvals is not None:
                 self.approvals.cancel_dialog()  # the dialog's own Cancel closes it
@@ -486,6 +493,7 @@ async def _trio_main(
 
     from conclave.ui.repl.interactive import attach_interactive, compaction_policy
     from conclave.ui.repl.planning import attach_plans
+    from conclave.ui.repl.questions import attach_questions
     from conclave.ui.repl.service import open_repl_service
     from conclave.ui.repl.sessions import open_repl_session
 
@@ -505,6 +513,7 @@ async def _trio_main(
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
+        attach_questions(repl, service)
         async with contextlib.AsyncExitStack() as stack:
             if repl.session_start is not None:
                 stack.enter_context(
@@ -529,6 +538,7 @@ def _load_runtime() -> None:
         "outcome",
         "conclave.ui.repl.service",
         "conclave.ui.repl.planning",
+        "conclave.ui.repl.questions",
         "conclave.ui.repl.interactive",
         "conclave.ui.repl.sessions",
         "conclave.ui.repl.render",

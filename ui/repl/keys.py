@@ -105,7 +105,9 @@ def build_keys(repl: Repl) -> KeyBindings:
 
     @keys.add("c-c", filter=~is_searching)
     def _cancel(event: KeyPressEvent) -> None:
-        if state.dialog is not Dialog.NONE:
+        if state.dialog is Dialog.QUESTION:
+            repl.send(Cancel())  # a question card is part of its run: Ctrl+C ends the run
+        elif state.dialog is not Dialog.NONE:
             repl.close_dialog()
         elif repl.shell.stop():
             state.tell("stopping the shell command")

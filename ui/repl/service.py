@@ -37,6 +37,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.human.questions import QuestionGate
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
@@ -204,6 +205,8 @@ class ReplService:
         self.state = state
         """Written only through :attr:`_post`, on the UI's thread."""
         self.plans: PlanHook | None = None
+        self.questions: QuestionGate | None = None
+        """Who answers the agents' questions (the question card); ``None``: runs take none."""
         self.interactive: InteractiveHook | None = None
         """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
         self.sessions: SessionHook | None = None
@@ -476,6 +479,8 @@ class ReplService:
         sessions = self.sessions
         if spec.human is None:
             spec = attrs.evolve(spec, human=_WindowGate(self))
+        if spec.questions is None and self.questions is not None:
+            spec = attrs.evolve(spec, questions=self.questions)
         live = self._live = LiveRun(spec.config)
         self.show(live=live.snapshot(), elapsed=0.0, last_log_dir=spec.log_dir)
 

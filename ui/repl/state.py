@@ -66,6 +66,8 @@ class Dialog(enum.Enum):
     MODE_PICKER = "mode_picker"
     PLAN = "plan"
     RUN_APPROVAL = "run_approval"
+    QUESTION = "question"
+    """An agent's question card (:mod:`ui.repl.questions`)."""
     SESSIONS = "sessions"
     """``/resume``'s picker."""
 
