@@ -57,7 +57,7 @@ def test_tool_calls_are_printed_as_they_start_and_end(tmp_path: Path) -> None:
         screen = term.wait_for("completed: winner", timeout=60)
         [start] = lines_with(screen, "⏺ scripted1 read_file(")
         [end] = lines_with(screen, "⎿ scripted1 read_file: ok in ")
-        assert "notes.txt" in start
+        assert '{"path":"/' in start  # the arguments, cut at the terminal's width
         assert "buy more paperclips" in end
 
 
