@@ -86,6 +86,9 @@ class RunFlags:
     collaboration: CollaborationMode = CollaborationMode.DEFAULT
     collaboration_given: bool = False
     """Whether ``--mode`` was given (else the config's ``mode:`` may name the mode)."""
+    agent_mode_given: bool = False
+    """Whether ``--agent-mode`` or ``--agent`` was given."""
+    refinement_given: bool = False
     strategy: FinalAnswerStrategy | None = None
     visibility: str | None = None
     context: tuple[str, ...] = ()
@@ -114,6 +117,8 @@ class RunFlags:
             refinement=given("refinement") != "off",
             collaboration=CollaborationMode(given("mode") or CollaborationMode.DEFAULT.value),
             collaboration_given=given("mode") is not None,
+            agent_mode_given=given("agent_mode") is not None or given("agent") is not None,
+            refinement_given=given("refinement") is not None,
             strategy=FinalAnswerStrategy(strategy) if strategy is not None else None,
             visibility=given("visibility"),
             context=tuple(given("context") or ()),
@@ -149,6 +154,19 @@ class RunFlags:
     def mode_state(self) -> ModeState:
         """The one mode state the flags name."""
         [state] = self.mode_states()
+        return state
+
+    def over(self, restored: ModeState) -> ModeState:
+        """``restored`` (a resumed session's modes) with what these flags gave put over it,
+        each of collaboration mode, agent mode (with its agent) and refinement alone."""
+        mine = self.mode_state()
+        state = restored
+        if self.collaboration_given:
+            state = attrs.evolve(state, collaboration=mine.collaboration)
+        if self.agent_mode_given:
+            state = attrs.evolve(state, agent_mode=mine.agent_mode, active_agent=mine.active_agent)
+        if self.refinement_given:
+            state = attrs.evolve(state, refinement=mine.refinement)
         return state
 
 

@@ -43,8 +43,12 @@ from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
     chosen_session,
+    describe_modes,
     open_chosen_session,
     prune_old_sessions,
+    restored_modes,
+    restored_notice,
+    resumed_conversation,
     sessions_root,
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
@@ -68,10 +72,16 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         task = resolve_task(args)
         resolved = resolve(flags)
-        flags = flags.with_config_mode(resolved.base)
-        modes = flags.mode_state()
-        config = resolved.for_flags(modes)
         chosen = chosen_session(root, args)
+        resumed = resumed_conversation(root, chosen)
+        agents = [agent.id for agent in resolved.base.agents]
+        restored = None if resumed is None else restored_modes(resumed, agents, warn=_warn)
+        if restored is None:
+            flags = flags.with_config_mode(resolved.base)
+            modes = flags.mode_state()
+        else:
+            modes = flags.over(restored)  # the session's modes, but for the flags given
+        config = resolved.for_flags(modes)
         log_dir = resolve_log_dir(args.log_dir)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
@@ -81,7 +91,7 @@ def run_command(args: argparse.Namespace) -> int:
     prune_old_sessions(root, resolved.base)
     try:
         with open_chosen_session(root, chosen, warn=_warn) as session:
-            return _run_turn(task, config, modes, flags, log_dir, session, args)
+            return _run_turn(task, config, modes, restored, flags, log_dir, session, args)
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
 
@@ -90,26 +100,32 @@ def _run_turn(
     task: str,
     config: ConclaveConfig,
     modes: ModeState,
+    restored: ModeState | None,
     flags: RunFlags,
     log_dir: Path,
     session: SessionRecorder | None,
     args: argparse.Namespace,
 ) -> int:
-    """Run ``task`` as the session's next turn (its history shown to the agents); the turn
-    is recorded before the run starts, the run once it ends."""
+    """Run ``task`` as the session's next turn (its history shown to the agents, in the
+    modes it left off in, ``restored``, but for the flags given); the turn is recorded
+    before the run starts, the run once it ends."""
     fmt: str = args.output_format
     turn = None
     if session is not None:
-        given = flags.collaboration_given or config.mode is None
-        source = ModeSource.FLAG if given else ModeSource.CONFIG
-        session.mode(modes, source)
+        if restored is not None:
+            if fmt == "text":
+                _warn(_resumed_notice(session, modes, restored))
+            session.mode(modes, ModeSource.FLAG)  # written only when a flag changed it
+        else:
+            given = flags.collaboration_given or config.mode is None
+            session.mode(modes, ModeSource.FLAG if given else ModeSource.CONFIG)
         turn = session.user_turn(task)
     spec = RunSpec(
         task=task,
         config=config,
         log_dir=log_dir,
         max_cost_usd=args.max_cost,
-        mode=flags.collaboration,
+        mode=modes.collaboration,
         history=session.conversation.history() if session is not None else (),
     )
     tokens = LastCallTokens()
@@ -143,6 +159,13 @@ def _run_turn(
             # Last, after the answer: a reader finds the answer right below the timeline.
             _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
         return exit_code
+
+
+def _resumed_notice(session: SessionRecorder, modes: ModeState, restored: ModeState) -> str:
+    notice = restored_notice(session.id, session.conversation)
+    if modes != restored:
+        notice += f"; the flags make it {describe_modes(modes)}"
+    return notice
 
 
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
