@@ -156,10 +156,11 @@ class RunFlags:
         [state] = self.mode_states()
         return state
 
-    def over(self, restored: ModeState) -> ModeState:
+    def over(self, restored: ModeState, *, mine: ModeState | None = None) -> ModeState:
         """``restored`` (a resumed session's modes) with what these flags gave put over it,
-        each of collaboration mode, agent mode (with its agent) and refinement alone."""
-        mine = self.mode_state()
+        each of collaboration mode, agent mode (with its agent) and refinement alone;
+        ``mine``: the modes the flags made (default: :meth:`mode_state`)."""
+        mine = self.mode_state() if mine is None else mine
         state = restored
         if self.collaboration_given:
             state = attrs.evolve(state, collaboration=mine.collaboration)

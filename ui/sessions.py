@@ -86,12 +86,17 @@ def describe_modes(state: ModeState) -> str:
     return ", ".join(parts)
 
 
-def restored_notice(session_id: str, conversation: Conversation) -> str:
-    """One line: which session was resumed, how much of it, and the mode it restored."""
+def restored_notice(
+    session_id: str, conversation: Conversation, modes: ModeState | None = None
+) -> str:
+    """One line: which session was resumed, how much of it, the mode it restored, and the
+    ``modes`` made of it (by flags given, or an agent no longer configured) when they differ."""
     turns = plural(len(conversation.exchanges), "turn")
     compacted = " (older turns summarised)" if conversation.compaction is not None else ""
     mode = conversation.mode
     restored = f"; restored {describe_modes(mode.state)}" if mode is not None else ""
+    if mode is not None and modes is not None and modes != mode.state:
+        restored += f"; now {describe_modes(modes)}"
     return f"resumed session {session_id}: {turns}{compacted}{restored}"
 
 

@@ -195,14 +195,20 @@ def test_continue_runs_in_the_modes_the_session_left_off_in(
     assert "restored plan mode, multi-agent, refinement off" in capsys.readouterr().err
 
 
-def test_a_flag_given_with_continue_wins_over_that_one_restored_mode(tmp_path: Path) -> None:
+def test_a_flag_given_with_continue_wins_over_that_one_restored_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = write_config(tmp_path / "plan.yaml", [{"id": "a", "latency": 0}])
     main(["run", "--config", str(config), "--mode", "plan", "--refinement", "off", "plan it"])
+    capsys.readouterr()
     main(["run", "--config", str(config), "-c", "--mode", "default", "now do it"])
     [path] = _sessions()
     change = _last_mode(path)
     assert change.collaboration is CollaborationMode.DEFAULT and change.refinement is False
     assert change.source is ModeSource.FLAG
+    assert "refinement off; now default mode, multi-agent, refinement off" in (
+        capsys.readouterr().err
+    )
 
 
 def test_continue_drops_a_restored_agent_the_config_no_longer_has(

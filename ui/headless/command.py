@@ -43,7 +43,6 @@ from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
     chosen_session,
-    describe_modes,
     open_chosen_session,
     prune_old_sessions,
     restored_modes,
@@ -114,7 +113,7 @@ def _run_turn(
     if session is not None:
         if restored is not None:
             if fmt == "text":
-                _warn(_resumed_notice(session, modes, restored))
+                _warn(restored_notice(session.id, session.conversation, modes))
             session.mode(modes, ModeSource.FLAG)  # written only when a flag changed it
         else:
             given = flags.collaboration_given or config.mode is None
@@ -159,13 +158,6 @@ def _run_turn(
             # Last, after the answer: a reader finds the answer right below the timeline.
             _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
         return exit_code
-
-
-def _resumed_notice(session: SessionRecorder, modes: ModeState, restored: ModeState) -> str:
-    notice = restored_notice(session.id, session.conversation)
-    if modes != restored:
-        notice += f"; the flags make it {describe_modes(modes)}"
-    return notice
 
 
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
