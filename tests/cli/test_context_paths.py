@@ -229,6 +229,19 @@ def test_a_run_that_only_deletes_a_users_file_says_so_and_saves_its_diff(
     )
 
 
+def test_replay_ends_with_the_footer_of_the_files_the_run_changed(
+    tmp_path: Path, ctx: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _run_config(tmp_path, present_steps=[_step("delete_file", path=f"{ctx}/existing.txt")])
+    code, _, err = _conclave(tmp_path, config, "--context", f"{ctx}:w")
+    assert code == ExitCode.OK, err
+    footer = err[err.index(_heading(tmp_path)) :].split("\ncompleted:")[0]
+
+    assert main(["replay", str(tmp_path / "log0")]) == ExitCode.OK
+
+    assert capsys.readouterr().out.endswith(f"\n\n{footer}\n")
+
+
 def test_a_file_context_path_is_written_by_the_file_tools(tmp_path: Path, ctx: Path) -> None:
     notes = ctx / "existing.txt"
     config = _run_config(
