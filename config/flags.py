@@ -126,6 +126,7 @@ def add_run_flags(
         p.add_argument("--agent", metavar="ID", help=text["agent"])
         p.add_argument("--refinement", choices=("on", "off"), default=None)
         p.add_argument(
+            "-m",  # as Claude Code's and Codex's users reach for; no command has another -m
             "--mode",
             type=collaboration_mode,
             default=None,  # not given: the config's mode:, else default

@@ -359,11 +359,22 @@ class JsonlEventLog:
                 break
         if lines:
             data = lines[0] if len(lines) == 1 else b"".join(lines)
+            done = 0
             try:
-                written = file.write(data)
-                if written != len(data):
-                    self._write_rest(file, data, written)
+                while done < len(data):  # a signal or a filling disk may cut a write short
+                    more = file.write(data[done:] if done else data)
+                    if not more:
+                        raise OSError(errno.EIO, f"the file took {done} of {len(data)} bytes")
+                    done += more
             except Exception as exc:
+                # The whole lines the file took before the failure stay (a disk filling up
+                # takes part of a batch): the log stops after them.
+                for line in lines:
+                    if done < len(line):
+                        break
+                    done -= len(line)
+                    self._size += len(line)
+                    self._lines += 1
                 self._fail(file, _describe(exc))
                 return
             self._size += len(data)
@@ -408,18 +419,6 @@ class JsonlEventLog:
         if self._mentions == _GENERATION:
             self._older, self._recent, self._mentions = self._recent, {}, 0
         return data
-
-    @staticmethod
-    def _write_rest(file: LogFile, line: bytes, done: int | None) -> None:
-        """Write the rest of ``line`` after a short write (a signal may cut a write short);
-        a write that makes no progress is a failure."""
-        while done != len(line):
-            if not done:
-                raise OSError(errno.EIO, "the file accepted no bytes")
-            more = file.write(line[done:])
-            done += more or 0
-            if not more:
-                raise OSError(errno.EIO, f"short write: {done} of {len(line)} bytes")
 
     def _fail(self, file: LogFile, error: str) -> None:
         """Stop logging: cut the file back to its last full line, close it, report once."""

@@ -106,7 +106,7 @@ def test_a_context_flag_sets_the_permission_of_a_configured_path_keeping_its_pro
 ) -> None:
     (tmp_path / "docs").mkdir()
     config = tmp_path / "c.yaml"
-    entry = {"path": str(tmp_path / "docs"), "protected_paths": ["keep.md"]}
+    entry: dict[str, object] = {"path": str(tmp_path / "docs"), "protected_paths": ["keep.md"]}
     config.write_text(json.dumps(_config(entry)), encoding="utf-8")
 
     resolved = resolve(RunFlags(config=str(config), context=(f"{tmp_path / 'docs'}:w",)))

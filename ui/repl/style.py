@@ -24,6 +24,12 @@ STYLE = Style.from_dict(
         "progress.head": "ansicyan",
         "progress.agent": "",
         "progress.failed": "ansired",
+        "progress.stream": "ansibrightblack",
+        "tool": "ansiblue",
+        "tool.ok": "ansibrightblack",
+        "tool.failed": "ansired",
+        "status": "ansibrightblack",
+        "shell": "ansibrightblack",
         # The mode bar and the tab bar.
         "bar": "bg:#262626 #d0d0d0",
         "bar.key": "bg:#262626 #8a8a8a",
