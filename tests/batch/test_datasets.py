@@ -52,6 +52,20 @@ def test_a_csv_row_with_the_wrong_number_of_cells_is_a_bad_line(
     assert "qa.csv:3: 3 cells where the header row has 2; the line was skipped" in ran.err
 
 
+def test_a_line_missing_its_id_or_task_is_told_which_flag_names_its_field(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "qa.csv").write_text("question,answer\nWhat is 6 times 7?,42\n", encoding="utf-8")
+    source = write_tasks(tmp_path / "chat.jsonl", [{"id": 1, "messages": []}])
+
+    no_id = batch(capsys, "qa.csv", "--dry-run", "--config", answering)
+    no_task = batch(capsys, source, "--dry-run", "--config", answering)
+
+    assert no_id.code == no_task.code == 2
+    assert 'qa.csv:2: the key "id" is missing' in no_id.err and "with --id-field" in no_id.err
+    assert 'the key "task" is missing' in no_task.err and "with --input-field" in no_task.err
+
+
 def test_a_jsonl_dataset_maps_its_fields_and_keeps_the_rest_as_metadata(
     tmp_path: Path, answering: Path, capsys: Capsys
 ) -> None:

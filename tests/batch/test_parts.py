@@ -16,7 +16,7 @@ from conclave.config.schema import default_config
 from conclave.ui.batch.command import exit_code, parse_modes
 from conclave.ui.batch.grading import Grade, Grader, is_correct, last_number
 from conclave.ui.batch.progress import BatchProgress
-from conclave.ui.batch.results import open_results
+from conclave.ui.batch.results import NotResults, open_results
 from conclave.ui.batch.summary import ModeSummary, render_table, summarise
 from conclave.ui.batch.tasks import BadLine, apply_overrides
 from conclave.ui.exit_codes import ExitCode
@@ -165,6 +165,28 @@ def test_a_line_of_results_that_is_not_a_result_is_named_and_ignored(tmp_path: P
 
     assert results.notes == [f"{path}:1: not a result line; ignored"]
     assert list(results.existing) == [("a", "", 1)]
+
+
+def test_a_file_holding_lines_but_no_result_is_refused_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    text = '{"id": "t1", "task": "a"}\n{"id": "t2", "task": "no newline at the end"}'
+    path.write_text(text, "utf-8")
+
+    with pytest.raises(NotResults, match="not a results file of conclave batch"):
+        open_results(path)
+
+    assert path.read_text("utf-8") == text  # neither cut nor appended to
+
+
+def test_a_first_result_cut_mid_write_is_still_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"id": "a", "termi', "utf-8")
+
+    open_results(path).close()
+
+    assert path.read_text("utf-8") == ""
 
 
 def test_overrides_set_only_the_orchestrator_fields_they_name() -> None:

@@ -84,6 +84,35 @@ def test_a_results_file_that_cannot_be_read_is_named(tmp_path: Path, capsys: Cap
     assert "conclave report: cannot read missing.jsonl (No such file or directory)" in ran.err
 
 
+def test_an_html_path_that_cannot_be_written_is_a_usage_error_with_nothing_printed(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    out = _compared(tmp_path, capsys)
+
+    ran = report(capsys, out, "--html", "missing-dir/report.html")
+
+    assert ran.code == 2
+    assert "--html missing-dir/report.html: No such file or directory" in ran.err
+    assert ran.out == ""
+
+
+def test_a_failed_html_write_leaves_the_earlier_report_whole_and_no_stray_file(
+    tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _compared(tmp_path, capsys)
+    (tmp_path / "report.html").write_text("the earlier report", encoding="utf-8")
+
+    def disk_full(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("conclave.ui.batch.report_command.os.replace", disk_full)
+    ran = report(capsys, out, "--html", "report.html")
+
+    assert ran.code == 2 and "No space left on device" in ran.err
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == "the earlier report"
+    assert not list(tmp_path.glob(".report.html.*"))
+
+
 def test_the_html_report_is_one_file_that_loads_nothing_from_elsewhere(
     tmp_path: Path, capsys: Capsys
 ) -> None:

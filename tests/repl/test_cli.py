@@ -82,8 +82,9 @@ def test_a_bare_conclave_with_a_terminal_on_stdin_starts_the_repl(
     monkeypatch.setattr("sys.stdin", _Terminal())
     assert cli.main([]) == ExitCode.OK
     [args] = started
-    # --mode not given (None): the config's mode: decides, else the default mode.
-    assert (args.mode, args.agent_mode, args.refinement) == (None, "multi", "on")
+    # No mode flag given (None): a resumed session's modes, the config's mode:, else the
+    # default modes decide.
+    assert (args.mode, args.agent_mode, args.refinement) == (None, None, None)
     assert RunFlags.from_args(args).mode_state() == ModeState()
 
 

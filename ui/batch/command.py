@@ -56,6 +56,7 @@ from conclave.ui.batch.plan import ChangedConfig, ConfigChanged, Plan, PlannedRu
 from conclave.ui.batch.progress import BatchProgress
 from conclave.ui.batch.record import grade_answer, result_record
 from conclave.ui.batch.results import (
+    NotResults,
     ResultKey,
     ResultsFile,
     open_results,
@@ -110,6 +111,9 @@ def batch_command(args: argparse.Namespace) -> int:
     try:
         try:
             results = open_results(out)
+        except NotResults as exc:
+            print(f"conclave batch: --out: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
         except OSError as exc:
             print(
                 f"conclave batch: --out {shown}: {exc.strerror or exc}; pass a writable file",

@@ -60,7 +60,7 @@ class ConfigChanged(Exception):
     def __init__(self, changed: Sequence[PlannedRun]) -> None:
         one = len(changed) == 1
         super().__init__(
-            f"{plural(len(changed), 'result')} in RESULTS {'was' if one else 'were'} made with "
+            f"{plural(len(changed), 'result')} in it {'was' if one else 'were'} made with "
             f"another config than {'its run' if one else 'their runs'} would have now "
             f"({listed([run.label for run in changed])}); pass --rerun-changed to run "
             f"{'it' if one else 'them'} again with this config, or --force to keep "

@@ -7,7 +7,10 @@ provenance, so a report needs neither the tasks nor the configs."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from conclave.ui.batch.compare import paired_rows, paired_table
@@ -47,14 +50,15 @@ def report_command(args: argparse.Namespace) -> int:
     categories = category_table(data.tallies, args.category_field)
     if categories is not None:
         sections += ["## Accuracy per category", categories.markdown()]
-    print("\n\n".join(sections))
     if args.html is not None:
+        # Written before the tables are printed: a path that cannot be written is a usage
+        # error with nothing on stdout, as every other bad input is.
         out = Path(args.html)
         page = render_html(
             data, out, sources=[display_path(p) for p in paths], category_field=args.category_field
         )
         try:
-            out.write_text(page, encoding="utf-8")
+            _write_whole(out, page)
         except OSError as exc:
             print(
                 f"conclave report: --html {display_path(out)}: {exc.strerror or exc}; pass a "
@@ -62,5 +66,23 @@ def report_command(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return ExitCode.USAGE
-        print(f"conclave report: wrote {display_path(out)}", file=sys.stderr)
+    print("\n\n".join(sections))
+    if args.html is not None:
+        print(f"conclave report: wrote {display_path(Path(args.html))}", file=sys.stderr)
     return ExitCode.OK
+
+
+def _write_whole(out: Path, page: str) -> None:
+    """``page`` as ``out``, whole or not at all: written beside it, then renamed over it, so
+    a failed write (a full disk) leaves no half page and an earlier report intact."""
+    fd, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(page)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as any new file; mkstemp's 0600 is for now
+        os.replace(temporary, out)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)

@@ -92,7 +92,12 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
     modes = (
         parse_modes(args.compare_modes)
         if args.compare_modes is not None
-        else [ModeName(agent_mode=AgentMode(args.agent_mode), refinement=args.refinement == "on")]
+        else [
+            ModeName(
+                agent_mode=AgentMode(args.agent_mode or AgentMode.MULTI.value),
+                refinement=args.refinement != "off",
+            )
+        ]
     )
     flags = RunFlags.from_args(args)
     flags.mode_states([(m.agent_mode, m.refinement) for m in modes])  # the flags' own checks

@@ -142,7 +142,8 @@ def _parse(number: int, data: Mapping[str, Any], fields: Fields) -> TaskLine | B
     id_key, input_key = fields.id, fields.input
     if id_key not in data:
         return bad(
-            f'the key "{id_key}" is missing; give the line an id (a string or a whole number)'
+            f'the key "{id_key}" is missing; give the line an id (a string or a whole number), '
+            "or name the field that holds it with --id-field"
         )
     id_ = data[id_key]
     if isinstance(id_, bool) or not isinstance(id_, str | int) or str(id_).strip() == "":
@@ -150,7 +151,8 @@ def _parse(number: int, data: Mapping[str, Any], fields: Fields) -> TaskLine | B
     task = data.get(input_key)
     if task is None:
         return bad(
-            f'the key "{input_key}" is missing; give the line its task as text or chat messages'
+            f'the key "{input_key}" is missing; give the line its task as text or chat '
+            "messages, or name the field that holds it with --input-field"
         )
     history: tuple[Turn, ...] = ()
     if isinstance(task, list):

@@ -47,6 +47,9 @@ from conclave.ui.sessions import (
     chosen_session,
     open_chosen_session,
     prune_old_sessions,
+    restored_modes,
+    restored_notice,
+    resumed_conversation,
     sessions_root,
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
@@ -72,10 +75,16 @@ def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) 
     try:
         task = resolve_task(args)
         resolved = resolve(flags)
-        flags = flags.with_config_mode(resolved.base)
-        modes = flags.mode_state()
-        config = resolved.for_flags(modes)
         chosen = chosen_session(root, args)
+        resumed = resumed_conversation(root, chosen)
+        agents = [agent.id for agent in resolved.base.agents]
+        restored = None if resumed is None else restored_modes(resumed, agents, warn=_warn)
+        if restored is None:
+            flags = flags.with_config_mode(resolved.base)
+            modes = flags.mode_state()
+        else:
+            modes = flags.over(restored)  # the session's modes, but for the flags given
+        config = resolved.for_flags(modes)
         log_dir = resolve_log_dir(args.log_dir)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
@@ -85,7 +94,7 @@ def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) 
     prune_old_sessions(root, resolved.base)
     try:
         with open_chosen_session(root, chosen, warn=_warn) as session:
-            return _run_turn(task, config, modes, flags, log_dir, session, args, resume)
+            return _run_turn(task, config, modes, restored, flags, log_dir, session, args, resume)
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
 
@@ -94,20 +103,26 @@ def _run_turn(
     task: str,
     config: ConclaveConfig,
     modes: ModeState,
+    restored: ModeState | None,
     flags: RunFlags,
     log_dir: Path,
     session: SessionRecorder | None,
     args: argparse.Namespace,
     resume: ResumePoint | None,
 ) -> int:
-    """Run ``task`` as the session's next turn (its history shown to the agents); the turn
-    is recorded before the run starts, the run once it ends."""
+    """Run ``task`` as the session's next turn (its history shown to the agents, in the
+    modes it left off in, ``restored``, but for the flags given); the turn is recorded
+    before the run starts, the run once it ends."""
     fmt: str = args.output_format
     turn = None
     if session is not None:
-        given = flags.collaboration_given or config.mode is None
-        source = ModeSource.FLAG if given else ModeSource.CONFIG
-        session.mode(modes, source)
+        if restored is not None:
+            if fmt == "text":
+                _warn(restored_notice(session.id, session.conversation, modes))
+            session.mode(modes, ModeSource.FLAG)  # written only when a flag changed it
+        else:
+            given = flags.collaboration_given or config.mode is None
+            session.mode(modes, ModeSource.FLAG if given else ModeSource.CONFIG)
         turn = session.user_turn(task)
     spec = RunSpec(
         task=task,
@@ -116,7 +131,7 @@ def _run_turn(
         max_cost_usd=args.max_cost,
         questions=on_question_gate(args.on_question),
         resume=resume,
-        mode=flags.collaboration,
+        mode=modes.collaboration,
         history=session.conversation.history() if session is not None else (),
     )
     tokens = LastCallTokens()

@@ -717,5 +717,5 @@ def _session_start(
         root=root,
         resume=resume,
         source=ModeSource.CONFIG if mode_from_config else ModeSource.FLAG,
-        flag_mode=flags.collaboration_given,
+        flags=flags,
     )

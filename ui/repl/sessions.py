@@ -27,7 +27,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-import attrs
 import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
@@ -47,14 +46,14 @@ from conclave.actors.session.history import Conversation
 from conclave.actors.session.migrations import SessionTooNew
 from conclave.actors.session.recorder import LastCallTokens, SessionRecorder
 from conclave.actors.session.store import SessionError, find_session, open_session
-from conclave.config.modes import AgentMode, ModeSource, ModeState
+from conclave.config.modes import ModeSource, ModeState
 from conclave.config.wording import plural
 from conclave.ui.repl.plan_dialog import Approve, PlanDecision, Revise
 from conclave.ui.repl.protocol import Submit
 from conclave.ui.repl.service import Printer, ReplService
 from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import Dialog
-from conclave.ui.sessions import prune_old_sessions, restored_notice
+from conclave.ui.sessions import prune_old_sessions, restored_modes, restored_notice
 
 __all__ = ["ReplSession", "open_repl_session"]
 
@@ -224,8 +223,8 @@ class ReplSession:
             self._warn(problems)
         self._show(conversation)
         self._service.set_history(conversation.history())
-        notice = restored_notice(session_id, conversation)
         modes = self._restored_modes(conversation)
+        notice = restored_notice(session_id, conversation, modes)
         if modes is not None:
             self._modes = modes
             self._service.show(modes=modes)
@@ -234,16 +233,10 @@ class ReplSession:
         self._service.tell(notice)
 
     def _restored_modes(self, conversation: Conversation) -> ModeState | None:
-        change = conversation.mode
-        if change is None:
+        modes = restored_modes(conversation, self._agents, warn=self._warn)
+        if modes is None:
             return None
-        modes = change.state
-        if modes.active_agent is not None and modes.active_agent not in self._agents:
-            modes = attrs.evolve(modes, agent_mode=AgentMode.MULTI, active_agent=None)
-            self._warn(f"agent {change.active_agent!r} is no longer configured: multi-agent mode")
-        if self._start.flag_mode:
-            modes = attrs.evolve(modes, collaboration=self._modes.collaboration)
-        return modes
+        return self._start.flags.over(modes, mine=self._modes)
 
     def _show(self, conversation: Conversation) -> None:
         exchanges = conversation.exchanges
