@@ -36,6 +36,7 @@ from conclave.actors.llm.protocol import (
     ToolCall,
     Usage,
 )
+from conclave.actors.llm.scripted_timer import sleep_until
 from conclave.actors.planning.scripted_plans import as_plan_reply
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
 from conclave.config.schema import Misbehaviour, ScriptedBackendConfig
@@ -98,11 +99,11 @@ class ScriptedBackend:
         # Deadlines, not durations: the reply comes at exactly start + delay, streamed or not.
         start = trio.current_time()
         end = start + delay
-        await trio.sleep_until(start + delay * (1 - STREAMED_SHARE))
+        await sleep_until(start + delay * (1 - STREAMED_SHARE))
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):
-            await trio.sleep_until(end)  # a failure takes the whole latency, as it always did
+            await sleep_until(end)  # a failure takes the whole latency, as it always did
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
@@ -273,7 +274,7 @@ async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
     now = trio.current_time()
     if not text or sink is None:
         if end > now:
-            await trio.sleep_until(end)
+            await sleep_until(end)
         return
     size = -(-len(text) // STREAM_CHUNKS)  # ceiling: never more than STREAM_CHUNKS pieces
     pieces = [text[i : i + size] for i in range(0, len(text), size)]
@@ -281,7 +282,7 @@ async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
     for index, piece in enumerate(pieces, 1):
         sink.text(piece)
         if end > now:
-            await trio.sleep_until(end if index == len(pieces) else now + step * index)
+            await sleep_until(end if index == len(pieces) else now + step * index)
 
 
 def _is_step_result(message: ChatMessage) -> bool:
