@@ -166,13 +166,16 @@ class ScriptedBackend:
             (label.seq for label in map(Label.parse, view.answers) if label.author == view.me),
             default=0,
         )
-        answer = self.compose(view, revision=given + 1, retries=retries)
-        vote_target = self._choose_vote(view)
+
+        # Composed only when the reply carries it: half the rounds of a run are votes.
+        def answer() -> str:
+            return self.compose(view, revision=given + 1, retries=retries)
+
         if misbehave is Misbehaviour.NO_CALL:
             return ChatMessage(role="assistant", content="I think the answers look fine.")
         if misbehave is Misbehaviour.BOTH_CALLS:
             return _calls(
-                ("new_answer", {"content": answer}),
+                ("new_answer", {"content": answer()}),
                 ("vote", {"agent_id": view.me, "reason": "both"}),
             )
         if misbehave is Misbehaviour.UNKNOWN_TOOL:
@@ -180,7 +183,9 @@ class ScriptedBackend:
         if misbehave is Misbehaviour.VOTE_WITHOUT_ANSWER:
             return _calls(("vote", {"agent_id": "agent999", "reason": "no such answer"}))
         if misbehave is Misbehaviour.DUPLICATE:
-            existing = next(iter(view.answers.values()), answer)
+            existing = next(iter(view.answers.values()), None)
+            if existing is None:
+                existing = answer()
             return _calls(("new_answer", {"content": existing}))
         if misbehave is Misbehaviour.MALFORMED:
             return ChatMessage(
@@ -195,8 +200,8 @@ class ScriptedBackend:
         if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
             steps = self.policy.tool_steps
             step = self._step(steps, offered, done, view, given + 1)
-            return step or _calls(("new_answer", {"content": answer}), call_id=self._call_id())
-        if "vote" in offered and vote_target is not None:
+            return step or _calls(("new_answer", {"content": answer()}), call_id=self._call_id())
+        if "vote" in offered and (vote_target := self._choose_vote(view)) is not None:
             step = self._step(self.policy.vote_tool_steps, offered, done, view, given)
             if step is not None:
                 return step
