@@ -213,8 +213,12 @@ class CoordinationState:
                 self._answers_seen[viewer] += 1
         # Only the agents shown this answer (its author among them) have a reason to look
         # again: a vote elsewhere stands (it could not be for this author, whom its voter
-        # cannot see).
-        cleared = tuple(v for v in self.votes if visibility.sees(v, agent))
+        # cannot see). Asked of the few agents shown it, not of every vote: a late answer
+        # among ten thousand votes would otherwise walk them all.
+        if visibility.everyone:
+            cleared = tuple(self.votes)
+        else:
+            cleared = tuple(v for v in visibility.audience(agent) if v in self.votes)
         for voter in cleared:
             self._drop_vote(voter)
         return AnswerOutcome(answer=answer, error=None, cleared_voters=cleared)

@@ -85,6 +85,7 @@ from conclave.runtime import (
 )
 from conclave.runtime.eventlog import EventLogFailure
 from conclave.runtime.events import EVENT_LOG_FORMAT
+from conclave.runtime.gc_tuning import gc_sized_for_agents
 
 __all__ = [
     "BUS",
@@ -174,6 +175,22 @@ async def open_run(
     engine) fails the run, saying why. An exception raised by the block itself propagates
     unchanged.
     """
+    # A big run keeps its agents' state alive: the collector is sized for it while it is
+    # open (runtime/gc_tuning.py), if the process's entry point chose that.
+    with gc_sized_for_agents(len(spec.config.agents)):
+        async with _open_run(spec, taps=taps, hub=hub, on_log_failure=on_log_failure) as handle:
+            yield handle
+
+
+@asynccontextmanager
+async def _open_run(
+    spec: RunSpec,
+    *,
+    taps: Iterable[EventTap] = (),
+    hub: EventHub | None = None,
+    on_log_failure: LogFailureCallback | None = None,
+) -> AsyncIterator[RunHandle]:
+    """:func:`open_run` itself, once the collector is sized for the run."""
     config = spec.config
     state = CoordinationState(
         task=spec.task, agents=[a.id for a in config.agents], orchestrator=config.orchestrator
