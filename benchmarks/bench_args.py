@@ -48,6 +48,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         "default: .conclave/bench, next to a user's own runs)",
     )
     p.add_argument("--case", help=argparse.SUPPRESS)
+    p.add_argument("--log-cost", help=argparse.SUPPRESS)
 
 
 def _not_a_regular_file(path: Path) -> str | None:

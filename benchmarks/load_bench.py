@@ -5,7 +5,11 @@ Scenarios (each prints a table and writes JSON with machine info, parameters and
 * ``big``: one coordinated run of N agents. The *ideal* is the same run on a virtual clock
   (trio's MockClock with autojump): there every piece of runtime work takes zero time, so
   its duration is exactly the critical path of LLM latencies the run had to wait for.
-  Each case runs in its own process so peak RSS belongs to that case alone.
+  Each case runs in its own process so peak RSS belongs to that case alone. The rows issue
+  24 sets a target for (:data:`BIG_TARGETS`) print it and whether it is met; CPU time is
+  printed beside wall time, which other processes on a shared machine inflate. Then what
+  the event log costs: the same run (ring, L = 0, so all runtime work) with its log and
+  without, interleaved, against :data:`LOG_COST_TARGET`.
 * ``batch``: M independent 3-agent runs at concurrency C; runs/s against C / run latency.
 * ``storm``: all-to-all with refinement on: LLM requests and restarts per run for each
   in-flight policy, against the 2N+1 floor (N answers, N votes, one presentation). Its
@@ -130,34 +134,61 @@ def _virtual(case: Case) -> tuple[RunResult, float]:
     return trio.run(go, clock=clock)
 
 
+BIG_TARGETS: dict[tuple[int, float, str], float] = {
+    (1_000, 0.2, "ring"): 1.2,
+    (10_000, 0.2, "ring"): 3.0,
+}
+"""Issue 24's targets for wall / ideal, by agents, latency and visibility."""
+LOG_COST_TARGET = 0.15
+"""A run with its event log may take at most this fraction more than without (issue 24)."""
+
+
+@attrs.frozen(kw_only=True)
+class _Measured:
+    wall: float
+    cpu: float
+    result: RunResult
+    log_bytes: int
+
+
+def _timed_run(config: ConclaveConfig, log_dir: Path | None, failures: list[str]) -> _Measured:
+    """One run in a fresh ``trio.run``: its wall and CPU time and its log's size."""
+    spec = RunSpec(task=TASK, config=config, log_dir=log_dir)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = trio.run(partial(run, spec, on_log_failure=_noting(failures)))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    size = (log_dir / "events.jsonl").stat().st_size if log_dir is not None else 0
+    return _Measured(wall=wall, cpu=cpu, result=result, log_bytes=size)
+
+
 def measure_big_run(case: Case) -> dict[str, Any]:
     """One case, in this process: ``case.repeats`` real runs (each with its event log), then
     the virtual ideal. Figures are those of the median run by wall time; the range of
     wall/ideal over all repeats is reported next to it, because this machine is noisy."""
     baseline = current_rss_kb()
-    measured: list[tuple[float, RunResult, int]] = []
+    measured: list[_Measured] = []
     log_failures: list[str] = []
     config = case.config()
     with _log_scratch() as tmp:
         for repeat in range(case.repeats):
-            log_dir = tmp / f"run{repeat}"
-            spec = RunSpec(task=TASK, config=config, log_dir=log_dir)
-            started = time.perf_counter()
-            result = trio.run(partial(run, spec, on_log_failure=_noting(log_failures)))
-            wall = time.perf_counter() - started
-            measured.append((wall, result, (log_dir / "events.jsonl").stat().st_size))
+            measured.append(_timed_run(config, tmp / f"run{repeat}", log_failures))
         peak = peak_rss_kb()
     ideal = _virtual(case)[1] if case.latency else 0.0
-    measured.sort(key=lambda m: m[0])
-    wall, result, log_bytes = measured[len(measured) // 2]
-    ratios = [m[0] / ideal for m in measured] if ideal else []
+    measured.sort(key=lambda m: m.wall)
+    median = measured[len(measured) // 2]
+    wall, result, log_bytes = median.wall, median.result, median.log_bytes
+    ratios = [m.wall / ideal for m in measured] if ideal else []
+    target = BIG_TARGETS.get((case.agents, case.latency, case.visibility))
     return {
         **attrs.asdict(case),
         "termination": result.termination,
         "wall_s": round(wall, 3),
+        "cpu_s": round(median.cpu, 3),
         "ideal_s": round(ideal, 3),
         "wall_over_ideal": round(wall / ideal, 2) if ideal else None,
         "ratio_range": f"{min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else None,
+        "target": f"<= {target}" if target is not None else None,
+        "met": round(wall / ideal, 2) <= target if target is not None and ideal else None,
         "llm_started": result.llm_calls,
         "llm_completed": result.llm_completed,
         "restarts": result.restarts,
@@ -167,6 +198,49 @@ def measure_big_run(case: Case) -> dict[str, Any]:
         "peak_rss_mb": round(peak / 1024, 1),
         "rss_per_agent_kb": round((peak - baseline) / case.agents, 1),
         "event_log_mb": round(log_bytes / 1e6, 2),
+        **_log_failure_fields(log_failures),
+    }
+
+
+def measure_log_cost(agents: int, repeats: int) -> dict[str, Any]:
+    """What the event log costs one run, in this process: the big run of ``agents`` (ring,
+    L = 0: all runtime work, nothing hides the log's cost) with its log and without,
+    ``repeats`` times each, interleaved so drift on a shared machine hits both alike. The
+    verdict compares CPU medians; wall medians, which other processes inflate, are shown
+    beside them."""
+    config = Case(agents=agents, latency=0.0, visibility="ring").config()
+    on: list[_Measured] = []
+    off: list[_Measured] = []
+    log_failures: list[str] = []
+    with _log_scratch() as tmp:
+        # Unmeasured: imports, the codec's generated functions and the allocator warm up.
+        _timed_run(config, tmp / "warm-up", [])
+        for repeat in range(repeats):
+            order = (True, False) if repeat % 2 == 0 else (False, True)
+            for logged in order:
+                if logged:
+                    on.append(_timed_run(config, tmp / f"run{repeat}", log_failures))
+                else:
+                    off.append(_timed_run(config, None, log_failures))
+    # Rounded before the verdict, so that the row's figures give its verdict.
+    cpu_on, cpu_off = (round(statistics.median(m.cpu for m in ms), 3) for ms in (on, off))
+    wall_on, wall_off = (round(statistics.median(m.wall for m in ms), 3) for ms in (on, off))
+    cost = cpu_on / cpu_off - 1
+    return {
+        "agents": agents,
+        "latency": 0.0,
+        "visibility": "ring",
+        "repeats": repeats,
+        "wall_off_s": wall_off,
+        "wall_on_s": wall_on,
+        "cpu_off_s": cpu_off,
+        "cpu_on_s": cpu_on,
+        "log_cost_cpu": f"{cost:+.0%}",
+        "log_cost_wall": f"{wall_on / wall_off - 1:+.0%}",
+        "target": f"<= {LOG_COST_TARGET:.0%}",
+        "met": cost <= LOG_COST_TARGET,
+        "event_log_mb": round(statistics.median(m.log_bytes for m in on) / 1e6, 2),
+        "all_completed": all(m.result.termination == "completed" for m in (*on, *off)),
         **_log_failure_fields(log_failures),
     }
 
@@ -183,14 +257,18 @@ def _log_failure_fields(failures: Sequence[str]) -> dict[str, Any]:
 
 
 def _in_subprocess(case: Case) -> dict[str, Any]:
+    return _subprocess_row("--case", json.dumps(attrs.asdict(case)))
+
+
+def _log_cost_in_subprocess(agents: int, repeats: int) -> dict[str, Any]:
+    return _subprocess_row("--log-cost", json.dumps({"agents": agents, "repeats": repeats}))
+
+
+def _subprocess_row(*args: str) -> dict[str, Any]:
+    """A row measured by ``python -m conclave.benchmarks.load_bench ARGS`` in its own
+    process, so its peak RSS and its heap are its own."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "conclave.benchmarks.load_bench",
-            "--case",
-            json.dumps(attrs.asdict(case)),
-        ],
+        [sys.executable, "-m", "conclave.benchmarks.load_bench", *args],
         check=True,
         capture_output=True,
         text=True,
@@ -447,10 +525,14 @@ def _label(case: Case) -> str:
 
 
 BIG_COLUMNS = (
-    "agents", "latency", "visibility", "refinement", "repeats", "wall_s", "ideal_s",
-    "wall_over_ideal", "ratio_range",
+    "agents", "latency", "visibility", "refinement", "repeats", "wall_s", "cpu_s", "ideal_s",
+    "wall_over_ideal", "ratio_range", "target", "met",
     "llm_started", "llm_completed", "restarts", "messages_routed", "messages_per_s",
     "dead_letters", "peak_rss_mb", "rss_per_agent_kb", "event_log_mb",
+)  # fmt: skip
+LOG_COST_COLUMNS = (
+    "agents", "latency", "visibility", "repeats", "wall_off_s", "wall_on_s", "cpu_off_s",
+    "cpu_on_s", "log_cost_wall", "log_cost_cpu", "target", "met", "event_log_mb",
 )  # fmt: skip
 BATCH_COLUMNS = (
     "runs", "concurrency", "workers", "wall_s", "runs_per_s", "ideal_runs_per_s",
@@ -491,6 +573,12 @@ def _run_scenarios(
         report["scenarios"]["big"] = rows
         title = "one big run (scripted; jitter ±50 % when L > 0; ideal = same run, virtual clock)"
         print(_table(title, rows, BIG_COLUMNS))
+        agents = 200 if quick else 2_000
+        label = f"event log on vs off N={agents}"
+        rows = _run_all([(label, partial(_log_cost_in_subprocess, agents, 3))])
+        report["scenarios"]["big_log_cost"] = rows
+        title = "what the event log costs the big run (ring, L = 0; medians, interleaved)"
+        print(_table(title, rows, LOG_COST_COLUMNS))
     if "batch" in scenarios:
         runs = 100 if quick else 1_000
         cores = os.cpu_count() or 1
@@ -562,6 +650,9 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
     tune_gc_for_actors()
     if args.case:
         print(json.dumps(measure_big_run(Case(**json.loads(args.case)))))
+        return 0
+    if args.log_cost:
+        print(json.dumps(measure_log_cost(**json.loads(args.log_cost))))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
     # Checked before minutes of measuring, not after; the report's path first, so a bad one

@@ -7,13 +7,18 @@
   idle prompt (the floor: what tmux itself costs) and while a scripted run of 1,000 agents
   (visibility ring, as the load benchmarks run that many) streams its progress (type-ahead
   into the input line). Target while streaming: median at most 50 ms, p99 at most 150 ms.
+* **key echo, all-to-all**: the same while runs of 200 agents that all see each other
+  (``--visibility all``) execute, round 2 included, where each agent's prompt holds every
+  other answer: the run's heaviest work. Every key typed during ``--runs`` such runs counts
+  (Enter at each vote continues), so a freeze anywhere in a run is in the figures. Issue 24
+  measured freezes of 1.0-2.6 s here; target p99 at most 100 ms.
 
 Each figure includes the cost of the tmux client calls that send and read (a few
 milliseconds each), which the idle row shows. Prints a table and writes JSON (machine,
 parameters, figures).
 
     .venv/bin/python -m conclave.benchmarks.repl_bench \
-        [--agents N] [--samples K] [--starts S] [--json PATH]
+        [--agents N] [--all-to-all N] [--runs R] [--samples K] [--starts S] [--json PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ __all__ = ["main", "run_benchmark"]
 START_TARGET_S = 0.6
 ECHO_MEDIAN_TARGET_MS = 50.0
 ECHO_P99_TARGET_MS = 150.0
+ALL_TO_ALL_P99_TARGET_MS = 100.0
+ALL_TO_ALL_BEFORE = "freezes 1.0-2.6 s (issue 24)"
+MAX_SAMPLES = 100_000
+"""Keys typed during one all-to-all run at most (it ends long before)."""
 MODE_BAR = "plan mode:"
 RUNNING = "Running ·"
 VOTE = "Press Ctrl+O to override"
@@ -89,6 +98,13 @@ class _Pane:
             if time.perf_counter() > deadline:
                 raise RuntimeError(f"{text!r} did not appear; the screen:\n{self.screen()}")
         return time.perf_counter() - self.started
+
+    def wait_gone(self, text: str, timeout: float = DEADLINE) -> None:
+        """Until ``text`` has left the screen."""
+        deadline = time.perf_counter() + timeout
+        while text in self.screen():
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"{text!r} stayed on the screen; the screen:\n{self.screen()}")
 
     def input_line(self) -> str:
         """The line under the mode bar: the prompt and what is typed."""
@@ -151,6 +167,24 @@ def measure_echo(pane: _Pane, samples: int, *, while_text: str | None) -> list[f
     return found
 
 
+def measure_all_to_all(pane: _Pane, runs: int, agents: int) -> list[float]:
+    """Key echo for the whole of ``runs`` all-to-all runs, one after the other: every key
+    typed while each executes, round 2 included, until its vote (Enter there continues with
+    the winner, and the next run starts once this one has ended)."""
+    found: list[float] = []
+    for run in range(runs):
+        pane.send("C-u")
+        pane.send(f"Name three uses of a paperclip ({agents} agents, run {run + 1})", literal=True)
+        pane.send("Enter")
+        pane.wait_for(RUNNING)
+        found += measure_echo(pane, MAX_SAMPLES, while_text=RUNNING)
+        pane.send("C-u")
+        pane.wait_for(VOTE)
+        pane.send("Enter")
+        pane.wait_gone(RUNNING)
+    return found
+
+
 def _summary(values: Sequence[float]) -> dict[str, float]:
     ordered = sorted(values)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
@@ -163,7 +197,9 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def run_benchmark(agents: int, samples: int, starts: int) -> dict[str, Any]:
+def run_benchmark(
+    agents: int, samples: int, starts: int, all_to_all: int = 200, runs: int = 3
+) -> dict[str, Any]:
     tmux = shutil.which("tmux")
     if tmux is None:
         raise RuntimeError("tmux is not installed; install it (apt-get install tmux) to run this")
@@ -185,17 +221,33 @@ def run_benchmark(agents: int, samples: int, starts: int) -> dict[str, Any]:
             pane.wait_exited()
         finally:
             pane.close()
-    if not streaming:
+        pane = _Pane(tmux, cwd, ["repl", "--agents", str(all_to_all), "--visibility", "all"])
+        try:
+            pane.wait_for(MODE_BAR)
+            everyone = measure_all_to_all(pane, runs, all_to_all)
+            pane.send("C-d")
+            pane.wait_exited()
+        finally:
+            pane.close()
+    if not streaming or not everyone:
         raise RuntimeError("the run ended before any key was measured; use more --agents")
     return {
         "benchmark": "repl_bench",
         "machine": machine_info(),
-        "parameters": {"agents": agents, "samples": samples, "starts": starts},
+        "parameters": {
+            "agents": agents,
+            "all_to_all": all_to_all,
+            "runs": runs,
+            "samples": samples,
+            "starts": starts,
+        },
         "load_average": os.getloadavg(),
         "startup_s": _summary(startup),
         "echo_idle_ms": _summary(idle),
         "echo_streaming_ms": _summary(streaming),
+        "echo_all_to_all_ms": _summary(everyone),
         "targets": {
+            "echo_all_to_all_p99_ms": ALL_TO_ALL_P99_TARGET_MS,
             "startup_s": START_TARGET_S,
             "echo_streaming_median_ms": ECHO_MEDIAN_TARGET_MS,
             "echo_streaming_p99_ms": ECHO_P99_TARGET_MS,
@@ -213,13 +265,18 @@ def format_table(report: dict[str, Any]) -> str:
             report["echo_streaming_ms"],
             f"median <= {ECHO_MEDIAN_TARGET_MS:.0f}, p99 <= {ECHO_P99_TARGET_MS:.0f}",
         ),
+        (
+            f"key echo, {params['all_to_all']:,} agents all-to-all (ms)",
+            report["echo_all_to_all_ms"],
+            f"p99 <= {ALL_TO_ALL_P99_TARGET_MS:.0f} (before: {ALL_TO_ALL_BEFORE})",
+        ),
     ]
-    head = f"{'measure':<40} {'n':>4} {'min':>9} {'median':>9} {'p99':>9} {'max':>9}  target"
+    head = f"{'measure':<44} {'n':>4} {'min':>9} {'median':>9} {'p99':>9} {'max':>9}  target"
     load = ", ".join(f"{x:.1f}" for x in report["load_average"])
     lines = [f"repl_bench: in tmux {WIDTH}x{HEIGHT}, load average {load}", head, "-" * len(head)]
     for name, figures, target in rows:
         lines.append(
-            f"{name:<40} {figures['n']:>4} {figures['min']:>9.3f} {figures['median']:>9.3f} "
+            f"{name:<44} {figures['n']:>4} {figures['min']:>9.3f} {figures['median']:>9.3f} "
             f"{figures['p99']:>9.3f} {figures['max']:>9.3f}  {target}"
         )
     return "\n".join(lines)
@@ -231,6 +288,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="The REPL in tmux: start-up time and key echo while a big run streams.",
     )
     p.add_argument("--agents", type=positive_int, default=1000, metavar="N")
+    p.add_argument(
+        "--all-to-all",
+        type=positive_int,
+        default=200,
+        metavar="N",
+        help="agents in the all-to-all runs (default 200)",
+    )
+    p.add_argument(
+        "--runs", type=positive_int, default=3, metavar="R", help="all-to-all runs (default 3)"
+    )
     p.add_argument("--samples", type=positive_int, default=100, metavar="K")
     p.add_argument("--starts", type=positive_int, default=5, metavar="S")
     p.add_argument("--json", default="bench-results/repl_bench.json", metavar="PATH")
@@ -239,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    report = run_benchmark(args.agents, args.samples, args.starts)
+    report = run_benchmark(args.agents, args.samples, args.starts, args.all_to_all, args.runs)
     print(format_table(report))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)

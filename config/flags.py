@@ -126,10 +126,13 @@ def add_run_flags(
     p.add_argument("--config", metavar="PATH", help=text["config"])
     p.add_argument("--agents", type=agent_count, metavar="N", help=text["agents"])
     if modes:
-        p.add_argument("--agent-mode", choices=AGENT_MODES, default="multi")
+        # Not given (None) reads as multi and on; a resumed session's own modes win over
+        # what was not given.
+        p.add_argument("--agent-mode", choices=AGENT_MODES, default=None)
         p.add_argument("--agent", metavar="ID", help=text["agent"])
-        p.add_argument("--refinement", choices=("on", "off"), default="on")
+        p.add_argument("--refinement", choices=("on", "off"), default=None)
         p.add_argument(
+            "-m",  # as Claude Code's and Codex's users reach for; no command has another -m
             "--mode",
             type=collaboration_mode,
             default=None,  # not given: the config's mode:, else default

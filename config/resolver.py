@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -88,6 +89,9 @@ class RunFlags:
     collaboration: CollaborationMode = CollaborationMode.DEFAULT
     collaboration_given: bool = False
     """Whether ``--mode`` was given (else the config's ``mode:`` may name the mode)."""
+    agent_mode_given: bool = False
+    """Whether ``--agent-mode`` or ``--agent`` was given."""
+    refinement_given: bool = False
     strategy: FinalAnswerStrategy | None = None
     visibility: str | None = None
     context: tuple[str, ...] = ()
@@ -119,6 +123,8 @@ class RunFlags:
             refinement=given("refinement") != "off",
             collaboration=CollaborationMode(given("mode") or CollaborationMode.DEFAULT.value),
             collaboration_given=given("mode") is not None,
+            agent_mode_given=given("agent_mode") is not None or given("agent") is not None,
+            refinement_given=given("refinement") is not None,
             strategy=FinalAnswerStrategy(strategy) if strategy is not None else None,
             visibility=given("visibility"),
             context=tuple(given("context") or ()),
@@ -157,6 +163,20 @@ class RunFlags:
     def mode_state(self) -> ModeState:
         """The one mode state the flags name."""
         [state] = self.mode_states()
+        return state
+
+    def over(self, restored: ModeState, *, mine: ModeState | None = None) -> ModeState:
+        """``restored`` (a resumed session's modes) with what these flags gave put over it,
+        each of collaboration mode, agent mode (with its agent) and refinement alone;
+        ``mine``: the modes the flags made (default: :meth:`mode_state`)."""
+        mine = self.mode_state() if mine is None else mine
+        state = restored
+        if self.collaboration_given:
+            state = attrs.evolve(state, collaboration=mine.collaboration)
+        if self.agent_mode_given:
+            state = attrs.evolve(state, agent_mode=mine.agent_mode, active_agent=mine.active_agent)
+        if self.refinement_given:
+            state = attrs.evolve(state, refinement=mine.refinement)
         return state
 
 
@@ -284,7 +304,9 @@ def resolve(flags: RunFlags) -> ResolvedConfig:
     if flags.timeout is not None:
         changes["run_timeout"] = flags.timeout
     if flags.context:
-        changes["context_paths"] = config.orchestrator.context_paths + _context_paths(flags.context)
+        changes["context_paths"] = _merged_context(
+            config.orchestrator.context_paths, _context_paths(flags.context)
+        )
     config = _with_orchestrator(config, **changes)
     if flags.model is not None:
         config = with_model(config, flags.model)
@@ -342,6 +364,31 @@ def _context_paths(values: Sequence[str]) -> tuple[ContextPath, ...]:
         return tuple(parse_context_flag(value) for value in values)
     except ValueError as exc:
         raise UsageError(f"--context: {exc}") from None
+
+
+def _merged_context(
+    configured: Sequence[ContextPath], given: Sequence[ContextPath]
+) -> tuple[ContextPath, ...]:
+    """The config's context paths, then the flags' new ones. A flag naming a configured path
+    sets its permission (a flag wins over the file, as everywhere; its protected paths stay):
+    appended, the first of the two would have decided silently. One path given by two flags
+    with both permissions is refused."""
+    by_flag: dict[Path, ContextPath] = {}
+    for entry in given:
+        seen = by_flag.get(entry.path)
+        if seen is not None and seen.permission is not entry.permission:
+            raise UsageError(
+                f"--context: {entry.path} is given both read-only and writable; give it once: "
+                "PATH for read-only, PATH:w to let the final presentation write it"
+            )
+        by_flag[entry.path] = entry
+    merged = [
+        attrs.evolve(path, permission=by_flag.pop(path.path).permission)
+        if path.path in by_flag
+        else path
+        for path in configured
+    ]
+    return (*merged, *by_flag.values())
 
 
 def _with_orchestrator(config: ConclaveConfig, **changes: Any) -> ConclaveConfig:

@@ -3,8 +3,15 @@
 Line format
     One event per line: compact UTF-8 JSON, an object whose first key is ``kind`` (the
     event's registered tag) followed by ``at`` and the event's other fields, then ``\\n``.
-    Each line goes to the OS in one write before :meth:`JsonlEventLog.record` returns, so a
-    crash loses at most the line being written. No line is longer than
+    Lines reach the OS whole and in order, as the log's :class:`Flushing` says. With
+    ``EACH_EVENT`` (the default) each line goes in one write before
+    :meth:`JsonlEventLog.record` returns, so a crash of the process loses at most the line
+    being written. With ``WHEN_IDLE`` (what a run uses) events are queued and written in
+    batches when trio goes idle, so a process killed outright loses at most the
+    :data:`MAX_PENDING_EVENTS` events not yet written and the line being written; an actor
+    that crashes loses nothing (its process writes the queue), and :meth:`~JsonlEventLog.close`
+    writes everything. Either way the file holds whole lines, but for a last one cut off
+    mid-write, which readers skip and report. No line is longer than
     :data:`MAX_LINE_BYTES`. A log holds one run and its first event is ``log_opened``. The
     file is created exclusively (``O_EXCL``), never appended to or overwritten: a path that
     exists, or a symbolic link there (dangling or not: it is never followed), is refused
@@ -57,10 +64,14 @@ Reading
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import enum
 import errno
 import json
+import math
 import os
+import time
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,6 +79,7 @@ from typing import IO, Any, Protocol, TypeVar
 
 import attrs
 import orjson
+import trio
 
 from conclave.runtime.codec import DecodeError, decode, encode, encode_without, json_line
 from conclave.runtime.eventlog_texts import TEXTS_KEY, TextError, TextReader, TextWriter
@@ -77,6 +89,7 @@ from conclave.runtime.messages import Address, Envelope, find_message_class
 __all__ = [
     "HELD_REACH",
     "MAX_LINE_BYTES",
+    "MAX_PENDING_EVENTS",
     "REFERENCE_REACH",
     "EventLogCorrupt",
     "EventLogError",
@@ -88,6 +101,7 @@ __all__ = [
     "EventLogTooNew",
     "EventLogUnreadable",
     "EventTap",
+    "Flushing",
     "JsonlEventLog",
     "LogFile",
     "MemoryTap",
@@ -143,6 +157,28 @@ class LogFile(Protocol):
     def close(self) -> None: ...
 
 
+class Flushing(enum.Enum):
+    """When a log's lines go to the OS (see the module docstring)."""
+
+    EACH_EVENT = "each_event"
+    """Each event is encoded and written, in one write, before ``record`` returns."""
+    WHEN_IDLE = "when_idle"
+    """``record`` only queues the event; the queue is encoded and written, in one write,
+    when trio is about to wait with no task ready (for as long as it would wait), once
+    :data:`MAX_PENDING_EVENTS` are queued, and on :meth:`JsonlEventLog.close`. The run's
+    busy moments do no logging: in a run of thousands of agents, encoding and writing each
+    event as it happened cost a third of the CPU, spent where the agents were waiting for it."""
+
+
+MAX_PENDING_EVENTS = 4_096
+"""With ``Flushing.WHEN_IDLE``, at most this many events wait to be written: a run that is
+never idle writes them in batches of this many, and a process killed outright loses at most
+this many (plus the line being written)."""
+
+_CHUNK = 64
+"""Events encoded between two looks at the clock while flushing in idle time."""
+
+
 class EventLogExists(FileExistsError):
     """The log's path is taken: by an earlier log, or by a symbolic link, which is never
     followed (it could point anywhere, such as a file of someone else's)."""
@@ -196,11 +232,15 @@ class EventLogFailure:
 
 
 class JsonlEventLog:
-    """Writes each event as one JSON line, in one write, before ``record`` returns.
+    """Writes each event as one JSON line: at once, or in a batch when trio is idle
+    (``flushing``; see the module docstring).
 
     ``record`` never raises: a failure stops the log and is reported once through
     ``on_failure`` (and kept in :attr:`failure`); see the module docstring. A callback that
     raises is ignored, so an error in the UI cannot reach the actor that recorded the event.
+    With ``Flushing.WHEN_IDLE`` the log must be made inside ``trio.run`` (it watches the
+    scheduler through an instrument until :meth:`close`), and a failure is reported when
+    the batch is written, not by the ``record`` of the event.
     """
 
     def __init__(
@@ -208,9 +248,12 @@ class JsonlEventLog:
         path: str | os.PathLike[str],
         *,
         on_failure: Callable[[EventLogFailure], None] | None = None,
+        flushing: Flushing = Flushing.EACH_EVENT,
     ) -> None:
         """Create the file at ``path`` (and its directory): exclusively, never following a
-        symbolic link. Raises :class:`EventLogExists` if the path is taken."""
+        symbolic link. Raises :class:`EventLogExists` if the path is taken, and
+        ``RuntimeError`` for ``Flushing.WHEN_IDLE`` outside ``trio.run``."""
+        _check_flushing(flushing)
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         # O_EXCL with O_CREAT fails on any existing path, a symbolic link included, dangling
@@ -221,7 +264,7 @@ class JsonlEventLog:
         except FileExistsError:
             raise EventLogExists(target) from None
         file = open(fd, "wb", buffering=0)  # noqa: SIM115  (closed by close() or a failure)
-        self._setup(target, file, on_failure)
+        self._setup(target, file, on_failure, flushing)
 
     @classmethod
     def writing_to(
@@ -230,11 +273,13 @@ class JsonlEventLog:
         path: str | os.PathLike[str],
         *,
         on_failure: Callable[[EventLogFailure], None] | None = None,
+        flushing: Flushing = Flushing.EACH_EVENT,
     ) -> JsonlEventLog:
         """A log over a file already open (at its start), named ``path`` in reports: for
         callers that open the file themselves, and tests that simulate a failing disk."""
+        _check_flushing(flushing)
         log = cls.__new__(cls)
-        log._setup(Path(path), file, on_failure)
+        log._setup(Path(path), file, on_failure, flushing)
         return log
 
     def _setup(
@@ -242,6 +287,7 @@ class JsonlEventLog:
         path: Path,
         file: LogFile,
         on_failure: Callable[[EventLogFailure], None] | None,
+        flushing: Flushing,
     ) -> None:
         self.path = path
         self.on_failure = on_failure
@@ -256,36 +302,99 @@ class JsonlEventLog:
         self._held: dict[int, Address] = {}
         """Envelopes whose last line is ``held``, remembered until their next line."""
         self._texts = TextWriter()
+        self._queue: collections.deque[Event] | None = None
+        """Events recorded and not yet written (``WHEN_IDLE``); ``None``: none are kept."""
+        self._flusher: _FlushWhenIdle | None = None
+        if flushing is Flushing.WHEN_IDLE:
+            self._queue = collections.deque()
+            self._flusher = _FlushWhenIdle(self)
+            trio.lowlevel.add_instrument(self._flusher)
 
     def record(self, event: Event) -> None:
+        if self._file is None or type(event).ephemeral:
+            return
+        queue = self._queue
+        if queue is None:
+            self._write([event])
+            return
+        queue.append(event)
+        if len(queue) >= MAX_PENDING_EVENTS:
+            self.flush()
+
+    def flush(self, *, within: float = math.inf) -> None:
+        """Encode and write the queued events (``Flushing.WHEN_IDLE``) in one write; like
+        ``record`` it never raises. ``within``: stop taking events from the queue once this
+        many seconds have passed (one chunk is always taken), so that a flush in trio's idle
+        time ends about when trio would have woken."""
+        queue = self._queue
+        if not queue or self._file is None:
+            return
+        if within == math.inf or len(queue) <= _CHUNK:
+            events = list(queue)
+            queue.clear()
+            self._write(events)
+            return
+        deadline = time.perf_counter() + within
+        taken: list[Event] = []
+        while queue:
+            taken.extend(queue.popleft() for _ in range(min(_CHUNK, len(queue))))
+            if time.perf_counter() >= deadline:
+                break
+        self._write(taken)
+
+    def _write(self, events: list[Event]) -> None:
+        """Encode ``events`` and write their lines in one write. The first that cannot be
+        encoded, or a write that fails, stops the log after the lines before it."""
         file = self._file
-        if file is None:
-            return
+        assert file is not None
+        lines: list[bytes] = []
+        error: str | None = None
+        for event in events:
+            try:
+                lines.append(self._line(event))
+            except Exception as exc:
+                # A payload the codec cannot encode: a log with a gap would mislead, so it
+                # stops at this event, once the lines before it are written.
+                error = _describe(exc)
+                break
+        if lines:
+            data = lines[0] if len(lines) == 1 else b"".join(lines)
+            done = 0
+            try:
+                while done < len(data):  # a signal or a filling disk may cut a write short
+                    more = file.write(data[done:] if done else data)
+                    if not more:
+                        raise OSError(errno.EIO, f"the file took {done} of {len(data)} bytes")
+                    done += more
+            except Exception as exc:
+                # The whole lines the file took before the failure stay (a disk filling up
+                # takes part of a batch): the log stops after them.
+                for line in lines:
+                    if done < len(line):
+                        break
+                    done -= len(line)
+                    self._size += len(line)
+                    self._lines += 1
+                self._fail(file, _describe(exc))
+                return
+            self._size += len(data)
+            self._lines += len(lines)
+        if error is not None:
+            self._fail(file, error)
+
+    def _line(self, event: Event) -> bytes:
         cls = type(event)
-        if cls.ephemeral:
-            return
-        try:
-            carries = _CARRIES_ENVELOPE.get(cls)
-            if carries is None:
-                carries = _carries_envelope(cls)
-            data = self._encode_mention(event, cls) if carries else encode(event)
-            line = self._texts.line(data, json_line(data))
-            size = len(line)
-            if size > MAX_LINE_BYTES:
-                raise ValueError(
-                    f"a {cls.kind} event is {size} bytes as JSON, more than "
-                    f"the {MAX_LINE_BYTES} a log line may hold"
-                )
-            written = file.write(line)
-            if written != size:
-                self._write_rest(file, line, written)
-        except Exception as exc:
-            # The disk (OSError) or a payload the codec cannot encode: either way this line
-            # cannot be written, and a log with a gap would mislead, so it stops here.
-            self._fail(file, _describe(exc))
-            return
-        self._size += size
-        self._lines += 1
+        carries = _CARRIES_ENVELOPE.get(cls)
+        if carries is None:
+            carries = _carries_envelope(cls)
+        data = self._encode_mention(event, cls) if carries else encode(event)
+        line = self._texts.line(data, json_line(data))
+        if len(line) > MAX_LINE_BYTES:
+            raise ValueError(
+                f"a {cls.kind} event is {len(line)} bytes as JSON, more than "
+                f"the {MAX_LINE_BYTES} a log line may hold"
+            )
+        return line
 
     def _encode_mention(self, event: Event, cls: type[Event]) -> dict[str, Any]:
         """An event about an envelope: in full, or with ``envelope_ref`` if the reader will
@@ -311,21 +420,10 @@ class JsonlEventLog:
             self._older, self._recent, self._mentions = self._recent, {}, 0
         return data
 
-    @staticmethod
-    def _write_rest(file: LogFile, line: bytes, done: int | None) -> None:
-        """Write the rest of ``line`` after a short write (a signal may cut a write short);
-        a write that makes no progress is a failure."""
-        while done != len(line):
-            if not done:
-                raise OSError(errno.EIO, "the file accepted no bytes")
-            more = file.write(line[done:])
-            done += more or 0
-            if not more:
-                raise OSError(errno.EIO, f"short write: {done} of {len(line)} bytes")
-
     def _fail(self, file: LogFile, error: str) -> None:
         """Stop logging: cut the file back to its last full line, close it, report once."""
         self._file = None
+        self._stop_flushing()
         self._recent.clear()
         self._older.clear()
         self._held.clear()
@@ -354,13 +452,50 @@ class JsonlEventLog:
         """Close the file; idempotent, and like ``record`` it never raises. An error on
         close (a network filesystem may report a failed write only then) is reported as a
         failure: the lines were written whole, but the OS may not have kept them."""
+        self.flush()
         file, self._file = self._file, None
         if file is None:
             return
+        self._stop_flushing()
         try:
             file.close()
         except OSError as exc:
             self._report(f"closing the file failed: {_describe(exc)}", truncated=True)
+
+    def _stop_flushing(self) -> None:
+        flusher, self._flusher = self._flusher, None
+        self._queue = None
+        if flusher is not None:
+            # Outside trio.run (closed after it ended) the instrument went with the run.
+            with contextlib.suppress(RuntimeError, KeyError):
+                trio.lowlevel.remove_instrument(flusher)
+
+
+class _FlushWhenIdle(trio.abc.Instrument):
+    """Writes a log's queue when trio is about to wait with no task ready (``timeout`` is
+    then how long it would wait), within that time."""
+
+    def __init__(self, log: JsonlEventLog) -> None:
+        self._log = log
+
+    def before_io_wait(self, timeout: float) -> None:
+        if timeout > 0:
+            self._log.flush(within=timeout)
+
+    def after_run(self) -> None:
+        # A log nobody closed: its events are written as the run that recorded them ends.
+        self._log.flush()
+
+
+def _check_flushing(flushing: Flushing) -> None:
+    if flushing is Flushing.WHEN_IDLE:
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            raise RuntimeError(
+                "an event log flushed each tick must be opened inside trio.run; "
+                "open it there, or use Flushing.EACH_EVENT"
+            ) from None
 
 
 def _describe(exc: BaseException) -> str:

@@ -158,13 +158,18 @@ class Router:
 
     # ------------------------------------------------------------------ routing
 
-    def route(self, envelope: Envelope) -> tuple[Envelope, Mailbox] | None:
-        """Apply rules; return where to enqueue, or ``None`` if held or dead-lettered."""
+    def route(
+        self, envelope: Envelope, decided: Deliver | Drop | Redirect | None = None
+    ) -> tuple[Envelope, Mailbox] | None:
+        """Apply rules; return where to enqueue, or ``None`` if held or dead-lettered.
+        ``decided``: the rules' decision on ``envelope``, if the caller has just taken it (a
+        release), so that they are not asked twice."""
         if self.closed:
             raise SystemClosed(f"actor system {self._system_name} is shut down")
         self.routed += 1
         for _ in range(_MAX_REDIRECTS):
-            decision = self._decide(envelope)
+            decision = decided if decided is not None else self._decide(envelope)
+            decided = None
             if type(decision) is Deliver:
                 box = self._mailboxes.get(envelope.recipient)
                 if box is None:
@@ -251,24 +256,25 @@ class Router:
             return
         released = [self._unhold(i) for i in ready]
         for item in released:
-            if self._held_again(item):
+            decision = self._decide_released(item.envelope)
+            if isinstance(decision, Hold):
                 continue
             self.released += 1
             self._record(Released(at=trio.current_time(), envelope=item.envelope))
-            self._release(item.envelope)
+            self._release(item.envelope, decision)
 
-    def _held_again(self, item: _HeldEnvelope) -> bool:
-        """If another rule holds the envelope now, move it to that hold without recording a
-        release and a new hold: the envelope never left the router, and the pair of events
-        was a tenth of a small run's log."""
+    def _decide_released(self, envelope: Envelope) -> Deliver | Drop | Hold | Redirect | None:
+        """The rules' decision on an envelope leaving its hold; ``None`` if a rule raised
+        (:meth:`_release` asks again and reports the error). If another rule holds it now, it
+        moves to that hold without recording a release and a new hold: the envelope never
+        left the router, and the pair of events was a tenth of a small run's log."""
         try:
-            decision = self._decide(item.envelope)
+            decision = self._decide(envelope)
         except Exception:
-            return False  # _release reports the rule's error
-        if not isinstance(decision, Hold):
-            return False
-        self._hold(item.envelope, decision, self._decider)
-        return True
+            return None
+        if isinstance(decision, Hold):
+            self._hold(envelope, decision, self._decider)
+        return decision
 
     def _unhold(self, held_id: int) -> _HeldEnvelope:
         item = self._held.pop(held_id)
@@ -279,11 +285,14 @@ class Router:
             self._held_on_any_change.discard(held_id)
         return item
 
-    def _release(self, envelope: Envelope) -> None:
-        """Route a released envelope again. Nobody is waiting on this send to hear a rule fail,
-        so a failure goes to the asker (if any) and the envelope itself is dead-lettered."""
+    def _release(
+        self, envelope: Envelope, decided: Deliver | Drop | Redirect | None = None
+    ) -> None:
+        """Route a released envelope again (``decided``: see :meth:`route`). Nobody is waiting
+        on this send to hear a rule fail, so a failure goes to the asker (if any) and the
+        envelope itself is dead-lettered."""
         try:
-            routed = self.route(envelope)
+            routed = self.route(envelope, decided)
         except Exception as exc:
             self._fail_ask(envelope, exc)
             self._dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, str(exc))

@@ -33,8 +33,9 @@ Handler = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
 
 _EXIT_CODES_HELP = """\
 exit codes: 0 completed, 1 failed (no answer, or an internal error), 2 usage/config error,
-            3 timed out (best answer so far printed, if any), 130 cancelled (Ctrl+C, SIGHUP),
-            143 terminated (SIGTERM); see docs/exit-codes.md"""
+            3 timed out (best answer so far printed, if any), 4 paused (a question needs the
+            user: conclave resume), 130 cancelled (Ctrl+C, SIGHUP), 143 terminated (SIGTERM);
+            see docs/exit-codes.md"""
 
 
 class _UsageError(Exception):
@@ -72,6 +73,25 @@ def _register_run(sub: _Subcommands) -> None:
         return run_command(args)
 
     run.set_defaults(handler=handle)
+
+
+def _register_resume(sub: _Subcommands) -> None:
+    from conclave.ui.headless.arguments import add_resume_arguments
+
+    resume = sub.add_parser(
+        "resume",
+        help="go on with a run paused on a question (--on-question pause), given the answer",
+        epilog=_EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_resume_arguments(resume)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.headless.resume import resume_command
+
+        return resume_command(args)
+
+    resume.set_defaults(handler=handle)
 
 
 def _register_chat(sub: _Subcommands) -> None:
@@ -125,6 +145,24 @@ def _register_batch(sub: _Subcommands) -> None:
         return batch_command(args)
 
     batch.set_defaults(handler=handle)
+
+
+def _register_report(sub: _Subcommands) -> None:
+    from conclave.ui.batch.report_arguments import add_report_arguments
+
+    report = sub.add_parser(
+        "report",
+        help="tables (Markdown) and an HTML report of conclave batch results",
+        description="See docs/batch.md: the report.",
+    )
+    add_report_arguments(report)
+
+    def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        from conclave.ui.batch.report_command import report_command
+
+        return report_command(args)
+
+    report.set_defaults(handler=handle)
 
 
 def _register_replay(sub: _Subcommands) -> None:
@@ -256,9 +294,11 @@ def _register_serve(sub: _Subcommands) -> None:
 
 _COMMANDS = (
     _register_run,
+    _register_resume,
     _register_chat,
     _register_project,
     _register_batch,
+    _register_report,
     _register_repl,
     _register_sessions,
     _register_serve,
@@ -438,9 +478,11 @@ def _command_name(normalised: list[str]) -> str:
     first = normalised[0] if normalised else ""
     named = (
         "run",
+        "resume",
         "chat",
         "project",
         "batch",
+        "report",
         "repl",
         "sessions",
         "serve",

@@ -22,6 +22,10 @@ class ExitCode(enum.IntEnum):
     TIMEOUT = 3
     """The run timed out, with or without an answer; the best answer so far is printed (the
     JSON's ``final_answer`` is ``null`` if there is none)."""
+    PAUSED = 4
+    """Paused: an agent needs the user (``--on-question pause``). The question is in the JSON
+    result (``pending_question``) and in ``question.json`` in the run's log directory;
+    ``conclave resume RUN_DIR --answer VALUE`` goes on with the answer."""
     CANCELLED = 130
     """Ctrl+C (SIGINT) or SIGHUP; the best answer so far is printed, or nothing if the run
     had not started."""

@@ -11,7 +11,9 @@ line on stderr per finding, never a traceback:
   newer version wrote them): said on stderr, skipped, exit code 0.
 * after each run's timeline, a table of its agents (status, LLM calls, tokens, answer,
   vote, model) from a :class:`~actors.events.view.RunView` fed the same events: the view
-  the run's live progress had, as of the end of the run or of its log.
+  the run's live progress had, as of the end of the run or of its log; then, when the run
+  changed files under its writable context paths, the footer the run printed (each path
+  new, modified, deleted or renamed, and where the diff is).
 * several runs in one file (logs concatenated, or appended to by a version before logs were
   created exclusively): each is shown in turn, timed from its own start, each after the
   first below a ``── run N`` line, and stderr says how many runs the file holds; exit code 0.
@@ -25,13 +27,17 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import conclave.actors.kinds  # noqa: F401  (every kind a log may hold decodes)
 from conclave.actors.events.view import RunView
 from conclave.actors.run.events import RunEnded
+from conclave.actors.workspace.events import ContextPathsChanged
+from conclave.actors.workspace.writes import Writes, footer
 from conclave.runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
 from conclave.runtime.events import LogOpened
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.text import display_path
 from conclave.ui.timeline import agent_table, describe, neutralise, usage_unknown
 
 __all__ = ["replay_command"]
@@ -63,15 +69,18 @@ def _print_timeline(log: EventLogStream, *, verbose: bool) -> None:
     view = RunView()
     runs = 0
     ended = False
+    writes: ContextPathsChanged | None = None
     for event in log:
         if isinstance(event, LogOpened):
             runs += 1
             if runs > 1:
-                _end_of_run(view, ended=ended)
+                _end_of_run(view, writes, ended=ended)
                 started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
                 print(f"── run {runs} in this file: pid {event.pid}, started {started} ──")
-            origin, ended, view = event.at, False, RunView()
+            origin, ended, view, writes = event.at, False, RunView(), None
             continue
+        if isinstance(event, ContextPathsChanged):
+            writes = event
         if origin is None:
             origin = event.at
         view.apply(event)
@@ -80,11 +89,12 @@ def _print_timeline(log: EventLogStream, *, verbose: bool) -> None:
             print(f"[{event.at - origin:8.3f}s] {line}")
         ended = ended or isinstance(event, RunEnded)
     if log.summary.events:
-        _end_of_run(view, ended=ended)
+        _end_of_run(view, writes, ended=ended)
 
 
-def _end_of_run(view: RunView, *, ended: bool) -> None:
-    """Say if the run's log stops early, then show its agents as the view has them then."""
+def _end_of_run(view: RunView, writes: ContextPathsChanged | None, *, ended: bool) -> None:
+    """Say if the run's log stops early, then show its agents as the view has them then,
+    and the files it changed, as the run's own footer said."""
     if not ended:
         print(INTERRUPTED)
     table = agent_table(view)
@@ -92,6 +102,15 @@ def _end_of_run(view: RunView, *, ended: bool) -> None:
         print()
         for row in table:
             print(row)
+    if writes is not None:
+        text = footer(
+            Writes(files=writes.files),
+            Path(writes.list_file) if writes.list_file else None,
+            Path(writes.diff_file) if writes.diff_file else None,
+        )
+        if text is not None:
+            print()
+            print(neutralise(display_path(text)))
 
 
 def _report(path: str, summary: EventLogSummary) -> None:

@@ -10,14 +10,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
+import attrs
+
 from conclave.actors.session.catalogue import latest_session, prune_sessions
-from conclave.actors.session.history import Conversation
+from conclave.actors.session.history import Conversation, read_conversation
 from conclave.actors.session.migrations import SessionTooNew
 from conclave.actors.session.recorder import SessionRecorder
-from conclave.actors.session.store import SESSIONS_DIR, SessionError, find_session, open_session
+from conclave.actors.session.store import (
+    SESSIONS_DIR,
+    SessionError,
+    find_session,
+    open_session,
+    read_session,
+    session_path,
+)
 from conclave.config.modes import AgentMode, ModeState
 from conclave.config.schema import ConclaveConfig
 from conclave.config.wording import plural
@@ -29,7 +38,9 @@ __all__ = [
     "describe_modes",
     "open_chosen_session",
     "prune_old_sessions",
+    "restored_modes",
     "restored_notice",
+    "resumed_conversation",
     "sessions_root",
 ]
 
@@ -75,13 +86,46 @@ def describe_modes(state: ModeState) -> str:
     return ", ".join(parts)
 
 
-def restored_notice(session_id: str, conversation: Conversation) -> str:
-    """One line: which session was resumed, how much of it, and the mode it restored."""
+def restored_notice(
+    session_id: str, conversation: Conversation, modes: ModeState | None = None
+) -> str:
+    """One line: which session was resumed, how much of it, the mode it restored, and the
+    ``modes`` made of it (by flags given, or an agent no longer configured) when they differ."""
     turns = plural(len(conversation.exchanges), "turn")
     compacted = " (older turns summarised)" if conversation.compaction is not None else ""
     mode = conversation.mode
     restored = f"; restored {describe_modes(mode.state)}" if mode is not None else ""
+    if mode is not None and modes is not None and modes != mode.state:
+        restored += f"; now {describe_modes(modes)}"
     return f"resumed session {session_id}: {turns}{compacted}{restored}"
+
+
+def resumed_conversation(root: Path, chosen: str | None) -> Conversation | None:
+    """The conversation of the session ``chosen`` names, read before it is opened (its modes
+    decide the run's config); ``None`` for a new session, or one that cannot be read
+    (opening it then says why)."""
+    if chosen is None or chosen == PICK:
+        return None
+    try:
+        log = read_session(session_path(root, chosen))
+    except (SessionError, ValueError):
+        return None
+    return read_conversation(log.entries)
+
+
+def restored_modes(
+    conversation: Conversation, agents: Collection[str], *, warn: Callable[[str], None]
+) -> ModeState | None:
+    """The mode state a resumed session left off in (``None``: it recorded none). An active
+    agent the config no longer has is dropped for multi-agent mode, saying so."""
+    change = conversation.mode
+    if change is None:
+        return None
+    modes = change.state
+    if modes.active_agent is not None and modes.active_agent not in agents:
+        warn(f"agent {modes.active_agent!r} is no longer configured: multi-agent mode")
+        modes = attrs.evolve(modes, agent_mode=AgentMode.MULTI, active_agent=None)
+    return modes
 
 
 def age(seconds: float) -> str:

@@ -30,6 +30,8 @@ from conclave.actors.coordination.events import (
 )
 from conclave.actors.events.loop import LlmRetry, LlmTryFailed, ToolCallFinished, ToolCallStarted
 from conclave.actors.events.view import AgentView, RunView
+from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, QuestionAsked
+from conclave.actors.human.questions import ReplySource
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
 from conclave.actors.planning.plan import parse_plan
@@ -122,6 +124,13 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
     if isinstance(event, FinalAnswerProduced):
         who = event.presenter or "nobody"
         return f"final answer by {who} ({event.strategy.value}): {_first_line(event.content)}"
+    if isinstance(event, QuestionAsked):
+        return _one_line(f"{event.agent} asks ({event.severity.value}): {event.question}")
+    if isinstance(event, QuestionAnswered):
+        who = "the default" if event.source is ReplySource.DEFAULT else "the user"
+        return _one_line(f"{event.agent}'s question answered by {who}: {event.answer}")
+    if isinstance(event, AssumptionRecorded):
+        return _one_line(f"{event.agent} assumed: {event.question} -> {event.assumption}")
     if isinstance(event, RunEnded):
         return f"run ended: {event.termination}" + (
             f", winner {event.winner}" if event.winner else ""

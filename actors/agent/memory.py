@@ -6,10 +6,12 @@ from __future__ import annotations
 import attrs
 import trio
 
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.status import AgentStatus
 from conclave.actors.agent.transcript_log import TranscriptFile, TranscriptLog
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
+from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.loop import Transcript
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
@@ -48,6 +50,11 @@ class AgentSetup:
     and the prefix of its system messages."""
     instructions: str = ""
     """The agent's configured ``system_prompt``, added after Conclave's own rules."""
+    executing_plan: bool = False
+    """The task is an approved plan to carry out: the prompt carries the Act section."""
+    questions: QuestionDesk | None = None
+    """Where the agent's questions go (the run's one desk); ``None``: questions are off and
+    the agent is offered neither ``ask_user`` nor ``record_assumption``."""
     halted: trio.Event = attrs.Factory(trio.Event)
     """Set when the run ends before coordination did (timeout, Ctrl+C, failure): start
     nothing new, whatever arrives (mail queued before the run's ``StopWork``, or a start
@@ -95,6 +102,8 @@ class AgentMemory:
     """The round already retried with shorter answer previews after a context overflow."""
     transcript_log: TranscriptLog | None = None
     """The agent's transcript file, once its first transcript is written."""
+    resumed: ResumePoint | None = None
+    """A paused run's round to go on with: the next fresh round starts from it, once."""
 
     def merge(self, answers: tuple[AnswerView, ...]) -> bool:
         """Take answers into the view (the newest per author, whole rather than cut);

@@ -30,9 +30,17 @@ from functools import partial
 import attrs
 import trio
 
+from conclave.actors.agent.asking import (
+    AskingTerminal,
+    AskingTools,
+    answer_message,
+    own_tools,
+    reach,
+)
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
 from conclave.actors.agent.protocol import RoundOutcome
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.round_tools import RoundTools
 from conclave.actors.agent.telemetry import CallEvents, StreamEvents
 from conclave.actors.agent.transcript_log import TranscriptLog
@@ -50,6 +58,8 @@ from conclave.actors.coordination.protocol import (
     SubmitVote,
 )
 from conclave.actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
+from conclave.actors.human.events import QuestionAnswered
+from conclave.actors.human.questions import Question, ReplySource
 from conclave.actors.llm.errors import LLMError
 from conclave.actors.llm.protocol import (
     CallOutcome,
@@ -81,6 +91,7 @@ from conclave.actors.prompts.coordination import (
     round_messages,
     update_message,
 )
+from conclave.actors.tools.protocol import ToolExecutor
 from conclave.config.schema import InFlightPolicy
 from conclave.runtime import ActorContext, ConclaveRuntimeError
 
@@ -138,10 +149,15 @@ class Rounds:
             memory.merge(self.seen(snapshot.answers))
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
-        prompt = self._round_prompt(workflow, short=False)
-        memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
-        memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
-        memory.prompt_length = len(prompt)
+        resumed = memory.resumed
+        memory.resumed = None
+        if resumed is not None:
+            self._resumed(resumed)
+        else:
+            prompt = self._round_prompt(workflow, short=False)
+            memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
+            memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
+            memory.prompt_length = len(prompt)
         memory.prompt_built = True
         return await self._run(workflow, policy)
 
@@ -153,16 +169,17 @@ class Rounds:
         memory = self.memory
         transcript = memory.transcript
         assert transcript is not None
-        tools = RoundTools(workflow, self.setup.tools, context=self.context, agent=self.setup.agent)
+        own = own_tools(self.setup, self.context, presenting=False)
+        tools = RoundTools(workflow, own, context=self.context, agent=self.setup.agent)
         checkpoint = partial(self._checkpoint, policy)
         while True:
             if policy is InFlightPolicy.INJECT:
                 self._inject(transcript)  # a (re-)entry's first step has no checkpoint
-            outcome: LoopOutcome[NewAnswer | Vote] = await run_loop(
+            outcome: LoopOutcome[NewAnswer | Vote | Question] = await run_loop(
                 transcript,
                 backend=self.backend,
                 tools=tools,
-                terminal=WorkflowTerminal(),
+                terminal=AskingTerminal(WorkflowTerminal()),
                 budget=self.budget,
                 checkpoint=checkpoint,
                 observer=_Health(
@@ -174,8 +191,12 @@ class Rounds:
                 tool_choice=ToolChoice.REQUIRED,
             )
             if outcome.end is LoopEnd.FINAL:
-                assert outcome.value is not None and outcome.reply is not None
-                settled = await self._submit(outcome.value, outcome.reply, transcript, policy)
+                value, reply = outcome.value, outcome.reply
+                if isinstance(value, Question):
+                    await self._answer_in_text(own, value, transcript)
+                    continue
+                assert value is not None and reply is not None
+                settled = await self._submit(value, reply, transcript, policy)
             elif outcome.end is LoopEnd.CONTEXT_OVERFLOW and not memory.shortened:
                 memory.shortened = True
                 prompt = self._round_prompt(workflow, short=True)
@@ -384,6 +405,7 @@ class Rounds:
             mode=setup.mode,
             instructions=setup.instructions,
             workspace=setup.workspace.note() if setup.workspace is not None else None,
+            act=reach(setup, presenting=False),
         )
 
     # -- presentation -----------------------------------------------------------------------
@@ -399,7 +421,9 @@ class Rounds:
                 error = f"the context paths could not be opened for writing: {exc}"
                 return Presentation(content=None, error=error)
         answers = self.seen(present.answers)
-        tools = RoundTools((), setup.tools, context=self.context, agent=setup.agent)
+        own = own_tools(setup, self.context, presenting=True)
+        tools = RoundTools((), own, context=self.context, agent=setup.agent)
+        act = reach(setup, presenting=True)
 
         def prompt(answers: tuple[AnswerView, ...]) -> list[ChatMessage]:
             return presentation_messages(
@@ -413,17 +437,18 @@ class Rounds:
                 mode=setup.mode,
                 instructions=setup.instructions,
                 workspace=workspace.note() if workspace is not None else None,
+                act=act,
             )
 
         first = prompt(answers)
         transcript = self._transcript(first, CallPurpose.PRESENT)
         shortened = False
         while True:
-            outcome: LoopOutcome[str] = await run_loop(
+            outcome: LoopOutcome[str | Question] = await run_loop(
                 transcript,
                 backend=self.backend,
                 tools=tools,
-                terminal=TextTerminal(),
+                terminal=AskingTerminal(TextTerminal()),
                 budget=self.budget,
                 # The presenter is the last agent at work: a failing one has the
                 # coordinator's failing_agent_grace, as a round's agent has.
@@ -433,8 +458,11 @@ class Rounds:
                 sink=self.stream,
                 purpose=CallPurpose.PRESENT,
             )
+            if outcome.end is LoopEnd.FINAL and isinstance(outcome.value, Question):
+                await self._answer_in_text(own, outcome.value, transcript)
+                continue
             if outcome.end is LoopEnd.FINAL:
-                assert outcome.value is not None
+                assert isinstance(outcome.value, str)
                 return Presentation(content=outcome.value)
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW and not shortened:
                 shortened = True
@@ -448,6 +476,30 @@ class Rounds:
                 error = f"{self.budget.max_tries} tries failed; last error: {outcome.error}"
                 return Presentation(content=None, error=error)
             return Presentation(content=None, error=outcome.error)
+
+    # -- questions --------------------------------------------------------------------------
+
+    def _resumed(self, resumed: ResumePoint) -> None:
+        """Start the round from a paused run's transcript, its question answered now."""
+        self.memory.transcript = self._transcript(list(resumed.messages), CallPurpose.ROUND)
+        self.memory.prompt_length = resumed.prompt_length
+        self.context.record(
+            QuestionAnswered(
+                at=trio.current_time(),
+                agent=self.setup.agent,
+                question_id=resumed.question_id,
+                answer=resumed.answer,
+                source=ReplySource.USER,
+            )
+        )
+
+    async def _answer_in_text(
+        self, own: ToolExecutor, question: Question, transcript: Transcript
+    ) -> None:
+        """A question the model wrote as text: ask it, and give the answer as the next
+        user message (the reply that asked is in the transcript already)."""
+        assert isinstance(own, AskingTools)  # only an asking terminal with ask_user finds one
+        transcript.append(answer_message(await own.ask(question)))
 
     # -- transcripts ------------------------------------------------------------------------
 

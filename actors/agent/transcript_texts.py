@@ -27,8 +27,8 @@ Pieces
     A piece ends at the end of a line chosen by the content: a line whose hash ends in five
     zero bits, once the piece holds :data:`PIECE_MIN_CHARS`, or past :data:`PIECE_MAX_CHARS`;
     so after its first piece a quoted text is cut where it is cut anywhere else (a line
-    longer than that is a piece of its own). The hash need not agree across processes: only
-    the writer cuts, and a file is written by one.
+    longer than that is a piece of its own). The hash is CRC-32, not ``hash()``: a file's
+    size must not depend on the process's hash seed.
 
 Reach
     Both sides keep the pieces met (defined or referred to) in two generations of
@@ -41,6 +41,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -126,7 +127,10 @@ def _pieces(text: str) -> list[str]:
     for line in text.split("\n"):
         end += len(line) + 1
         size = end - start
-        if size >= PIECE_MAX_CHARS or (size >= PIECE_MIN_CHARS and not hash(line) & _CUT_MASK):
+        if size >= PIECE_MAX_CHARS or (
+            size >= PIECE_MIN_CHARS
+            and not zlib.crc32(line.encode("utf-8", "surrogatepass")) & _CUT_MASK
+        ):
             pieces.append(text[start:end])
             start = end
     if start < len(text):

@@ -42,6 +42,9 @@ import trio
 
 from conclave.actors.batch.claims import Counter
 from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.ray_keys import job_by_key_names
+from conclave.actors.batch.ray_logs import bring_back, pack, scratch_logs
+from conclave.actors.batch.version import version_refusal
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
 from conclave.runtime.gc_tuning import tune_gc_for_actors
 
@@ -118,24 +121,41 @@ def cpus_per_run(cpus: float, concurrency: int) -> float:
 class TaskOutcome:
     """What a Ray task sends back: the job's outcome and the worker process that ran it."""
 
-    outcome: JobOutcome
+    outcome: JobOutcome | None
+    """``None`` when the worker refused the job."""
     pid: int
+    refused: str | None = None
+    """Why the worker would not run it: it runs another Conclave than the batch."""
+    logs: bytes | None = None
+    """With ``--log-dir``: the run's log directories, packed (:mod:`actors.batch.ray_logs`)."""
+    scratch: str | None = None
+    """Where the worker wrote them (the result's paths start with it)."""
 
 
 def run_one(job: BatchJob, index: int) -> TaskOutcome:
     """The body of one Ray task: ``job`` run to its end in a ``trio.run`` of its own, its
     outcome returned under the batch's ``index``. Its worker killed (the batch's session
     ended), the run ends with it, without an outcome."""
+    refused = version_refusal(job.conclave_version, socket.gethostname())
+    if refused is not None:
+        return TaskOutcome(outcome=None, pid=os.getpid(), refused=refused)
     tune_gc_for_actors()
     outcomes: list[JobOutcome] = []
+    with scratch_logs(job) as scratch:
 
-    async def main() -> None:
-        async with BatchWork(jobs=(job,)).open(outcomes.append) as run_job:
-            await run_job(0)
+        async def main() -> None:
+            async with BatchWork(jobs=(scratch.job,)).open(outcomes.append) as run_job:
+                await run_job(0)
 
-    trio.run(main)
-    [outcome] = outcomes
-    return TaskOutcome(outcome=attrs.evolve(outcome, index=index), pid=os.getpid())
+        trio.run(main)
+        [outcome] = outcomes
+        logs = pack(scratch.root) if scratch.root is not None else None
+        return TaskOutcome(
+            outcome=attrs.evolve(outcome, index=index),
+            pid=os.getpid(),
+            logs=logs,
+            scratch=None if scratch.root is None else str(scratch.root),
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -211,16 +231,29 @@ class RayEngine:
             token = trio.lowlevel.current_trio_token()
 
             async def run_job(index: int) -> None:
-                ref = task.remote(work.jobs[index], index)
+                job = job_by_key_names(work.jobs[index], os.environ)
+                ref = task.remote(job, index)
                 try:
                     ran = await _result(ref, token)
                 except ray.exceptions.RayError as exc:
                     key = work.jobs[index].key
                     self.lost.append(f"the Ray worker running {key} failed ({_first(exc)})")
                     return
-                self.nodes[ran.outcome.node] += 1
-                self.workers.add((ran.outcome.node, ran.pid))
-                report(ran.outcome)
+                if ran.outcome is None:
+                    if not self._stopped:  # every other task would be refused alike
+                        self.lost.append(f"{ran.refused}; the batch stopped starting runs")
+                        self.stop_starting()
+                    return
+                outcome = ran.outcome
+                log_dir = work.jobs[index].log_dir
+                if ran.logs is not None and ran.scratch is not None and log_dir is not None:
+                    try:
+                        outcome = bring_back(outcome, ran.logs, ran.scratch, log_dir)
+                    except OSError as exc:
+                        self._say(f"{work.jobs[index].key}: its logs could not be kept ({exc})")
+                self.nodes[outcome.node] += 1
+                self.workers.add((outcome.node, ran.pid))
+                report(outcome)
 
             await run_lanes(self.concurrency, self._counter, run_job)
         if self.nodes:
@@ -287,6 +320,7 @@ def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
         raise RayUnavailable(
             f"{where}: Ray could not start ({_first(exc)}); check the address, or start a "
             "cluster with `ray start --head` and pass the address it prints"
+            + (_token_hint() if address is not None else "")
         ) from None
     finally:
         # ray.init takes SIGTERM over (to exit at once); the batch's own handling stands.
@@ -296,6 +330,25 @@ def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
         yield _cluster(ray, address, started=address is None)
     finally:
         ray.shutdown()
+
+
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+
+
+def _token_hint() -> str:
+    """Ray 2.60's ``ray start --head`` turns token authentication on, and a driver that
+    does not send the token is turned away as if nothing were there: say what to set."""
+    if os.environ.get(AUTH_MODE_ENV, "").lower() == "token":
+        return (
+            f"; {AUTH_MODE_ENV}=token is set: check that the token is the cluster's "
+            "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        )
+    return (
+        "; if the cluster uses token authentication (`ray start --head` turns it on from "
+        f"Ray 2.60), set {AUTH_MODE_ENV}=token and give the cluster's token (`ray "
+        "get-auth-token` on the head prints it) in RAY_AUTH_TOKEN, or in the file "
+        "RAY_AUTH_TOKEN_PATH names, or in ~/.ray/auth_token"
+    )
 
 
 def _cluster(ray: ModuleType, address: str | None, *, started: bool) -> Cluster:

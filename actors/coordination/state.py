@@ -135,7 +135,9 @@ class CoordinationState:
         """Per agent, how many answers (all versions) it can see: what a vote must cite."""
         self.votes: dict[str, Answer] = {}
         self.vote_reasons: dict[str, str] = {}
-        self.live: list[str] = list(self.agents)
+        self.live: dict[str, None] = dict.fromkeys(self.agents)
+        """The agents not excluded, in config order: an ordered set, because every answer and
+        vote asks whether its agent is live (a list made that O(N), a run O(N²))."""
         self.failed: dict[str, str] = {}
         self.failing: dict[str, str] = {}
         """Agent → the latest failure of its LLM calls, while they keep failing."""
@@ -211,8 +213,12 @@ class CoordinationState:
                 self._answers_seen[viewer] += 1
         # Only the agents shown this answer (its author among them) have a reason to look
         # again: a vote elsewhere stands (it could not be for this author, whom its voter
-        # cannot see).
-        cleared = tuple(v for v in self.votes if visibility.sees(v, agent))
+        # cannot see). Asked of the few agents shown it, not of every vote: a late answer
+        # among ten thousand votes would otherwise walk them all.
+        if visibility.everyone:
+            cleared = tuple(self.votes)
+        else:
+            cleared = tuple(v for v in visibility.audience(agent) if v in self.votes)
         for voter in cleared:
             self._drop_vote(voter)
         return AnswerOutcome(answer=answer, error=None, cleared_voters=cleared)
@@ -307,7 +313,7 @@ class CoordinationState:
         if agent not in self.live:
             return None
         self.failed[agent] = reason
-        self.live.remove(agent)
+        del self.live[agent]
         self.failing.pop(agent, None)
         vote = self.votes.get(agent)
         if vote is None or self.phase is not Phase.COORDINATING:
@@ -387,7 +393,9 @@ class CoordinationState:
     def stragglers(self) -> tuple[str, ...]:
         """The live agents whose calls keep failing while every other live agent (one at
         least) is done; empty when the run is waiting for anyone else."""
-        if self.phase is not Phase.COORDINATING:
+        if self.phase is not Phase.COORDINATING or not self.failing:
+            # Checked after every answer and vote: with nobody failing (the usual case) it
+            # must not walk every agent, or a run of N agents costs N² here.
             return ()
         failing = tuple(a for a in self.live if a in self.failing)
         others = [a for a in self.live if a not in self.failing]

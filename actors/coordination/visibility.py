@@ -42,6 +42,11 @@ class Visibility:
         start = i - i % self.k
         return [a for a in self._agents[start : start + self.k] if a != agent]
 
+    def audience(self, author: str) -> list[str]:
+        """Who is shown ``author``'s answers, ``author`` included, in config order."""
+        shown = (author, *self.peers(author))
+        return sorted(shown, key=self._index.__getitem__)
+
     def sees(self, viewer: str, author: str) -> bool:
         """Whether ``viewer`` is shown ``author``'s answers (everyone sees their own)."""
         if viewer == author:

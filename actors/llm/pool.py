@@ -21,6 +21,7 @@ from typing import Protocol
 import attrs
 import trio
 
+from conclave.actors.llm.cache import CachedBackend, ResponseCache
 from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink, LLMBackend
 from conclave.config.schema import AgentConfig
 
@@ -112,11 +113,12 @@ class BackendPool:
     """Use through :func:`open_backends`. Backends are made on first request and kept for the
     pool's lifetime, so an agent keeps its backend across turns and runs."""
 
-    def __init__(self, stack: AsyncExitStack) -> None:
+    def __init__(self, stack: AsyncExitStack, cache: ResponseCache | None = None) -> None:
         self._stack = stack
+        self._cache = cache
         self._endpoints: dict[tuple[str, Hashable], tuple[Endpoint, trio.CapacityLimiter | None]]
         self._endpoints = {}
-        self._backends: dict[AgentConfig, _Limited] = {}
+        self._backends: dict[AgentConfig, LLMBackend] = {}
         self._closed = False
 
     async def backend(self, agent: AgentConfig) -> LLMBackend:
@@ -137,7 +139,10 @@ class BackendPool:
             limiter = None if math.isinf(limit) else trio.CapacityLimiter(limit)
             opened = self._endpoints[endpoint_key] = (endpoint, limiter)
         endpoint, limiter = opened
-        backend = self._backends[key] = _Limited(endpoint.backend_for(agent), limiter)
+        backend: LLMBackend = _Limited(endpoint.backend_for(agent), limiter)
+        if self._cache is not None:  # outermost: a hit waits for no endpoint slot
+            backend = CachedBackend(backend, self._cache, agent)
+        self._backends[key] = backend
         return backend
 
     def statistics(self) -> PoolStatistics:
@@ -154,11 +159,12 @@ class BackendPool:
 
 
 @asynccontextmanager
-async def open_backends() -> AsyncIterator[BackendPool]:
+async def open_backends(*, cache: ResponseCache | None = None) -> AsyncIterator[BackendPool]:
     """A pool for the duration of the block; leaving it closes every client it opened
-    (in reverse order of opening), also when the block is cancelled."""
+    (in reverse order of opening), also when the block is cancelled. With ``cache``, every
+    backend answers from it what it recorded (:mod:`actors.llm.cache`)."""
     async with AsyncExitStack() as stack:
-        pool = BackendPool(stack)
+        pool = BackendPool(stack, cache)
         try:
             yield pool
         finally:

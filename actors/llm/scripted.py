@@ -42,6 +42,7 @@ from conclave.actors.llm.protocol import (
 )
 from conclave.actors.llm.scripted_interactive import interactive_reply
 from conclave.actors.llm.scripted_summary import summary_reply
+from conclave.actors.llm.scripted_timer import sleep_until
 from conclave.actors.planning.progress import UPDATE_PLAN
 from conclave.actors.planning.scripted_plans import as_plan_reply, plan_marks
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
@@ -106,7 +107,7 @@ class ScriptedBackend:
         # Deadlines, not durations: the reply comes at exactly start + delay, streamed or not.
         start = trio.current_time()
         end = start + delay
-        await trio.sleep_until(start + delay * (1 - STREAMED_SHARE))
+        await sleep_until(start + delay * (1 - STREAMED_SHARE))
         if request.purpose is CallPurpose.COMPACT:
             summary = summary_reply(request.messages)
             await _stream(summary.content if sink is not None else "", end, sink)
@@ -114,7 +115,7 @@ class ScriptedBackend:
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):
-            await trio.sleep_until(end)  # a failure takes the whole latency, as it always did
+            await sleep_until(end)  # a failure takes the whole latency, as it always did
             raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         if _plays_interactive(request.messages):
             message = interactive_reply(request.messages, self._call_id())
@@ -181,13 +182,16 @@ class ScriptedBackend:
             (label.seq for label in map(Label.parse, view.answers) if label.author == view.me),
             default=0,
         )
-        answer = self.compose(view, revision=given + 1, retries=retries)
-        vote_target = self._choose_vote(view)
+
+        # Composed only when the reply carries it: half the rounds of a run are votes.
+        def answer() -> str:
+            return self.compose(view, revision=given + 1, retries=retries)
+
         if misbehave is Misbehaviour.NO_CALL:
             return ChatMessage(role="assistant", content="I think the answers look fine.")
         if misbehave is Misbehaviour.BOTH_CALLS:
             return _calls(
-                ("new_answer", {"content": answer}),
+                ("new_answer", {"content": answer()}),
                 ("vote", {"agent_id": view.me, "reason": "both"}),
             )
         if misbehave is Misbehaviour.UNKNOWN_TOOL:
@@ -195,7 +199,9 @@ class ScriptedBackend:
         if misbehave is Misbehaviour.VOTE_WITHOUT_ANSWER:
             return _calls(("vote", {"agent_id": "agent999", "reason": "no such answer"}))
         if misbehave is Misbehaviour.DUPLICATE:
-            existing = next(iter(view.answers.values()), answer)
+            existing = next(iter(view.answers.values()), None)
+            if existing is None:
+                existing = answer()
             return _calls(("new_answer", {"content": existing}))
         if misbehave is Misbehaviour.MALFORMED:
             return ChatMessage(
@@ -212,8 +218,8 @@ class ScriptedBackend:
             if not any(step.tool == UPDATE_PLAN for step in steps):
                 steps = plan_marks(view.task, offered) + steps
             step = self._step(steps, offered, done, view, given + 1)
-            return step or _calls(("new_answer", {"content": answer}), call_id=self._call_id())
-        if "vote" in offered and vote_target is not None:
+            return step or _calls(("new_answer", {"content": answer()}), call_id=self._call_id())
+        if "vote" in offered and (vote_target := self._choose_vote(view)) is not None:
             step = self._step(self.policy.vote_tool_steps, offered, done, view, given)
             if step is not None:
                 return step
@@ -291,7 +297,7 @@ async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
     now = trio.current_time()
     if not text or sink is None:
         if end > now:
-            await trio.sleep_until(end)
+            await sleep_until(end)
         return
     size = -(-len(text) // STREAM_CHUNKS)  # ceiling: never more than STREAM_CHUNKS pieces
     pieces = [text[i : i + size] for i in range(0, len(text), size)]
@@ -299,7 +305,7 @@ async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
     for index, piece in enumerate(pieces, 1):
         sink.text(piece)
         if end > now:
-            await trio.sleep_until(end if index == len(pieces) else now + step * index)
+            await sleep_until(end if index == len(pieces) else now + step * index)
 
 
 def _plays_interactive(messages: Sequence[ChatMessage]) -> bool:

@@ -125,7 +125,10 @@ async def run_loop(
     """
     limit = budget.round_time_limit
     call = _Caller(backend, budget, observer, sink, purpose, tool_choice)
-    with trio.move_on_after(math.inf if limit is None else limit) as timer:
+    if limit is None:
+        # No cancel scope where nothing can expire: a round of a big run pays for each one.
+        return await _steps(transcript, call, tools, terminal, budget, checkpoint, observer)
+    with trio.move_on_after(limit) as timer:
         outcome = await _steps(transcript, call, tools, terminal, budget, checkpoint, observer)
     if timer.cancelled_caught:
         return LoopOutcome(

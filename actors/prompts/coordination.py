@@ -41,7 +41,7 @@ import attrs
 
 from conclave.actors.coordination.protocol import AnswerView
 from conclave.actors.llm.protocol import ChatMessage
-from conclave.actors.prompts.modes import mode_prefix, presentation_mode_note
+from conclave.actors.prompts.modes import Reach, mode_prefix, presentation_mode_note
 from conclave.actors.prompts.workspace import WorkspaceNote, parse_workspace, workspace_section
 from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode
@@ -110,6 +110,7 @@ def round_messages(
     mode: CollaborationMode = CollaborationMode.DEFAULT,
     instructions: str = "",
     workspace: WorkspaceNote | None = None,
+    act: Reach | None = None,
 ) -> list[ChatMessage]:
     """A coordination round's prompt: system, history, the task and the ``answers`` (in the
     order given), then this agent's round.
@@ -128,7 +129,7 @@ def round_messages(
     stable = [task, *_history_texts(history)]
     fence = _choose_fence(stable, answers, also=_paths(workspace))
     system = (
-        mode_prefix(mode)
+        mode_prefix(mode, act=act)
         + _SYSTEM.format(n=agents, fence_note=_FENCE_NOTE.format(fence=fence)).strip()
     )
     body = _task_block(task, fence) + _answers_block(answers, fence)
@@ -163,6 +164,7 @@ def presentation_messages(
     mode: CollaborationMode = CollaborationMode.DEFAULT,
     instructions: str = "",
     workspace: WorkspaceNote | None = None,
+    act: Reach | None = None,
 ) -> list[ChatMessage]:
     """The presenter's prompt: system, history, then what to do, the task and the answers.
     A plan run presents a plan (:func:`~actors.prompts.modes.presentation_mode_note`).
@@ -185,7 +187,7 @@ def presentation_messages(
         )
     perspective = _PERSONA.format(persona=persona) if persona else ""
     system = f"You are {me}. {_FENCE_NOTE.format(fence=fence)}{perspective.lstrip()}".strip()
-    system = presentation_mode_note(mode) + system + _files(workspace, fence)
+    system = presentation_mode_note(mode, act=act) + system + _files(workspace, fence)
     system += _instructions(instructions)
     body = (
         f"<PRESENTATION strategy={strategy} own={own_label} {fence}>\n{instruction}\n"

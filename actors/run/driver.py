@@ -50,9 +50,11 @@ from conclave.actors.coordination.rules import (
 from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.coordination.visibility import Visibility
 from conclave.actors.events.hub import EventHub
+from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.redaction import Redactor
+from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.faults import with_faults
@@ -71,6 +73,7 @@ from conclave.runtime import (
     ChildSpec,
     Event,
     EventTap,
+    Flushing,
     JsonlEventLog,
     LogOpened,
     MailboxSpec,
@@ -82,6 +85,7 @@ from conclave.runtime import (
 )
 from conclave.runtime.eventlog import EventLogFailure
 from conclave.runtime.events import EVENT_LOG_FORMAT
+from conclave.runtime.gc_tuning import gc_sized_for_agents
 
 __all__ = [
     "BUS",
@@ -171,6 +175,22 @@ async def open_run(
     engine) fails the run, saying why. An exception raised by the block itself propagates
     unchanged.
     """
+    # A big run keeps its agents' state alive: the collector is sized for it while it is
+    # open (runtime/gc_tuning.py), if the process's entry point chose that.
+    with gc_sized_for_agents(len(spec.config.agents)):
+        async with _open_run(spec, taps=taps, hub=hub, on_log_failure=on_log_failure) as handle:
+            yield handle
+
+
+@asynccontextmanager
+async def _open_run(
+    spec: RunSpec,
+    *,
+    taps: Iterable[EventTap] = (),
+    hub: EventHub | None = None,
+    on_log_failure: LogFailureCallback | None = None,
+) -> AsyncIterator[RunHandle]:
+    """:func:`open_run` itself, once the collector is sized for the run."""
     config = spec.config
     state = CoordinationState(
         task=spec.task, agents=[a.id for a in config.agents], orchestrator=config.orchestrator
@@ -179,7 +199,11 @@ async def open_run(
     usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
     secrets, redactor = secrets_of_run(config)
     log = (
-        JsonlEventLog(spec.log_dir / "events.jsonl", on_failure=on_log_failure)
+        # Written while the run waits, not as events happen: encoding and writing each event
+        # at once cost a run of thousands of agents a third of its CPU (issue 24).
+        JsonlEventLog(
+            spec.log_dir / "events.jsonl", on_failure=on_log_failure, flushing=Flushing.WHEN_IDLE
+        )
         if spec.log_dir is not None
         else None
     )
@@ -227,6 +251,7 @@ async def open_run(
                 state,
                 memories,
                 handle.halted,
+                _desk(spec, handle),
                 backends,
                 services,
                 agents_supervisor,
@@ -322,6 +347,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
+    desk: QuestionDesk | None,
     backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
     agents_supervisor: Supervisor,
@@ -338,12 +364,29 @@ async def _start(
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)
         memories[agent.id] = _spawn_agent(
-            system, spec, agent, state, backend, tooling, halted, agents_supervisor, transcript
+            system,
+            spec,
+            agent,
+            state,
+            backend,
+            tooling,
+            halted,
+            agents_supervisor,
+            transcript,
+            desk,
         )
         if spawned % SPAWNS_PER_CHECKPOINT == 0:
             await trio.lowlevel.checkpoint()
     await trio.lowlevel.checkpoint_if_cancelled()  # a run cancelled by now never starts
     system.root.start_child(run_child)
+
+
+def _desk(spec: RunSpec, handle: RunHandle) -> QuestionDesk | None:
+    """The run's one question desk, when it takes questions; nobody to answer halts it."""
+    if spec.questions is None:
+        return None
+    after = spec.resume.last_question if spec.resume is not None else 0
+    return QuestionDesk(spec.questions, handle.clock, halt=handle.unanswered, after=after)
 
 
 def _backends(
@@ -451,6 +494,7 @@ def _spawn_agent(
     halted: trio.Event,
     supervisor: Supervisor,
     transcript: TranscriptFile | None,
+    desk: QuestionDesk | None,
 ) -> AgentMemory:
     setup = AgentSetup(
         agent=agent.id,
@@ -465,9 +509,13 @@ def _spawn_agent(
         tools=tooling.tools,
         workspace=tooling.workspace,
         transcript=transcript,
+        questions=desk,
+        executing_plan=read_execution_task(spec.task) is not None,
         halted=halted,
     )
     memory = AgentMemory()
+    if spec.resume is not None and spec.resume.agent == agent.id:
+        memory.resumed = spec.resume
 
     def factory(ctx: ActorContext) -> AgentActor:
         return AgentActor(ctx, setup=setup, backend=backend, memory=memory)

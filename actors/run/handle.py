@@ -26,6 +26,7 @@ from conclave.actors.coordination.protocol import (
     StopWork,
 )
 from conclave.actors.coordination.state import CoordinationState
+from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import RunResult, RunStats
@@ -101,6 +102,14 @@ class RunHandle:
             self._failure = services.redactor(reason) if services is not None else reason
         self._end_with(Termination.FAILED)
 
+    def unanswered(self, how: OnQuestion) -> None:
+        """An agent's question cannot be answered now: fail the run, or pause it to be
+        resumed with the answer (the question is the result's ``pending_question``)."""
+        if how is OnQuestion.PAUSE:
+            self._end_with(Termination.PAUSED)
+        else:
+            self.fail("an agent asked a question and nobody could answer (--on-question fail)")
+
     def budget_reached(self) -> None:
         """The priced calls reached the cost budget: halt the run like a timeout."""
         self._end_with(Termination.MAX_COST)
@@ -149,7 +158,7 @@ class RunHandle:
         final = state.final_answer
         winner = state.winner.agent if state.winner else None
         decided_by = _decided_by(state)
-        if final is None:
+        if final is None and termination is not Termination.PAUSED:
             best = state.best_so_far()
             if best is not None:
                 final, winner = best.content, best.agent
@@ -185,6 +194,8 @@ class RunHandle:
             cost_usd=usage.total.cost_usd,
             writes=self._writes(),
             workspace_path=str(deliverable) if deliverable is not None else None,
+            assumptions=list(stats.assumptions),
+            pending_question=stats.pending_question,
         )
 
     def _writes(self) -> Writes:

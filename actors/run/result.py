@@ -15,6 +15,8 @@ from conclave.actors.agent.events import (
     RoundStarted,
 )
 from conclave.actors.coordination.state import Answer
+from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, QuestionAsked
+from conclave.actors.human.questions import Assumption, PendingQuestion, Question
 from conclave.actors.llm.protocol import CallOutcome
 from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.actors.run.usage import RunUsage
@@ -64,6 +66,11 @@ class RunResult:
     workspace_path: str | None = None
     """The deliverable: ``final/`` in the run's working directory, holding the workspace
     the final answer came with; ``None`` when agents had no tools (or it was not saved)."""
+    assumptions: list[Assumption] = attrs.field(factory=list)
+    """What agents went on with instead of asking: ``record_assumption`` calls, and the
+    defaults taken for questions nobody answered (``--on-question default``)."""
+    pending_question: PendingQuestion | None = None
+    """The question the run stopped on (``--on-question fail`` or ``pause``), unanswered."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types: the enums become their strings."""
@@ -88,6 +95,9 @@ class RunStats:
         """Replies whose server reported no usage: the token counts are then unknown."""
         self.delivered = 0
         self.dead_letters = 0
+        self.assumptions: list[Assumption] = []
+        self.pending_question: PendingQuestion | None = None
+        """The last question asked and not yet answered."""
 
     def record(self, event: Event) -> None:
         # One dict lookup instead of a chain of isinstance checks: every event of the run
@@ -119,6 +129,31 @@ class RunStats:
     def _dead_letter(self, event: Event) -> None:
         self.dead_letters += 1
 
+    def _question_asked(self, event: Event) -> None:
+        assert isinstance(event, QuestionAsked)
+        question = Question(
+            question=event.question,
+            context=event.context,
+            severity=event.severity,
+            options=event.options,
+            default=event.default,
+        )
+        self.pending_question = PendingQuestion(
+            agent=event.agent, question_id=event.question_id, question=question
+        )
+
+    def _question_answered(self, event: Event) -> None:
+        assert isinstance(event, QuestionAnswered)
+        pending = self.pending_question
+        if pending is not None and pending.question_id == event.question_id:
+            self.pending_question = None
+
+    def _assumption(self, event: Event) -> None:
+        assert isinstance(event, AssumptionRecorded)
+        self.assumptions.append(
+            Assumption(agent=event.agent, question=event.question, assumption=event.assumption)
+        )
+
 
 _COUNTERS: dict[type[Event], Callable[[RunStats, Event], None]] = {
     Delivered: RunStats._delivered,
@@ -127,4 +162,7 @@ _COUNTERS: dict[type[Event], Callable[[RunStats, Event], None]] = {
     RoundStarted: RunStats._round_started,
     RoundRestarted: RunStats._round_restarted,
     DeadLetter: RunStats._dead_letter,
+    QuestionAsked: RunStats._question_asked,
+    QuestionAnswered: RunStats._question_answered,
+    AssumptionRecorded: RunStats._assumption,
 }

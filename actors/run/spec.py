@@ -12,7 +12,9 @@ from pathlib import Path
 
 import attrs
 
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.human.gate import HumanGate
+from conclave.actors.human.questions import QuestionGate
 from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.llm.protocol import LLMBackend
@@ -76,6 +78,13 @@ class RunSpec:
     tool_allowances: SessionAllowances | None = None
     """What a person allowed for the session (a REPL session's, shared by its runs);
     ``None``: the run keeps its own."""
+    questions: QuestionGate | None = None
+    """Who answers the agents' questions (a person's card, a headless policy); the run's
+    timer is paused while a question waits. ``None``: questions are off, and no agent is
+    offered ``ask_user`` or ``record_assumption``."""
+    resume: ResumePoint | None = None
+    """Go on with a paused run: its asking agent's first round starts from this transcript
+    (which ends with the user's answer) instead of a fresh prompt."""
     backends: BackendPool | None = None
     """A pool that outlives the run (the REPL's, a batch's); ``None``: the run opens its own
     and closes it when it ends."""

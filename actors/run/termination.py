@@ -22,6 +22,9 @@ class Termination(enum.StrEnum):
     FAILED = "failed"
     """Coordination produced no answer, or something inside the run broke (escalation to
     the root supervisor, an unexpected exception): ``failure_reason`` says which."""
+    PAUSED = "paused"
+    """An agent asked a question nobody could answer then (``--on-question pause``): the
+    result's ``pending_question`` names it; ``conclave resume`` goes on with the answer."""
 
 
 class DecidedBy(enum.StrEnum):

@@ -135,7 +135,12 @@ class UsageTap:
                 self.on_budget_reached()
 
     def usage(self) -> RunUsage:
+        total = self.ledger.total()
+        if not any(price is not None for price in self._prices.values()):
+            # No agent has a price: a run that made no call did not cost $0, its cost is
+            # unknown as every other unpriced run's is.
+            total = attrs.evolve(total, cost_usd=None)
         return RunUsage(
-            total=AgentUsage.of(self.ledger.total()),
+            total=AgentUsage.of(total),
             agents={agent: AgentUsage.of(s) for agent, s in self.ledger.per_agent().items()},
         )

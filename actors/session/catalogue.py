@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 
 from conclave.actors.session.entries import RunRecorded, SessionEntry, UserTurn
+from conclave.actors.session.migrations import SessionTooNew
 from conclave.actors.session.store import (
     SESSION_FILE,
     SessionError,
@@ -106,11 +107,21 @@ def list_sessions(root: Path) -> list[SessionSummary]:
 
 
 def latest_session(root: Path) -> str | None:
-    """The id of the session under ``root`` written to last, or ``None`` without any."""
-    files = _session_files(root)
-    if not files:
-        return None
-    return max(files, key=lambda p: (p.stat().st_mtime, p.parent.name)).parent.name
+    """The id of the session under ``root`` written to last that can be resumed, or ``None``
+    without any. One that holds no session (an empty file left by a crash as it was created,
+    or damage) is passed over: it would refuse ``--continue`` until someone removed it, and
+    ``conclave sessions`` still lists it with its problem. One in a newer format is not
+    passed over: resuming it says to upgrade."""
+    files = sorted(_session_files(root), key=lambda p: (p.stat().st_mtime, p.parent.name))
+    for path in reversed(files):
+        try:
+            read_session(path)
+        except SessionTooNew:
+            return path.parent.name  # resuming it names both versions
+        except (SessionError, ValueError):
+            continue
+        return path.parent.name
+    return None
 
 
 def prune_sessions(root: Path, *, retention_days: float, now: float) -> list[str]:

@@ -30,6 +30,7 @@ import fcntl
 import os
 import re
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -67,6 +68,9 @@ SESSION_FILE = "session.jsonl"
 _ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,127}$")
 
 E = TypeVar("E", bound=SessionEntry)
+
+_NO_RESUME = "; it cannot be resumed: remove its directory, or resume another session"
+"""What to do about a file that holds no readable session (``conclave -c`` passes it over)."""
 
 
 class SessionError(Exception):
@@ -205,22 +209,22 @@ def _parse(path: Path, data: bytes) -> SessionLog:
         if skipped:
             raise SessionUnreadable(
                 f"{path} is not a session: its first line is no session header "
-                f"({skipped[0].reason})"
+                f"({skipped[0].reason}){_NO_RESUME}"
             )
-        raise SessionUnreadable(f"{path} is empty: the session was never written")
+        raise SessionUnreadable(f"{path} is empty: the session was never written{_NO_RESUME}")
     return SessionLog(path=path, header=header, entries=tuple(entries), skipped=tuple(skipped))
 
 
 def _header(path: Path, obj: Any, number: int) -> SessionHeader:
     if not isinstance(obj, dict) or obj.get("kind") != SessionHeader.kind:
         raise SessionUnreadable(
-            f"{path} is not a session: line {number} should be its session_header"
+            f"{path} is not a session: line {number} should be its session_header{_NO_RESUME}"
         )
     version = _version(path, obj.get("version"), number)
     try:
         header = decode(migrate(obj, version), SessionHeader)
     except DecodeError as exc:
-        raise SessionUnreadable(f"{path}: its header cannot be read: {exc}") from None
+        raise SessionUnreadable(f"{path}: its header cannot be read: {exc}{_NO_RESUME}") from None
     return attrs.evolve(header, version=version)
 
 
@@ -228,7 +232,7 @@ def _version(path: Path, version: Any, number: int) -> int:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise SessionUnreadable(
             f"{path}: line {number} names session format {version!r}; expected a whole number "
-            f"from 1 to {SESSION_VERSION}"
+            f"from 1 to {SESSION_VERSION}{_NO_RESUME}"
         )
     if version > SESSION_VERSION:
         raise SessionTooNew(str(path), version)
@@ -349,6 +353,8 @@ def _create(root: Path, cwd: Path | None, clock: Callable[[], float]) -> Session
         session._write(json_line(encode(header)))
     except SessionError:
         session.close()
+        # No header, no session: an empty file would be the latest one `--continue` finds.
+        shutil.rmtree(path.parent, ignore_errors=True)
         raise
     return session
 

@@ -30,8 +30,8 @@ def short_diff(before: str, after: str, *, path: str, max_lines: int) -> str:
         difflib.unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
+            fromfile=f"a/{path.lstrip('/')}",  # an absolute path: a/tmp/x, not a//tmp/x
+            tofile=f"b/{path.lstrip('/')}",
             n=2,
         )
     )

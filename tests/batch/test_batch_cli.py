@@ -101,6 +101,20 @@ def test_the_newest_line_of_an_id_wins(tmp_path: Path, fast_config: Path, capsys
     assert len(results(out)) == 2  # nothing ran again: the newest line completed
 
 
+def test_an_out_file_that_is_not_a_results_file_is_refused_untouched(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
+    other = write_tasks(tmp_path / "other-tasks.jsonl", tasks(2))
+    before = other.read_bytes()
+
+    ran = batch(capsys, source, "--out", other, "--config", fast_config)
+
+    assert ran.code == 2
+    assert "other-tasks.jsonl is not a results file of conclave batch" in ran.err
+    assert other.read_bytes() == before
+
+
 def test_a_last_line_cut_by_a_crash_is_removed_and_its_task_runs_again(
     tmp_path: Path, fast_config: Path, capsys: Capsys
 ) -> None:

@@ -40,11 +40,11 @@ def _id(record: dict[str, Any]) -> str:
     return str(record["id"])
 
 
-def test_exact_grading_normalises_case_space_and_a_final_period(
+def test_normalised_grading_ignores_case_space_and_a_final_period(
     tmp_path: Path, capsys: Capsys, config: Path
 ) -> None:
     ran, correct = _graded(
-        tmp_path, capsys, config, "exact", ("  Paris. ", "paris"), ("Paris, France", "Paris")
+        tmp_path, capsys, config, "normalised", ("  Paris. ", "paris"), ("Paris, France", "Paris")
     )
 
     assert correct == [True, False]
@@ -83,7 +83,7 @@ def test_number_grading_reads_the_last_number_within_the_tolerance(
 def test_a_list_of_expected_values_accepts_any_of_them(
     tmp_path: Path, capsys: Capsys, config: Path
 ) -> None:
-    _, correct = _graded(tmp_path, capsys, config, "exact", ("NYC", ["New York", "nyc"]))
+    _, correct = _graded(tmp_path, capsys, config, "normalised", ("NYC", ["New York", "nyc"]))
 
     assert correct == [True]
 
@@ -142,9 +142,11 @@ def test_compare_modes_runs_every_task_in_each_mode_and_prints_them_side_by_side
     assert all(len({a["agent"] for a in r["answers"]}) == 1 for r in single)
     multi = [r for r in records if r["mode"] == "multi-norefine"]
     assert all(r["strategy"] == "synthesize" for r in multi)
-    table = ran.out.strip().splitlines()
-    assert [row.split()[0] for row in table[1:]] == ["single", "multi-norefine"]
-    assert all("(3/3)" in row for row in table[1:])
+    table, paired = ran.out.strip().split("\n\n")
+    rows = table.splitlines()
+    assert [row.split()[0] for row in rows[1:]] == ["single", "multi-norefine"]
+    assert all("(3/3)" in row for row in rows[1:])
+    assert paired.splitlines()[1].split()[:4] == ["multi-norefine", "3", "+0.0", "pts"]
 
 
 def test_compare_modes_refuses_a_mode_it_does_not_know(

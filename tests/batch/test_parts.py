@@ -14,10 +14,10 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.schema import default_config
 from conclave.ui.batch.command import exit_code, parse_modes
-from conclave.ui.batch.grading import Grade, is_correct, last_number
+from conclave.ui.batch.grading import Grade, Grader, is_correct, last_number
 from conclave.ui.batch.progress import BatchProgress
-from conclave.ui.batch.results import open_results
-from conclave.ui.batch.summary import ModeSummary, summarise
+from conclave.ui.batch.results import NotResults, open_results
+from conclave.ui.batch.summary import ModeSummary, render_table, summarise
 from conclave.ui.batch.tasks import BadLine, apply_overrides
 from conclave.ui.exit_codes import ExitCode
 
@@ -38,11 +38,19 @@ def test_number_grading_reads_the_last_number_written(text: str, number: float |
 
 
 def test_no_answer_is_never_correct() -> None:
-    assert not is_correct(Grade.CONTAINS, None, "", 0.0)
+    assert not is_correct(Grader(method=Grade.CONTAINS), None, "", 0.0)
 
 
-def test_exact_grading_normalises_unicode_width() -> None:
-    assert is_correct(Grade.EXACT, "\uff21\uff22\uff23", "abc", 0.0)
+def test_normalised_grading_normalises_unicode_width() -> None:
+    assert is_correct(Grader(method=Grade.NORMALISED), "\uff21\uff22\uff23", "abc", 0.0)
+
+
+def test_exact_grading_only_ignores_surrounding_whitespace() -> None:
+    exact = Grader(method=Grade.EXACT)
+
+    assert is_correct(exact, "  Paris\n", "Paris", 0.0)
+    assert not is_correct(exact, "paris", "Paris", 0.0)
+    assert not is_correct(exact, "Paris.", "Paris", 0.0)
 
 
 def _row(**changes: Any) -> ModeSummary:
@@ -78,7 +86,11 @@ def test_the_summary_counts_terminations_tokens_cost_and_run_time_percentiles() 
          "output_tokens": 5, "cost_usd": 0.5}
         for i in range(1, 21)
     ]  # fmt: skip
-    records += [{"termination": "failed", "duration_s": 0.0}, {"termination": "max_cost"}, None]
+    records += [
+        {"termination": "failed", "duration_s": 0.0, "cost_usd": 0.0},
+        {"termination": "max_cost", "cost_usd": 0.0},
+        None,
+    ]
 
     row = summarise("multi", records, [True, False, None])
 
@@ -87,6 +99,18 @@ def test_the_summary_counts_terminations_tokens_cost_and_run_time_percentiles() 
     assert row.cost_usd == 10.0
     assert (row.p50_s, row.p95_s) == (10.0, 19.0)
     assert row.accuracy == 0.5
+
+
+def test_the_summary_cost_is_unknown_when_one_run_had_no_price() -> None:
+    records: list[dict[str, Any] | None] = [
+        {"termination": "completed", "cost_usd": 0.5},
+        {"termination": "failed", "cost_usd": None},
+    ]
+
+    row = summarise("multi", records, [None, None])
+
+    assert row.cost_usd is None
+    assert render_table([row]).splitlines()[1].split()[7] == "-"
 
 
 def test_on_a_terminal_progress_is_one_bar_redrawn_in_place() -> None:
@@ -127,7 +151,7 @@ def test_reading_results_repairs_a_cut_last_line_before_appending(tmp_path: Path
     results.append({"id": "c", "termination": "completed"})
     results.close()
 
-    assert list(results.existing) == [("a", "")]
+    assert list(results.existing) == [("a", "", 1)]
     assert "cut short" in results.notes[0]
     assert path.read_text("utf-8").splitlines()[1] == '{"id": "c", "termination": "completed"}'
 
@@ -140,7 +164,29 @@ def test_a_line_of_results_that_is_not_a_result_is_named_and_ignored(tmp_path: P
     results.close()
 
     assert results.notes == [f"{path}:1: not a result line; ignored"]
-    assert list(results.existing) == [("a", "")]
+    assert list(results.existing) == [("a", "", 1)]
+
+
+def test_a_file_holding_lines_but_no_result_is_refused_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    text = '{"id": "t1", "task": "a"}\n{"id": "t2", "task": "no newline at the end"}'
+    path.write_text(text, "utf-8")
+
+    with pytest.raises(NotResults, match="not a results file of conclave batch"):
+        open_results(path)
+
+    assert path.read_text("utf-8") == text  # neither cut nor appended to
+
+
+def test_a_first_result_cut_mid_write_is_still_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"id": "a", "termi', "utf-8")
+
+    open_results(path).close()
+
+    assert path.read_text("utf-8") == ""
 
 
 def test_overrides_set_only_the_orchestrator_fields_they_name() -> None:

@@ -14,13 +14,23 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 import ray
 import trio
 
-from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine
+from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine, run_one
+from conclave.actors.batch.version import installed_version
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
-from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.secret import Secret
+from conclave.ui.cli import main
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import wait_for_lines
 from tests.cli.helpers import conclave, finish, start
@@ -223,8 +233,9 @@ def test_ctrl_c_stops_a_ray_batch_with_130_its_tasks_end_and_a_resume_completes_
     assert {r["termination"] for r in interrupted} == {"completed"}
     _wait_for_free_cpus()  # the interrupted runs' tasks ended with the batch's job
 
-    # The rest on zero-latency agents: only the interruption needs runs that take a while.
-    resumed = conclave(*flags, "--config", str(fast_config), cwd=tmp_path, timeout=180)
+    # The rest on zero-latency agents: only the interruption needs runs that take a while
+    # (--force keeps the results the slow config made).
+    resumed = conclave(*flags, "--config", str(fast_config), "--force", cwd=tmp_path, timeout=180)
 
     assert resumed.returncode == 0, resumed.stderr
     assert f"{len(interrupted)} runs already in out.jsonl; skipped" in resumed.stderr
@@ -249,3 +260,75 @@ def test_sigterm_stops_a_ray_batch_with_143_and_prints_the_summary(
     assert 2 <= len(written) < 200
     assert out.splitlines()[0].split()[0] == "mode"
     _wait_for_free_cpus()
+
+
+def test_a_worker_running_another_conclave_refuses_the_job_without_running_it() -> None:
+    job = BatchJob(key="j", task="t", config=_jobs(1, latency=0).jobs[0].config)
+
+    ran = run_one(attrs.evolve(job, conclave_version="0.0.0-other"), 0)
+
+    assert ran.outcome is None
+    assert ran.refused == (
+        f"the Ray worker on {socket.gethostname()} runs Conclave {installed_version()}, this "
+        "batch 0.0.0-other; install the same version on every node (pip install "
+        "conclave==0.0.0-other)"
+    )
+
+
+async def test_a_batch_whose_workers_run_another_conclave_stops_and_says_so(
+    cluster: str,
+) -> None:
+    work = _jobs(6, latency=0)
+    other = BatchWork(
+        jobs=tuple(attrs.evolve(j, conclave_version="0.0.0-other") for j in work.jobs)
+    )
+    engine = RayEngine(concurrency=2)
+    reported: list[JobOutcome] = []
+
+    await engine.run(other, reported.append)
+
+    assert reported == []
+    assert len(engine.lost) == 1
+    assert "runs Conclave" in engine.lost[0] and "the batch stopped starting runs" in engine.lost[0]
+
+
+async def test_a_ray_worker_gets_the_name_of_a_keys_variable_not_the_key(
+    cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Set after the cluster started, the variable is in this process only: a worker that
+    # was sent its name, not the key, finds no key and says which variable to set.
+    monkeypatch.setenv("CONCLAVE_TEST_TEAM_KEY", "sk-test-0123456789abcdef")
+    backend = OpenAIBackendConfig(
+        model="m", base_url="http://192.0.2.1:9/v1", api_key=Secret("sk-test-0123456789abcdef")
+    )
+    config = ConclaveConfig(
+        agents=(AgentConfig(id="a", backend=backend),),
+        orchestrator=OrchestratorConfig(max_tries_per_round=1),
+    )
+    reported: list[JobOutcome] = []
+
+    await RayEngine(concurrency=1).run(
+        BatchWork(jobs=(BatchJob(key="k", task="t", config=config),)), reported.append
+    )
+
+    (outcome,) = reported
+    assert outcome.result["termination"] == "failed"
+    assert "CONCLAVE_TEST_TEAM_KEY" in outcome.result["failed_agents"]["a"]
+
+
+def test_a_ray_runs_logs_come_back_to_the_batchs_log_dir(
+    cluster: str, tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", tasks(3))
+
+    ran = batch(capsys, "tasks.jsonl", "--out", "out.jsonl", "--config", fast_config,
+                "--engine", "ray", "--concurrency", "2", "--log-dir", "logs")  # fmt: skip
+
+    assert ran.code == 0, ran.err
+    written = results(tmp_path / "out.jsonl")
+    for record in written:
+        log_dir = tmp_path / record["log_dir"]  # as written: relative to the batch's cwd
+        assert log_dir.parent == tmp_path / "logs"
+        assert (log_dir / "events.jsonl").read_text().startswith('{"kind":"log_opened"')
+    assert len(list((tmp_path / "logs").iterdir())) == 3
+    assert main(["replay", str(tmp_path / written[0]["log_dir"] / "events.jsonl")]) == 0

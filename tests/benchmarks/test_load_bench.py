@@ -95,3 +95,30 @@ def test_the_storm_measures_the_inject_policy_and_says_it_runs_as_finish_without
     assert "as finish" in row["policy"]
     assert row["llm_requests_median"] >= 2 * 3 + 1
     assert row["met"]
+
+
+def test_the_log_cost_compares_runs_with_and_without_their_event_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    row = load_bench.measure_log_cost(agents=3, repeats=1)
+
+    assert row["event_log_mb"] > 0  # the logged runs wrote a log
+    assert row["all_completed"]
+    cost = row["cpu_on_s"] / row["cpu_off_s"] - 1
+    assert row["met"] == (cost <= load_bench.LOG_COST_TARGET)
+    assert row["target"] == "<= 15%"
+
+
+def test_a_big_run_with_a_target_says_it_and_whether_it_was_met(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(load_bench.BIG_TARGETS, (3, 0.2, "ring"), 100.0)
+
+    row = load_bench.measure_big_run(load_bench.Case(agents=3, latency=0.2, visibility="ring"))
+
+    assert row["target"] == "<= 100.0"
+    assert row["met"] is True
+    assert row["cpu_s"] > 0

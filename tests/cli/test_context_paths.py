@@ -12,6 +12,7 @@ import pytest
 
 from conclave.actors.run.result import RunResult, Termination, Writes
 from conclave.config.loader import ConfigError, parse_config
+from conclave.config.resolver import RunFlags, UsageError, resolve
 from conclave.config.schema.context import ContextPath, ContextPermission, parse_context_flag
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
@@ -91,6 +92,28 @@ def test_a_context_flag_naming_a_missing_path_is_a_usage_error(
 def test_a_context_flag_with_a_suffix_other_than_w_names_the_two_forms(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="':rw' is not a permission; write PATH for read-only"):
         parse_context_flag(f"{tmp_path}:rw")
+
+
+def test_a_path_given_by_two_context_flags_with_both_permissions_is_refused(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(UsageError, match="is given both read-only and writable; give it once"):
+        resolve(RunFlags(context=(f"{tmp_path}:w", str(tmp_path))))
+
+
+def test_a_context_flag_sets_the_permission_of_a_configured_path_keeping_its_protection(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "docs").mkdir()
+    config = tmp_path / "c.yaml"
+    entry: dict[str, object] = {"path": str(tmp_path / "docs"), "protected_paths": ["keep.md"]}
+    config.write_text(json.dumps(_config(entry)), encoding="utf-8")
+
+    resolved = resolve(RunFlags(config=str(config), context=(f"{tmp_path / 'docs'}:w",)))
+
+    (context,) = resolved.base.orchestrator.context_paths
+    assert context.permission is ContextPermission.WRITE
+    assert context.protected == ((tmp_path / "docs" / "keep.md").resolve(),)
 
 
 def test_no_context_paths_and_no_tools_switch_means_no_tools() -> None:
@@ -227,6 +250,19 @@ def test_a_run_that_only_deletes_a_users_file_says_so_and_saves_its_diff(
     assert (tmp_path / "log0" / "context_path_writes.diff").read_text() == (
         f"--- a/{shown}\n+++ /dev/null\n@@ -1 +0,0 @@\n-before\n"
     )
+
+
+def test_replay_ends_with_the_footer_of_the_files_the_run_changed(
+    tmp_path: Path, ctx: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _run_config(tmp_path, present_steps=[_step("delete_file", path=f"{ctx}/existing.txt")])
+    code, _, err = _conclave(tmp_path, config, "--context", f"{ctx}:w")
+    assert code == ExitCode.OK, err
+    footer = err[err.index(_heading(tmp_path)) :].split("\ncompleted:")[0]
+
+    assert main(["replay", str(tmp_path / "log0")]) == ExitCode.OK
+
+    assert capsys.readouterr().out.endswith(f"\n\n{footer}\n")
 
 
 def test_a_file_context_path_is_written_by_the_file_tools(tmp_path: Path, ctx: Path) -> None:

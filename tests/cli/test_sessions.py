@@ -177,6 +177,54 @@ def test_a_plan_mode_runs_plan_is_the_sessions_next_plan_version(tmp_path: Path)
     assert json.loads(plans[0].plan)["steps"]
 
 
+def _last_mode(path: Path) -> ModeChanged:
+    return [e for e in read_session(path).entries if isinstance(e, ModeChanged)][-1]
+
+
+def test_continue_runs_in_the_modes_the_session_left_off_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path / "plan.yaml", [{"id": "a", "latency": 0}])
+    main(["run", "--config", str(config), "--mode", "plan", "--refinement", "off", "plan it"])
+    capsys.readouterr()
+    assert main(["run", "--config", str(config), "-c", "and again"]) == ExitCode.OK
+    [path] = _sessions()
+    entries = read_session(path).entries
+    assert len([e for e in entries if isinstance(e, ModeChanged)]) == 1  # nothing changed it
+    assert len([e for e in entries if isinstance(e, PlanProposed)]) == 2  # both turns planned
+    assert "restored plan mode, multi-agent, refinement off" in capsys.readouterr().err
+
+
+def test_a_flag_given_with_continue_wins_over_that_one_restored_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path / "plan.yaml", [{"id": "a", "latency": 0}])
+    main(["run", "--config", str(config), "--mode", "plan", "--refinement", "off", "plan it"])
+    capsys.readouterr()
+    main(["run", "--config", str(config), "-c", "--mode", "default", "now do it"])
+    [path] = _sessions()
+    change = _last_mode(path)
+    assert change.collaboration is CollaborationMode.DEFAULT and change.refinement is False
+    assert change.source is ModeSource.FLAG
+    assert "refinement off; now default mode, multi-agent, refinement off" in (
+        capsys.readouterr().err
+    )
+
+
+def test_continue_drops_a_restored_agent_the_config_no_longer_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = [{"id": "a", "latency": 0}, {"id": "b", "latency": 0}]
+    config = write_config(tmp_path / "two.yaml", agents)
+    main(["run", "--config", str(config), "--agent-mode", "single", "--agent", "b", "one"])
+    write_config(tmp_path / "two.yaml", agents[:1])
+    capsys.readouterr()
+    assert main(["run", "--config", str(config), "-c", "two"]) == ExitCode.OK
+    assert "agent 'b' is no longer configured: multi-agent mode" in capsys.readouterr().err
+    [path] = _sessions()
+    assert _last_mode(path).active_agent is None
+
+
 def test_continuing_a_session_cut_off_mid_line_reports_the_line_and_goes_on(
     fast_config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

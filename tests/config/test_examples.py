@@ -39,6 +39,7 @@ def test_the_examples_cover_every_documented_setup() -> None:
         "openai",
         "openrouter",
         "permissions",
+        "questions",
         "three_scripted",
     ]
 
@@ -117,3 +118,12 @@ async def test_an_example_pointed_at_a_server_passes_the_endpoint_check(
     assert await trio.to_thread.run_sync(main, args) == ExitCode.OK
     assert capsys.readouterr().out.count(": ok in ") >= 1
     assert server.requests
+
+
+def test_the_questions_example_asks_one_question_of_each_severity() -> None:
+    config = load_config(EXAMPLES / "questions.yaml")
+
+    [agent] = config.agents
+    steps = agent.backend.tool_steps  # type: ignore[union-attr]
+    assert [s.tool for s in steps] == ["ask_user"] * 3
+    assert [s.arguments["severity"] for s in steps] == ["critical", "major", "minor"]

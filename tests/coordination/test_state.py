@@ -4,6 +4,8 @@ one counts as."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from conclave.actors.coordination.protocol import SameAnswer
 from conclave.actors.coordination.state import CoordinationState, Exclusion, Phase
 from conclave.config.schema import OrchestratorConfig
@@ -157,3 +159,26 @@ def test_the_same_answer_is_no_answer_against_the_cap() -> None:
     outcome = s.submit_answer("a2", "X", shown=("agent1.1", "agent2.1"))
 
     assert outcome.counted is SameAnswer.VOTE
+
+
+class _Unwalkable(dict[str, None]):
+    """The live agents, refusing to be walked: a check made after every answer and vote
+    that walks them costs a run of N agents N² steps."""
+
+    def __iter__(self) -> Iterator[str]:
+        raise AssertionError("walked every live agent")
+
+
+def test_looking_for_stragglers_while_no_agent_is_failing_does_not_walk_the_agents() -> None:
+    s = state("a1", "a2", "a3")
+    s.live = _Unwalkable(s.live)
+
+    assert s.stragglers() == ()
+
+
+def test_asking_whether_an_agent_is_live_does_not_walk_the_agents() -> None:
+    s = state("a1", "a2", "a3")
+    s.live = _Unwalkable(s.live)
+
+    assert s.submit_answer("a3", "three", shown=()).answer is not None
+    assert s.submit_vote("a2", "agent3", "why", seen=1)[1] is None

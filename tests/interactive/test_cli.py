@@ -176,6 +176,16 @@ def test_resume_of_an_unknown_session_is_a_usage_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_a_usage_error_with_json_output_is_one_error_object_on_stdout(tmp_path: Path) -> None:
+    done = conclave(
+        "chat", "--config", str(_config(tmp_path)), "--output-format", "json",
+        "--resume", "nope", "hi", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    error = json.loads(done.stdout)
+    assert error["exit_code"] == 2 and "no session 'nope'" in error["error"]
+
+
 def test_chat_with_an_interactive_backend_missing_its_key_is_a_usage_error(
     tmp_path: Path,
 ) -> None:

@@ -19,8 +19,10 @@ from conclave.actors.planning.progress import (
     StepProgress,
     StepStatus,
 )
+from conclave.config.schema import AgentConfig, ConclaveConfig
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.repl.live import LiveRun
 from conclave.ui.repl.plan_steps import plan_steps_text, shows_plan_steps
 from conclave.ui.repl.render import fragments_text
 from conclave.ui.repl.state import ReplState
@@ -114,9 +116,19 @@ def test_the_view_holds_the_steps_as_the_latest_event_says() -> None:
     assert _view_after(STARTED, MARKED).plan_steps == MARKED
 
 
+def _live_after(*steps: tuple[StepProgress, ...]) -> LiveRun:
+    live = LiveRun(ConclaveConfig(agents=(AgentConfig(id="a1"),)))
+    live.apply(PlanExecutionStarted(at=1.0, goal="g", steps=steps[0]))
+    for later in steps[1:]:
+        live.apply(
+            PlanStepUpdated(at=2.0, agent="a1", step_number=1, status=later[0].status, steps=later)
+        )
+    return live
+
+
 def test_the_repl_lists_the_steps_with_their_marks_while_the_run_is_on_screen() -> None:
     state = ReplState(agents=("a1",))
-    state.view = _view_after(STARTED, MARKED)
+    state.live = _live_after(STARTED, MARKED).snapshot()
     assert not shows_plan_steps(state)
     state.running = True
     assert shows_plan_steps(state)
@@ -125,6 +137,18 @@ def test_the_repl_lists_the_steps_with_their_marks_while_the_run_is_on_screen() 
         "  [x] 1. Write the guide",
         "  [>] 2. Check it",
     ]
+
+
+def test_the_step_list_shows_the_snapshot_not_the_run_moving_on() -> None:
+    live = _live_after(STARTED)
+    state = ReplState(agents=("a1",), running=True)
+    state.live = live.snapshot()
+    live.apply(
+        PlanStepUpdated(at=2.0, agent="a1", step_number=1, status=StepStatus.DONE, steps=MARKED)
+    )
+    assert "[ ] 1. Write the guide" in fragments_text(plan_steps_text(state))
+    state.live = live.snapshot()
+    assert "[x] 1. Write the guide" in fragments_text(plan_steps_text(state))
 
 
 def test_a_scripted_agent_walks_the_plan_it_executes_step_by_step(tmp_path: Path) -> None:

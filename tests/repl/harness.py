@@ -5,11 +5,16 @@ The specs are synchronous tests (pytest-trio runs every ``async def`` test under
 prompt-toolkit's host loop is asyncio): each calls :func:`play` with a scenario, which runs
 under ``asyncio.run`` with a session of the REPL open. The scripted agents have no latency
 unless a spec asks for some, so runs take milliseconds; waits poll the state with a deadline.
+
+Every spec also checks that the screen's state was changed on the UI's thread only: the
+runtime runs on a thread of its own and must hand each change over (a change made there
+would race the redraw). A redraw asked for on another thread fails the spec.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -133,6 +138,22 @@ class Session:
 Scenario = Callable[[Session], Awaitable[None]]
 
 
+def _redraws_off_thread(state: ReplState) -> list[str]:
+    """The threads, other than this one (the UI's), that ask ``state`` for a redraw: a
+    change of the state is followed by one."""
+    ui_thread = threading.current_thread()
+    redraw = state.on_change
+    seen: list[str] = []
+
+    def checked() -> None:
+        if threading.current_thread() is not ui_thread:
+            seen.append(threading.current_thread().name)
+        redraw()
+
+    state.on_change = checked
+    return seen
+
+
 @contextmanager
 def _pipe() -> Iterator[PipeInput]:
     with create_pipe_input() as pipe:
@@ -160,6 +181,7 @@ def play(
             state = ReplState(agents=tuple(a.id for a in chosen.agents), modes=modes or ModeState())
             repl = Repl(state, input=keys, output=DummyOutput())
             repl.session_start, repl.compaction = session_start, compaction
+            off_thread = _redraws_off_thread(state)
             session = Session(repl=repl, keys=keys, log_root=log_root)
             running = asyncio.ensure_future(
                 run_session(
@@ -175,6 +197,7 @@ def play(
             finally:
                 keys.send_text(CTRL_D)
                 await asyncio.wait_for(running, DEADLINE)
+            assert not off_thread, f"the screen's state changed on {off_thread[0]!r}"
             return state
 
     return asyncio.run(main())

@@ -82,8 +82,9 @@ def test_a_bare_conclave_with_a_terminal_on_stdin_starts_the_repl(
     monkeypatch.setattr("sys.stdin", _Terminal())
     assert cli.main([]) == ExitCode.OK
     [args] = started
-    # --mode not given (None): the config's mode: decides, else the default mode.
-    assert (args.mode, args.agent_mode, args.refinement) == (None, "multi", "on")
+    # No mode flag given (None): a resumed session's modes, the config's mode:, else the
+    # default modes decide.
+    assert (args.mode, args.agent_mode, args.refinement) == (None, None, None)
     assert RunFlags.from_args(args).mode_state() == ModeState()
 
 
@@ -93,6 +94,30 @@ def test_conclave_repl_takes_the_starting_modes(monkeypatch: pytest.MonkeyPatch)
     assert cli.main(argv) == ExitCode.OK
     [args] = started
     assert (args.mode, args.agent_mode, args.refinement) == ("plan", "single", "off")
+
+
+def test_dash_m_is_short_for_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _started(monkeypatch)
+    assert cli.main(["repl", "-m", "plan"]) == ExitCode.OK
+    [args] = started
+    assert args.mode == "plan"
+
+
+def test_a_bare_conclave_with_dash_m_starts_the_repl_in_that_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started = _started(monkeypatch)
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    assert cli.main(["-m", "execute"]) == ExitCode.OK
+    [args] = started
+    assert args.mode == "execute"
+
+
+@pytest.mark.parametrize("command", ["run", "batch"])
+def test_every_command_with_mode_takes_dash_m_for_it(command: str) -> None:
+    parser = cli.build_parser()
+    parsed = parser.parse_args([command, "-m", "plan", "x"])
+    assert parsed.mode == "plan"
 
 
 def test_an_invalid_mode_names_the_valid_ones_and_exits_2(

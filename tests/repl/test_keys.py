@@ -11,7 +11,7 @@ from conclave.actors.run.result import DecidedBy, Termination
 from conclave.config.modes import AgentMode, CollaborationMode
 from conclave.ui.repl.layout import mode_bar
 from conclave.ui.repl.render import fragments_text
-from conclave.ui.repl.service import TICK
+from conclave.ui.repl.service import PUBLISH_INTERVAL
 from conclave.ui.repl.state import BUSY, Dialog
 from tests.repl.harness import (
     ALT_A,
@@ -321,9 +321,9 @@ def test_the_runs_timer_stands_still_while_the_vote_waits_for_a_person(tmp_path:
     async def scenario(session: Session) -> None:
         session.type("Name three uses of a paperclip")
         await session.until(lambda: session.state.override is not None, "the vote")
-        await asyncio.sleep(3 * TICK)  # the screen has read the paused timer
+        await asyncio.sleep(3 * PUBLISH_INTERVAL)  # the screen has read the paused timer
         shown = session.state.elapsed
-        await asyncio.sleep(5 * TICK)
+        await asyncio.sleep(5 * PUBLISH_INTERVAL)
         assert session.state.elapsed == shown
         assert session.state.running
 

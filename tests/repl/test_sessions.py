@@ -24,6 +24,7 @@ from conclave.actors.session.entries import (
 from conclave.actors.session.history import SUMMARY_QUESTION
 from conclave.actors.session.store import open_session, read_session
 from conclave.config.modes import AgentMode, ModeSource, ModeState
+from conclave.config.resolver import RunFlags
 from conclave.config.schema.modes import CollaborationMode
 from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import Dialog
@@ -132,10 +133,29 @@ def test_a_mode_flag_wins_over_the_resumed_collaboration_mode(tmp_path: Path) ->
     state = play(
         scenario,
         tmp_path,
-        session_start=_start(tmp_path, resume=wanted, flag_mode=True),
+        session_start=_start(tmp_path, resume=wanted, flags=RunFlags(collaboration_given=True)),
         modes=ModeState(collaboration=CollaborationMode.EXECUTE),
     )
     assert state.modes.collaboration is CollaborationMode.EXECUTE
+
+
+def test_a_refinement_flag_wins_over_the_resumed_refinement_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    resumed = ModeState(collaboration=CollaborationMode.PLAN, refinement=False)
+    wanted = _earlier_session(tmp_path, resumed)
+
+    async def scenario(s: Session) -> None:
+        await s.until(lambda: s.state.session_id == wanted, "the resumed session")
+
+    state = play(
+        scenario,
+        tmp_path,
+        session_start=_start(tmp_path, resume=wanted, flags=RunFlags(refinement_given=True)),
+        modes=ModeState(refinement=True),
+    )
+    assert state.modes.refinement is True
+    assert state.modes.collaboration is CollaborationMode.PLAN
 
 
 def test_compact_summarises_older_turns_and_keeps_the_latest_verbatim(tmp_path: Path) -> None:

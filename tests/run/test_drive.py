@@ -24,7 +24,7 @@ from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import Termination
 from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode
-from conclave.runtime import ActorContext, Event, JsonlEventLog, LogOpened, read_event_log
+from conclave.runtime import ActorContext, Event, Flushing, JsonlEventLog, LogOpened, read_event_log
 from conclave.runtime.eventlog import EventLogFailure
 from tests.coordination.helpers import TASK, Recorder, agent, agents, config
 
@@ -95,8 +95,12 @@ async def test_cancelling_the_caller_of_drive_ends_the_run_cancelled_in_its_log(
 async def test_on_log_failure_hears_once_that_the_log_stopped(
     autojump_clock: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def full_disk(path: Path, *, on_failure: LogFailureCallback | None) -> JsonlEventLog:
-        return JsonlEventLog.writing_to(io.FileIO("/dev/full", "w"), path, on_failure=on_failure)
+    def full_disk(
+        path: Path, *, on_failure: LogFailureCallback | None, flushing: Flushing
+    ) -> JsonlEventLog:
+        return JsonlEventLog.writing_to(
+            io.FileIO("/dev/full", "w"), path, on_failure=on_failure, flushing=flushing
+        )
 
     monkeypatch.setattr("conclave.actors.run.driver.JsonlEventLog", full_disk)
     failures: list[EventLogFailure] = []

@@ -226,3 +226,15 @@ async def test_a_cost_budget_never_reached_lets_the_run_complete(autojump_clock:
 def test_a_cost_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_cost_usd must be a number of dollars > 0"):
         RunSpec(task=TASK, config=config(*agents(1)), max_cost_usd=0)
+
+
+def test_a_run_whose_agents_have_no_price_has_no_cost_even_without_calls() -> None:
+    tap = UsageTap([AgentConfig(id="a", backend=ScriptedBackendConfig())])
+
+    assert tap.usage().total.cost_usd is None
+
+
+def test_a_priced_run_without_calls_cost_nothing() -> None:
+    tap = UsageTap([priced("a")])
+
+    assert tap.usage().total.cost_usd == 0.0

@@ -169,6 +169,32 @@ async def test_update_facts_releases_held_mail_once_its_condition_holds(
         assert system.held() == []
 
 
+@attrs.define
+class CountingGate:
+    """HoldUntilGateOpens, counting the envelopes it is asked about."""
+
+    asked: int = 0
+
+    def decide(self, envelope: Envelope, facts: Facts) -> Decision:
+        self.asked += 1
+        return HoldUntilGateOpens().decide(envelope, facts)
+
+
+async def test_a_released_envelope_is_decided_on_once(journal: Journal) -> None:
+    gate = CountingGate()
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal))
+        system.add_rule(gate)
+        await system.tell(addr("a"), Note(text="wait for it"))
+        assert gate.asked == 1
+
+        system.update_facts({"gate": "open"})
+        await wait_all_tasks_blocked()
+
+        assert journal.handled("a") == [("wait for it", 1)]
+        assert gate.asked == 2  # held, then released: the release is not decided again
+
+
 async def test_held_messages_are_released_in_the_order_they_were_held(journal: Journal) -> None:
     async with open_actor_system() as system:
         system.spawn(addr("a"), worker(journal))

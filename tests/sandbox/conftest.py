@@ -62,7 +62,9 @@ def engine(_engine: docker.DockerClient | str) -> docker.DockerClient:
 
 def containers_of(client: docker.DockerClient, run_id: str) -> list[str]:
     """Names of the containers, running or not, labelled with ``run_id``."""
-    found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+    found = client.containers.list(
+        all=True, filters={"label": f"{LABEL_RUN}={run_id}"}, ignore_removed=True
+    )
     return [c.name or "" for c in found]
 
 

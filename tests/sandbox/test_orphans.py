@@ -237,7 +237,9 @@ def conclave_run(tmp_path: Path) -> subprocess.Popen[str]:
 
 
 def owned_by(client: docker.DockerClient, pid: int) -> list[str]:
-    found = client.containers.list(all=True, filters={"label": f"{LABEL_OWNER_PID}={pid}"})
+    found = client.containers.list(
+        all=True, filters={"label": f"{LABEL_OWNER_PID}={pid}"}, ignore_removed=True
+    )
     return [c.name or "" for c in found]
 
 

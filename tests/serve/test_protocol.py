@@ -8,6 +8,7 @@ import pytest
 
 from conclave.config.modes import AgentMode, CollaborationMode
 from conclave.ui.serve.protocol import (
+    Answer,
     Auth,
     Cancel,
     ClientMessage,
@@ -38,12 +39,14 @@ EVERY_MESSAGE: list[ClientMessage] = [
         decision_timeout=None,
         after="run-1",
         watch=False,
+        questions=True,
     ),
     Subscribe(run_id="run-1"),
     Unsubscribe(run_id="run-1"),
     Cancel(run_id="run-1"),
     Override(run_id="run-1", agent="agent-3"),
     Continue(run_id="run-1"),
+    Answer(run_id="run-1", question_id="q1", value="keep", request_id="r2"),
 ]
 
 

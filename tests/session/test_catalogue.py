@@ -46,6 +46,27 @@ def test_the_latest_session_is_the_one_written_to_last(tmp_path: Path) -> None:
     assert latest_session(tmp_path) == a
 
 
+def test_the_latest_session_passes_over_a_newer_file_that_holds_no_session(
+    tmp_path: Path,
+) -> None:
+    good = _session(tmp_path, "a", touched=1_000.0)
+    for name, text in (("empty", ""), ("damaged", "not json\n")):
+        path = session_path(tmp_path, name)
+        path.parent.mkdir()
+        path.write_text(text)
+        os.utime(path, (2_000.0, 2_000.0))
+    assert latest_session(tmp_path) == good
+
+
+def test_the_latest_session_in_a_newer_format_is_not_passed_over(tmp_path: Path) -> None:
+    _session(tmp_path, "a", touched=1_000.0)
+    path = session_path(tmp_path, "newer")
+    path.parent.mkdir()
+    header = '{"kind":"session_header","id":0,"at":1.0,"version":99,"session_id":"newer","cwd":"/"}'
+    path.write_text(header + "\n")
+    assert latest_session(tmp_path) == "newer"  # resuming it says to upgrade
+
+
 def test_no_directory_means_no_sessions(tmp_path: Path) -> None:
     assert latest_session(tmp_path / "none") is None
     assert list_sessions(tmp_path / "none") == []

@@ -18,7 +18,9 @@ from conclave.actors.session.entries import (
 )
 from conclave.actors.session.store import (
     SESSION_FILE,
+    Session,
     SessionBusy,
+    SessionError,
     SessionNotFound,
     SessionUnreadable,
     find_session,
@@ -162,6 +164,26 @@ def test_an_empty_file_is_reported_as_never_written(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with pytest.raises(SessionUnreadable, match="never written"):
         read_session(path)
+
+
+def test_a_file_that_holds_no_session_says_what_to_do(tmp_path: Path) -> None:
+    path = session_path(tmp_path, "x")
+    path.parent.mkdir()
+    path.write_text("not json\n")
+    with pytest.raises(SessionUnreadable, match="cannot be resumed: remove its directory"):
+        read_session(path)
+
+
+def test_a_session_whose_header_cannot_be_written_leaves_no_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(self: Session, line: bytes) -> None:
+        raise SessionError("cannot append: No space left on device")
+
+    monkeypatch.setattr(Session, "_write", full_disk)
+    with pytest.raises(SessionError, match="No space left"), open_session(tmp_path):
+        pass
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_session_is_found_by_a_unique_prefix_of_its_id(tmp_path: Path) -> None:

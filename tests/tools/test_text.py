@@ -20,3 +20,8 @@ def test_a_missing_final_newline_is_marked() -> None:
 
 def test_no_change_is_an_empty_diff() -> None:
     assert short_diff("same\n", "same\n", path="n.txt", max_lines=50) == ""
+
+
+def test_an_absolute_paths_diff_headers_have_no_double_slash() -> None:
+    diff = short_diff("a\n", "b\n", path="/tmp/ctx/n.txt", max_lines=50)
+    assert diff.startswith("--- a/tmp/ctx/n.txt\n+++ b/tmp/ctx/n.txt\n")

@@ -119,7 +119,9 @@ def _containers_of(run_id: str) -> list[str]:
 
     client = connect()
     try:
-        found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        found = client.containers.list(
+            all=True, filters={"label": f"{LABEL_RUN}={run_id}"}, ignore_removed=True
+        )
         return [str(c.name) for c in found]
     finally:
         client.close()

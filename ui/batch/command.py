@@ -8,8 +8,9 @@ What it does, in order (docs/batch.md is the user's page):
 2. Read TASKS: every bad line is reported with its number and skipped. Each good line's
    overrides are applied to the config before the mode table, which is then finished for
    each mode as a run's is; ``--dry-run`` stops here (exit 0 when every line is good, else 2).
-3. Open RESULTS (repairing a last line cut by a crash), skip what it already holds (unless
-   ``--retry-failed`` and it did not complete), and run the rest on an engine
+3. Lock RESULTS (:mod:`ui.batch.lock`: one writer), open it (repairing a last line cut by a
+   crash), skip what it already holds (:mod:`ui.batch.plan`: unless ``--retry-failed`` and it
+   did not complete, or it was made with another config), and run the rest on an engine
    (:mod:`actors.batch.engine`): in this process, or ``--workers N`` processes, or Ray tasks
    (``--engine ray``, :mod:`actors.batch.ray_engine`). Every run shares its process's backend
    pool (on Ray, each run has its own). Each result is appended as its run ends.
@@ -37,18 +38,35 @@ import attrs
 import trio
 
 from conclave.actors.batch.engine import BatchEngine, LocalEngine, WorkerEngine
-from conclave.actors.batch.ray_engine import RayEngine, RayMissing, RayUnavailable, require_ray
-from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
-from conclave.config.modes import AgentMode, CollaborationMode, ModeState
+from conclave.actors.batch.ray_engine import RayEngine, RayUnavailable
+from conclave.actors.batch.version import installed_version
+from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, JudgeRequest, Report
+from conclave.actors.llm.cache import CacheStatistics
 from conclave.config.problems import ConfigError
-from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
-from conclave.config.schema import ConclaveConfig
+from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
-from conclave.ui.batch.grading import DEFAULT_TOLERANCE, Grade, expected_problem, is_correct
+from conclave.ui.batch.cache_summary import CacheSummary
+from conclave.ui.batch.compare import PairedRow, paired_rows, render_paired
+from conclave.ui.batch.failures import failure_limit
+from conclave.ui.batch.grading import Grade
+from conclave.ui.batch.judge import judge_request
+from conclave.ui.batch.lock import ResultsLocked, lock_results
+from conclave.ui.batch.modes import ModeName, parse_modes
+from conclave.ui.batch.plan import ChangedConfig, ConfigChanged, Plan, PlannedRun, plan_runs
 from conclave.ui.batch.progress import BatchProgress
-from conclave.ui.batch.results import ResultsFile, open_results, print_notes, result_key
-from conclave.ui.batch.summary import ModeSummary, render_table, summarise
-from conclave.ui.batch.tasks import BadLine, TaskLine, apply_overrides, read_tasks
+from conclave.ui.batch.record import grade_answer, result_record
+from conclave.ui.batch.results import (
+    NotResults,
+    ResultKey,
+    ResultsFile,
+    open_results,
+    print_notes,
+    result_key,
+)
+from conclave.ui.batch.setup import BatchSetup, prepare
+from conclave.ui.batch.summary import ModeSummary, record_cost, render_table, spent_on
+from conclave.ui.batch.tally import Slot, VariantTally, category_of, render_categories
+from conclave.ui.batch.tasks import BadLine, TaskLine
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
 from conclave.ui.text import display_path
@@ -56,57 +74,9 @@ from conclave.ui.text import display_path
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
 
 
-@attrs.frozen(kw_only=True)
-class ModeName:
-    """A row of the modes table (config/modes.py): agent mode by refinement."""
-
-    agent_mode: AgentMode
-    refinement: bool
-
-    @property
-    def name(self) -> str:
-        return self.agent_mode.value + ("" if self.refinement else "-norefine")
-
-
-_MODE_NAME = re.compile(r"(single|multi)(-norefine|-refine)?")
-
-
-def parse_modes(text: str) -> list[ModeName]:
-    """``single,multi-norefine`` → its modes, in order; :class:`UsageError` names a bad one."""
-    modes: list[ModeName] = []
-    for part in (p.strip() for p in text.split(",")):
-        match = _MODE_NAME.fullmatch(part)
-        if match is None:
-            raise UsageError(
-                f"--compare-modes: {part!r} is not a mode; use single, multi, single-norefine "
-                "or multi-norefine, separated by commas"
-            )
-        mode = ModeName(
-            agent_mode=AgentMode(match.group(1)), refinement=match.group(2) != "-norefine"
-        )
-        if mode in modes:
-            raise UsageError(f"--compare-modes: {mode.name} is named twice; name it once")
-        modes.append(mode)
-    return modes
-
-
-@attrs.frozen(kw_only=True)
-class _Setup:
-    modes: list[ModeName]
-    bases: dict[str, ConclaveConfig]
-    """Mode name → the config of a line without overrides."""
-    tasks: list[TaskLine]
-    bad: list[BadLine]
-    configs: dict[tuple[str, str], ConclaveConfig]
-    """(id, mode) → the config of a line with overrides."""
-    grade: Grade | None
-    tolerance: float
-    collaboration: CollaborationMode
-
-
 def batch_command(args: argparse.Namespace) -> int:
     try:
-        setup = _setup(args)
+        setup = prepare(args)
     except (UsageError, ConfigError) as exc:
         print(f"conclave batch: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -121,184 +91,144 @@ def batch_command(args: argparse.Namespace) -> int:
         )
         return ExitCode.USAGE if setup.bad else ExitCode.OK
     out = Path(args.out)
+    shown = display_path(out)
     try:
-        results = open_results(out)
+        lock = lock_results(out)
+    except ResultsLocked as exc:
+        print(
+            f"conclave batch: --out {shown} is being written by another batch ({exc.holder}); "
+            "wait for it to end, stop it, or pass another --out",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     except OSError as exc:
         print(
-            f"conclave batch: --out {display_path(out)}: {exc.strerror or exc}; pass a "
-            "writable file",
+            f"conclave batch: --out {shown}: cannot lock it ({exc.strerror or exc}); pass a "
+            "file in a writable directory",
             file=sys.stderr,
         )
         return ExitCode.USAGE
     try:
-        return _run_batch(args, setup, results)
-    finally:
-        results.close()
-
-
-def _setup(args: argparse.Namespace) -> _Setup:
-    if args.out is None and not args.dry_run:
-        raise UsageError("--out RESULTS.jsonl is required (where results are appended)")
-    if args.engine == "ray":
-        if args.workers > 1:
-            raise UsageError(
-                "--workers is for --engine local; on Ray every run is a task of its own: "
-                "drop --workers"
-            )
         try:
-            require_ray(args.address)
-        except RayMissing as exc:
-            raise UsageError(str(exc)) from None
-    elif args.address is not None:
-        raise UsageError("--address is the Ray cluster's; add --engine ray or drop --address")
-    if args.workers > args.concurrency:
-        raise UsageError(
-            f"--workers {args.workers} is more than --concurrency {args.concurrency}: each "
-            "worker runs at least one run at a time; raise --concurrency or lower --workers"
-        )
-    tasks_path = Path(args.tasks)
-    if args.out is not None and _same_file(tasks_path, Path(args.out)):
-        raise UsageError("--out is the tasks file itself; pass another file for the results")
-    if args.tolerance is not None and args.grade != "number":
-        raise UsageError("--tolerance applies to --grade number; add it or drop --tolerance")
-    modes = (
-        parse_modes(args.compare_modes)
-        if args.compare_modes is not None
-        else [ModeName(agent_mode=AgentMode(args.agent_mode), refinement=args.refinement == "on")]
-    )
-    flags = RunFlags.from_args(args)
-    flags.mode_states([(m.agent_mode, m.refinement) for m in modes])  # the flags' own checks
-    resolved = resolve(flags)
-    flags = flags.with_config_mode(resolved.base)  # the config's mode: unless --mode
-    states = flags.mode_states([(m.agent_mode, m.refinement) for m in modes])
-    _say_where(resolved)
-    bases = {m.name: resolved.for_flags(state) for m, state in zip(modes, states, strict=True)}
-    try:
-        lines, bad = read_tasks(tasks_path)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {display_path(tasks_path)} ({exc.strerror or exc}); pass the path "
-            "of a JSON Lines file of tasks"
-        ) from None
-    grade = Grade(args.grade) if args.grade is not None else None
-    good: list[TaskLine] = []
-    configs: dict[tuple[str, str], ConclaveConfig] = {}
-    for line in lines:
-        problem = _line_problem(line, resolved, modes, states, grade, configs)
-        if problem is None:
-            good.append(line)
-        else:
-            bad.append(BadLine(line=line.line, reason=problem))
-    bad.sort(key=lambda b: b.line)
-    return _Setup(
-        modes=modes,
-        bases=bases,
-        tasks=good,
-        bad=bad,
-        configs=configs,
-        grade=grade,
-        tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-        collaboration=flags.collaboration,
-    )
+            results = open_results(out)
+        except NotResults as exc:
+            print(f"conclave batch: --out: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
+        except OSError as exc:
+            print(
+                f"conclave batch: --out {shown}: {exc.strerror or exc}; pass a writable file",
+                file=sys.stderr,
+            )
+            return ExitCode.USAGE
+        try:
+            return _run_batch(args, setup, results)
+        finally:
+            results.close()
+    finally:
+        lock.release()
 
 
-def _say_where(resolved: ResolvedConfig) -> None:
-    notes = (
-        resolved.source_note(len(resolved.base.agents)),
-        resolved.max_cost_note(),
-        resolved.headless_permission_note(),
-    )
-    for note in notes:
-        if note is not None:
-            print(f"conclave batch: {note}", file=sys.stderr)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
-
-
-def _line_problem(
-    line: TaskLine,
-    resolved: ResolvedConfig,
-    modes: Sequence[ModeName],
-    states: Sequence[ModeState],
-    grade: Grade | None,
-    configs: dict[tuple[str, str], ConclaveConfig],
-) -> str | None:
-    """Why the line cannot run (in some mode), or ``None``; its overridden configs go to
-    ``configs``."""
-    if grade is not None and line.expected is not None:
-        problem = expected_problem(grade, line.expected)
-        if problem is not None:
-            return problem
-    if line.overrides is None:
+def _judge_for(setup: BatchSetup, line: TaskLine) -> JudgeRequest | None:
+    grader = setup.grader_for(line)
+    if grader is None or grader.method is not Grade.MODEL or setup.judge is None:
         return None
-    try:
-        overridden = attrs.evolve(resolved, base=apply_overrides(resolved.base, line.overrides))
-        for mode, state in zip(modes, states, strict=True):
-            configs[line.key, mode.name] = overridden.for_flags(state)
-    except ConfigError as exc:
-        return "overrides refused: " + "; ".join(p.render() for p in exc.problems)
-    except UsageError as exc:
-        return f"overrides refused: {exc}"
-    return None
+    return judge_request(setup.judge, setup.rubric, line.task, line.expected)
 
 
-def _log_dir(root: Path | None, key: str, mode: str) -> Path | None:
+def _log_dir(root: Path | None, run: PlannedRun) -> Path | None:
     if root is None:
         return None
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)[:64]
-    return root / f"{safe}-{mode}-{secrets.token_hex(3)}"
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", run.line.key)[:64]
+    variant = re.sub(r"[^A-Za-z0-9._-]", "_", run.variant.name)[:64]
+    epoch = "" if run.epoch == 1 else f"-e{run.epoch}"
+    return root / f"{safe}-{variant}{epoch}-{secrets.token_hex(3)}"
 
 
 @attrs.define
 class _Session:
-    """What this invocation ran, and the newest record of every (id, mode)."""
+    """What this invocation ran, and the newest record of every (id, variant, epoch)."""
 
-    records: dict[tuple[str, str], dict[str, Any]]
-    jobs: list[BatchJob] = attrs.field(factory=list)
-    lines: list[tuple[TaskLine, ModeName]] = attrs.field(factory=list)
-    spent: float = 0.0
+    records: dict[ResultKey, dict[str, Any]]
+    spent: float
+    """What the whole batch has cost: the lines RESULTS held, and this session's runs."""
+    runs: tuple[PlannedRun, ...] = ()
     budget_hit: bool = False
+    failed: int = 0
+    finished: int = 0
+    failing: bool = False
+    """``--max-failures`` was reached."""
+    cache: dict[tuple[str, int], CacheStatistics] = attrs.field(factory=dict)
+    """(host, pid) → that process's response cache figures, the newest reported."""
     signals: list[int] = attrs.field(factory=list)
-    runs: list[tuple[float, float]] = attrs.field(factory=list)
+    timings: list[tuple[float, float]] = attrs.field(factory=list)
     """(started, reported) wall-clock times of each run this session."""
 
 
-def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) -> int:
-    print_notes(results.notes)
-    session = _Session(records=dict(results.existing))
-    log_root = Path(args.log_dir) if args.log_dir is not None else None
-    skipped = 0
-    for line in setup.tasks:
-        for mode in setup.modes:
-            earlier = session.records.get(result_key(line.id, mode.name))
-            if earlier is not None and not (
-                args.retry_failed and earlier.get("termination") != "completed"
-            ):
-                skipped += 1
-                continue
-            config = setup.configs.get((line.key, mode.name), setup.bases[mode.name])
-            session.jobs.append(
-                BatchJob(
-                    key=f"{line.key} ({mode.name})",
-                    task=line.task,
-                    config=config,
-                    mode=setup.collaboration,
-                    log_dir=_log_dir(log_root, line.key, mode.name),
-                )
-            )
-            session.lines.append((line, mode))
-    if skipped:
+def _changed_policy(args: argparse.Namespace) -> ChangedConfig:
+    if args.rerun_changed:
+        return ChangedConfig.RERUN
+    return ChangedConfig.KEEP if args.force else ChangedConfig.REFUSE
+
+
+def _plan(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile) -> Plan | None:
+    """The runs to start; ``None`` (said on stderr) when RESULTS was made with another
+    config and neither ``--rerun-changed`` nor ``--force`` says what to do."""
+    try:
+        plan = plan_runs(
+            setup, results.existing, retry_failed=args.retry_failed, changed=_changed_policy(args)
+        )
+    except ConfigChanged as exc:
+        print(f"conclave batch: --out {display_path(args.out)}: {exc}", file=sys.stderr)
+        return None
+    shown = display_path(args.out)
+    if plan.skipped:
         print(
-            f"conclave batch: {plural(skipped, 'run')} already in {display_path(args.out)}; "
-            "skipped",
+            f"conclave batch: {plural(plan.skipped, 'run')} already in {shown}; skipped",
             file=sys.stderr,
         )
-    progress = BatchProgress(len(session.jobs), sys.stderr, terminal=sys.stderr.isatty())
+    if plan.rerun_changed:
+        print(
+            f"conclave batch: {plural(plan.rerun_changed, 'run')} in {shown} made with another "
+            "config; running them again (--rerun-changed)",
+            file=sys.stderr,
+        )
+    return plan
+
+
+def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile) -> int:
+    print_notes(results.notes)
+    plan = _plan(args, setup, results)
+    if plan is None:
+        return ExitCode.USAGE
+    session = _Session(records=dict(results.existing), spent=results.spent_usd)
+    log_root = Path(args.log_dir) if args.log_dir is not None else None
+    runs = plan.runs
+    if args.max_cost is not None and session.spent >= args.max_cost and runs:
+        session.budget_hit = True
+        print(
+            f"conclave batch: --max-cost ${args.max_cost:.2f} already reached by the runs in "
+            f"{display_path(args.out)} (${session.spent:.4f} spent); starting no runs, raise "
+            "--max-cost to go on",
+            file=sys.stderr,
+        )
+        runs = ()
+    session.runs = runs
+    jobs = tuple(
+        BatchJob(
+            key=run.label,
+            task=run.line.task,
+            config=setup.config_for(run.line, run.variant),
+            mode=setup.collaboration,
+            log_dir=_log_dir(log_root, run),
+            history=run.line.history,
+            retries=args.retries,
+            cache_scope=f"epoch {run.epoch}",
+            conclave_version=installed_version(),
+            judge=_judge_for(setup, run.line),
+        )
+        for run in runs
+    )
+    progress = BatchProgress(len(jobs), sys.stderr, terminal=sys.stderr.isatty())
     engine: BatchEngine = (
         RayEngine(args.concurrency, address=args.address, say=progress.say)
         if args.engine == "ray"
@@ -312,39 +242,64 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
     def report(outcome: JobOutcome) -> None:
         if write_failure:  # stopped: what workers still send is not written
             return
-        line, mode = session.lines[outcome.index]
+        run = session.runs[outcome.index]
+        line, variant = run.line, run.variant
         result = outcome.result
-        correct = None
-        if setup.grade is not None and line.expected is not None:
-            correct = is_correct(
-                setup.grade, result["final_answer"], line.expected, setup.tolerance
-            )
-        record = {"id": line.id, "mode": mode.name, **result, "node": outcome.node}
-        record["correct"] = correct
-        session.runs.append((outcome.started, time.time()))
+        record = result_record(
+            line=line,
+            variant=variant.name,
+            epoch=run.epoch,
+            mode=variant.mode.name,
+            config_name=variant.config_name,
+            config=setup.config_for(line, variant),
+            config_hash=setup.hash_for(line, variant),
+            outcome=outcome,
+            grader=setup.grader_for(line),
+            extractor=setup.extractor_for(line),
+            tolerance=setup.tolerance,
+        )
+        session.timings.append((outcome.started, time.time()))
         try:
             results.append(record)
         except OSError as exc:
             write_failure.append(exc)
             engine.halt()
             return
-        session.records[result_key(line.id, mode.name)] = record
-        cost = result.get("cost_usd")
+        session.records[result_key(line.id, variant.name, run.epoch)] = record
+        cost = record_cost(record)
         progress.record(completed=result["termination"] == "completed", cost=cost)
-        if cost is not None:
-            session.spent += cost
+        session.spent += spent_on(record)
+        if outcome.cache is not None:
+            session.cache[outcome.node, outcome.pid] = outcome.cache
+        session.finished += 1
+        session.failed += result["termination"] == "failed"
+        limit = failure_limit(args.max_failures) if args.max_failures is not None else None
+        if (
+            limit is not None
+            and not session.failing
+            and limit.reached(session.failed, session.finished)
+        ):
+            session.failing = True
+            engine.stop_starting()
+            progress.say(
+                f"--max-failures: {session.failed:,} of {session.finished:,} runs failed "
+                f"(the limit is {limit.describe()}); starting no more runs, those in flight "
+                "finish"
+            )
         if args.max_cost is not None and session.spent >= args.max_cost and not session.budget_hit:
             session.budget_hit = True
             engine.stop_starting()
             progress.say(
-                f"--max-cost ${args.max_cost:.2f} reached (${session.spent:.4f} spent); "
-                "starting no more runs, those in flight finish"
+                f"--max-cost ${args.max_cost:.2f} reached (${session.spent:.4f} spent by the "
+                "batch); starting no more runs, those in flight finish"
             )
 
     unavailable: list[RayUnavailable] = []
-    if session.jobs:
+    if jobs:
         try:
-            trio.run(_drive, engine, BatchWork(jobs=tuple(session.jobs)), report, session, progress)
+            cache_dir = Path(args.cache) if args.cache is not None else None
+            work = BatchWork(jobs=jobs, cache_dir=cache_dir)
+            trio.run(_drive, engine, work, report, session, progress)
         except* RayUnavailable as group:
             unavailable.extend(e for e in group.exceptions if isinstance(e, RayUnavailable))
     progress.finish()
@@ -361,10 +316,23 @@ def _run_batch(args: argparse.Namespace, setup: _Setup, results: ResultsFile) ->
             f"({exc.strerror or exc}); stopped, and the runs in flight were not written",
             file=sys.stderr,
         )
-    rows = _summaries(setup, session)
-    print(render_table(rows))
+    tallies = _tallies(setup, session)
+    rows = [tally.summary() for tally in tallies]
+    paired = paired_rows({tally.name: tally.scores() for tally in tallies})
+    print(render_table(rows, first="config" if args.compare else "mode"))
+    categories = render_categories(tallies, args.category_field)
+    if categories is not None:
+        print()
+        print(categories)
+    if paired:
+        print()
+        print(render_paired(paired))
+    cache = _cache_summary(args, session)
+    if cache is not None:
+        print()
+        print(cache.line())
     if args.summary_json is not None:
-        _write_summary_json(Path(args.summary_json), rows, session, wall)
+        _write_summary_json(Path(args.summary_json), rows, paired, cache, session, wall)
     return exit_code(
         rows,
         setup.bad,
@@ -400,33 +368,62 @@ async def _drive(
             nursery.cancel_scope.cancel()
 
 
-def _summaries(setup: _Setup, session: _Session) -> list[ModeSummary]:
-    rows = []
-    for mode in setup.modes:
-        records = [session.records.get(result_key(t.id, mode.name)) for t in setup.tasks]
-        grades: list[bool | None] = []
-        for task, record in zip(setup.tasks, records, strict=True):
-            if setup.grade is None or task.expected is None or record is None:
-                grades.append(None)
-            else:
-                grades.append(
-                    is_correct(
-                        setup.grade, record.get("final_answer"), task.expected, setup.tolerance
+def _cache_summary(args: argparse.Namespace, session: _Session) -> CacheSummary | None:
+    if args.cache is None:
+        return None
+    hits = sum(s.hits for s in session.cache.values())
+    misses = sum(s.misses for s in session.cache.values())
+    return CacheSummary(path=display_path(args.cache), hits=hits, misses=misses)
+
+
+def _tallies(setup: BatchSetup, session: _Session) -> list[VariantTally]:
+    """Each variant's results, graded again from the lines' current expected and graders."""
+    tallies = []
+    for variant in setup.variants:
+        slots = []
+        for task in setup.tasks:
+            category = category_of(task.metadata, setup.category_field)
+            for epoch in range(1, setup.epochs + 1):
+                record = session.records.get(result_key(task.id, variant.name, epoch))
+                correct = None
+                if record is not None:
+                    correct = grade_answer(
+                        setup.grader_for(task),
+                        setup.extractor_for(task),
+                        record.get("final_answer"),
+                        task.expected,
+                        setup.tolerance,
+                        record.get("judge"),
+                    ).correct
+                slots.append(
+                    Slot(
+                        task=task.key,
+                        epoch=epoch,
+                        category=category,
+                        record=record,
+                        correct=correct,
                     )
                 )
-        rows.append(summarise(mode.name, records, grades))
-    return rows
+        tallies.append(VariantTally(name=variant.name, epochs=setup.epochs, slots=tuple(slots)))
+    return tallies
 
 
 def _write_summary_json(
-    path: Path, rows: Sequence[ModeSummary], session: _Session, wall: float
+    path: Path,
+    rows: Sequence[ModeSummary],
+    paired: Sequence[PairedRow],
+    cache: CacheSummary | None,
+    session: _Session,
+    wall: float,
 ) -> None:
     """The table's figures, and this session's: its runs, its wall time, and the time from
     the first run's start to the last run's end (start-up left out: what a rate divides)."""
-    runs = session.runs
+    runs = session.timings
     running = max(end for _, end in runs) - min(start for start, _ in runs) if runs else 0.0
     data = {
         "modes": [row.to_json() for row in rows],
+        "paired": [row.to_json() for row in paired],
+        "cache": None if cache is None else cache.to_json(),
         "session": {"runs": len(runs), "wall_s": round(wall, 3), "runs_wall_s": round(running, 3)},
     }
     try:

@@ -1,10 +1,12 @@
-"""TASKS.jsonl: one task per line, ``{"id", "task", "overrides"?, "expected"?}``.
+"""TASKS.jsonl: one task per line, ``{"id", "task", "overrides"?, "expected"?, "grade"?,
+"extract"?, "metadata"?}``; any other key is the task's own metadata, kept on its results.
 
 Reading never stops at a bad line: each is reported with its line number and skipped, so one
 typo in a thousand lines costs one task, not the batch. A line is bad when it is not JSON,
-not an object, lacks ``id`` or ``task``, has a key not listed above, repeats an ``id`` seen
-on an earlier line (the first one runs), or carries ``overrides`` the config validator
-refuses. Blank lines are skipped silently.
+not an object, lacks ``id`` or ``task``, has a key that is a misspelling of one listed above
+(``expcted``: kept as metadata it would silently go ungraded), repeats an ``id`` seen on an
+earlier line (the first one runs), names a grader or an extraction that does not exist, or
+carries ``overrides`` the config validator refuses. Blank lines are skipped silently.
 
 ``overrides`` edit the config as the config file would: ``{"orchestrator": {...}}`` sets
 those orchestrator fields, ``{"agents": [...]}`` replaces the agents. They are checked with
@@ -15,22 +17,28 @@ table, and the result checked as ``conclave run`` checks its config.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import yaml
 
+from conclave.actors.run.turn import Turn
 from conclave.config.limits import MAX_TASK_BYTES
 from conclave.config.loader import RENAMED
-from conclave.config.problems import ConfigError, Problem
+from conclave.config.problems import ConfigError, Problem, closest
 from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConfig
 from conclave.config.walker import INVALID, SchemaWalker
+from conclave.ui.batch.dataset import chat_task, read_rows
+from conclave.ui.batch.extract import Extractor, parse_extractor
+from conclave.ui.batch.grading import Grader, parse_grader
 
-__all__ = ["KEYS", "BadLine", "TaskLine", "apply_overrides", "read_tasks"]
+_T = TypeVar("_T")
 
-KEYS = ("id", "task", "overrides", "expected")
+__all__ = ["KEYS", "BadLine", "Fields", "TaskLine", "apply_overrides", "read_tasks"]
+
+KEYS = ("id", "task", "overrides", "expected", "grade", "extract", "metadata")
 _OVERRIDE_KEYS = ("orchestrator", "agents")
 
 
@@ -44,6 +52,14 @@ class TaskLine:
     overrides: Mapping[str, Any] | None = None
     expected: Any = None
     """``None`` when the line has none."""
+    grader: Grader | None = None
+    """The line's own ``"grade"``: wins over ``--grade``."""
+    extractor: Extractor | None = None
+    """The line's own ``"extract"``: wins over ``--extract``."""
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    """Its ``"metadata"`` object and every key not in :data:`KEYS`."""
+    history: tuple[Turn, ...] = ()
+    """With a chat input: the conversation's earlier turns."""
 
     @property
     def key(self) -> str:
@@ -59,73 +75,135 @@ class BadLine:
         return f"{source}:{self.line}: {self.reason}; the line was skipped"
 
 
-def read_tasks(path: Path) -> tuple[list[TaskLine], list[BadLine]]:
-    """Every good line and every bad one, in file order. Raises ``OSError`` if the file
-    cannot be read at all."""
+@attrs.frozen(kw_only=True)
+class Fields:
+    """Which field of a row holds what (``--id-field``, ``--input-field``,
+    ``--target-field``), for datasets whose names differ from Conclave's."""
+
+    id: str = "id"
+    input: str = "task"
+    target: str = "expected"
+
+    def keys(self) -> tuple[str, ...]:
+        return (self.id, self.input, self.target, *KEYS[3:])
+
+
+def read_tasks(path: Path, fields: Fields | None = None) -> tuple[list[TaskLine], list[BadLine]]:
+    """Every good line and every bad one, in file order (JSON Lines or CSV:
+    :mod:`ui.batch.dataset`). Raises ``OSError`` if the file cannot be read at all."""
+    fields = fields if fields is not None else Fields()
     good: list[TaskLine] = []
     bad: list[BadLine] = []
     seen: dict[str, int] = {}
-    with path.open("rb") as file:
-        for number, raw in enumerate(file, start=1):
-            if not raw.strip():
-                continue
-            parsed = _parse(number, raw)
-            if isinstance(parsed, BadLine):
-                bad.append(parsed)
-                continue
-            first = seen.get(parsed.key)
-            if first is not None:
-                bad.append(
-                    BadLine(
-                        line=number,
-                        reason=f"id {parsed.key!r} is already used on line {first}; "
-                        "give every line its own id",
-                    )
+    for number, row in read_rows(path):
+        parsed = (
+            BadLine(line=number, reason=row)
+            if isinstance(row, str)
+            else _parse(number, row, fields)
+        )
+        if isinstance(parsed, BadLine):
+            bad.append(parsed)
+            continue
+        first = seen.get(parsed.key)
+        if first is not None:
+            bad.append(
+                BadLine(
+                    line=number,
+                    reason=f"id {parsed.key!r} is already used on line {first}; "
+                    "give every line its own id",
                 )
-                continue
-            seen[parsed.key] = number
-            good.append(parsed)
+            )
+            continue
+        seen[parsed.key] = number
+        good.append(parsed)
     return good, bad
 
 
-def _parse(number: int, raw: bytes) -> TaskLine | BadLine:
+def _parse(number: int, data: Mapping[str, Any], fields: Fields) -> TaskLine | BadLine:
     def bad(reason: str) -> BadLine:
         return BadLine(line=number, reason=reason)
 
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return bad(f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return bad(f"not JSON ({exc.msg} at column {exc.colno}); expected one object per line")
-    if not isinstance(data, dict):
-        return bad(f'expected an object such as {{"id": "q1", "task": "..."}}, got {_kind(data)}')
-    unknown = sorted(set(data) - set(KEYS))
-    if unknown:
-        return bad(f"unknown key {unknown[0]!r}; a line's keys are {', '.join(KEYS)}")
-    if "id" not in data:
-        return bad('the key "id" is missing; give the line an id (a string or a whole number)')
-    id_ = data["id"]
+    keys = fields.keys()
+    metadata: dict[str, Any] = {}
+    for key in data:
+        if key in keys:
+            continue
+        meant = closest(key, keys)
+        if meant is not None:
+            return bad(
+                f"unknown key {key!r}; did you mean {meant!r}? (keep your own fields under "
+                '"metadata" when a name is this close)'
+            )
+        metadata[key] = data[key]
+    given_metadata = data.get("metadata", {})
+    if not isinstance(given_metadata, dict):
+        return bad(f'"metadata" must be an object, got {_kind(given_metadata)}')
+    metadata.update(given_metadata)
+    id_key, input_key = fields.id, fields.input
+    if id_key not in data:
+        return bad(
+            f'the key "{id_key}" is missing; give the line an id (a string or a whole number), '
+            "or name the field that holds it with --id-field"
+        )
+    id_ = data[id_key]
     if isinstance(id_, bool) or not isinstance(id_, str | int) or str(id_).strip() == "":
-        return bad(f'"id" must be a non-empty string or a whole number, got {_kind(id_)}')
-    task = data.get("task")
+        return bad(f'"{id_key}" must be a non-empty string or a whole number, got {_kind(id_)}')
+    task = data.get(input_key)
     if task is None:
-        return bad('the key "task" is missing; give the line its task as a string')
+        return bad(
+            f'the key "{input_key}" is missing; give the line its task as text or chat '
+            "messages, or name the field that holds it with --input-field"
+        )
+    history: tuple[Turn, ...] = ()
+    if isinstance(task, list):
+        try:
+            task, history = chat_task(task)
+        except ValueError as exc:
+            return bad(f'"{input_key}": {exc}')
     if not isinstance(task, str) or not task.strip():
-        return bad(f'"task" must be non-empty text, got {_kind(task)}')
+        return bad(f'"{input_key}" must be non-empty text or chat messages, got {_kind(task)}')
     if len(task.encode("utf-8", "surrogatepass")) > MAX_TASK_BYTES:
-        return bad(f'"task" is larger than {MAX_TASK_BYTES // 1_048_576} MiB; shorten it')
+        return bad(f'"{input_key}" is larger than {MAX_TASK_BYTES // 1_048_576} MiB; shorten it')
     overrides = data.get("overrides")
+    if isinstance(overrides, str):  # a CSV cell
+        try:
+            overrides = json.loads(overrides)
+        except json.JSONDecodeError:
+            return bad('"overrides" must be a JSON object')
     if overrides is not None and not isinstance(overrides, dict):
         return bad(
             f'"overrides" must be an object such as {{"orchestrator": {{"run_timeout": 60}}}}, '
             f"got {_kind(overrides)}"
         )
+    try:
+        grader = _optional(data, "grade", parse_grader)
+        extractor = _optional(data, "extract", parse_extractor)
+    except ValueError as exc:
+        return bad(str(exc))
     return TaskLine(
-        line=number, id=id_, task=task.strip(), overrides=overrides, expected=data.get("expected")
+        line=number,
+        id=id_,
+        task=task.strip(),
+        overrides=overrides,
+        expected=data.get(fields.target),
+        grader=grader,
+        extractor=extractor,
+        metadata=metadata,
+        history=history,
     )
+
+
+def _optional(data: Mapping[str, Any], key: str, parse: Callable[[str], _T]) -> _T | None:
+    """``data[key]`` parsed, when given; ``ValueError`` (naming the key) when it is wrong."""
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, str):
+        raise ValueError(f'"{key}" must be text such as "last-line", got {_kind(value)}')
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ValueError(f'"{key}": {exc}') from None
 
 
 def _kind(value: Any) -> str:
@@ -163,7 +241,9 @@ def apply_overrides(config: ConclaveConfig, overrides: Mapping[str, Any]) -> Con
         walked = walker.walk(node, OrchestratorConfig, "overrides.orchestrator")
         if walked is not INVALID and isinstance(overrides["orchestrator"], dict):
             renamed = RENAMED.get(OrchestratorConfig, {})
-            given = {renamed.get(key, key) for key in overrides["orchestrator"]}
+            known = attrs.fields_dict(OrchestratorConfig)
+            # An unknown key is already one of the walker's errors; it only must not be read.
+            given = {renamed.get(key, key) for key in overrides["orchestrator"]} & set(known)
             fields = {name: getattr(walked, name) for name in given}
             changes["orchestrator"] = attrs.evolve(config.orchestrator, **fields)
     if "agents" in overrides:

@@ -9,7 +9,7 @@ import argparse
 from conclave.config.flags import add_run_flags, dollars
 from conclave.ui.session_flags import add_session_flags
 
-__all__ = ["add_run_arguments"]
+__all__ = ["add_resume_arguments", "add_run_arguments"]
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,25 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verbose", action="store_true", help="show every agent status change on stderr"
     )
+    p.add_argument(
+        "--on-question",
+        choices=("default", "fail", "pause"),
+        help="let agents ask questions, and with nobody to answer: take the question's "
+        "default (recorded as an assumption), fail (exit 1), or pause (exit 4; go on with "
+        "conclave resume RUN_DIR --answer VALUE). Without it, agents cannot ask",
+    )
     add_session_flags(p, picker=False)
+
+
+def add_resume_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the paused run's log directory")
+    p.add_argument(
+        "--answer", required=True, metavar="VALUE", help="the answer to the run's question"
+    )
+    p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
+    p.add_argument(
+        "--verbose", action="store_true", help="show every agent status change on stderr"
+    )
 
 
 def add_chat_arguments(p: argparse.ArgumentParser) -> None:

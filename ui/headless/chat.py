@@ -48,6 +48,7 @@ from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.chat_session import ChatSession
 from conclave.ui.headless.inputs import decode_task
+from conclave.ui.headless.result import print_json_error
 from conclave.ui.sessions import (
     chosen_session,
     open_chosen_session,
@@ -86,8 +87,7 @@ def chat_command(args: argparse.Namespace) -> int:
         check_interactive_key(resolved.base, source=resolved.source)
         chosen = chosen_session(root, args)
     except (UsageError, ConfigError, SessionError) as exc:
-        print(f"conclave chat: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+        return _usage(args, str(exc))
     prune_old_sessions(root, resolved.base)
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     approver: RunApprover = (
@@ -102,8 +102,7 @@ def chat_command(args: argparse.Namespace) -> int:
                     _chat, resolved, settings, approver, log_root, messages, signals, session
                 )
     except SessionError as exc:
-        print(f"conclave chat: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+        return _usage(args, str(exc))
     if args.output_format == "json":
         print(
             json.dumps(
@@ -128,6 +127,16 @@ def chat_command(args: argparse.Namespace) -> int:
         )
         return signal_exit_code(signals.received[0])
     return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _usage(args: argparse.Namespace, problem: str) -> int:
+    """A usage error: on stderr, and as the error object on stdout with ``json`` output (a
+    script reading stdout gets one JSON object, as from ``conclave run``)."""
+    line = f"conclave chat: {problem}"
+    print(line, file=sys.stderr)
+    if args.output_format == "json":
+        print_json_error(line, ExitCode.USAGE)
+    return ExitCode.USAGE
 
 
 def _messages(given: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import trio
 
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.events import EventHub
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
@@ -39,12 +40,16 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
+from conclave.ui.headless.questions import keep_question, on_question_gate
 from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
     chosen_session,
     open_chosen_session,
     prune_old_sessions,
+    restored_modes,
+    restored_notice,
+    resumed_conversation,
     sessions_root,
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
@@ -58,20 +63,28 @@ _EXIT = {
     Termination.TIMEOUT: ExitCode.TIMEOUT,
     Termination.MAX_COST: ExitCode.TIMEOUT,  # a limit reached, as a timeout is
     Termination.CANCELLED: ExitCode.CANCELLED,
+    Termination.PAUSED: ExitCode.PAUSED,
 }
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) -> int:
+    """``conclave run``; with ``resume``, a paused run going on (``conclave resume``)."""
     fmt: str = args.output_format
     flags = RunFlags.from_args(args)
     root = sessions_root()
     try:
         task = resolve_task(args)
         resolved = resolve(flags)
-        flags = flags.with_config_mode(resolved.base)
-        modes = flags.mode_state()
-        config = resolved.for_flags(modes)
         chosen = chosen_session(root, args)
+        resumed = resumed_conversation(root, chosen)
+        agents = [agent.id for agent in resolved.base.agents]
+        restored = None if resumed is None else restored_modes(resumed, agents, warn=_warn)
+        if restored is None:
+            flags = flags.with_config_mode(resolved.base)
+            modes = flags.mode_state()
+        else:
+            modes = flags.over(restored)  # the session's modes, but for the flags given
+        config = resolved.for_flags(modes)
         log_dir = resolve_log_dir(args.log_dir)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
@@ -81,7 +94,7 @@ def run_command(args: argparse.Namespace) -> int:
     prune_old_sessions(root, resolved.base)
     try:
         with open_chosen_session(root, chosen, warn=_warn) as session:
-            return _run_turn(task, config, modes, flags, log_dir, session, args)
+            return _run_turn(task, config, modes, restored, flags, log_dir, session, args, resume)
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
 
@@ -90,26 +103,35 @@ def _run_turn(
     task: str,
     config: ConclaveConfig,
     modes: ModeState,
+    restored: ModeState | None,
     flags: RunFlags,
     log_dir: Path,
     session: SessionRecorder | None,
     args: argparse.Namespace,
+    resume: ResumePoint | None,
 ) -> int:
-    """Run ``task`` as the session's next turn (its history shown to the agents); the turn
-    is recorded before the run starts, the run once it ends."""
+    """Run ``task`` as the session's next turn (its history shown to the agents, in the
+    modes it left off in, ``restored``, but for the flags given); the turn is recorded
+    before the run starts, the run once it ends."""
     fmt: str = args.output_format
     turn = None
     if session is not None:
-        given = flags.collaboration_given or config.mode is None
-        source = ModeSource.FLAG if given else ModeSource.CONFIG
-        session.mode(modes, source)
+        if restored is not None:
+            if fmt == "text":
+                _warn(restored_notice(session.id, session.conversation, modes))
+            session.mode(modes, ModeSource.FLAG)  # written only when a flag changed it
+        else:
+            given = flags.collaboration_given or config.mode is None
+            session.mode(modes, ModeSource.FLAG if given else ModeSource.CONFIG)
         turn = session.user_turn(task)
     spec = RunSpec(
         task=task,
         config=config,
         log_dir=log_dir,
         max_cost_usd=args.max_cost,
-        mode=flags.collaboration,
+        questions=on_question_gate(args.on_question),
+        resume=resume,
+        mode=modes.collaboration,
         history=session.conversation.history() if session is not None else (),
     )
     tokens = LastCallTokens()
@@ -138,6 +160,8 @@ def _run_turn(
         planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
         if session is not None and planned is not None and planned.plan is not None:
             _record_plan(session, planned.plan, result)
+        if result.termination is Termination.PAUSED:
+            keep_question(result, task, args)
         exit_code = _print(result, progress, fmt, code, planned)
         if session is not None and recorded:
             # Last, after the answer: a reader finds the answer right below the timeline.

@@ -48,8 +48,13 @@ def print_result(
         written = writes_footer(result)
         if written is not None:
             print(written, file=sys.stderr)
+        for assumed in result.assumptions:
+            print(
+                f"conclave: assumed ({assumed.agent}): {assumed.question} -> {assumed.assumption}",
+                file=sys.stderr,
+            )
         print(summary(result), file=sys.stderr)
-        if result.final_answer is None:
+        if result.final_answer is None and result.pending_question is None:
             print("conclave: the run produced no answer", file=sys.stderr)
     out.flush()
 

@@ -1,4 +1,4 @@
-"""The interactive REPL: prompt-toolkit on asyncio as the host, the trio runtime as its guest.
+"""The interactive REPL: prompt-toolkit on asyncio, the trio runtime on a thread of its own.
 
 Split by job: :mod:`~ui.repl.state` (what the screen shows), :mod:`~ui.repl.service` (the
 trio side: pool, hub, runs, conversation), :mod:`~ui.repl.layout`, :mod:`~ui.repl.keys`,

@@ -1,14 +1,21 @@
-"""``run_repl``: the REPL's application, with the trio runtime as asyncio's guest.
+"""``run_repl``: the REPL's application, with the trio runtime on a thread of its own.
 
-prompt-toolkit owns the terminal and the asyncio loop; the trio runtime (the service: the
-pool, the hub, the runs) runs as a guest on the same thread
-(``trio.lowlevel.start_guest_run``). The UI sends the service commands through the trio
-token; the service writes the state and invalidates the application, which redraws at most
-every 50 ms however fast events arrive.
+prompt-toolkit owns the terminal and the asyncio loop on the main thread; the trio runtime
+(the service: the pool, the hub, the runs) runs ``trio.run`` on a thread of its own. Why not
+as asyncio's guest on one thread: a guest's trio tasks run between the UI's callbacks, so one
+long step of a run (an injection bus fanning 200 answers out to 200 agents: 0.6 s of CPU,
+up to 2 s on a loaded machine) froze key echo for that long. On its own thread the run is
+preempted every few milliseconds (the interpreter's switch interval) and keys are echoed
+meanwhile.
+
+The UI sends the service commands through the trio token; the service hands every change of
+the screen's state to the UI's thread (``loop.call_soon_threadsafe``), a run's progress as a
+snapshot at most every 50 ms, and the application redraws at most every 50 ms however fast
+changes arrive.
 
 Start-up: the prompt is drawn first, with only prompt-toolkit and the config loaded; the
-runtime (trio, the actors) is then imported in a worker thread and the guest starts when it
-is in. A line sent before then waits and is sent when the service is up.
+runtime (trio, the actors) is then imported in a worker thread, and its thread starts when
+it is in. A line sent before then waits and is sent when the service is up.
 
 Leaving: Ctrl+D, ``/quit``, SIGTERM or SIGHUP send :class:`~ui.repl.protocol.Quit`; the
 service cancels any run, waits until its event log is closed, and ends; its end ends the
@@ -25,21 +32,20 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application
-from prompt_toolkit.application.current import set_app
-from prompt_toolkit.application.run_in_terminal import in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.layout import AnyContainer, DynamicContainer, HSplit
 from prompt_toolkit.output import Output
-from prompt_toolkit.shortcuts import print_formatted_text
+from prompt_toolkit.renderer import print_formatted_text as render_formatted_text
 
 from conclave.config.keys import check_interactive_key
 from conclave.config.modes import CollaborationMode, ModeSource, ModeState
@@ -48,13 +54,16 @@ from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resol
 from conclave.config.schema import AgentConfig
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.repl.attachments import AttachError, attach, longest_backtick_run
+from conclave.ui.repl.collector import idle_collection
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
 from conclave.ui.repl.mode_switch import ModeSwitch, SwitchChoice
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Resume, Submit
 from conclave.ui.repl.session_commands import SessionStart
-from conclave.ui.repl.state import Dialog, ReplState
+from conclave.ui.repl.shell import ShellCommands
+from conclave.ui.repl.state import Dialog, ReplState, model_of
 from conclave.ui.repl.style import STYLE
 from conclave.ui.session_flags import SESSIONS_ROOT
 from conclave.ui.signals import signal_exit_code
@@ -66,6 +75,7 @@ if TYPE_CHECKING:
     from conclave.actors.session.compaction import CompactionPolicy
     from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
+    from conclave.ui.repl.questions import ReplQuestions
     from conclave.ui.repl.tool_approvals import ReplToolApprover
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
@@ -154,7 +164,11 @@ class Repl:
         self.quitting = False
         self._interrupted_at: float | None = None
         """When Ctrl+C last found an empty idle prompt (a second one soon after quits)."""
+        self.shell = ShellCommands(self)
+        """``!command``."""
         self.plans: PlanFlow | None = None
+        self.questions: ReplQuestions | None = None
+        """Agents' questions, each on a card in the input's place (:mod:`ui.repl.questions`)."""
         self.approvals: InteractiveFlow | None = None
         """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
         self.tool_approvals: ReplToolApprover | None = None
@@ -175,7 +189,7 @@ class Repl:
         self._token, self._channel = token, channel
         early, self._early = self._early, []
         for command in early:
-            channel.send_nowait(command)
+            self.send(command)
         self.state.on_change()
 
     @property
@@ -189,6 +203,13 @@ class Repl:
             self._early.append(command)
             return
         self._token.run_sync_soon(self._channel.send_nowait, command)
+
+    def on_runtime(self, call: Callable[[], None]) -> None:
+        """Run ``call`` on the runtime's thread, after the commands sent before it (what the
+        session records is written there only)."""
+        if self._token is None:
+            raise RuntimeError("the runtime is not connected")
+        self._token.run_sync_soon(call)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop the application runs on: redraws and prints are scheduled on it."""
@@ -217,30 +238,34 @@ class Repl:
     # -- output above the prompt ---------------------------------------------------------------
 
     def print(self, block: StyleAndTextTuples) -> None:
-        """Print ``block`` into the scrollback above the application, after what is pending."""
+        """Print ``block`` into the scrollback above the application, after what is pending
+        (written at the loop's next turn, with whatever else comes meanwhile)."""
         self.state.transcript.append(block)
         self._pending.append(block)
         if self._flushing or self._loop is None:
             return
         self._flushing = True
-        self._loop.call_soon(self._start_flush)
+        self._loop.call_soon(self._flush)
 
-    def _start_flush(self) -> None:
-        if self.app.is_running:
-            self.app.create_background_task(self._flush())
-        else:
-            self._flushing = False
-
-    async def _flush(self) -> None:
-        try:
-            with set_app(self.app):
-                while self._pending:
-                    blocks, self._pending = self._pending, []
-                    async with in_terminal():
-                        for block in blocks:
-                            self._write(block)
-        finally:
-            self._flushing = False
+    def _flush(self) -> None:
+        """Erase the application, write what is pending where it was, and draw it again
+        below. Not prompt-toolkit's ``in_terminal``: that puts the terminal in cooked mode
+        while it prints, and keys typed meanwhile were mangled by the terminal (Ctrl+D taken
+        as end of file and lost, a line and Enter arriving as a pasted line and newline)."""
+        self._flushing = False
+        blocks, self._pending = self._pending, []
+        app = self.app
+        if not app.is_running:
+            self._pending = blocks + self._pending  # written by write_pending
+            return
+        renderer = app.renderer
+        renderer.erase()
+        for block in blocks:
+            self._write(block)
+        renderer.reset()
+        if not app.key_processor.input_queue:  # a position report can be read: ask for one
+            renderer.request_absolute_cursor_position()
+        app.invalidate()
 
     def write_pending(self) -> None:
         """Write what waits to be printed straight to the terminal: before the application's
@@ -250,13 +275,11 @@ class Repl:
             self._write(block)
 
     def _write(self, block: StyleAndTextTuples) -> None:
-        print_formatted_text(
-            FormattedText(block),
-            style=STYLE,
-            output=self.app.output,
-            include_default_pygments_style=False,
-            end="",
-        )
+        """Straight to the terminal: prompt-toolkit's ``print_formatted_text`` shortcut
+        would print through ``run_in_terminal`` (cooked mode) while the application runs."""
+        output = self.app.output
+        render_formatted_text(output, FormattedText(block), STYLE)
+        output.flush()
 
     def say(self, text: str) -> None:
         self.print([("", text.rstrip("\n") + "\n")])
@@ -309,19 +332,44 @@ class Repl:
                 self.send(Continue())
             buffer.reset()
             return
+        if text.startswith("!"):
+            buffer.append_to_history()
+            buffer.reset()
+            self.shell.run(text[1:].strip())
+            return
+        if text.startswith("/") or text.strip().lower() in QUIT_WORDS:
+            buffer.append_to_history()
+            buffer.reset()
+            if text.startswith("/"):
+                run_command(self, text)
+            else:
+                self.quit()
+            return
+        try:
+            attached = attach(text.strip(), Path.cwd())
+        except AttachError as exc:
+            self.state.tell(str(exc))  # the line stays in the input, to be corrected
+            return
         buffer.append_to_history()
         buffer.reset()
-        if text.strip().lower() in QUIT_WORDS:
-            self.quit()
-            return
-        if text.startswith("/"):
-            run_command(self, text)
-            return
-        self.submit(text.strip())
+        for name, size in attached.files:
+            self.say(f"attached {name} ({size:,} bytes)")
+        self.submit(attached.task, shown_task=text.strip() if attached.files else None)
 
     def submit(self, task: str, **how: Any) -> None:
-        """Send ``task`` as the next turn with the modes on the bar now."""
+        """Send ``task`` as the next turn with the modes on the bar now, carrying the output
+        of the ``!`` commands run since the last turn."""
         state = self.state
+        if state.shell_context:
+            outputs = "\n\n".join(state.shell_context)
+            fence = "`" * max(3, longest_backtick_run(outputs) + 1)
+            shown = how.get("shown_task") or task
+            task = (
+                f"Output of commands I ran in my shell, for context:\n{fence}\n{outputs}\n"
+                f"{fence}\n\n{task}"
+            )
+            how["shown_task"] = shown
+            state.shell_context = []
         self.send(Submit(task=task, modes=state.modes, **how))
 
     def open_override(self) -> None:
@@ -344,6 +392,10 @@ class Repl:
         if self.state.dialog is Dialog.TOOL_APPROVAL:
             if self.tool_approvals is not None:
                 self.tool_approvals.deny()  # the card's own Deny closes it
+            return
+        if self.state.dialog is Dialog.QUESTION:
+            if self.questions is not None:
+                self.questions.take_default()  # the agent waits for an answer: the default
             return
         if self.state.dialog is Dialog.RUN_APPROVAL:
             if self.approvals is not None:
@@ -433,7 +485,7 @@ class Repl:
         else:
             self.runtime_ended()
 
-    # -- the guest --------------------------------------------------------------------------------
+    # -- the runtime -------------------------------------------------------------------------------
 
     def runtime_ended(self) -> None:
         """The service has ended (after Quit, or by failing): the application ends too."""
@@ -443,50 +495,65 @@ class Repl:
 
 async def _trio_main(
     repl: Repl,
+    loop: asyncio.AbstractEventLoop,
     resolved: ResolvedConfig,
     log_root: Path | None,
     backend_factory: BackendFactory | None,
 ) -> None:
+    """The runtime's thread: the service until it ends. It reaches the UI only through
+    ``loop.call_soon_threadsafe``."""
     import trio
 
     from conclave.ui.repl.interactive import attach_interactive, compaction_policy
     from conclave.ui.repl.planning import attach_plans
+    from conclave.ui.repl.questions import attach_questions
     from conclave.ui.repl.service import open_repl_service
     from conclave.ui.repl.sessions import open_repl_session
     from conclave.ui.repl.tool_approvals import attach_tool_approvals
+
+    def post(change: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(change)
+
+    def printer(block: StyleAndTextTuples) -> None:
+        loop.call_soon_threadsafe(repl.print, block)
 
     send, receive = trio.open_memory_channel[Command](math.inf)
     async with open_repl_service(
         resolved=resolved,
         state=repl.state,
-        printer=repl.print,
+        post=post,
+        printer=printer,
         log_root=log_root,
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
         attach_tool_approvals(repl, service)
+        attach_questions(repl, service)
         async with contextlib.AsyncExitStack() as stack:
             if repl.session_start is not None:
                 stack.enter_context(
                     open_repl_session(
                         service,
-                        printer=repl.print,
+                        printer=printer,
                         start=repl.session_start,
                         policy=repl.compaction or compaction_policy(resolved.base),
                     )
                 )
             await attach_interactive(repl, service)
-            repl.connect(trio.lowlevel.current_trio_token(), send)
+            token = trio.lowlevel.current_trio_token()
+            post(lambda: repl.connect(token, send))
             await service.serve(receive)
 
 
 def _load_runtime() -> None:
-    """What the guest needs, imported off the UI thread so the prompt answers meanwhile;
+    """What the runtime's thread needs, imported off the UI thread so the prompt answers meanwhile;
     then the collector is tuned for actors, as ``conclave`` does for other commands."""
     for module in (
         "trio",
+        "outcome",
         "conclave.ui.repl.service",
         "conclave.ui.repl.planning",
+        "conclave.ui.repl.questions",
         "conclave.ui.repl.interactive",
         "conclave.ui.repl.sessions",
         "conclave.ui.repl.render",
@@ -505,35 +572,36 @@ async def run_session(
     backend_factory: BackendFactory | None = None,
     welcome: str = "",
 ) -> None:
-    """Run the application and its trio guest until the person leaves; returns once the
-    guest has ended (any run's log closed). Raises what the guest raised."""
+    """Run the application and the runtime's thread until the person leaves; returns once
+    the runtime has ended (any run's log closed). Raises what the runtime raised."""
     loop = asyncio.get_running_loop()
     repl.bind(loop)
+    repl.state.models = {agent.id: model_of(agent) for agent in resolved.base.agents}
     finished: asyncio.Future[Any] = loop.create_future()
 
-    def guest_done(outcome: Any) -> None:
+    def runtime_done(outcome: Any) -> None:
         finished.set_result(outcome)
         repl.runtime_ended()
 
+    def runtime_thread() -> None:
+        import outcome
+        import trio
+
+        ended = outcome.capture(
+            trio.run, _trio_main, repl, loop, resolved, log_root, backend_factory
+        )
+        loop.call_soon_threadsafe(runtime_done, ended)
+
     async def start_runtime() -> None:
         await asyncio.to_thread(_load_runtime)
-        if repl.quitting:  # left while the runtime loaded: no guest to end
+        collection.freeze()
+        if repl.quitting:  # left while the runtime loaded: no runtime to end
             if not finished.done():
                 finished.set_result(None)
             return
-        import trio
-
         repl.runtime_started = True
-        trio.lowlevel.start_guest_run(
-            _trio_main,
-            repl,
-            resolved,
-            log_root,
-            backend_factory,
-            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
-            done_callback=guest_done,
-            host_uses_signal_set_wakeup_fd=True,
-        )
+        # A daemon: should the UI fail, the process must still be able to exit.
+        threading.Thread(target=runtime_thread, name="conclave-runtime", daemon=True).start()
 
     def first_frame(app: Application[None]) -> None:
         # Loaded once the prompt is on the screen: the import thread would otherwise take
@@ -547,12 +615,14 @@ async def run_session(
     if welcome:
         repl.say(welcome)
     repl.write_pending()
-    await repl.app.run_async(pre_run=pre_run)
-    if not finished.done():
-        repl.quit()
-        if not repl.runtime_started:
-            finished.set_result(None)
-    outcome = await finished
+    with idle_collection(loop, busy=lambda: repl.state.running) as collection:
+        repl.app.key_processor.before_key_press += lambda _processor: collection.key()
+        await repl.app.run_async(pre_run=pre_run)
+        if not finished.done():
+            repl.quit()
+            if not repl.runtime_started:
+                finished.set_result(None)
+        outcome = await finished
     if outcome is not None:
         outcome.unwrap()
     repl.write_pending()
@@ -662,5 +732,5 @@ def _session_start(
         root=root,
         resume=resume,
         source=ModeSource.CONFIG if mode_from_config else ModeSource.FLAG,
-        flag_mode=flags.collaboration_given,
+        flags=flags,
     )

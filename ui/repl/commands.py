@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import attrs
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
 from conclave.config.modes import AgentMode, CollaborationMode
@@ -160,11 +160,14 @@ def _help(repl: Repl, argument: str) -> None:
         "  Alt+A / Alt+R    single/multi agent; refinement on/off",
         "  Alt+Left/Right   choose the active agent (single-agent mode); Alt+1..9 too",
         "  Ctrl+O           after the vote: choose who presents (Enter keeps the winner)",
-        "  Ctrl+C           cancel the run; at an idle prompt, clear the line",
+        "  Ctrl+C           cancel the run (or a ! command); at an idle prompt, clear the line",
         "  Esc              close a dialog; at an idle prompt, clear the line (never cancels)",
         "  Ctrl+C twice     at an empty idle prompt: quit",
         "  Ctrl+R           search the input history (Enter takes the line found)",
         "  Ctrl+D           cancel any run and quit (so do /quit, /exit, and exit or quit alone)",
+        "in a line:",
+        "  @FILE            attach the file's text to the task (Tab completes the path)",
+        "  !COMMAND         run a shell command; its output goes with your next message",
     ]
     repl.say("\n".join(lines))
 
@@ -260,15 +263,22 @@ def run_command(repl: Repl, line: str) -> None:
 
 
 class SlashCompleter(Completer):
-    """Command names after ``/``; modes after ``/mode``; agent ids after ``/agents``."""
+    """Command names after ``/``; modes after ``/mode``; agent ids after ``/agents``; paths
+    after ``@`` anywhere in a line (``@file`` attaches the file)."""
 
     def __init__(self, state: ReplState) -> None:
         self.state = state
+        self._paths = PathCompleter(expanduser=True)
 
     def get_completions(
         self, document: Document, complete_event: CompleteEvent
     ) -> Iterable[Completion]:
         text = document.text_before_cursor
+        word = document.get_word_before_cursor(WORD=True)
+        if word.startswith("@") and (len(text) == len(word) or text[-len(word) - 1].isspace()):
+            path = word[1:]
+            yield from self._paths.get_completions(Document(path, len(path)), complete_event)
+            return
         if not text.startswith("/") or "\n" in text:
             return
         name, space, argument = text[1:].partition(" ")

@@ -14,6 +14,13 @@ Run approval (``require_approval``, the default): the approver opens the approva
 (:mod:`ui.repl.approval_dialog`) in the input's place and waits for the person's decision;
 the state holds the pending request. Ctrl+C or Esc in the dialog is its Cancel. Ctrl+C while
 the agent thinks ends its turn.
+
+Threads: the flow's turns, runs and approver run on the runtime's thread; the screen's state,
+the dialog and the application belong to the UI's thread. So every change of the screen goes
+through the service (:meth:`~ui.repl.service.ReplService.show`,
+:meth:`~ui.repl.service.ReplService.post`), the conversation is the service's
+(:attr:`~ui.repl.service.ReplService.history`), and the person's decision comes back through
+the trio token.
 """
 
 from __future__ import annotations
@@ -70,9 +77,12 @@ async def attach_interactive(repl: Repl, service: ReplService) -> InteractiveFlo
     flow = InteractiveFlow(repl, service, settings)
     await flow.open()
     service.interactive = flow
-    repl.approvals = flow
-    repl.state.interactive = True
-    repl.state.on_change()
+
+    def shown() -> None:
+        repl.approvals = flow
+
+    service.post(shown)
+    service.show(interactive=True)
     return flow
 
 
@@ -102,9 +112,9 @@ class InteractiveFlow:
         self._turn_scope: trio.CancelScope | None = None
         self._decided: trio.MemorySendChannel[RunDecision] | None = None
         self._token: trio.lowlevel.TrioToken | None = None
-        self._history = repl.state.history
-        """The conversation the agent's transcript was built from (a resume or a compaction
-        replaces the state's list, ``/clear`` empties it: the next turn starts from it)."""
+        self._history = service.history
+        """The conversation the agent's transcript was built from (a resume, a compaction or
+        ``/clear`` replaces the service's list: the next turn starts from the new one)."""
         self._known = len(self._history)
         """Its length as the agent's turns left it."""
         project = find_project(Path.cwd())
@@ -129,7 +139,7 @@ class InteractiveFlow:
         backend = (
             factory(agent) if factory is not None else await self.service.backends.backend(agent)
         )
-        self._history = self.repl.state.history
+        self._history = self.service.history
         self._known = len(self._history)
         project = self.launcher.project
         self.session = InteractiveSession(
@@ -141,19 +151,21 @@ class InteractiveFlow:
             history=self._history,
         )
         if project is not None:
-            self.repl.say(f"project {display_path(project.root)}: its CONTEXT.md is read")
+            self.service.print(
+                [("", f"project {display_path(project.root)}: its CONTEXT.md is read\n")]
+            )
 
     # -- turns (the trio side) ------------------------------------------------------------------
 
     async def turn(self, submit: Submit) -> None:
-        session, state, sessions = self.session, self.repl.state, self.service.sessions
+        service = self.service
+        session, sessions, history = self.session, service.sessions, service.history
         assert session is not None
-        if state.history is not self._history or len(state.history) != self._known:
+        if history is not self._history or len(history) != self._known:
             # Resumed, compacted or cleared since the last turn: the agent goes on from that.
-            session.restart(state.history)
-            self._history = state.history
-        state.status = THINKING
-        state.on_change()
+            session.restart(history)
+            self._history = history
+        service.show(status=THINKING)
         if sessions is not None:
             sessions.turn_started(submit)
         with trio.CancelScope() as scope:
@@ -168,8 +180,8 @@ class InteractiveFlow:
         if reply.text is None:
             self.service.print([("class:error", f"the agent could not answer: {reply.error}\n")])
             return
-        state.history.append(Turn(task=submit.task, final_answer=reply.text))
-        self._known = len(state.history)
+        service.add_turn(Turn(task=submit.task, final_answer=reply.text))
+        self._known = len(service.history)
         if sessions is not None:
             sessions.replied(reply.text, input_tokens=reply.input_tokens)
         self.service.print([("class:answer", reply.text.rstrip("\n") + "\n")])
@@ -180,24 +192,19 @@ class InteractiveFlow:
 
     async def _drive(self, spec: RunSpec, *, status: str) -> RunResult:
         """A launched run, on screen as a typed turn's run is."""
-        state = self.repl.state
+        service = self.service
         run_id = spec.log_dir.name if spec.log_dir is not None else None
-        state.run_id = run_id
-        state.status = status
-        state.on_change()
+        service.show(run_id=run_id, status=status)
         try:
             # The vote stands: the agent reads the result and the person talks with it, so
             # a launched run does not stop for the override window.
-            result = await self.service.drive_run(attrs.evolve(spec, human=AcceptWinner()))
+            result = await service.drive_run(attrs.evolve(spec, human=AcceptWinner()))
         finally:
-            state.run_id = None
-            state.status = THINKING
-            state.on_change()
+            service.show(run_id=None, status=THINKING)
         if result is None:
             raise RuntimeError("the run could not start (said above)")
-        state.last_result = result
-        state.usage = state.usage.add(result)
-        sessions = self.service.sessions
+        service.count_run(result)
+        sessions = service.sessions
         if sessions is not None:
             sessions.run_launched(result)
             plan = (
@@ -222,14 +229,15 @@ class InteractiveFlow:
         """Open the dialog and wait for the person (the run's clocks have not started)."""
         send, receive = trio.open_memory_channel[RunDecision](1)
         self._decided = send
-        self._open(request)
+        self.service.post(lambda: self._open(request))
         try:
             return await receive.receive()
         finally:
             self._decided = None
-            self._close()
+            self.service.post(self._close)
 
     def _open(self, request: RunApprovalRequest) -> None:
+        """On the UI's thread: the dialog in the input's place."""
         repl, state = self.repl, self.repl.state
         dialog = ApprovalDialog(request)
         dialog.on_decided.append(lambda decision: self._chosen(request, decision))
@@ -253,6 +261,7 @@ class InteractiveFlow:
             self.repl.say(f"run approved with the edited task: {decision.task}")
 
     def _close(self) -> None:
+        """On the UI's thread: the input back in the dialog's place."""
         repl, state = self.repl, self.repl.state
         self.dialog = None
         state.pending_approval = None

@@ -11,7 +11,7 @@
 | Up / Down, Page Up / Page Down | a dialog's rows (a long list scrolls) |
 | a row's number (then Enter past 9 rows) | choose that row of a dialog |
 | Esc | close a dialog; at an idle prompt, clear the line (it never cancels a run) |
-| Ctrl+C | cancel the run; close a dialog; at an idle prompt, clear the line |
+| Ctrl+C | cancel the run; close a dialog; stop a ``!`` command; at an idle prompt, clear the line |
 | Ctrl+C twice | at an empty idle prompt: quit |
 | Ctrl+R | search the input history (prompt-toolkit's reverse search) |
 | Ctrl+D | cancel any run, wait for its log to close, and exit |
@@ -105,8 +105,12 @@ def build_keys(repl: Repl) -> KeyBindings:
 
     @keys.add("c-c", filter=~is_searching)
     def _cancel(event: KeyPressEvent) -> None:
-        if state.dialog is not Dialog.NONE:
+        if state.dialog is Dialog.QUESTION:
+            repl.send(Cancel())  # a question card is part of its run: Ctrl+C ends the run
+        elif state.dialog is not Dialog.NONE:
             repl.close_dialog()
+        elif repl.shell.stop():
+            state.tell("stopping the shell command")
         elif event.current_buffer.text and not state.running:
             event.current_buffer.reset()
             state.notice = ""

@@ -1,10 +1,12 @@
 """The REPL's screen, top to bottom: live progress, the override hint, queued turns, the open
-dialog, the agent tabs, the mode bar, the input, and a notice line.
+dialog, the agent tabs, the mode bar, the input, the status line and a notice line.
 
 The application is not full-screen: answers are printed above it into the terminal's
 scrollback (:meth:`ui.repl.app.Repl.print`), and this layout is the few lines at the
 bottom. Every part is a function of :class:`~ui.repl.state.ReplState`, read at each redraw.
-Toggles and tabs carry mouse handlers, so a click does what their key does.
+Toggles and tabs carry mouse handlers, so a click does what their key does. A key redraws
+the screen at once, so nothing here may cost in proportion to the run: the progress block is
+drawn once per run snapshot (at most every 50 ms) and reused by the frames in between.
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ if TYPE_CHECKING:
 __all__ = [
     "MODE_DESCRIPTIONS",
     "PROMPT",
+    "ProgressBlock",
     "build_layout",
     "dialog_span",
     "dialog_text",
     "mode_bar",
     "override_hint",
+    "status_line",
     "tab_bar",
 ]
 
@@ -195,29 +199,42 @@ def override_hint(state: ReplState) -> StyleAndTextTuples:
 
 def dialog_text(repl: Repl) -> StyleAndTextTuples:
     state = repl.state
-    rows: list[tuple[str, str]] = []
-    if state.dialog is Dialog.OVERRIDE and state.override is not None:
+    window = state.override
+    if state.dialog is Dialog.OVERRIDE and window is not None:
         title = "Who presents the final answer? (Enter, a row's number or a click; Esc closes)"
-        for row in state.override.rows:
-            mark = " (winner)" if row.agent == state.override.winner else ""
-            rows.append((f"{row.agent} {row.label}{mark}", row.preview))
+        count = len(window.rows)
+
+        def row(index: int) -> tuple[str, str]:
+            found = window.rows[index]
+            mark = " (winner)" if found.agent == window.winner else ""
+            return f"{found.agent} {found.label}{mark}", found.preview
+
     elif state.dialog is Dialog.MODE_PICKER:
         title = "Collaboration mode (Enter, a digit or a click; Esc closes)"
-        for mode in CollaborationMode:
-            current = " (current)" if mode is state.collaboration else ""
-            rows.append((f"{mode.value}{current}", MODE_DESCRIPTIONS[mode]))
+        modes = list(CollaborationMode)
+        count = len(modes)
+
+        def row(index: int) -> tuple[str, str]:
+            current = " (current)" if modes[index] is state.collaboration else ""
+            return f"{modes[index].value}{current}", MODE_DESCRIPTIONS[modes[index]]
+
     elif state.dialog is Dialog.SESSIONS:
         title = "Resume which session? (Enter, a row's number or a click; Esc closes)"
-        rows += ((choice.name, choice.detail) for choice in state.session_choices)
+        choices = state.session_choices
+        count = len(choices)
+
+        def row(index: int) -> tuple[str, str]:
+            return choices[index].name, choices[index].detail
+
     else:
         return []
     width = _width()
     fragments: StyleAndTextTuples = [("class:dialog.title", title + "\n")]
-    first, last = dialog_span(len(rows), state.selected)
+    first, last = dialog_span(count, state.selected)  # only the rows in view are formatted
     if first:
         fragments.append(("class:dialog.detail", f"   ↑ {first:,} more (Up, Page Up)\n"))
     for index in range(first, last):
-        name, detail = rows[index]
+        name, detail = row(index)
         style = "class:dialog.selected" if index == state.selected else "class:dialog.row"
         click = _on_click(_chooser(repl, index))
         line = f" {index + 1}. {name}"
@@ -227,8 +244,8 @@ def dialog_text(repl: Repl) -> StyleAndTextTuples:
             text = detail if len(detail) <= rest else detail[: rest - 1] + "…"
             fragments.append(("class:dialog.detail", "  " + text, click))
         fragments.append(("", "\n"))
-    if last < len(rows):
-        below = len(rows) - last
+    if last < count:
+        below = count - last
         fragments.append(("class:dialog.detail", f"   ↓ {below:,} more (Down, Page Down)\n"))
     return fragments
 
@@ -242,13 +259,55 @@ def dialog_span(rows: int, selected: int) -> tuple[int, int]:
     return first, first + DIALOG_ROWS
 
 
-def _progress(repl: Repl) -> StyleAndTextTuples:
-    from conclave.ui.repl.render import progress_lines  # loaded with the runtime, after start-up
+class ProgressBlock:
+    """The progress block last drawn, and what it was drawn from: frames between two
+    snapshots (a typed key's) reuse it instead of going over every agent again."""
 
-    state = repl.state
-    if state.view is None:
-        return [("class:progress.head", f"{state.status} · starting\n")]
-    return progress_lines(state.view, status=state.status, elapsed=state.elapsed, width=_width())
+    def __init__(self) -> None:
+        self._live: object = None
+        self._rest: tuple[object, ...] = ()
+        self._fragments: StyleAndTextTuples = []
+
+    def __call__(self, repl: Repl) -> StyleAndTextTuples:
+        state = repl.state
+        live = state.live
+        if live is None:
+            return [("class:progress.head", f"{state.status} · starting\n")]
+        rest = (state.status, round(state.elapsed, 1), _width())
+        if live is not self._live or rest != self._rest:
+            from conclave.ui.repl.render import progress_block  # loaded with the runtime
+
+            self._fragments = progress_block(
+                live.progress,
+                status=state.status,
+                elapsed=state.elapsed,
+                width=_width(),
+                streams=live.streams,
+                streaming=live.streaming,
+            )
+            self._live, self._rest = live, rest
+        return self._fragments
+
+
+def status_line(state: ReplState) -> StyleAndTextTuples:
+    """The model (the active agent's in single-agent mode, else every one configured), the
+    context the latest run's largest prompt used, and what the session has cost."""
+    if state.modes.agent_mode is AgentMode.SINGLE:
+        named = [state.models.get(state.active_agent, "?")]
+    else:
+        named = list(dict.fromkeys(state.models[a] for a in state.agents if a in state.models))
+    models = ", ".join(named[:2]) + (f" +{len(named) - 2} more" if len(named) > 2 else "")
+    parts = [f"model {models or '?'}"]
+    live = state.live
+    if live is not None and live.context_tokens:
+        parts.append(f"context {live.context_tokens:,} tokens")
+    spent = state.usage.cost_usd
+    running = live.cost_usd if live is not None and not live.ended else 0.0
+    if spent is None or running is None:
+        parts.append("cost unknown (unpriced models)")
+    else:
+        parts.append(f"cost ${spent + running:.4f}")
+    return [("class:status", " · ".join(parts))]
 
 
 def _queued(state: ReplState) -> StyleAndTextTuples:
@@ -279,6 +338,7 @@ def _lines(
 
 def build_layout(repl: Repl) -> Layout:
     state = repl.state
+    progress = ProgressBlock()
     search = SearchToolbar()  # Ctrl+R: prompt-toolkit's reverse search of the history
     prompt_window = Window(
         BufferControl(
@@ -294,7 +354,7 @@ def build_layout(repl: Repl) -> Layout:
     body = HSplit(
         [
             _lines(lambda: plan_steps_text(state), lambda: shows_plan_steps(state)),
-            _lines(lambda: _progress(repl), lambda: state.running),
+            _lines(lambda: progress(repl), lambda: state.running),
             _lines(lambda: override_hint(state), lambda: state.override is not None),
             _lines(lambda: _queued(state), lambda: bool(state.queued)),
             _lines(lambda: dialog_text(repl), lambda: state.dialog is not Dialog.NONE),
@@ -303,6 +363,7 @@ def build_layout(repl: Repl) -> Layout:
             Window(FormattedTextControl(lambda: mode_bar(repl)), height=1),
             prompt_window,
             search,
+            Window(FormattedTextControl(lambda: status_line(state)), height=1),
             _lines(lambda: [("class:notice", state.notice)], lambda: bool(state.notice), wrap=True),
         ]
     )

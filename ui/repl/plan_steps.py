@@ -1,6 +1,9 @@
 """The live step list while a plan executes: each step of the approved plan with its status,
 as the run's latest ``plan_execution_started`` / ``plan_step_updated`` event left it
-(:attr:`actors.events.view.RunView.plan_steps`), above the progress lines."""
+(:attr:`actors.events.view.RunView.plan_steps`), above the progress lines.
+
+Drawn on the UI's thread from the screen's latest snapshot (:mod:`ui.repl.live`): the steps
+are an immutable tuple the snapshot's view shares, never the run's live view."""
 
 from __future__ import annotations
 

@@ -78,7 +78,8 @@ class PlanFlow:
         saved = self._save(plan)
         sessions = self._service.sessions if self._service is not None else None
         if sessions is not None:
-            sessions.plan_proposed(plan_json(plan), run_id=log_dir.name if log_dir else "")
+            proposed, run_id = plan_json(plan), log_dir.name if log_dir else ""
+            self.repl.on_runtime(lambda: sessions.plan_proposed(proposed, run_id=run_id))
         self._open(plan, saved)
 
     def _save(self, plan: Plan) -> Path | None:
@@ -121,7 +122,7 @@ class PlanFlow:
         where = f" (saved at {display_path(saved)})" if saved is not None else ""
         sessions = self._service.sessions if self._service is not None else None
         if sessions is not None:
-            sessions.plan_decided(decision)
+            self.repl.on_runtime(lambda: sessions.plan_decided(decision))
         if isinstance(decision, Approve):
             state.set_collaboration(CollaborationMode.DEFAULT)
             additions = decision.additions.strip()

@@ -3,8 +3,12 @@
 It owns what outlives a turn — the backend pool (connections stay warm), the event hub, the
 current run and the conversation's history — and takes commands from the UI through a
 memory channel that the UI feeds with ``trio_token.run_sync_soon(send.send_nowait, ...)``.
-It never waits for the UI: it writes :class:`~ui.repl.state.ReplState` and asks for a
-redraw, and prompt-toolkit coalesces those into at most one frame per ~50 ms.
+It runs on the runtime's own thread and never waits for the UI: what the screen shows
+(:class:`~ui.repl.state.ReplState`) is changed only by functions it hands to the UI's
+thread (:data:`Post`). A run's events are folded where they are recorded
+(:class:`~ui.repl.live.LiveRun`) and reach the screen as a snapshot at most every
+:data:`PUBLISH_INTERVAL`, however many agents there are; tool calls are printed as they
+start and end.
 
 One run at a time. A turn submitted while a run executes is queued and sent when it ends.
 Cancelling a run keeps its partial result (shown, and kept in history if it has an answer)
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol
@@ -31,8 +35,9 @@ import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.actors.events import DomainEvent, EventHub
-from conclave.actors.events.view import RunView
+from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
+from conclave.actors.human.questions import QuestionGate
 from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
@@ -48,6 +53,7 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import AgentConfig
 from conclave.runtime import ConclaveRuntimeError
+from conclave.ui.repl.live import LiveRun
 from conclave.ui.repl.plan_dialog import PlanDecision
 from conclave.ui.repl.protocol import (
     Cancel,
@@ -60,22 +66,32 @@ from conclave.ui.repl.protocol import (
     Resume,
     Submit,
 )
-from conclave.ui.repl.render import answer_block
-from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState
+from conclave.ui.repl.render import answer_block, tool_finished_line, tool_started_line
+from conclave.ui.repl.state import OverrideRow, OverrideWindow, ReplState, UsageTotals
 from conclave.ui.text import display_path
 from conclave.ui.timeline import describe
 
 __all__ = [
+    "PUBLISH_INTERVAL",
+    "PUBLISH_SHARE",
     "InteractiveHook",
     "PlanHook",
+    "Post",
     "Printer",
     "ReplService",
     "SessionHook",
     "open_repl_service",
 ]
 
-TICK = 0.1
-"""How often the run's elapsed time is read for the screen while a run executes."""
+PUBLISH_INTERVAL = 0.05
+"""How often, at most, a running turn's snapshot and elapsed time go to the screen: the UI
+draws at most this often anyway (``app.REDRAW_INTERVAL``)."""
+PUBLISH_SHARE = 0.1
+"""The most of the runtime's thread that snapshots for the screen may take."""
+
+Post = Callable[[Callable[[], None]], None]
+"""Runs a function on the UI's thread, soon and in order (the UI loop's
+``call_soon_threadsafe``). Every change to the screen's state goes through it."""
 
 
 class Printer(Protocol):
@@ -178,6 +194,7 @@ class ReplService:
         *,
         resolved: ResolvedConfig,
         state: ReplState,
+        post: Post,
         printer: Printer,
         log_root: Path | None,
         backends: BackendPool,
@@ -188,7 +205,10 @@ class ReplService:
         self.resolved = resolved
         """The session's config before any mode; each turn finishes it for its modes."""
         self.state = state
+        """Written only through :attr:`_post`, on the UI's thread."""
         self.plans: PlanHook | None = None
+        self.questions: QuestionGate | None = None
+        """Who answers the agents' questions (the question card); ``None``: runs take none."""
         self.interactive: InteractiveHook | None = None
         """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
         self.sessions: SessionHook | None = None
@@ -197,6 +217,7 @@ class ReplService:
         nobody, and such calls are refused."""
         self.tool_allowances: SessionAllowances | None = None
         """What the person allowed for the session, shared by every run."""
+        self._post = post
         self._print = printer
         self._log_root = log_root
         self._backends = backends
@@ -207,6 +228,11 @@ class ReplService:
         self._cancel_asked = False
         """Cancel came before the run's handle: the run is cancelled as soon as it opens."""
         self._queue: list[Submit] = []
+        self._running = False
+        self._history: list[Turn] = []
+        self._usage = UsageTotals()
+        self._live: LiveRun | None = None
+        self._window: OverrideWindow | None = None
         self._nursery: trio.Nursery | None = None
         self._idle = trio.Event()
         self._idle.set()
@@ -231,6 +257,67 @@ class ReplService:
     def print(self, block: StyleAndTextTuples) -> None:
         """Print ``block`` above the prompt."""
         self._print(block)
+
+    @property
+    def history(self) -> list[Turn]:
+        """The conversation, the service's own (the screen shows a copy). Change it only with
+        :meth:`set_history` and :meth:`add_turn`, which keep the copy in step."""
+        return self._history
+
+    def set_history(self, turns: Iterable[Turn]) -> None:
+        """The conversation is now ``turns`` (a resume, a compaction): a new list, so whoever
+        kept the old one sees that it was replaced."""
+        self._history = list(turns)
+        self.show(history=list(self._history))
+
+    def add_turn(self, turn: Turn) -> None:
+        self._history.append(turn)
+        self.show(history=list(self._history))
+
+    def count_run(self, result: RunResult) -> None:
+        """A run outside a typed turn (the interactive agent's) counts in the usage too."""
+        self._usage = self._usage.add(result)
+        self.show(last_result=result, usage=self._usage)
+
+    # -- the screen (every change goes to the UI's thread) ----------------------------------
+
+    def post(self, change: Callable[[], None]) -> None:
+        """Run ``change`` on the UI's thread, soon and after what was posted before: the only
+        way code on the runtime's thread touches the screen's state or the application."""
+        self._post(change)
+
+    def show(self, **changes: object) -> None:
+        """Set these attributes of the screen's state, on the UI's thread, and redraw."""
+        state = self.state
+
+        def apply() -> None:
+            for name, value in changes.items():
+                setattr(state, name, value)
+            state.on_change()
+
+        self._post(apply)
+
+    def tell(self, notice: str) -> None:
+        state = self.state
+        self._post(lambda: state.tell(notice))
+
+    def _switch_after_run(self) -> None:
+        """On the UI's thread, once the run has stopped (posted after ``running=False``): the
+        collaboration mode confirmed while it worked (:mod:`ui.repl.mode_switch`)."""
+        state = self.state
+        switch, state.after_run = state.after_run, None
+        if switch is not None:
+            state.tell(state.set_collaboration(switch) or f"collaboration mode: {switch.value}")
+
+    def _publish(self, live: LiveRun) -> None:
+        """The run's snapshot, and its elapsed time, to the screen."""
+        handle = self._handle
+        elapsed = handle.clock.elapsed() if handle is not None else None
+        snapshot = live.snapshot()
+        if elapsed is None:
+            self.show(live=snapshot)
+        else:
+            self.show(live=snapshot, elapsed=elapsed)
 
     async def backend_for(self, agent: AgentConfig) -> LLMBackend:
         """``agent``'s backend, from the session's pool (warm connections), for calls made
@@ -264,13 +351,14 @@ class ReplService:
             self._cancel()
         elif isinstance(command, Override | Continue):
             handle = self._handle
-            if handle is None or self.state.override is None:
-                self.state.tell("no vote is waiting for a decision")
+            if handle is None or self._window is None:
+                self.tell("no vote is waiting for a decision")
                 return
             assert self._nursery is not None
             self._nursery.start_soon(self._decide, handle, command)
         elif isinstance(command, ClearHistory):
-            self.state.history.clear()
+            self._history = []
+            self.show(history=[])
             if self.sessions is not None:
                 self.sessions.cleared()
         elif isinstance(command, Compact | Resume):
@@ -280,40 +368,34 @@ class ReplService:
         """``/compact`` and ``/resume`` wait for no run: they change the history a run uses."""
         sessions = self.sessions
         if sessions is None:
-            self.state.tell("this REPL keeps no session")
+            self.tell("this REPL keeps no session")
             return
-        if self.state.running:
+        if self._running:
             what = "/compact" if isinstance(command, Compact) else "/resume"
-            self.state.tell(f"{what} works between runs; wait for this one to end")
+            self.tell(f"{what} works between runs; wait for this one to end")
             return
         if isinstance(command, Resume):
             sessions.resume(command.session_id)
             return
         assert self._nursery is not None
         self._idle = trio.Event()
-        self.state.running = True
-        self.state.status = "Compacting"
-        self.state.on_change()
+        self._running = True
+        self.show(running=True, status="Compacting")
         self._nursery.start_soon(self._compact, sessions, command.instructions)
 
     async def _compact(self, sessions: SessionHook, instructions: str) -> None:
         try:
             await sessions.compact(instructions)
         finally:
-            self.state.running = False
-            self.state.status = ""
-            switch, self.state.after_run = self.state.after_run, None
-            if switch is not None:
-                self.state.set_collaboration(switch)
-                self.state.tell(f"collaboration mode: {switch.value}")
+            self._running = False
+            self.show(running=False, status="")
+            self._post(self._switch_after_run)
             self._idle.set()
-            self.state.on_change()
 
     def _submit(self, submit: Submit) -> None:
-        if self.state.running:
+        if self._running:
             self._queue.append(submit)
-            self.state.queued.append(submit.shown_task or submit.task)
-            self.state.on_change()
+            self.show(queued=self._queue_shown())
             return
         assert self._nursery is not None
         self._idle = trio.Event()
@@ -324,19 +406,18 @@ class ReplService:
         """The screen shows ``submit`` as running from the moment it is taken (and a cancel
         from then on is for it)."""
         self._cancel_asked = False
-        self.state.running = True
-        self.state.status = submit.status or _STATUS[submit.modes.collaboration]
-        self.state.on_change()
+        self._running = True
+        self.show(running=True, status=submit.status or _STATUS[submit.modes.collaboration])
 
     def _cancel(self) -> None:
         dropped = len(self._queue)
         self._queue.clear()
-        self.state.queued.clear()
+        self.show(queued=[])
         if dropped:
             self._print([("class:notice", f"{dropped} queued turn(s) dropped\n")])
-        if not self.state.running:
+        if not self._running:
             return
-        self.state.tell("cancelling the run")
+        self.tell("cancelling the run")
         if self._handle is not None:
             self._handle.cancel()
         elif self.interactive is not None:
@@ -352,10 +433,10 @@ class ReplService:
             else:
                 verdict = await handle.continue_()
         except ConclaveRuntimeError:
-            self.state.tell("the run ended before the decision reached it")
+            self.tell("the run ended before the decision reached it")
             return
         if not verdict.accepted:
-            self.state.tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
+            self.tell(f"the decision was not taken: {verdict.error or 'the vote is over'}")
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -368,20 +449,18 @@ class ReplService:
                     await self.sessions.after_turn()
                 submit = self._queue.pop(0) if self._queue else None
                 if submit is not None:
-                    self.state.queued.pop(0)
+                    self.show(queued=self._queue_shown())
                     self._started(submit)
         finally:
-            self.state.running = False
-            self.state.status = ""
-            switch, self.state.after_run = self.state.after_run, None
-            if switch is not None:
-                self.state.set_collaboration(switch)
-                self.state.tell(f"collaboration mode: {switch.value}")
+            self._running = False
+            self.show(running=False, status="")
+            self._post(self._switch_after_run)
             self._idle.set()
-            self.state.on_change()
+
+    def _queue_shown(self) -> list[str]:
+        return [submit.shown_task or submit.task for submit in self._queue]
 
     async def _turn(self, submit: Submit) -> None:
-        state = self.state
         shown = submit.shown_task or submit.task
         self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
         if self.interactive is not None:
@@ -400,7 +479,7 @@ class ReplService:
             task=submit.task,
             config=config,
             mode=submit.modes.collaboration,
-            history=tuple(state.history),
+            history=tuple(self._history),
             log_dir=log_dir,
             backends=self._backends,
             mcp=self._mcp,
@@ -411,33 +490,36 @@ class ReplService:
             self._finished(submit, result, log_dir)
 
     async def drive_run(self, spec: RunSpec) -> RunResult | None:
-        """Run ``spec`` on screen (its view, its elapsed time, Ctrl+C and the override window
-        for it) and return its result; ``None`` when it could not start (said on screen)."""
-        state, sessions = self.state, self.sessions
+        """Run ``spec`` on screen (its snapshots, its elapsed time, its tool calls, Ctrl+C and
+        the override window for it) and return its result; ``None`` when it could not start
+        (said on screen)."""
+        sessions = self.sessions
         if spec.human is None:
             spec = attrs.evolve(spec, human=_WindowGate(self))
         if spec.tool_approver is None:
             spec = attrs.evolve(
                 spec, tool_approver=self.tool_approver, tool_allowances=self.tool_allowances
             )
-        view = RunView()
-        state.view = view
-        state.elapsed = 0.0
-        state.last_log_dir = spec.log_dir
-        state.on_change()
+        if spec.questions is None and self.questions is not None:
+            spec = attrs.evolve(spec, questions=self.questions)
+        live = self._live = LiveRun(spec.config)
+        self.show(live=live.snapshot(), elapsed=0.0, last_log_dir=spec.log_dir)
 
         def seen(event: DomainEvent) -> None:
-            view.apply(event)
+            live.apply(event)
             if sessions is not None:
                 sessions.saw(event)
-            if isinstance(event, SandboxOpened) and event.warning is not None:
+            if isinstance(event, ToolCallStarted):
+                self._print(tool_started_line(event))
+            elif isinstance(event, ToolCallFinished):
+                self._print(tool_finished_line(event))
+            elif isinstance(event, SandboxOpened) and event.warning is not None:
                 self._print([("class:error", f"{describe(event)}\n")])  # unconfined, say so
-            state.on_change()
 
         try:
             with self._hub.subscribe_sync(seen, name="repl"):
                 async with trio.open_nursery() as ticking:
-                    ticking.start_soon(self._tick)
+                    ticking.start_soon(self._tick, live)
                     try:
                         result = await drive(spec, self._hub, on_open=self._opened)
                     finally:
@@ -447,7 +529,9 @@ class ReplService:
             return None
         finally:
             self._handle = None
-            state.override = None
+            self._window = None
+            self.show(override=None)
+        self._publish(live)
         return result
 
     def _opened(self, handle: RunHandle) -> None:
@@ -455,20 +539,25 @@ class ReplService:
         if self._cancel_asked:
             handle.cancel()
 
-    async def _tick(self) -> None:
+    async def _tick(self, live: LiveRun) -> None:
+        """Publish the run's snapshot while it runs: every :data:`PUBLISH_INTERVAL` at most,
+        and less often when a snapshot is dear (many agents), so that snapshots take at most
+        :data:`PUBLISH_SHARE` of the runtime's thread. With no new event only the elapsed
+        time goes (it moves anyway)."""
         while True:
+            started = time.perf_counter()
             handle = self._handle
-            if handle is not None:
-                self.state.elapsed = handle.clock.elapsed()
-                self.state.on_change()
-            await trio.sleep(TICK)
+            if live.changed:
+                self._publish(live)
+            elif handle is not None:
+                self.show(elapsed=handle.clock.elapsed())
+            cost = time.perf_counter() - started
+            await trio.sleep(max(PUBLISH_INTERVAL, cost / PUBLISH_SHARE))
 
     def _finished(self, submit: Submit, result: RunResult, log_dir: Path | None) -> None:
-        state = self.state
-        state.last_result = result
-        state.usage = state.usage.add(result)
+        self._usage = self._usage.add(result)
         if result.final_answer is not None:
-            state.history.append(
+            self._history.append(
                 Turn(
                     task=submit.task,
                     final_answer=result.final_answer,
@@ -479,12 +568,16 @@ class ReplService:
         if self.sessions is not None:
             self.sessions.turn_ended(submit, result)
         keep_in_project(Path.cwd(), log_dir, result.workspace_path)
+        # One change for the screen: it never shows the turn's result with the run still
+        # going (a key in between would find the toggles refused).
+        idle = {} if self._queue else {"running": False, "status": ""}
+        self.show(last_result=result, usage=self._usage, history=list(self._history), **idle)
         plans = self.plans if submit.modes.plan_mode else None
         self._print(answer_block(result, shown=plans.shown(result) if plans else None))
         if result.termination is Termination.CANCELLED:
-            state.tell("run cancelled; its partial result is shown above")
+            self.tell("run cancelled; its partial result is shown above")
         if plans is not None:
-            plans.turn_ended(submit, result, log_dir)
+            self._post(lambda: plans.turn_ended(submit, result, log_dir))
 
     def _new_log_dir(self) -> Path | None:
         if self._log_root is None:
@@ -494,7 +587,7 @@ class ReplService:
         try:
             path.mkdir(parents=True)
         except OSError as exc:
-            self.state.tell(
+            self.tell(
                 f"cannot create the run's log directory {display_path(path)} "
                 f"({exc.strerror or exc}); this run keeps no log"
             )
@@ -504,8 +597,9 @@ class ReplService:
     # -- the override window (called by the gate, in the run's actors' tasks) ---------------
 
     def _window_opened(self, request: OverrideRequest) -> None:
-        view = self.state.view
-        contents = {a.label: a.content for a in view.answers} if view is not None else {}
+        live = self._live
+        answers = live.view.answers if live is not None else []
+        contents = {a.label: a.content for a in answers}
         order = [request.winner, *(a for a in request.answers if a != request.winner)]
         rows = tuple(
             OverrideRow(
@@ -516,14 +610,17 @@ class ReplService:
             for agent in order
             if agent in request.answers
         )
-        self.state.override = OverrideWindow(
+        window = OverrideWindow(
             winner=request.winner, label=request.label, tally=dict(request.tally), rows=rows
         )
-        self.state.on_change()
+        self._window = window
+        if live is not None:
+            self._publish(live)  # the votes as they stand, with the prompt
+        self.show(override=window)
 
     def _window_closed(self) -> None:
-        self.state.override = None
-        self.state.on_change()
+        self._window = None
+        self.show(override=None)
 
 
 _STATUS = {
@@ -538,6 +635,7 @@ async def open_repl_service(
     *,
     resolved: ResolvedConfig,
     state: ReplState,
+    post: Post,
     printer: Printer,
     log_root: Path | None,
     backend_factory: Callable[[AgentConfig], LLMBackend] | None = None,
@@ -551,6 +649,7 @@ async def open_repl_service(
                 mcp=mcp,
                 resolved=resolved,
                 state=state,
+                post=post,
                 printer=printer,
                 log_root=log_root,
                 backends=pool,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from conclave.config.modes import ModeSource
+from conclave.config.resolver import RunFlags
 from conclave.ui.repl.protocol import Compact, Resume
 from conclave.ui.repl.state import Dialog, SessionChoice
 
@@ -30,8 +31,9 @@ class SessionStart:
     """A session's id to go on with, ``""`` for the picker, ``None`` for a new session."""
     source: ModeSource = ModeSource.FLAG
     """Who set the modes the bar starts with (flags, or the config's ``mode:``)."""
-    flag_mode: bool = False
-    """``--mode`` was given: it wins over a resumed session's collaboration mode."""
+    flags: RunFlags = attrs.field(factory=RunFlags)
+    """The flags the REPL started with: each mode flag given (``--mode``, ``--agent-mode``
+    with ``--agent``, ``--refinement``) wins over its part of a resumed session's modes."""
 
 
 def resume_command(repl: Repl, argument: str) -> None:

@@ -13,6 +13,12 @@ says in one line what was restored.
 Compaction (``/compact``, and after a turn once the last call's reported input tokens pass
 the policy's threshold) summarises through the active agent's backend; see
 :mod:`actors.session.compaction`.
+
+Threads: the session lives on the runtime's thread, with the service whose conversation
+(:attr:`~ui.repl.service.ReplService.history`) it restores and compacts. What the screen
+shows changes only through the service (:meth:`~ui.repl.service.ReplService.show`); a mode
+changed on the UI's thread is handed here through the trio token before it is recorded, so
+the session's file is written by one thread only.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-import attrs
+import trio
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.actors.agent.events import LlmRequestFinished
@@ -40,14 +46,14 @@ from conclave.actors.session.history import Conversation
 from conclave.actors.session.migrations import SessionTooNew
 from conclave.actors.session.recorder import LastCallTokens, SessionRecorder
 from conclave.actors.session.store import SessionError, find_session, open_session
-from conclave.config.modes import AgentMode, ModeSource, ModeState
+from conclave.config.modes import ModeSource, ModeState
 from conclave.config.wording import plural
 from conclave.ui.repl.plan_dialog import Approve, PlanDecision, Revise
 from conclave.ui.repl.protocol import Submit
 from conclave.ui.repl.service import Printer, ReplService
 from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.state import Dialog
-from conclave.ui.sessions import prune_old_sessions, restored_notice
+from conclave.ui.sessions import prune_old_sessions, restored_modes, restored_notice
 
 __all__ = ["ReplSession", "open_repl_session"]
 
@@ -69,7 +75,10 @@ class ReplSession:
         policy: CompactionPolicy,
     ) -> None:
         self._service = service
-        self.state = service.state
+        self._agents = service.state.agents
+        """The configured agents (fixed for the session)."""
+        self._modes = service.state.modes
+        """The modes on the bar as last heard from the UI's thread."""
         self._print = printer
         self._start = start
         self.policy = policy
@@ -82,7 +91,13 @@ class ReplSession:
 
     # -- recording ---------------------------------------------------------------------------
 
+    @property
+    def session_id(self) -> str | None:
+        return self._recorder.id if self._recorder is not None else None
+
     def mode_changed(self, modes: ModeState, source: ModeSource) -> None:
+        """The modes changed on the bar (called on the runtime's thread)."""
+        self._modes = modes
         recorder = self._recorder
         if recorder is None:
             self._source = source  # recorded with the session's first entry
@@ -91,6 +106,7 @@ class ReplSession:
 
     def turn_started(self, submit: Submit) -> None:
         self._tokens = LastCallTokens()
+        self._modes = submit.modes
         recorder = self._ensure()
         self._turn = None
         if recorder is not None:
@@ -154,15 +170,14 @@ class ReplSession:
             return None
         self._adopt(stack, SessionRecorder(session))
         self._guard(
-            lambda: self._recorder.mode(self.state.modes, self._source) if self._recorder else None
+            lambda: self._recorder.mode(self._modes, self._source) if self._recorder else None
         )
         return self._recorder
 
     def _adopt(self, stack: contextlib.ExitStack, recorder: SessionRecorder) -> None:
         self.close()
         self._open, self._recorder = stack, recorder
-        self.state.session_id = recorder.id
-        self.state.on_change()
+        self._service.show(session_id=recorder.id)
 
     def _guard(self, record: Callable[[], T]) -> T | None:
         """Record, or (once) say why the session can no longer be written and stop."""
@@ -178,7 +193,7 @@ class ReplSession:
         self.close()
         self._broken = False
         self._source = ModeSource.COMMAND
-        self.state.session_id = None
+        self._service.show(session_id=None)
 
     def close(self) -> None:
         stack, self._open, self._recorder = self._open, None, None
@@ -191,8 +206,8 @@ class ReplSession:
         stack = contextlib.ExitStack()
         try:
             session_id = find_session(self._start.root, wanted)
-            if session_id == self.state.session_id:
-                self.state.tell(f"session {session_id} is the one open")
+            if session_id == self.session_id:
+                self._service.tell(f"session {session_id} is the one open")
                 return
             session = stack.enter_context(open_session(self._start.root, session_id))
         except (SessionError, SessionTooNew) as exc:
@@ -207,26 +222,21 @@ class ReplSession:
         if problems is not None:
             self._warn(problems)
         self._show(conversation)
-        self.state.history = list(conversation.history())
-        notice = restored_notice(session_id, conversation)
+        self._service.set_history(conversation.history())
         modes = self._restored_modes(conversation)
+        notice = restored_notice(session_id, conversation, modes)
         if modes is not None:
-            self.state.modes = modes
+            self._modes = modes
+            self._service.show(modes=modes)
             self._guard(lambda: recorder.mode(modes, ModeSource.RESTORE, always=True))
         self._print([("class:notice", notice + "\n")])
-        self.state.tell(notice)
+        self._service.tell(notice)
 
     def _restored_modes(self, conversation: Conversation) -> ModeState | None:
-        change = conversation.mode
-        if change is None:
+        modes = restored_modes(conversation, self._agents, warn=self._warn)
+        if modes is None:
             return None
-        modes = change.state
-        if modes.active_agent is not None and modes.active_agent not in self.state.agents:
-            modes = attrs.evolve(modes, agent_mode=AgentMode.MULTI, active_agent=None)
-            self._warn(f"agent {change.active_agent!r} is no longer configured: multi-agent mode")
-        if self._start.flag_mode:
-            modes = attrs.evolve(modes, collaboration=self.state.modes.collaboration)
-        return modes
+        return self._start.flags.over(modes, mine=self._modes)
 
     def _show(self, conversation: Conversation) -> None:
         exchanges = conversation.exchanges
@@ -244,28 +254,24 @@ class ReplSession:
     def open_picker(self) -> None:
         from conclave.ui.repl.session_commands import session_choices
 
-        choices = session_choices(self._start.root, current=self.state.session_id)
+        choices = session_choices(self._start.root, current=self.session_id)
         if not choices:
-            self.state.tell("no session in this directory to resume: this one starts anew")
+            self._service.tell("no session in this directory to resume: this one starts anew")
             return
-        self.state.session_choices = choices
-        self.state.dialog = Dialog.SESSIONS
-        self.state.selected = 0
-        self.state.on_change()
+        self._service.show(session_choices=choices, dialog=Dialog.SESSIONS, selected=0)
 
     # -- compaction --------------------------------------------------------------------------
 
     async def after_turn(self) -> None:
         recorder = self._recorder
         if recorder is not None and due(recorder.conversation, self.policy):
-            self.state.status = "Compacting"
-            self.state.on_change()
+            self._service.show(running=True, status="Compacting")
             await self._compact(recorder, CompactionTrigger.AUTOMATIC, "")
 
     async def compact(self, instructions: str) -> None:
         recorder = self._recorder
         if recorder is None:
-            self.state.tell("nothing to compact yet: no turn has been recorded")
+            self._service.tell("nothing to compact yet: no turn has been recorded")
             return
         await self._compact(recorder, CompactionTrigger.MANUAL, instructions)
 
@@ -273,7 +279,8 @@ class ReplSession:
         self, recorder: SessionRecorder, trigger: CompactionTrigger, instructions: str
     ) -> None:
         agents = {a.id: a for a in self._service.resolved.base.agents}
-        agent = agents.get(self.state.active_agent) or next(iter(agents.values()))
+        active = self._modes.active_agent or self._agents[0]
+        agent = agents.get(active) or next(iter(agents.values()))
         try:
             backend = await self._service.backend_for(agent)
             entry = await compact(
@@ -288,9 +295,9 @@ class ReplSession:
             return
         if entry is None:
             kept = plural(self.policy.preserve_recent, "latest exchange")
-            self.state.tell(f"nothing to compact: the {kept} stay verbatim")
+            self._service.tell(f"nothing to compact: the {kept} stay verbatim")
             return
-        self.state.history = list(recorder.conversation.history())
+        self._service.set_history(recorder.conversation.history())
         how = "compacted" if trigger is CompactionTrigger.MANUAL else "automatically compacted"
         self._print(
             [
@@ -320,7 +327,17 @@ def open_repl_session(
     on leaving; old sessions pruned, and the one asked for resumed or its picker opened."""
     session = ReplSession(service=service, printer=printer, start=start, policy=policy)
     service.sessions = session
-    service.state.mode_changed = session.mode_changed
+    token = trio.lowlevel.current_trio_token()
+    state = service.state
+
+    def to_runtime(modes: ModeState, source: ModeSource) -> None:
+        with contextlib.suppress(trio.RunFinishedError):  # changed after the runtime ended
+            token.run_sync_soon(session.mode_changed, modes, source)
+
+    def hooked() -> None:
+        state.mode_changed = to_runtime
+
+    service.post(hooked)
     try:
         prune_old_sessions(start.root, service.resolved.base)
         if start.resume == "":

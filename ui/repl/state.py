@@ -1,9 +1,9 @@
 """What the REPL's screen shows, and the mode toggles' rules.
 
-One :class:`ReplState` per session, read by the layout at each redraw and written by the
-key bindings (asyncio side) and by the service (trio side). Both sides run on the same
-thread (trio is asyncio's guest), so no lock is needed: a write is never interleaved with
-a redraw.
+One :class:`ReplState` per session, read by the layout at each redraw and written on the
+UI's thread only: by the key bindings, and by the service (on the runtime's thread), which
+hands each change to the UI's thread (:data:`ui.repl.service.Post`). So no lock is needed: a
+write is never interleaved with a redraw, and the run never waits for the screen.
 
 The toggles refuse while agents execute: a run's config is fixed when it starts, and a
 bar that changed mid-run would lie about the run on screen. Each refusal returns the
@@ -21,12 +21,14 @@ import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.config.modes import AgentMode, CollaborationMode, ModeSource, ModeState
+from conclave.config.schema import AgentConfig, ScriptedBackendConfig
 
 if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
     from conclave.actors.events.view import RunView
     from conclave.actors.human.run_approval import RunApprovalRequest
     from conclave.actors.run.result import RunResult
     from conclave.actors.run.turn import Turn
+    from conclave.ui.repl.live import RunSnapshot
 
 __all__ = [
     "BUSY",
@@ -37,6 +39,7 @@ __all__ = [
     "ReplState",
     "SessionChoice",
     "UsageTotals",
+    "model_of",
 ]
 
 BUSY = (
@@ -49,6 +52,12 @@ DIALOG_ROWS = 8
 """A dialog's rows on screen at once; a longer list scrolls with the selection."""
 
 
+def model_of(agent: AgentConfig) -> str:
+    """The model an agent's config names (``scripted`` for the embedded backend)."""
+    backend = agent.backend
+    return "scripted" if isinstance(backend, ScriptedBackendConfig) else backend.model
+
+
 class Dialog(enum.Enum):
     """What takes the input's place; one at a time."""
 
@@ -58,9 +67,11 @@ class Dialog(enum.Enum):
     PLAN = "plan"
     RUN_APPROVAL = "run_approval"
     TOOL_APPROVAL = "tool_approval"
+    """A tool call waits for the person (:mod:`ui.repl.tool_approvals`)."""
     CONFIRM_MODE = "confirm_mode"
     """Plan mode asked for while a run works (:mod:`ui.repl.mode_switch`)."""
-    """A tool call waits for the person (:mod:`ui.repl.tool_approvals`)."""
+    QUESTION = "question"
+    """An agent's question card (:mod:`ui.repl.questions`)."""
     SESSIONS = "sessions"
     """``/resume``'s picker."""
 
@@ -133,8 +144,12 @@ class ReplState:
     running: bool = False
     status: str = ""
     """What the running turn is ("Running", "Planning", "Executing plan"), or ``""``."""
-    view: RunView | None = None
-    """The current (or last) run as its events have shown it."""
+    live: RunSnapshot | None = None
+    """The current (or last) run as its events have shown it, as of the latest snapshot."""
+    models: dict[str, str] = attrs.Factory(dict)
+    """Agent → the model its config names (the status line, before a reply names one)."""
+    shell_context: list[str] = attrs.Factory(list)
+    """Output of ``!`` commands since the last turn: the next turn's task carries it."""
     elapsed: float = 0.0
     """Seconds the current run has counted (paused while a person decides)."""
     override: OverrideWindow | None = None
@@ -179,6 +194,11 @@ class ReplState:
     while their toggle runs."""
 
     # -- derived ------------------------------------------------------------------------
+
+    @property
+    def view(self) -> RunView | None:
+        """The current (or last) run's view, as of the latest snapshot."""
+        return self.live.view if self.live is not None else None
 
     @property
     def active_agent(self) -> str:

@@ -24,6 +24,12 @@ STYLE = Style.from_dict(
         "progress.head": "ansicyan",
         "progress.agent": "",
         "progress.failed": "ansired",
+        "progress.stream": "ansibrightblack",
+        "tool": "ansiblue",
+        "tool.ok": "ansibrightblack",
+        "tool.failed": "ansired",
+        "status": "ansibrightblack",
+        "shell": "ansibrightblack",
         # The live step list of an executing plan.
         "plan.head": "ansicyan",
         "plan.pending": "ansibrightblack",

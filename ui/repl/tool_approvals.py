@@ -6,6 +6,10 @@ allowed lasts until the REPL ends, across runs); every run the REPL drives asks 
 from several agents wait their turn: one card at a time, in the order they came. The card
 (:mod:`ui.repl.approval_card`) takes the input's place; Esc or Ctrl+C in it denies the call.
 The run's timer is paused while it is open (:class:`~actors.human.tool_approval.ToolApprovalGate`).
+
+The request comes on the runtime's thread, the card lives on the UI's: it is opened and
+closed there (through :meth:`~ui.repl.service.ReplService.post`) and the decision comes back
+through the trio token.
 """
 
 from __future__ import annotations
@@ -22,18 +26,18 @@ from conclave.actors.human.tool_approval import (
 )
 from conclave.actors.tools.permissions import SessionAllowances
 from conclave.ui.repl.approval_card import ToolApprovalCard
-from conclave.ui.repl.service import ReplService
 from conclave.ui.repl.state import Dialog
 
 if TYPE_CHECKING:
     from conclave.ui.repl.app import Repl
+    from conclave.ui.repl.service import ReplService
 
 __all__ = ["ReplToolApprover", "attach_tool_approvals"]
 
 
 def attach_tool_approvals(repl: Repl, service: ReplService) -> ReplToolApprover:
     """Make the card the approver of every run ``service`` drives."""
-    approver = ReplToolApprover(repl)
+    approver = ReplToolApprover(repl, service)
     service.tool_approver = approver
     service.tool_allowances = SessionAllowances()
     repl.tool_approvals = approver
@@ -43,9 +47,11 @@ def attach_tool_approvals(repl: Repl, service: ReplService) -> ReplToolApprover:
 class ReplToolApprover:
     """A :class:`~actors.human.tool_approval.ToolApprover` that asks through the card."""
 
-    def __init__(self, repl: Repl) -> None:
+    def __init__(self, repl: Repl, service: ReplService) -> None:
         self.repl = repl
+        self.service = service
         self.card: ToolApprovalCard | None = None
+        """The open card: read and written on the UI's thread only."""
         self._one_at_a_time = trio.Lock()
 
     async def approve_tool(self, request: ToolApprovalRequest) -> ToolDecision:
@@ -56,12 +62,12 @@ class ReplToolApprover:
             send, receive = trio.open_memory_channel[ToolDecision](1)
             card = ToolApprovalCard(request)
             card.on_decided.append(lambda decision: token.run_sync_soon(_deliver, send, decision))
-            self._open(card)
+            self.service.post(lambda: self._open(card))
             try:
                 decision = await receive.receive()
             finally:
-                self._close(card)
-            self._say(request, decision)
+                self.service.post(lambda: self._close(card))
+            self.service.post(lambda: self._say(request, decision))
             return decision
 
     def deny(self) -> None:

@@ -84,6 +84,9 @@ class Capture:
     run_started: dict[str, Any] | None
     override_window: dict[str, Any] | None
     ended: bool
+    question: dict[str, Any] | None = None
+    """The open question, as its ``question_asked`` line says it (but the common fields
+    and ``call_id``); ``None`` when none waits."""
 
 
 class _Sink(io.StringIO):
@@ -252,6 +255,8 @@ class RunFeed:
         self.run_started: dict[str, Any] | None = None
         """The stream's ``run_started`` line, decoded, for late joiners' snapshots."""
         self.override_window: dict[str, Any] | None = None
+        self.question: dict[str, Any] | None = None
+        """The question waiting for an answer, for late joiners' snapshots."""
         self.result_line: str | None = None
         """The ``result`` line, once the run is over (late subscribers get it)."""
         self.flush_interval = flush_interval
@@ -267,7 +272,7 @@ class RunFeed:
         self._work = trio.Event()
         """Set when there are lines to seal or watchers to admit: the flusher's cue."""
         self._joiners: list[Watcher] = []
-        self._capture: tuple[tuple[int, int, bool, bool], Capture] | None = None
+        self._capture: tuple[tuple[int, int, bool, bool, bool], Capture] | None = None
 
     @property
     def next_seq(self) -> int:
@@ -314,6 +319,7 @@ class RunFeed:
         self._seal()
         self.finished = True
         self.override_window = None
+        self.question = None
         self._work.set()
         for watcher in list(self._watchers):
             watcher.wake()
@@ -420,7 +426,13 @@ class RunFeed:
     def capture(self) -> Capture:
         """The snapshot as of the lines published so far (the same object until another
         line is published or the override window closes)."""
-        key = (self.applied, self.total, self.finished, self.override_window is not None)
+        key = (
+            self.applied,
+            self.total,
+            self.finished,
+            self.override_window is not None,
+            self.question is not None,
+        )
         if self._capture is None or self._capture[0] != key:
             capture = Capture(
                 next_seq=self.next_seq,
@@ -428,6 +440,7 @@ class RunFeed:
                 run_started=self.run_started,
                 override_window=self.override_window,
                 ended=self.finished,
+                question=self.question,
             )
             self._capture = (key, capture)
         return self._capture[1]

@@ -45,6 +45,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "Accepted",
     "Ack",
+    "Answer",
     "Auth",
     "Cancel",
     "ClientMessage",
@@ -149,6 +150,14 @@ def _name(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
         raise ValueError(f"{attr.name} is empty")
 
 
+def _answer_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
+    if not value.strip():
+        raise ValueError("value is empty; send an option's value or the answer in free text")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_TASK_BYTES:
+        raise ValueError(f"value is {size:,} bytes; the limit is {MAX_TASK_BYTES:,}")
+
+
 # ------------------------------------------------------------------------------ client
 
 
@@ -186,8 +195,13 @@ class StartRun(_Client):
     """Pause after the vote until a client sends ``override`` or ``continue`` (or
     ``decision_timeout`` passes: the vote stands). The run's timer stops meanwhile."""
     decision_timeout: float | None = attrs.field(default=300.0, validator=_seconds)
-    """With ``override_window``: seconds to wait for a decision; ``null`` waits until one
-    comes or the run is cancelled."""
+    """With ``override_window`` or ``questions``: seconds to wait for a decision or an
+    answer; ``null`` waits until one comes or the run is cancelled."""
+    questions: bool = False
+    """Let the agents ask (a single agent, the presenter): each question is a
+    ``question_asked`` line to the run's watchers, and waits (the run's timer stopped) for an
+    ``answer`` from any client, or ``decision_timeout`` (then the question's default is taken
+    and recorded as an assumption)."""
     after: str | None = None
     """The ``run_id`` of an earlier run of this server to continue: its conversation (its
     task and final answer, and the turns before it) is shown to the agents first."""
@@ -235,10 +249,22 @@ class Continue(_Client):
     run_id: str
 
 
-ClientMessage = Auth | StartRun | Subscribe | Unsubscribe | Cancel | Override | Continue
+@attrs.frozen(kw_only=True)
+class Answer(_Client):
+    """The answer to the run's open question ``question_id`` (from its ``question_asked``
+    line): an option's ``value`` or free text."""
+
+    type: ClassVar[str] = "answer"
+    run_id: str
+    question_id: str
+    value: str = attrs.field(validator=_answer_text)
+
+
+ClientMessage = Auth | StartRun | Subscribe | Unsubscribe | Cancel | Override | Continue | Answer
 
 _CLIENT: dict[str, type[_Client]] = {
-    cls.type: cls for cls in (Auth, StartRun, Subscribe, Unsubscribe, Cancel, Override, Continue)
+    cls.type: cls
+    for cls in (Auth, StartRun, Subscribe, Unsubscribe, Cancel, Override, Continue, Answer)
 }
 
 
@@ -291,6 +317,9 @@ class Snapshot(_Server):
     run_started: dict[str, Any] | None
     override_window: dict[str, Any] | None
     ended: bool
+    question: dict[str, Any] | None = None
+    """The question waiting for an ``answer`` (null if none): the fields of its
+    ``question_asked`` line but ``call_id``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -324,10 +353,13 @@ class Verdict(_Server):
     run_id: str
     request_id: str | None
     decision: str
-    """``override`` or ``continue``."""
+    """``override``, ``continue`` or ``answer``."""
     agent: str | None
+    """The agent chosen by ``override``, or the one whose question was answered."""
     accepted: bool
     error: str | None
+    question_id: str | None = None
+    """For ``answer``: the question it answered."""
 
 
 @attrs.frozen(kw_only=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ import trio
 
 from conclave.actors.events import EventHub
 from conclave.actors.human.gate import Accept, OverrideChoice, OverrideRequest
+from conclave.actors.human.questions import PendingQuestion, Reply, ReplySource
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.run.driver import RunHandle, RunSpec, drive, not_started
 from conclave.actors.run.result import RunResult, Termination
@@ -45,11 +47,13 @@ from conclave.runtime import ConclaveRuntimeError
 from conclave.ui.progress import RunClock, StreamJson
 from conclave.ui.serve.feed import Capture, RunFeed
 from conclave.ui.serve.protocol import (
+    Answer,
     ErrorCode,
     OverrideWindow,
     ProtocolError,
     Snapshot,
     StartRun,
+    Verdict,
     encode_server,
     encode_snapshot,
     with_request_id,
@@ -112,6 +116,28 @@ class _ClientGate:
             self._run._window_closed()
 
 
+class _WatcherQuestions:
+    """Questions of a served run: each goes to its watchers as its ``question_asked`` line
+    and waits for an ``answer`` from any client (:meth:`ServedRun.answer`), or for
+    ``timeout``: then the question's default is taken (and recorded as an assumption)."""
+
+    def __init__(self, run: ServedRun, timeout: float | None) -> None:
+        self._run = run
+        self._timeout = timeout
+
+    async def ask(self, asked: PendingQuestion) -> Reply:
+        send, receive = trio.open_memory_channel[Reply](1)
+        self._run._question = (asked, send)
+        self._run.feed.question = _question_fields(asked)
+        try:
+            with trio.move_on_after(math.inf if self._timeout is None else self._timeout):
+                return await receive.receive()
+            return Reply(value=asked.question.default, source=ReplySource.DEFAULT)
+        finally:
+            self._run._question = None
+            self._run.feed.question = None
+
+
 class ServedRun:
     """One run of the server: its spec, feed, handle (once open) and result (once over)."""
 
@@ -125,6 +151,8 @@ class ServedRun:
         self.ended = trio.Event()
         self._cancel_asked = False
         self._snapshot: tuple[Capture, str, bytes] | None = None
+        self._question: tuple[PendingQuestion, trio.MemorySendChannel[Reply]] | None = None
+        """The question its watchers may answer now, and where the answer goes."""
 
     @property
     def history(self) -> tuple[Turn, ...]:
@@ -160,6 +188,7 @@ class ServedRun:
                 run_started=capture.run_started,
                 override_window=capture.override_window,
                 ended=capture.ended,
+                question=capture.question,
             )
             line = encode_snapshot(snapshot)
             self._snapshot = (capture, line, text_frame(line.encode("utf-8")))
@@ -189,6 +218,35 @@ class ServedRun:
             return False, "the run ended before the decision reached it"
         return verdict.accepted, verdict.error
 
+    def answer(self, message: Answer) -> Verdict:
+        """Answer the open question: the verdict names the asking agent, or says why the
+        answer was not taken (the run ended, no such question open, answered already)."""
+        agent, error = self._answer(message.question_id, message.value)
+        return Verdict(
+            run_id=self.run_id,
+            request_id=message.request_id,
+            decision=message.type,
+            agent=agent,
+            accepted=error is None,
+            error=error,
+            question_id=message.question_id,
+        )
+
+    def _answer(self, question_id: str, value: str) -> tuple[str | None, str | None]:
+        if self.result is not None:
+            return None, "the run has ended"
+        open_now = self._question
+        if open_now is None:
+            return None, f"no question is open (question {question_id!r} is not waiting)"
+        asked, send = open_now
+        if asked.question_id != question_id:
+            return None, f"question {question_id!r} is not the open one ({asked.question_id!r})"
+        try:
+            send.send_nowait(Reply(value=value))
+        except trio.WouldBlock:
+            return None, f"question {question_id!r} was answered already"
+        return asked.agent, None
+
     def _opened(self, handle: RunHandle) -> None:
         self.handle = handle
         self.feed.bind(handle.system.record)
@@ -203,6 +261,20 @@ class ServedRun:
 
     def _window_closed(self) -> None:
         self.feed.override_window = None
+
+
+def _question_fields(asked: PendingQuestion) -> dict[str, Any]:
+    """A waiting question as its ``question_asked`` line says it."""
+    question = asked.question
+    return {
+        "agent": asked.agent,
+        "question_id": asked.question_id,
+        "question": question.question,
+        "context": question.context,
+        "severity": question.severity.value,
+        "options": [attrs.asdict(o) for o in question.options],
+        "default": question.default,
+    }
 
 
 def _loads(line: str) -> dict[str, Any]:
@@ -302,7 +374,10 @@ class RunRegistry:
         )
         run = ServedRun(run_id=run_id, spec=spec, feed=feed, hub=hub)
         if request.override_window:
-            run.spec = attrs.evolve(spec, human=_ClientGate(run, request.decision_timeout))
+            run.spec = attrs.evolve(run.spec, human=_ClientGate(run, request.decision_timeout))
+        if request.questions:
+            questions = _WatcherQuestions(run, request.decision_timeout)
+            run.spec = attrs.evolve(run.spec, questions=questions)
         self._runs[run_id] = run
         self._active += 1
         self._idle = trio.Event() if self._active == 1 else self._idle

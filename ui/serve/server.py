@@ -57,6 +57,7 @@ from conclave.ui.serve.health import ReplayStream, read_head, respond_json
 from conclave.ui.serve.protocol import (
     Accepted,
     Ack,
+    Answer,
     Auth,
     Cancel,
     ClientMessage,
@@ -420,6 +421,8 @@ class Session:
         elif isinstance(message, Cancel):
             registry.get(message.run_id, request_id=rid).cancel()
             self.reply(Ack(request="cancel", run_id=message.run_id, request_id=rid))
+        elif isinstance(message, Answer):
+            self.reply(registry.get(message.run_id, request_id=rid).answer(message))
         elif isinstance(message, Override | Continue):
             run = registry.get(message.run_id, request_id=rid)
             assert self._nursery is not None

@@ -1,0 +1,140 @@
+"""Datasets as people have them: CSV as well as JSON Lines, their own field names
+(``--input-field``, ``--target-field``, ``--id-field``), and chat-message inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.batch.helpers import batch, results, write_tasks
+from tests.cli.helpers import write_config
+
+Capsys = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def answering(tmp_path: Path) -> Path:
+    return write_config(tmp_path / "a.yaml", [{"id": "a", "latency": 0, "answer_text": "42"}])
+
+
+def test_a_csv_dataset_runs_with_its_own_field_names(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "qa.csv").write_text(
+        "id,question,answer,category\n"
+        'q1,"What is 6 times 7?",42,math\n'
+        'q2,"What is 40, plus 1?",41,math\n',
+        encoding="utf-8",
+    )
+
+    ran = batch(
+        capsys, "qa.csv", "--out", "out.jsonl", "--config", answering,
+        "--input-field", "question", "--target-field", "answer", "--grade", "numeric",
+    )  # fmt: skip
+
+    assert ran.code == 0, ran.err
+    lines = {r["id"]: r for r in results(tmp_path / "out.jsonl")}
+    assert lines["q2"]["task"] == "What is 40, plus 1?" and lines["q2"]["expected"] == "41"
+    assert (lines["q1"]["correct"], lines["q2"]["correct"]) == (True, False)
+    assert lines["q1"]["metadata"] == {"category": "math"} and lines["q1"]["line"] == 2
+
+
+def test_a_csv_row_with_the_wrong_number_of_cells_is_a_bad_line(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "qa.csv").write_text("id,task\nq1,fine\nq2,too,many\n", encoding="utf-8")
+
+    ran = batch(capsys, "qa.csv", "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    assert "qa.csv:3: 3 cells where the header row has 2; the line was skipped" in ran.err
+
+
+def test_a_line_missing_its_id_or_task_is_told_which_flag_names_its_field(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "qa.csv").write_text("question,answer\nWhat is 6 times 7?,42\n", encoding="utf-8")
+    source = write_tasks(tmp_path / "chat.jsonl", [{"id": 1, "messages": []}])
+
+    no_id = batch(capsys, "qa.csv", "--dry-run", "--config", answering)
+    no_task = batch(capsys, source, "--dry-run", "--config", answering)
+
+    assert no_id.code == no_task.code == 2
+    assert 'qa.csv:2: the key "id" is missing' in no_id.err and "with --id-field" in no_id.err
+    assert 'the key "task" is missing' in no_task.err and "with --input-field" in no_task.err
+
+
+def test_a_jsonl_dataset_maps_its_fields_and_keeps_the_rest_as_metadata(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    line = {"uid": 7, "question": "6 x 7?", "answer": 42, "source": "gsm8k"}
+    source = write_tasks(tmp_path / "gsm.jsonl", [line])
+
+    ran = batch(
+        capsys, source, "--out", "out.jsonl", "--config", answering, "--id-field", "uid",
+        "--input-field", "question", "--target-field", "answer", "--grade", "numeric",
+    )  # fmt: skip
+
+    assert ran.code == 0, ran.err
+    (record,) = results(tmp_path / "out.jsonl")
+    assert (record["id"], record["task"], record["correct"]) == (7, "6 x 7?", True)
+    assert record["metadata"] == {"source": "gsm8k"}
+
+
+def test_a_misspelt_mapped_field_is_caught_like_a_misspelt_key(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "t.jsonl", [{"id": 1, "question": "q", "answr": 1}])
+
+    ran = batch(
+        capsys, source, "--dry-run", "--config", answering, "--input-field", "question",
+        "--target-field", "answer",
+    )  # fmt: skip
+
+    assert ran.code == 2
+    assert "unknown key 'answr'; did you mean 'answer'?" in ran.err
+
+
+def test_a_chat_input_runs_its_last_user_message_after_the_earlier_turns(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    messages = [
+        {"role": "system", "content": "Answer with a number."},
+        {"role": "user", "content": "Remember the number 40."},
+        {"role": "assistant", "content": "Noted: forty."},
+        {"role": "user", "content": "Add 2 to it."},
+    ]
+    source = write_tasks(tmp_path / "chat.jsonl", [{"id": "c", "task": messages}])
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", answering, "--log-dir", "logs")
+
+    assert ran.code == 0, ran.err
+    (record,) = results(tmp_path / "out.jsonl")
+    assert record["task"] == "Answer with a number.\n\nAdd 2 to it."
+    assert record["history"] == [{"task": "Remember the number 40.", "answer": "Noted: forty."}]
+    transcript = (Path(record["log_dir"]) / "transcripts.jsonl").read_text(encoding="utf-8")
+    assert "Remember the number 40." in transcript and "Noted: forty." in transcript
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ([], "a chat input is a non-empty list"),
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+         "the last message must be the user's"),
+        ([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+         "message 1: expected an assistant message, got 'user'"),
+        ([{"role": "user", "content": 3}], 'message 0: expected {"role": ..., "content": "text"}'),
+    ],
+)  # fmt: skip
+def test_a_malformed_chat_input_is_a_bad_line(
+    tmp_path: Path, answering: Path, capsys: Capsys, messages: list[object], says: str
+) -> None:
+    source = write_tasks(tmp_path / "chat.jsonl", [json.dumps({"id": "c", "task": messages})])
+
+    ran = batch(capsys, source, "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    assert f'chat.jsonl:1: "task": {says}' in ran.err

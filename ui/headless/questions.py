@@ -1,0 +1,85 @@
+"""Headless questions: ``--on-question`` chooses the gate, and a paused run leaves its
+question in its log directory (``question.json``), with what ``conclave resume`` needs to run
+it again as it ran (``paused.json``: the task, the run's flags, the working directory)."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conclave.actors.human.questions import PendingQuestion, QuestionGate
+from conclave.actors.human.unanswered import OnQuestion, gate_for
+from conclave.actors.run.result import RunResult
+from conclave.ui.text import display_path
+
+__all__ = ["PAUSED_FILE", "QUESTION_FILE", "keep_question", "on_question_gate", "pending_json"]
+
+QUESTION_FILE = "question.json"
+"""In a paused run's log directory: the question it waits on."""
+PAUSED_FILE = "paused.json"
+"""In a paused run's log directory: the task, flags and directory to resume it with."""
+_NOT_KEPT = frozenset(
+    {"handler", "command", "task", "log_dir", "output_format", "include_partial_messages"}
+    | {"verbose", "continue_session", "resume"}
+)
+"""Flags a resumed run takes from ``conclave resume`` (or never: sessions, the log dir)."""
+
+
+def on_question_gate(flag: str | None) -> QuestionGate | None:
+    """The gate for ``--on-question``; ``None`` (no flag): agents cannot ask."""
+    return None if flag is None else gate_for(OnQuestion(flag))
+
+
+def pending_json(question: PendingQuestion) -> dict[str, Any]:
+    return attrs.asdict(question, value_serializer=_plain)
+
+
+def keep_question(result: RunResult, task: str, args: argparse.Namespace) -> None:
+    """Write a paused run's question and how to resume it into its log directory, and say
+    on stderr how to go on."""
+    pending, log_dir = result.pending_question, result.log_dir
+    if pending is None or log_dir is None:
+        return
+    flags = {
+        name: value
+        for name, value in vars(args).items()
+        if name not in _NOT_KEPT and _is_json(value)
+    }
+    paused = {"task": task, "cwd": os.getcwd(), "flags": flags}
+    _write_synced(Path(log_dir) / PAUSED_FILE, paused)
+    _write_synced(Path(log_dir) / QUESTION_FILE, pending_json(pending))
+    asked = pending.question
+    print(
+        f"conclave: paused: needs the user. {pending.agent} asks ({asked.severity.value}): "
+        f"{asked.question}\n"
+        f"conclave: go on with: conclave resume {display_path(log_dir)} --answer VALUE",
+        file=sys.stderr,
+    )
+
+
+def _write_synced(path: Path, data: Any) -> None:
+    """Replace ``path`` atomically with ``data`` as JSON, synced to disk: a crash (a
+    ``kill -9``, a power cut) leaves the old file or the new, never half of one."""
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8") as out:
+        json.dump(data, out, ensure_ascii=False, indent=2)
+        out.flush()
+        os.fsync(out.fileno())
+    partial.replace(path)
+
+
+def _is_json(value: object) -> bool:
+    if isinstance(value, list | tuple):
+        return all(_is_json(v) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _plain(_instance: object, _field: object, value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value

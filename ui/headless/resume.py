@@ -1,0 +1,75 @@
+"""``conclave resume RUN_DIR --answer VALUE``: a paused run goes on with the user's answer.
+
+A run paused by ``--on-question pause`` left its question (``question.json``) and how it ran
+(``paused.json``) in its log directory; its event log and transcripts hold the rest. The
+resumed run runs as the paused one did (same task, flags and directory), its asking agent
+starting from its rebuilt transcript with the answer appended, and logs into
+``RUN_DIR/resumed-N``. Nothing is kept in memory between the pause and the resume: the
+paused process has exited, and any process may resume it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from conclave.actors.agent.resume import ResumeError, resume_point
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.command import run_command
+from conclave.ui.headless.questions import PAUSED_FILE
+from conclave.ui.headless.result import print_json_error
+
+__all__ = ["resume_command"]
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir).resolve()
+    try:
+        paused = _paused(run_dir)
+        point = resume_point(run_dir, args.answer)
+    except ResumeError as exc:
+        message = f"conclave resume: {exc}"
+        print(message, file=sys.stderr)
+        if args.output_format == "json":
+            print_json_error(message, ExitCode.USAGE)
+        return ExitCode.USAGE
+    run = argparse.Namespace(
+        **paused["flags"],
+        task=paused["task"],
+        log_dir=str(_next_log_dir(run_dir)),
+        output_format=args.output_format,
+        include_partial_messages=False,
+        verbose=args.verbose,
+        continue_session=False,
+        resume=None,
+    )
+    os.chdir(paused["cwd"])  # relative paths in the flags (--config, --context) mean there
+    return run_command(run, resume=point)
+
+
+def _paused(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / PAUSED_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResumeError(
+            f"{run_dir} is not a paused run (no {PAUSED_FILE}): give the log directory that "
+            "`conclave run --on-question pause` named when it paused"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ResumeError(f"{path} cannot be read: {exc}") from None
+    if not (isinstance(data, dict) and {"task", "cwd", "flags"} <= data.keys()):
+        raise ResumeError(f"{path} is damaged: it lacks the task, cwd or flags")
+    return data
+
+
+def _next_log_dir(run_dir: Path) -> Path:
+    """``RUN_DIR/resumed-N``, the first N not taken (a run may pause and resume again)."""
+    n = 1
+    while (run_dir / f"resumed-{n}").exists():
+        n += 1
+    return run_dir / f"resumed-{n}"

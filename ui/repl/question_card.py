@@ -1,0 +1,243 @@
+"""The question card: an agent's question to the person, styled by its severity.
+
+A critical question is prominent (white on red), a major one yellow, a minor one subdued.
+The card shows who asks, the question and its context, then the options as choices (each
+with its description) with the question's default preselected, and "Other…" last, which
+opens a text field for a free answer. Keys: Up/Down (or k/j) and Enter, or 1-9 directly;
+Esc takes the preselected default (the agent waits for an answer). A click chooses too.
+
+A container, not an application: the REPL shows it in place of the input
+(:mod:`ui.repl.questions`); :func:`ask_question` runs it as an application of its own
+(tests, and any terminal without the REPL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+from prompt_toolkit.application import Application
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
+from prompt_toolkit.output import Output
+from prompt_toolkit.widgets import Frame, TextArea
+
+from conclave.actors.human.questions import Question, Reply, Severity
+
+__all__ = ["OTHER", "SEVERITY_STYLE", "Choice", "QuestionCard", "ask_question", "card_choices"]
+
+OTHER = "Other…"
+"""The last choice: answer in free text."""
+
+SEVERITY_STYLE = {
+    Severity.CRITICAL: "bold fg:ansiwhite bg:ansired",
+    Severity.MAJOR: "bold fg:ansiyellow",
+    Severity.MINOR: "fg:ansibrightblack",
+}
+"""The card's frame and title by severity: critical prominent red, major yellow, minor
+subdued."""
+
+_HINT = "Up/Down + Enter, a number or a click to choose; Esc takes the default"
+_FIELD_PROMPT = "Your answer (Enter sends it, Esc goes back): "
+_EMPTY = "The answer cannot be empty; type it, or press Esc to go back to the choices."
+_DETAILS_HEIGHT = Dimension(min=1, max=12)
+
+
+@attrs.frozen(kw_only=True)
+class Choice:
+    label: str
+    value: str | None
+    """What the agent gets; ``None`` for "Other…" (the person types it)."""
+    description: str = ""
+
+
+def card_choices(question: Question) -> tuple[Choice, ...]:
+    """The options, or the default alone when there are none, then "Other…"."""
+    choices = [
+        Choice(label=o.label, value=o.value, description=o.description) for o in question.options
+    ]
+    if not choices and question.default:
+        choices.append(
+            Choice(label=question.default, value=question.default, description="default")
+        )
+    return (*choices, Choice(label=OTHER, value=None))
+
+
+class QuestionCard:
+    """The card's state and layout; answering calls the ``on_answered`` callbacks once."""
+
+    def __init__(self, agent: str, question: Question) -> None:
+        self.agent = agent
+        self.question = question
+        self.choices = card_choices(question)
+        values = [c.value for c in self.choices]
+        self.default = values.index(question.default) if question.default in values else 0
+        self.selected = self.default
+        self.editing = False
+        self.notice = ""
+        self.reply: Reply | None = None
+        self.on_answered: list[Callable[[Reply], None]] = []
+        style = SEVERITY_STYLE[question.severity]
+        details = Window(
+            FormattedTextControl(self._details),
+            wrap_lines=True,
+            height=_DETAILS_HEIGHT,
+            dont_extend_height=True,
+        )
+        self.focus = Window(
+            FormattedTextControl(self._choice_fragments, focusable=True, show_cursor=False),
+            height=len(self.choices),
+        )
+        """What the host focuses when it shows the card."""
+        self.field = TextArea(multiline=False, accept_handler=self._accept_field)
+        editing = Condition(lambda: self.editing)
+        field_row = HSplit([Window(FormattedTextControl(_FIELD_PROMPT), height=1), self.field])
+        self.container = Frame(
+            HSplit(
+                [
+                    details,
+                    Window(height=1, char="─"),
+                    self.focus,
+                    ConditionalContainer(field_row, filter=editing),
+                    Window(FormattedTextControl(self._notice), height=1, style="class:hint"),
+                ],
+                key_bindings=self._key_bindings(editing),
+            ),
+            title=self.title,
+            style=style,
+        )
+
+    @property
+    def title(self) -> str:
+        return f"{self.question.severity.value.upper()} question from {self.agent}"
+
+    def choose(self, index: int) -> None:
+        """Take choice ``index``: an option answers; "Other…" opens the text field."""
+        self.selected = index
+        self.notice = ""
+        value = self.choices[index].value
+        if value is not None:
+            self._answer(value)
+            return
+        self.editing = True
+        _focus(self.field)
+
+    def take_default(self) -> None:
+        """Answer with the preselected default (Esc); with no default, open the field."""
+        self.choose(self.default)
+
+    def _answer(self, value: str) -> None:
+        if self.reply is not None:
+            return
+        self.reply = Reply(value=value)
+        for callback in self.on_answered:
+            callback(self.reply)
+
+    def _accept_field(self, buffer: object) -> bool:
+        text = self.field.text.strip()
+        if not text:
+            self.notice = _EMPTY
+            return True
+        self._answer(text)
+        return True
+
+    def _details(self) -> StyleAndTextTuples:
+        question = self.question
+        fragments: StyleAndTextTuples = [("bold", question.question + "\n")]
+        if question.context:
+            fragments.append(("", question.context + "\n"))
+        return fragments
+
+    def _choice_fragments(self) -> StyleAndTextTuples:
+        fragments: StyleAndTextTuples = []
+        for index, choice in enumerate(self.choices):
+            marker = ">" if index == self.selected else " "
+            style = "class:selected reverse" if index == self.selected else ""
+            default = " (default)" if index == self.default and choice.value is not None else ""
+            about = f" — {choice.description}" if choice.description else ""
+            text = f"{marker} {index + 1}. {choice.label}{default}{about}\n"
+            fragments.append((style, text, self._click_handler(index)))
+        return fragments
+
+    def _click_handler(self, index: int) -> Callable[[MouseEvent], None]:
+        def handler(event: MouseEvent) -> None:
+            if event.event_type is MouseEventType.MOUSE_UP:
+                self.choose(index)
+
+        return handler
+
+    def _notice(self) -> str:
+        return self.notice or _HINT
+
+    def _key_bindings(self, editing: Condition) -> KeyBindings:
+        bindings = KeyBindings()
+        choosing = ~editing
+        count = len(self.choices)
+
+        @bindings.add("up", filter=choosing)
+        @bindings.add("k", filter=choosing)
+        def _up(event: KeyPressEvent) -> None:
+            self.selected = (self.selected - 1) % count
+
+        @bindings.add("down", filter=choosing)
+        @bindings.add("j", filter=choosing)
+        @bindings.add("tab", filter=choosing)
+        def _down(event: KeyPressEvent) -> None:
+            self.selected = (self.selected + 1) % count
+
+        @bindings.add("enter", filter=choosing)
+        def _enter(event: KeyPressEvent) -> None:
+            self.choose(self.selected)
+
+        for index in range(min(count, 9)):
+            bindings.add(str(index + 1), filter=choosing)(_chooser(self, index))
+
+        @bindings.add("escape", filter=choosing)
+        def _escape(event: KeyPressEvent) -> None:
+            self.take_default()
+
+        @bindings.add("escape", filter=editing)
+        def _escape_field(event: KeyPressEvent) -> None:
+            self.notice = ""
+            self.editing = False
+            _focus(self.focus)
+
+        return bindings
+
+
+def _chooser(card: QuestionCard, index: int) -> Callable[[KeyPressEvent], None]:
+    def choose(event: KeyPressEvent) -> None:
+        card.choose(index)
+
+    return choose
+
+
+def _focus(target: Window | TextArea) -> None:
+    """Focus ``target`` in the running application's layout (a no-op outside one)."""
+    try:
+        get_app().layout.focus(target)
+    except ValueError:
+        return
+
+
+async def ask_question(
+    agent: str, question: Question, *, input: Input | None = None, output: Output | None = None
+) -> Reply:
+    """Show the card as an application of its own and return the person's answer."""
+    card = QuestionCard(agent, question)
+    app: Application[Reply] = Application(
+        layout=Layout(card.container, focused_element=card.focus),
+        mouse_support=True,
+        full_screen=False,
+        input=input,
+        output=output,
+    )
+    card.on_answered.append(lambda reply: app.exit(result=reply))
+    return await app.run_async()
