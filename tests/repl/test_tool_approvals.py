@@ -3,6 +3,7 @@ agent reads the feedback and goes on; allowed for the session, the same tool ask
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from conclave.actors.events.loop import ToolCallFinished
@@ -10,7 +11,9 @@ from conclave.config.schema import AgentConfig, ConclaveConfig, OrchestratorConf
 from conclave.config.schema.backends import ScriptedBackendConfig, ToolStep
 from conclave.config.schema.permissions import PermissionMode, PermissionsConfig
 from conclave.runtime import read_event_log
+from conclave.ui.repl.approval_card import ToolApprovalCard
 from conclave.ui.repl.state import Dialog
+from conclave.ui.repl.tool_approvals import ReplToolApprover
 from tests.repl.harness import ENTER, Session, play
 
 FILES = ("a.txt", "b.txt")
@@ -39,6 +42,10 @@ def _deletes_in(run: Path) -> list[ToolCallFinished]:
     return [e for e in finished if isinstance(e, ToolCallFinished) and e.tool == "delete_file"]
 
 
+def _replaced(approvals: ReplToolApprover, card: ToolApprovalCard | None) -> Callable[[], bool]:
+    return lambda: approvals.card is not card
+
+
 async def _card(session: Session) -> None:
     await session.until(lambda: session.state.dialog is Dialog.TOOL_APPROVAL, "the card")
 
@@ -47,10 +54,14 @@ def test_a_delete_denied_with_feedback_is_not_done_and_the_agent_goes_on(tmp_pat
     async def scenario(session: Session) -> None:
         before = session.state.usage.runs
         session.type("Tidy up")
+        approvals = session.repl.tool_approvals
+        assert approvals is not None
         for _ in FILES:
             await _card(session)
+            card = approvals.card
             session.press("3", "keep it", ENTER)
-            await session.until(lambda: session.state.dialog is not Dialog.TOOL_APPROVAL, "deny")
+            # The next delete's card may open before a redraw: wait for this one to go.
+            await session.until(_replaced(approvals, card), "deny")
         await session.finish(before, "Tidy up")
 
     play(scenario, tmp_path, conclave=_config())
