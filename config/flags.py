@@ -21,6 +21,7 @@ __all__ = [
     "AGENT_MODES",
     "IN_FLIGHT_POLICIES",
     "MODES",
+    "PERMISSION_MODES",
     "STRATEGIES",
     "add_run_flags",
     "agent_count",
@@ -37,6 +38,8 @@ that registering the flag imports nothing else)."""
 AGENT_MODES = ("single", "multi")
 STRATEGIES = ("winner_reuse", "winner_present", "synthesize")
 IN_FLIGHT_POLICIES = ("cancel", "finish", "inject")
+PERMISSION_MODES = ("ask", "accept-edits", "bypass")
+""":class:`config.schema.permissions.PermissionMode`'s values."""
 
 
 def agent_count(text: str) -> int:
@@ -104,6 +107,9 @@ _HELP = {
     "in_flight_policy": "what new answers do to a round in flight (inject: rounds with tools "
     "only; a round without tools finishes)",
     "timeout": "a run's whole-run timeout",
+    "permission_mode": "what asks before it runs: ask (every write, delete and shell "
+    "command), accept-edits (file writes proceed; deletes and shell commands ask), bypass "
+    "(nothing asks); over the config's permissions.mode",
     "model": "use this model for every openai/anthropic agent (the config file is unchanged)",
 }
 
@@ -139,3 +145,4 @@ def add_run_flags(
     p.add_argument("--in-flight-policy", choices=IN_FLIGHT_POLICIES, help=text["in_flight_policy"])
     p.add_argument("--timeout", type=timeout, metavar="SECONDS", help=text["timeout"])
     p.add_argument("--model", type=model_name, metavar="NAME", help=text["model"])
+    p.add_argument("--permission-mode", choices=PERMISSION_MODES, help=text["permission_mode"])

@@ -10,7 +10,8 @@ what it was told into a run's config here, so each check and each message exists
      scripted default; ``--agents N`` asks for the scripted default whatever files exist,
      and cannot be combined with ``--config``.
    - The file loaded (:mod:`config.loader`), then edited by the flags: ``--visibility``,
-     ``--in-flight-policy``, ``--timeout``, ``--context``, ``--model``.
+     ``--in-flight-policy``, ``--timeout``, ``--context``, ``--model``,
+     ``--permission-mode``.
    - ``--max-cost`` refused when no agent has a price (nothing would count against it).
 
 2. :meth:`ResolvedConfig.for_modes`: the config one run uses. The mode table
@@ -52,6 +53,7 @@ from conclave.config.schema.agents import price_of
 from conclave.config.schema.context import ContextPath, parse_context_flag
 from conclave.config.schema.endpoint import CHARS_PER_TOKEN_ESTIMATE, HttpBackendConfig
 from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.schema.permissions import PermissionMode
 from conclave.config.validation import check_runnable
 from conclave.config.wording import listed, plural
 
@@ -96,6 +98,8 @@ class RunFlags:
     in_flight_policy: InFlightPolicy | None = None
     timeout: float | None = None
     model: str | None = None
+    permission_mode: PermissionMode | None = None
+    """``--permission-mode``: wins over the config's ``permissions.mode``."""
     max_cost: float | None = None
     """A budget in dollars (``conclave run``'s for the run, ``conclave batch``'s for the
     batch): refused when nothing has a price."""
@@ -110,6 +114,7 @@ class RunFlags:
 
         strategy = given("final_answer_strategy")
         policy = given("in_flight_policy")
+        permission_mode = given("permission_mode")
         return cls(
             config=given("config"),
             agents=given("agents"),
@@ -126,6 +131,9 @@ class RunFlags:
             in_flight_policy=InFlightPolicy(policy) if policy is not None else None,
             timeout=given("timeout"),
             model=given("model"),
+            permission_mode=(
+                PermissionMode(permission_mode) if permission_mode is not None else None
+            ),
             max_cost=given("max_cost"),
         )
 
@@ -239,6 +247,18 @@ class ResolvedConfig:
             "(offline, no API key needed)"
         )
 
+    def headless_permission_note(self) -> str | None:
+        """For a headless front end whose permission mode asks: nobody will be asked, so
+        such calls are refused (the agent is told); ``None`` with ``bypass``."""
+        mode = self.base.permissions.mode
+        if mode is PermissionMode.BYPASS:
+            return None
+        return (
+            f"permission mode {mode.value}: nobody can approve a call in a headless run, so a "
+            "call that must ask is refused and the agent told; allow calls with "
+            "permissions.allow rules, or pass --permission-mode bypass"
+        )
+
     def max_cost_note(self) -> str | None:
         """With ``--max-cost``, a line naming the agents whose calls it does not count, and
         those whose calls it counts at an estimate; ``None`` when it counts every call."""
@@ -290,6 +310,9 @@ def resolve(flags: RunFlags) -> ResolvedConfig:
     config = _with_orchestrator(config, **changes)
     if flags.model is not None:
         config = with_model(config, flags.model)
+    if flags.permission_mode is not None:
+        permissions = attrs.evolve(config.permissions, mode=flags.permission_mode)
+        config = attrs.evolve(config, permissions=permissions)
     unpriced: tuple[str, ...] = ()
     unmetered: tuple[str, ...] = ()
     if flags.max_cost is not None:

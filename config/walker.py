@@ -36,7 +36,7 @@ from conclave.config.interpolation import (
     mentions_variables,
 )
 from conclave.config.problems import Problem, closest
-from conclave.config.schema.checks import InvalidValue
+from conclave.config.schema.checks import InvalidItem, InvalidValue
 from conclave.config.secret import MASK, Secret
 
 __all__ = ["INVALID", "SchemaWalker", "describe", "supports"]
@@ -395,6 +395,11 @@ class SchemaWalker:
                 continue
             try:
                 validator(instance, fields[name], getattr(instance, name))
+            except InvalidItem as exc:
+                at, where = value_node, path
+                if isinstance(value_node, yaml.SequenceNode) and exc.index < len(value_node.value):
+                    at, where = value_node.value[exc.index], f"{path}[{exc.index}]"
+                self.problem(at, where, str(exc), expected=exc.expected)
             except ValueError as exc:
                 expected = exc.expected if isinstance(exc, InvalidValue) else None
                 self.problem(value_node, path, str(exc), expected=expected)

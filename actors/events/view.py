@@ -39,6 +39,7 @@ from conclave.actors.coordination.state import Answer
 from conclave.actors.events.base import DomainEvent
 from conclave.actors.events.loop import LlmRetry, LlmTryFailed, ToolCallFinished, ToolCallStarted
 from conclave.actors.llm.protocol import CallOutcome
+from conclave.actors.planning.progress import PlanExecutionStarted, PlanStepUpdated, StepProgress
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.termination import Termination
 from conclave.config.schema import FinalAnswerStrategy
@@ -128,6 +129,8 @@ class RunView:
     presenter: str | None = None
     final_answer: str | None = None
     termination: Termination | None = None
+    plan_steps: tuple[StepProgress, ...] = ()
+    """While the run executes an approved plan: its steps, as the latest event left them."""
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunView:
@@ -280,6 +283,9 @@ class RunView:
                 presenter, status=AgentStatus.PRESENTED, stopped_at=event.at
             )
 
+    def _plan_steps(self, event: PlanExecutionStarted | PlanStepUpdated) -> None:
+        self.plan_steps = event.steps
+
     def _run_ended(self, event: RunEnded) -> None:
         self.phase = RunPhase.ENDED
         self.termination = event.termination
@@ -313,6 +319,8 @@ _STEPS: dict[type[Event], Callable[[RunView, Any], None]] = {
     AgentExcluded: RunView._agent_excluded,
     VotingComplete: RunView._voting_complete,
     FinalAnswerProduced: RunView._final_answer,
+    PlanExecutionStarted: RunView._plan_steps,
+    PlanStepUpdated: RunView._plan_steps,
     RunEnded: RunView._run_ended,
 }
 """One step per event class (exact class: a dict lookup per event, whatever the run size).

@@ -43,7 +43,8 @@ from conclave.actors.llm.protocol import (
 from conclave.actors.llm.scripted_interactive import interactive_reply
 from conclave.actors.llm.scripted_summary import summary_reply
 from conclave.actors.llm.scripted_timer import sleep_until
-from conclave.actors.planning.scripted_plans import as_plan_reply
+from conclave.actors.planning.progress import UPDATE_PLAN
+from conclave.actors.planning.scripted_plans import as_plan_reply, plan_marks
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
 from conclave.actors.prompts.interactive import is_interactive
 from conclave.config.schema import Misbehaviour, ScriptedBackendConfig
@@ -154,7 +155,7 @@ class ScriptedBackend:
         revision: int,
     ) -> ChatMessage | None:
         """The next tool step after ``done`` of them, or ``None`` when all are made."""
-        usable = [s for s in steps if s.tool in offered]
+        usable = [s for s in steps if s.tool in offered or self.policy.call_unoffered_tools]
         if done >= len(usable):
             return None
         step = usable[done]
@@ -214,6 +215,8 @@ class ScriptedBackend:
         wants_to_answer = given < self.policy.answers
         if "new_answer" in offered and (wants_to_answer or "vote" not in offered):
             steps = self.policy.tool_steps
+            if not any(step.tool == UPDATE_PLAN for step in steps):
+                steps = plan_marks(view.task, offered) + steps
             step = self._step(steps, offered, done, view, given + 1)
             return step or _calls(("new_answer", {"content": answer()}), call_id=self._call_id())
         if "vote" in offered and (vote_target := self._choose_vote(view)) is not None:

@@ -25,7 +25,7 @@ import orjson
 import trio
 
 from conclave.actors.mcp.server import McpServerState, ServerDown, ServerStatus, tool_name
-from conclave.actors.tools.executor import DEFAULT_LIMITS, AgentTools
+from conclave.actors.tools.executor import DEFAULT_LIMITS, AgentTools, BeforeCall
 from conclave.actors.tools.paths import PathPolicy, StaticGrants
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor, ToolMetadata, ToolResult
 from conclave.actors.tools.spec import ToolContext, ToolError, ToolSpec
@@ -170,8 +170,10 @@ def with_mcp_tools(
     *,
     agent: str,
     mode: CollaborationMode,
+    before_call: BeforeCall | None = None,
 ) -> ToolExecutor:
-    """``builtin`` with the MCP tools of ``states`` added (``builtin`` itself if none)."""
+    """``builtin`` with the MCP tools of ``states`` added (``builtin`` itself if none), asking
+    ``builtin``'s ``before_call`` hook, else ``before_call`` (an agent without built-in tools)."""
     specs = mcp_specs(states)
     if not specs:
         return builtin
@@ -188,6 +190,5 @@ def with_mcp_tools(
             limits=DEFAULT_LIMITS,
             may_write=mode is not CollaborationMode.PLAN,
         )
-        before_call = None
     mcp = AgentTools(specs, context=context, mode=mode, before_call=before_call)
     return McpAndBuiltinTools(builtin, mcp)

@@ -30,6 +30,9 @@ class PlanStep:
     reason: str = ""
     tools_needed: tuple[str, ...] = ()
     estimated_time: str = ""
+    files: tuple[str, ...] = ()
+    """The files the step creates or changes, as the plan declares them: while the plan
+    executes under ``accept-edits``, a write to any other file asks the person."""
 
 
 @attrs.frozen(kw_only=True)
@@ -41,6 +44,12 @@ class Plan:
     estimated_total_time: str = ""
     risks: tuple[str, ...] = ()
     prerequisites: tuple[str, ...] = ()
+
+    def declared_files(self) -> tuple[str, ...] | None:
+        """Every file the steps declare, in order, once; ``None`` when no step declares any
+        (the plan says nothing about files, so no write is outside it)."""
+        files = tuple(dict.fromkeys(path for step in self.steps for path in step.files))
+        return files or None
 
 
 _TAG_OPEN = re.compile(r"<proposed_plan>")
@@ -137,15 +146,21 @@ def _step(raw: object, position: int) -> PlanStep | None:
     reason = _text(raw.get("reason"))
     time = _text(raw.get("estimated_time"))
     tools = _texts(raw.get("tools_needed"))
+    files = _texts(raw.get("files"))
     number = raw.get("step_number", position)
     if isinstance(number, str) and number.strip().isdigit():
         number = int(number)
-    if not action or reason is None or time is None or tools is None:
+    if not action or reason is None or time is None or tools is None or files is None:
         return None
     if isinstance(number, bool) or not isinstance(number, int):
         return None
     return PlanStep(
-        step_number=number, action=action, reason=reason, tools_needed=tools, estimated_time=time
+        step_number=number,
+        action=action,
+        reason=reason,
+        tools_needed=tools,
+        estimated_time=time,
+        files=files,
     )
 
 
@@ -188,6 +203,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
                 "reason": step.reason,
                 "tools_needed": list(step.tools_needed),
                 "estimated_time": step.estimated_time,
+                "files": list(step.files),
             }
             for step in plan.steps
         ],
@@ -211,6 +227,7 @@ def render_plan(plan: Plan) -> str:
         details: Mapping[str, str] = {
             "Why": step.reason,
             "Tools": ", ".join(step.tools_needed),
+            "Files": ", ".join(step.files),
             "Time": step.estimated_time,
         }
         lines += [f"     {name}: {value}" for name, value in details.items() if value]

@@ -12,6 +12,10 @@ reply into one, reading the mode from the prompt as a model would (the plan-mode
 
 Tool calls other than ``new_answer`` (votes, investigation) pass through as they are.
 
+Executing an approved plan, a scripted agent offered ``update_plan`` marks each step in
+progress, then done, before its other tool steps (:func:`plan_marks`), so the REPL's live
+step list moves with no model.
+
 Outside plan mode the reply is returned unchanged, as the same object.
 """
 
@@ -25,11 +29,14 @@ import attrs
 
 from conclave.actors.coordination.label import Label
 from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
+from conclave.actors.planning.progress import UPDATE_PLAN, StepStatus
 from conclave.actors.prompts.coordination import parse_prompt
 from conclave.actors.prompts.modes import is_plan_mode
+from conclave.config.schema.backends import ToolStep
 
-__all__ = ["as_plan_reply", "merge_plans", "plan_from_text", "tagged"]
+__all__ = ["as_plan_reply", "merge_plans", "plan_from_text", "plan_marks", "tagged"]
 
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s*")
 
@@ -127,3 +134,17 @@ def merge_plans(plans: Iterable[Plan]) -> Plan:
 def tagged(plan: Plan) -> str:
     """The plan as a planning answer: its JSON inside ``<proposed_plan>`` tags."""
     return f"<proposed_plan>\n{plan_json(plan)}\n</proposed_plan>"
+
+
+def plan_marks(task: str, offered: Iterable[str]) -> tuple[ToolStep, ...]:
+    """The ``update_plan`` calls that walk the plan ``task`` executes, each step in progress
+    then done; none when the task executes no plan or ``update_plan`` is not offered."""
+    quoted = read_execution_task(task) if UPDATE_PLAN in offered else None
+    plan = parse_plan(quoted[0]) if quoted is not None else None
+    if plan is None:
+        return ()
+    return tuple(
+        ToolStep(tool=UPDATE_PLAN, arguments={"step_number": step.step_number, "status": status})
+        for step in plan.steps
+        for status in (StepStatus.IN_PROGRESS.value, StepStatus.DONE.value)
+    )

@@ -57,7 +57,8 @@ _PLAN_FORMAT = (
     "{"
     '"goal": "what the plan achieves", '
     '"steps": [{"step_number": 1, "action": "what to do", "reason": "why", '
-    '"tools_needed": ["tool names"], "estimated_time": "e.g. 10 min"}], '
+    '"tools_needed": ["tool names"], "estimated_time": "e.g. 10 min", '
+    '"files": ["paths the step creates or changes"]}], '
     '"estimated_total_time": "e.g. 1 h", '
     '"risks": ["what could go wrong"], '
     '"prerequisites": ["what must be true first"]'

@@ -241,6 +241,7 @@ async def _open_run(
                 services=services,
             )
             usage.on_budget_reached = handle.budget_reached
+            services.clock = handle.clock  # paused while a person approves a tool call
             agents_supervisor, run_child = _prepare(system, spec, handle, state, services)
             backends = _backends(spec, pool, redactor)
             start = partial(

@@ -30,7 +30,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from secrets import token_hex
 from typing import TYPE_CHECKING
@@ -38,11 +38,17 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from conclave.actors.human.tool_approval import RefuseTools, ToolApprovalGate
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
+from conclave.actors.planning.flow import read_execution_task
+from conclave.actors.planning.plan import Plan, parse_plan
+from conclave.actors.planning.progress import PlanProgress
+from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.redaction import redacting_tools
 from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
+from conclave.actors.tools.permissions import Permissions, SessionAllowances
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
 from conclave.actors.workspace.grants import AgentWorkspace, context_mounts
 from conclave.actors.workspace.layout import RunLayout
@@ -51,15 +57,23 @@ from conclave.actors.workspace.workspaces import RunWorkspaces
 from conclave.config.modes import CollaborationMode
 from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 from conclave.config.schema.context import ContextWritePhase
+from conclave.config.schema.permissions import PermissionMode
 from conclave.config.schema.sandbox import SandboxKind
 
 if TYPE_CHECKING:
     from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
     from conclave.actors.sandbox.open import DockerEngine
-    from conclave.runtime import ActorSystem
+    from conclave.runtime import ActorSystem, Event
 
-__all__ = ["AgentTooling", "RunServices", "open_services", "workdir_of"]
+__all__ = [
+    "AgentTooling",
+    "RunServices",
+    "declared_files",
+    "executed_plan",
+    "open_services",
+    "workdir_of",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -104,6 +118,14 @@ class RunServices:
         themselves some time after it, should the run be gone without removing them."""
         self.mcp: McpServers | None = None
         """The run's MCP servers, once :meth:`start` has spawned them."""
+        self.clock: RunClock | None = None
+        """The run's timer (set by the driver): paused while a person approves a call."""
+        self.allowances = spec.tool_allowances or SessionAllowances()
+        self._record: Callable[[Event], None] | None = None
+        """The run's event recorder, once :meth:`start` has it."""
+        self.plan_progress: PlanProgress | None = None
+        """The executing plan's step statuses (``update_plan``), once :meth:`start` has
+        run, when the run executes an approved plan."""
 
     async def start(self, system: ActorSystem | None = None) -> None:
         """Make the working directory and, for docker sandboxes, connect to the engine (its
@@ -116,6 +138,12 @@ class RunServices:
         and their first starts awaited (a server that cannot start is reported and offers
         no tools; the run goes on)."""
         workspaces = self.workspaces
+        if system is not None:
+            self._record = system.record
+        plan = executed_plan(self.spec.task)
+        if plan is not None and system is not None:
+            self.plan_progress = PlanProgress(plan, system.record)
+            self.plan_progress.started()
         if workspaces is not None and self._stack is not None:
             agents = list(workspaces.agents)
             await trio.to_thread.run_sync(workspaces.layout.create, agents)
@@ -207,6 +235,8 @@ class RunServices:
         opening the sandbox raises."""
         tooling = await self._builtin_tools(agent)
         tools = tooling.tools
+        if tools is NO_TOOLS and self.plan_progress is not None:
+            tools = self._progress_only(agent, self.plan_progress)
         servers = self.mcp.for_agent(agent) if self.mcp is not None else ()
         if servers:
             if tooling.workspace is not None and self.mcp is not None:
@@ -222,7 +252,13 @@ class RunServices:
                 tooling.workspace.when_writes_open.append(regrant)
             from conclave.actors.mcp.tools import with_mcp_tools
 
-            tools = with_mcp_tools(tools, servers, agent=agent, mode=self.spec.mode)
+            tools = with_mcp_tools(
+                tools,
+                servers,
+                agent=agent,
+                mode=self.spec.mode,
+                before_call=self.approval_gate(agent, Path.cwd()),
+            )
         if tools is NO_TOOLS:
             return tooling
         return attrs.evolve(tooling, tools=redacting_tools(tools, self.redactor))
@@ -268,8 +304,69 @@ class RunServices:
             sandbox=sandbox,
             workspace=workspace.path,
             limits=limits,
+            before_call=self.approval_gate(agent, workspace.path),
+            extra=(self.plan_progress.tool,) if self.plan_progress is not None else (),
         )
         return AgentTooling(tools=tools, workspace=workspace)
+
+    def _progress_only(self, agent: str, progress: PlanProgress) -> ToolExecutor:
+        """An agent without tools executing a plan is offered ``update_plan`` alone: it
+        touches no path, so its context grants none."""
+        from conclave.actors.tools.executor import DEFAULT_LIMITS, AgentTools
+        from conclave.actors.tools.paths import StaticGrants
+        from conclave.actors.tools.spec import ToolContext
+
+        here = Path.cwd()
+        context = ToolContext(
+            agent=agent,
+            policy=PathPolicy(StaticGrants(()), cwd=here),
+            sandbox=None,
+            workspace=here,
+            limits=DEFAULT_LIMITS,
+            may_write=False,
+        )
+        return AgentTools([progress.tool], context=context, mode=self.spec.mode)
+
+    def approval_gate(self, agent: str, workspace: Path) -> ToolApprovalGate | None:
+        """``agent``'s ``before_call`` hook under the config's ``permissions``; ``None``
+        when no call could ask or be denied (``bypass`` without deny rules)."""
+        config = self.spec.config.permissions
+        if config.mode is PermissionMode.BYPASS and not config.deny:
+            return None
+        return ToolApprovalGate(
+            Permissions.from_config(config, declared_files=declared_files(self.spec.task)),
+            self.spec.tool_approver or RefuseTools(),
+            agent=agent,
+            workspace=workspace,
+            session=self.allowances,
+            paused=self._clock_paused,
+            record=self._record,
+        )
+
+    @contextlib.contextmanager
+    def _clock_paused(self) -> Iterator[None]:
+        clock = self.clock
+        if clock is None:
+            yield
+            return
+        clock.pause()
+        try:
+            yield
+        finally:
+            clock.resume()
+
+
+def executed_plan(task: str) -> Plan | None:
+    """The approved plan a run with this task executes (``None``: it executes none)."""
+    quoted = read_execution_task(task)
+    return parse_plan(quoted[0]) if quoted is not None else None
+
+
+def declared_files(task: str) -> tuple[str, ...] | None:
+    """The files the approved plan a run executes declares (``None``: the run executes no
+    plan, or its plan declares none): under ``accept-edits`` a write to any other asks."""
+    plan = executed_plan(task)
+    return plan.declared_files() if plan is not None else None
 
 
 def workdir_of(spec: RunSpec) -> Path:

@@ -15,12 +15,14 @@ import attrs
 from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.human.gate import HumanGate
 from conclave.actors.human.questions import QuestionGate
+from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.scripted import ScriptedBackend
 from conclave.actors.mcp.session import McpSession
 from conclave.actors.run.faults import FaultPlan
 from conclave.actors.run.turn import Turn
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 
@@ -69,6 +71,13 @@ class RunSpec:
     timer is paused while it decides. ``None``: nobody is asked and the vote stands.
     :class:`~actors.human.manual.ManualGate` leaves the decision to
     :meth:`RunHandle.override` and :meth:`RunHandle.continue_`."""
+    tool_approver: ToolApprover | None = None
+    """Who decides a tool call that ``permissions`` says must ask (the REPL's approval card),
+    with the run's timer paused; ``None``: nobody, and such a call is refused, the model
+    told why (headless runs; see :mod:`actors.human.tool_approval`)."""
+    tool_allowances: SessionAllowances | None = None
+    """What a person allowed for the session (a REPL session's, shared by its runs);
+    ``None``: the run keeps its own."""
     questions: QuestionGate | None = None
     """Who answers the agents' questions (a person's card, a headless policy); the run's
     timer is paused while a question waits. ``None``: questions are off, and no agent is

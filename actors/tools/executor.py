@@ -11,9 +11,9 @@ rename, see :mod:`actors.tools.fs`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -35,8 +35,10 @@ __all__ = ["DEFAULT_LIMITS", "AgentTools", "BeforeCall", "ToolLimits", "agent_to
 
 DEFAULT_LIMITS = ToolLimits()
 
-BeforeCall = Callable[[ToolCall], Awaitable[str | None]]
-"""Asked before a call runs (approval gates): a refusal reason for the model, or ``None``."""
+BeforeCall = Callable[[ToolCall, ToolSpec, Mapping[str, Any]], Awaitable[str | None]]
+"""Asked before a call runs, with the tool's spec and the checked arguments (approval gates,
+:class:`~actors.human.tool_approval.ToolApprovalGate`): a refusal reason for the model, or
+``None``."""
 
 
 def agent_tools(
@@ -48,9 +50,13 @@ def agent_tools(
     workspace: Path,
     limits: ToolLimits = DEFAULT_LIMITS,
     before_call: BeforeCall | None = None,
+    extra: Iterable[ToolSpec] = (),
 ) -> AgentTools:
-    """The executor for one agent's loop in ``mode``; ``sandbox`` ``None`` offers no shell."""
+    """The executor for one agent's loop in ``mode``; ``sandbox`` ``None`` offers no shell.
+    ``extra`` tools are offered after the built-in ones (``update_plan`` while a plan
+    executes)."""
     specs = [s for s in ALL_TOOLS if sandbox is not None or s.name != "run_shell"]
+    specs += extra
     context = ToolContext(
         agent=agent,
         policy=policy,
@@ -115,7 +121,7 @@ class AgentTools:
             return ToolResult(ok=False, refused=True, error=str(exc))
         try:
             if self.before_call is not None:
-                refusal = await self.before_call(call)
+                refusal = await self.before_call(call, spec, arguments)
                 if refusal is not None:
                     return ToolResult(
                         ok=False,

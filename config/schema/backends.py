@@ -127,7 +127,13 @@ class ScriptedBackendConfig:
 
     Which step comes next is read from the transcript (the step results already in it), so
     a restarted agent goes on where it was. A step whose tool is not offered (plan mode
-    offers no write tool) is left out, as a model would not call it."""
+    offers no write tool) is left out, as a model would not call it, unless
+    ``call_unoffered_tools``."""
+    call_unoffered_tools: bool = attrs.field(
+        default=False, validator=attrs.validators.instance_of(bool)
+    )
+    """Make every tool step even when its tool is not offered, as a misbehaving model might
+    (the specs that show plan mode refuses every write)."""
 
 
 BackendConfig = ScriptedBackendConfig | OpenAIBackendConfig | AnthropicBackendConfig

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["InvalidValue", "fraction", "seconds", "whole"]
+__all__ = ["InvalidItem", "InvalidValue", "fraction", "seconds", "whole"]
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -25,6 +25,15 @@ class InvalidValue(ValueError):
     def __init__(self, message: str, *, expected: str) -> None:
         super().__init__(message)
         self.expected = expected
+
+
+class InvalidItem(InvalidValue):
+    """A list's refusal that names the item at fault: reported at that item's line and
+    column (``index`` counts from 0)."""
+
+    def __init__(self, message: str, *, expected: str, index: int) -> None:
+        super().__init__(message, expected=expected)
+        self.index = index
 
 
 def _number(value: object) -> bool:

@@ -10,6 +10,7 @@ from conclave.config.schema.backends import ScriptedBackendConfig
 from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
 from conclave.config.schema.modes import CollaborationMode
 from conclave.config.schema.orchestrator import OrchestratorConfig
+from conclave.config.schema.permissions import PermissionsConfig
 from conclave.config.schema.sessions import SessionsConfig
 
 __all__ = ["ConclaveConfig", "default_config"]
@@ -27,6 +28,8 @@ class ConclaveConfig:
     """The collaboration mode the REPL starts in and ``run`` and ``batch`` run in (``--mode``
     wins, and a resumed session's own mode is restored); ``None``: ``default``."""
     sessions: SessionsConfig = attrs.field(factory=SessionsConfig)
+    permissions: PermissionsConfig = attrs.field(factory=PermissionsConfig)
+    """Which tool calls ask a person first, run at once, or never run."""
 
     @mcp_servers.validator
     def _check_agent_servers(

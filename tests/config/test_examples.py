@@ -38,6 +38,7 @@ def test_the_examples_cover_every_documented_setup() -> None:
         "mixed",
         "openai",
         "openrouter",
+        "permissions",
         "questions",
         "three_scripted",
     ]
@@ -59,6 +60,20 @@ def test_the_mcp_example_offers_filesystem_and_git_servers_to_scripted_agents() 
     assert [s.name for s in config.mcp_servers] == ["fs", "git"]
     steps = [s.tool for a in config.agents for s in a.backend.tool_steps]  # type: ignore[union-attr]
     assert {t.split("__")[1] for t in steps} == {"fs", "git"}
+
+
+def test_the_permissions_example_lets_writes_run_and_makes_the_delete_ask() -> None:
+    from conclave.actors.tools.permissions import Permissions, Verdict, subjects_of
+
+    config = load_config(EXAMPLES / "permissions.yaml")
+    permissions = Permissions.from_config(config.permissions)
+    verdicts = [
+        permissions.rule(
+            step.tool, read_only=False, subjects=subjects_of(step.arguments, Path("/w"))
+        ).verdict
+        for step in config.agents[0].backend.tool_steps  # type: ignore[union-attr]
+    ]
+    assert verdicts == [Verdict.ALLOW, Verdict.ALLOW, Verdict.ASK]
 
 
 def test_the_openrouter_example_sends_its_ranking_headers() -> None:

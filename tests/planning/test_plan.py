@@ -254,6 +254,7 @@ def test_a_plans_dict_has_every_field_of_the_format() -> None:
         "reason",
         "tools_needed",
         "estimated_time",
+        "files",
     }
 
 

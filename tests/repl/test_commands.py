@@ -50,13 +50,13 @@ def test_mode_alone_opens_a_picker_of_the_three_modes(tmp_path: Path) -> None:
     assert state.collaboration is CollaborationMode.EXECUTE
 
 
-def test_mode_is_refused_while_agents_execute(tmp_path: Path) -> None:
+def test_a_mode_other_than_plan_is_refused_while_agents_execute(tmp_path: Path) -> None:
     async def scenario(session: Session) -> None:
         session.type("a slow task")
         await session.until(lambda: session.state.running, "the run")
-        session.type("/mode plan")
+        session.type("/mode execute")
         await session.until(lambda: session.state.notice == BUSY, "the refusal")
-        assert not session.state.plan_mode
+        assert session.state.collaboration is CollaborationMode.DEFAULT
         session.press("\x03")
 
     play(scenario, tmp_path, conclave=config(latency=5.0))

@@ -91,7 +91,7 @@ def test_toggles_are_refused_while_agents_execute_and_a_key_says_why(tmp_path: P
         styles = [fragment[0] for fragment in session.render(mode_bar) if "plan" in fragment[1]]
         assert styles
         assert all(style == "class:bar.disabled" for style in styles)  # dimmed
-        session.press(SHIFT_TAB, ALT_A, ALT_R)
+        session.press(ALT_A, ALT_R)  # Shift+Tab asks instead: tests/repl/test_mode_switch.py
         await session.until(lambda: session.state.notice == BUSY, "the refusal")
         modes = session.state.modes
         assert (session.state.plan_mode, modes.agent_mode, modes.refinement) == (

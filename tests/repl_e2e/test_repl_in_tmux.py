@@ -82,8 +82,10 @@ def test_ctrl_c_cancels_the_run_and_the_repl_stays(tmp_path: Path) -> None:
         started(term)
         term.type(TASK)
         term.wait_for("Running ·")
-        term.keys("BTab")  # refused while agents execute, and the whole reason is shown
-        term.wait_for("or wait for it to end")
+        term.keys("BTab")  # asks before stopping the agents' work
+        term.wait_for("Work in progress will stop")
+        term.keys("2")  # keep working
+        term.wait_for("still working; plan mode is off")
         term.wait_bar("plan mode: off")
         term.keys("C-c")
         screen = term.wait_for("cancelled: winner")

@@ -102,7 +102,7 @@ def test_cap_leaves_short_text_alone() -> None:
 async def test_before_call_can_refuse_a_call(make_tools: MakeTools, workspace: Path) -> None:
     asked: list[ToolCall] = []
 
-    async def gate(call: ToolCall) -> str | None:
+    async def gate(call: ToolCall, *_: object) -> str | None:
         asked.append(call)
         return "a human said no"
 
@@ -116,7 +116,7 @@ async def test_before_call_can_refuse_a_call(make_tools: MakeTools, workspace: P
 async def test_before_call_returning_none_lets_the_call_run(
     make_tools: MakeTools, workspace: Path
 ) -> None:
-    async def gate(call: ToolCall) -> str | None:
+    async def gate(call: ToolCall, *_: object) -> str | None:
         return None
 
     result = await call(make_tools(before_call=gate), "write_file", path="a.txt", content="x")
@@ -127,7 +127,7 @@ async def test_before_call_returning_none_lets_the_call_run(
 async def test_before_call_is_not_asked_for_invalid_calls(make_tools: MakeTools) -> None:
     asked: list[ToolCall] = []
 
-    async def gate(call: ToolCall) -> str | None:
+    async def gate(call: ToolCall, *_: object) -> str | None:
         asked.append(call)
         return None
 
@@ -261,7 +261,7 @@ async def test_a_command_past_the_sandbox_cap_is_noted_with_every_byte_it_wrote(
 async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
     make_tools: MakeTools, workspace: Path
 ) -> None:
-    async def broken(call: ToolCall) -> str | None:
+    async def broken(call: ToolCall, *_: object) -> str | None:
         raise RuntimeError("gate down")
 
     result = await call(make_tools(before_call=broken), "write_file", path="a.txt", content="x")
@@ -275,7 +275,7 @@ async def test_a_before_call_hook_that_raises_is_an_error_not_an_exception(
 async def test_a_call_the_executor_refuses_is_marked_refused(
     make_tools: MakeTools, tools: AgentTools, sandbox: ShellSandbox
 ) -> None:
-    async def gate(call: ToolCall) -> str | None:
+    async def gate(call: ToolCall, *_: object) -> str | None:
         return "a human said no"
 
     sandbox.refuse = "bubblewrap is not installed"

@@ -267,7 +267,12 @@ def _config_name(resolved: ResolvedConfig) -> str:
 
 
 def _say_where(resolved: ResolvedConfig) -> None:
-    for note in (resolved.source_note(len(resolved.base.agents)), resolved.max_cost_note()):
+    notes = (
+        resolved.source_note(len(resolved.base.agents)),
+        resolved.max_cost_note(),
+        resolved.headless_permission_note(),
+    )
+    for note in notes:
         if note is not None:
             print(f"conclave batch: {note}", file=sys.stderr)
 

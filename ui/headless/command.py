@@ -199,13 +199,13 @@ def _say_where(resolved: ResolvedConfig, config: ConclaveConfig, fmt: str) -> No
     """One line on stderr for a config the command line did not name: the scripted default
     (always), or the file found (text mode only: json and stream-json keep stderr for
     progress and errors). Then what ``--max-cost`` does not count, or counts at an
-    estimate."""
+    estimate, and that nobody will approve a call that asks."""
     note = resolved.source_note(len(config.agents))
     if note is not None and (fmt == "text" or resolved.found.origin is ConfigOrigin.DEFAULT):
         print(f"conclave: {note}", file=sys.stderr)
-    budget = resolved.max_cost_note()
-    if budget is not None:
-        print(f"conclave: {budget}", file=sys.stderr)
+    for extra in (resolved.max_cost_note(), resolved.headless_permission_note()):
+        if extra is not None:
+            print(f"conclave: {extra}", file=sys.stderr)
 
 
 def make_progress(

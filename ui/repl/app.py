@@ -59,6 +59,7 @@ from conclave.ui.repl.collector import idle_collection
 from conclave.ui.repl.commands import SlashCompleter, run_command
 from conclave.ui.repl.keys import build_keys
 from conclave.ui.repl.layout import build_layout
+from conclave.ui.repl.mode_switch import ModeSwitch, SwitchChoice
 from conclave.ui.repl.protocol import Command, Continue, Override, Quit, Resume, Submit
 from conclave.ui.repl.session_commands import SessionStart
 from conclave.ui.repl.shell import ShellCommands
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from conclave.ui.repl.interactive import InteractiveFlow
     from conclave.ui.repl.planning import PlanFlow
     from conclave.ui.repl.questions import ReplQuestions
+    from conclave.ui.repl.tool_approvals import ReplToolApprover
 
 __all__ = ["Repl", "history_path", "repl_command", "run_repl", "run_session"]
 
@@ -169,6 +171,10 @@ class Repl:
         """Agents' questions, each on a card in the input's place (:mod:`ui.repl.questions`)."""
         self.approvals: InteractiveFlow | None = None
         """The interactive agent's run approval (:mod:`ui.repl.interactive`), when on."""
+        self.tool_approvals: ReplToolApprover | None = None
+        """The tool approval card (:mod:`ui.repl.tool_approvals`)."""
+        self.mode_switch = ModeSwitch(self)
+        """Collaboration mode changes, confirmed when they stop work."""
         self.session_start: SessionStart | None = None
         """How this REPL's session began (``None``: it keeps none)."""
         self.compaction: CompactionPolicy | None = None
@@ -380,6 +386,13 @@ class Repl:
         self.state.on_change()
 
     def close_dialog(self) -> None:
+        if self.state.dialog is Dialog.CONFIRM_MODE:
+            self.mode_switch.choose(SwitchChoice.KEEP)
+            return
+        if self.state.dialog is Dialog.TOOL_APPROVAL:
+            if self.tool_approvals is not None:
+                self.tool_approvals.deny()  # the card's own Deny closes it
+            return
         if self.state.dialog is Dialog.QUESTION:
             if self.questions is not None:
                 self.questions.take_default()  # the agent waits for an answer: the default
@@ -496,6 +509,7 @@ async def _trio_main(
     from conclave.ui.repl.questions import attach_questions
     from conclave.ui.repl.service import open_repl_service
     from conclave.ui.repl.sessions import open_repl_session
+    from conclave.ui.repl.tool_approvals import attach_tool_approvals
 
     def post(change: Callable[[], None]) -> None:
         loop.call_soon_threadsafe(change)
@@ -513,6 +527,7 @@ async def _trio_main(
         backend_factory=backend_factory,
     ) as service:
         attach_plans(repl, service)
+        attach_tool_approvals(repl, service)
         attach_questions(repl, service)
         async with contextlib.AsyncExitStack() as stack:
             if repl.session_start is not None:

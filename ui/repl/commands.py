@@ -62,11 +62,11 @@ def _mode(repl: Repl, argument: str) -> None:
     except ValueError as exc:
         repl.error(str(exc))
         return
-    refused = state.set_collaboration(mode)
+    refused = repl.mode_switch.switch(mode)
     if refused is not None:
         state.tell(refused)
-        return
-    repl.say(f"collaboration mode: {mode.value}")
+    elif state.dialog is not Dialog.CONFIRM_MODE:
+        repl.say(f"collaboration mode: {mode.value}")
 
 
 def _agents(repl: Repl, argument: str) -> None:

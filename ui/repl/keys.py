@@ -47,7 +47,7 @@ def build_keys(repl: Repl) -> KeyBindings:
 
     @keys.add("s-tab", filter=no_dialog)
     def _plan_mode(event: KeyPressEvent) -> None:
-        repl.toggle(state.toggle_plan_mode)
+        repl.mode_switch.toggle_plan_mode()
 
     @keys.add("escape", "a", filter=no_dialog)
     def _agent_mode(event: KeyPressEvent) -> None:

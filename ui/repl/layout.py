@@ -33,6 +33,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.widgets import SearchToolbar
 
 from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.ui.repl.plan_steps import plan_steps_text, shows_plan_steps
 from conclave.ui.repl.state import DIALOG_ROWS, Dialog, ReplState
 
 if TYPE_CHECKING:
@@ -90,6 +91,15 @@ def mode_bar(repl: Repl) -> StyleAndTextTuples:
     return fragments
 
 
+def _plan_toggle(repl: Repl) -> Callable[[], str | None]:
+    """The plan-mode item's click: through the mode switch, which asks before stopping work."""
+
+    def toggle() -> None:
+        repl.mode_switch.toggle_plan_mode()
+
+    return toggle
+
+
 def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
     state = repl.state
     busy = state.running
@@ -112,13 +122,14 @@ def _mode_bar(repl: Repl, *, hints: bool) -> StyleAndTextTuples:
     if state.interactive:
         fragments.append(("class:bar.chip", "[interactive]"))
     if state.collaboration is not CollaborationMode.DEFAULT:
-        fragments.append(("class:bar.chip", f"[{state.collaboration.value}]"))
+        chip = f"class:bar.chip class:bar.chip.{state.collaboration.value}"
+        fragments.append((chip, f"[{state.collaboration.value}]"))
     fragments += item(
         "plan mode",
         "on" if state.plan_mode else "off",
         state.plan_mode,
         "shift+tab",
-        state.toggle_plan_mode,
+        _plan_toggle(repl),
     )
     fragments.append(("class:bar", "|"))
     fragments += item(
@@ -342,6 +353,7 @@ def build_layout(repl: Repl) -> Layout:
     )
     body = HSplit(
         [
+            _lines(lambda: plan_steps_text(state), lambda: shows_plan_steps(state)),
             _lines(lambda: progress(repl), lambda: state.running),
             _lines(lambda: override_hint(state), lambda: state.override is not None),
             _lines(lambda: _queued(state), lambda: bool(state.queued)),

@@ -38,6 +38,7 @@ from conclave.actors.events import DomainEvent, EventHub
 from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.human.gate import OverrideChoice, OverrideRequest
 from conclave.actors.human.questions import QuestionGate
+from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
@@ -46,6 +47,7 @@ from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode, UnknownAgent
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
@@ -210,6 +212,11 @@ class ReplService:
         self.interactive: InteractiveHook | None = None
         """With ``orchestrator.interactive_mode`` on, each turn goes to the agent."""
         self.sessions: SessionHook | None = None
+        self.tool_approver: ToolApprover | None = None
+        """Who approves tool calls that ask (:mod:`ui.repl.tool_approvals`); ``None``:
+        nobody, and such calls are refused."""
+        self.tool_allowances: SessionAllowances | None = None
+        """What the person allowed for the session, shared by every run."""
         self._post = post
         self._print = printer
         self._log_root = log_root
@@ -294,6 +301,14 @@ class ReplService:
         state = self.state
         self._post(lambda: state.tell(notice))
 
+    def _switch_after_run(self) -> None:
+        """On the UI's thread, once the run has stopped (posted after ``running=False``): the
+        collaboration mode confirmed while it worked (:mod:`ui.repl.mode_switch`)."""
+        state = self.state
+        switch, state.after_run = state.after_run, None
+        if switch is not None:
+            state.tell(state.set_collaboration(switch) or f"collaboration mode: {switch.value}")
+
     def _publish(self, live: LiveRun) -> None:
         """The run's snapshot, and its elapsed time, to the screen."""
         handle = self._handle
@@ -374,6 +389,7 @@ class ReplService:
         finally:
             self._running = False
             self.show(running=False, status="")
+            self._post(self._switch_after_run)
             self._idle.set()
 
     def _submit(self, submit: Submit) -> None:
@@ -438,6 +454,7 @@ class ReplService:
         finally:
             self._running = False
             self.show(running=False, status="")
+            self._post(self._switch_after_run)
             self._idle.set()
 
     def _queue_shown(self) -> list[str]:
@@ -479,6 +496,10 @@ class ReplService:
         sessions = self.sessions
         if spec.human is None:
             spec = attrs.evolve(spec, human=_WindowGate(self))
+        if spec.tool_approver is None:
+            spec = attrs.evolve(
+                spec, tool_approver=self.tool_approver, tool_allowances=self.tool_allowances
+            )
         if spec.questions is None and self.questions is not None:
             spec = attrs.evolve(spec, questions=self.questions)
         live = self._live = LiveRun(spec.config)

@@ -66,6 +66,10 @@ class Dialog(enum.Enum):
     MODE_PICKER = "mode_picker"
     PLAN = "plan"
     RUN_APPROVAL = "run_approval"
+    TOOL_APPROVAL = "tool_approval"
+    """A tool call waits for the person (:mod:`ui.repl.tool_approvals`)."""
+    CONFIRM_MODE = "confirm_mode"
+    """Plan mode asked for while a run works (:mod:`ui.repl.mode_switch`)."""
     QUESTION = "question"
     """An agent's question card (:mod:`ui.repl.questions`)."""
     SESSIONS = "sessions"
@@ -164,6 +168,9 @@ class ReplState:
     pending_approval: RunApprovalRequest | None = None
     """A run the interactive agent asks to launch, waiting for Approve / Edit / Cancel."""
 
+    after_run: CollaborationMode | None = None
+    """The collaboration mode to switch to once the run on screen has stopped (plan mode,
+    confirmed while agents worked)."""
     dialog: Dialog = Dialog.NONE
     selected: int = 0
     """The highlighted row of the open dialog."""

@@ -30,12 +30,21 @@ STYLE = Style.from_dict(
         "tool.failed": "ansired",
         "status": "ansibrightblack",
         "shell": "ansibrightblack",
+        # The live step list of an executing plan.
+        "plan.head": "ansicyan",
+        "plan.pending": "ansibrightblack",
+        "plan.active": "ansiyellow bold",
+        "plan.done": "ansigreen",
         # The mode bar and the tab bar.
         "bar": "bg:#262626 #d0d0d0",
         "bar.key": "bg:#262626 #8a8a8a",
         "bar.on": "bg:#262626 ansigreen bold",
         "bar.off": "bg:#262626 #d0d0d0",
         "bar.chip": "bg:ansiblue ansiwhite bold",
+        # Each collaboration mode's chip its own colour: planning (read-only) calm,
+        # executing (autonomous) loud.
+        "bar.chip.plan": "bg:ansimagenta ansiwhite bold",
+        "bar.chip.execute": "bg:ansired ansiwhite bold",
         "bar.disabled": "bg:#262626 #585858",
         "tab": "#d0d0d0",
         "tab.active": "reverse bold",
