@@ -126,7 +126,7 @@ class AgentWorkspace:
                 root=c.path,
                 writable=self.writes_open and c.writable,
                 protected=c.protected,
-                label=f"context path {c.path}",
+                label="a context path",
                 single_file=not c.path.is_dir(),
                 excluded=tuple(e for e in self._excluded if c.path in e.parents),
             )

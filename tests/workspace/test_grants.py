@@ -233,5 +233,19 @@ def test_the_root_of_a_directory_context_path_is_still_not_a_file(tmp_path: Path
     context = _writable(tmp_path)
     workspaces = _workspaces(tmp_path, context, writes_open=True)
 
-    with pytest.raises(PathRefused, match="is the root of context path"):
+    with pytest.raises(PathRefused, match="is the root of a context path"):
         _policy(workspaces, "a1").for_write(str(context.path))
+
+
+def test_a_refused_write_names_the_context_path_once(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    context = ContextPath(path=notes, permission=ContextPermission.READ)
+    policy = _policy(_workspaces(tmp_path, context), "a1")
+
+    with pytest.raises(PathRefused) as refused:
+        policy.for_write(str(notes / "a.txt"))
+
+    message = str(refused.value)
+    assert f"is in a context path ({notes}), which is read-only" in message
+    assert f"context path {notes}" not in message
