@@ -3,9 +3,10 @@ call as it starts and ends."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from conclave.actors.events.loop import ToolCallFinished
+from conclave.actors.events.loop import ToolCallFinished, ToolCallStarted
 from conclave.actors.events.view import RunView
 from conclave.config.schema import (
     AgentConfig,
@@ -20,6 +21,7 @@ from conclave.ui.repl.render import (
     fragments_text,
     progress_lines,
     tool_finished_line,
+    tool_started_line,
 )
 from tests.repl.harness import ENTER, Session, config, play
 
@@ -131,3 +133,16 @@ def test_a_tool_calls_end_shows_only_the_head_of_a_long_output() -> None:
     assert line.endswith("…\n")
     assert len(line) < TOOL_PREVIEW + 50
     assert "\n" not in line[:-1]
+
+
+def test_long_tool_arguments_keep_their_end_and_lose_their_middle() -> None:
+    path = "/tmp/" + "deep/" * 40 + "notes.txt"
+    started = ToolCallStarted(
+        at=0.0, agent="a1", tool="read_file", call_id="c1", arguments=json.dumps({"path": path})
+    )
+
+    line = fragments_text(tool_started_line(started))
+
+    assert line.startswith('⏺ a1 read_file({"path": "/tmp/deep/')
+    assert line.endswith('deep/notes.txt"})\n')
+    assert "…" in line and len(line) < 140

@@ -134,9 +134,20 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
 
 
+def _one_line_middle(text: str, limit: int) -> str:
+    """``text`` on one line, neutralised; past ``limit`` characters its middle gives way to
+    an ellipsis: a call's arguments end in what tells calls apart (the file of a long path,
+    the tail of a command)."""
+    flat = " ".join(neutralise(text).split())
+    if len(flat) <= limit:
+        return flat
+    head = max(0, (limit - 1) // 2)
+    return flat[:head] + "…" + flat[len(flat) - (limit - 1 - head) :]
+
+
 def tool_started_line(event: ToolCallStarted) -> StyleAndTextTuples:
     """A tool call as it starts: who calls what, with which arguments."""
-    arguments = _one_line(event.arguments, TOOL_PREVIEW)
+    arguments = _one_line_middle(event.arguments, TOOL_PREVIEW)
     return [("class:tool", f"⏺ {event.agent} {event.tool}({arguments})\n")]
 
 
