@@ -20,6 +20,7 @@ from conclave.config.limits import MAX_AGENTS, MAX_TIMEOUT_S
 __all__ = [
     "AGENT_MODES",
     "IN_FLIGHT_POLICIES",
+    "LOOPS",
     "MODES",
     "STRATEGIES",
     "add_run_flags",
@@ -37,6 +38,8 @@ that registering the flag imports nothing else)."""
 AGENT_MODES = ("single", "multi")
 STRATEGIES = ("winner_reuse", "winner_present", "synthesize")
 IN_FLIGHT_POLICIES = ("cancel", "finish", "inject")
+LOOPS = ("free", "paor")
+"""How answer rounds run (:class:`config.schema.paor.LoopKind`'s values)."""
 
 
 def agent_count(text: str) -> int:
@@ -104,6 +107,8 @@ _HELP = {
     "in_flight_policy": "what new answers do to a round in flight (inject: rounds with tools "
     "only; a round without tools finishes)",
     "timeout": "a run's whole-run timeout",
+    "loop": "how every agent's answer rounds run: free (one tool loop) or paor (plan, act, "
+    "observe, reflect in iterations; docs/paor.md)",
     "model": "use this model for every openai/anthropic agent (the config file is unchanged)",
 }
 
@@ -135,5 +140,6 @@ def add_run_flags(
     p.add_argument("--visibility", type=visibility, metavar="all|ring|islands:K")
     p.add_argument("--context", action="append", metavar="PATH[:w]", help=text["context"])
     p.add_argument("--in-flight-policy", choices=IN_FLIGHT_POLICIES, help=text["in_flight_policy"])
+    p.add_argument("--loop", choices=LOOPS, help=text["loop"])
     p.add_argument("--timeout", type=timeout, metavar="SECONDS", help=text["timeout"])
     p.add_argument("--model", type=model_name, metavar="NAME", help=text["model"])

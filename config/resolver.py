@@ -45,6 +45,7 @@ from conclave.config.schema import (
     ConclaveConfig,
     FinalAnswerStrategy,
     InFlightPolicy,
+    LoopKind,
     default_config,
 )
 from conclave.config.schema.agents import price_of
@@ -90,6 +91,8 @@ class RunFlags:
     visibility: str | None = None
     context: tuple[str, ...] = ()
     in_flight_policy: InFlightPolicy | None = None
+    loop: LoopKind | None = None
+    """``--loop``: how every agent's answer rounds run, over each agent's ``loop:``."""
     timeout: float | None = None
     model: str | None = None
     max_cost: float | None = None
@@ -106,6 +109,7 @@ class RunFlags:
 
         strategy = given("final_answer_strategy")
         policy = given("in_flight_policy")
+        loop = given("loop")
         return cls(
             config=given("config"),
             agents=given("agents"),
@@ -118,6 +122,7 @@ class RunFlags:
             visibility=given("visibility"),
             context=tuple(given("context") or ()),
             in_flight_policy=InFlightPolicy(policy) if policy is not None else None,
+            loop=LoopKind(loop) if loop is not None else None,
             timeout=given("timeout"),
             model=given("model"),
             max_cost=given("max_cost"),
@@ -268,6 +273,9 @@ def resolve(flags: RunFlags) -> ResolvedConfig:
     config = _with_orchestrator(config, **changes)
     if flags.model is not None:
         config = with_model(config, flags.model)
+    if flags.loop is not None:
+        agents = tuple(attrs.evolve(agent, loop=flags.loop) for agent in config.agents)
+        config = attrs.evolve(config, agents=agents)
     unpriced: tuple[str, ...] = ()
     unmetered: tuple[str, ...] = ()
     if flags.max_cost is not None:

@@ -34,6 +34,7 @@ from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, Q
 from conclave.actors.human.questions import ReplySource
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.actors.paor.events import PaorStateChanged
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
@@ -131,6 +132,11 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return _one_line(f"{event.agent}'s question answered by {who}: {event.answer}")
     if isinstance(event, AssumptionRecorded):
         return _one_line(f"{event.agent} assumed: {event.question} -> {event.assumption}")
+    if isinstance(event, PaorStateChanged):
+        return (
+            f"{event.agent} paor iteration {event.iteration}: "
+            f"{event.source.value} -> {event.target.value}"
+        )
     if isinstance(event, RunEnded):
         return f"run ended: {event.termination}" + (
             f", winner {event.winner}" if event.winner else ""
