@@ -53,7 +53,7 @@ from conclave.actors.paor.state import OnMove, PaorMachine, PaorPhase
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 from conclave.config.schema.paor import PaorConfig
 
-__all__ = ["Ask", "PaorLoop"]
+__all__ = ["STUCK_AFTER", "Ask", "PaorLoop"]
 
 Ask = Callable[[Question], Awaitable[str]]
 """Puts a question to the user and returns what the model should read back."""
@@ -62,6 +62,12 @@ _ACT = (
     "Plan accepted. Act on it now: call the tools its steps name, in dependency order. "
     "When the steps are done, reply with a short note of what you did, without a tool call."
 )
+_REPLAN = (
+    "You are stuck: the last iterations repeated the same calls and got the same results. "
+    "Make a different plan; do not repeat those calls."
+)
+STUCK_AFTER = 3
+"""Iterations running with the same calls and outputs that make a round stuck."""
 _REFLECT = "Now call reflect: is the goal achieved, what is done, what is left, are you stuck?"
 
 
@@ -110,6 +116,8 @@ class PaorLoop:
         self._plans: list[Plan] = []
         self._reflections: list[Reflection] = []
         self._observations: list[tuple[Observation, ...]] = []
+        self._replanned = False
+        """Whether the one forced replan a stuck round gets was spent."""
 
     @property
     def phase(self) -> PaorPhase:
@@ -137,12 +145,19 @@ class PaorLoop:
                 if reflection.goal_achieved:
                     machine.move(PaorPhase.COMPLETE)
                     return self._outcome(PaorEnd.GOAL_ACHIEVED)
-                if reflection.needs_user:
+                question = reflection.needs_user
+                if not question and self._stuck(reflection):
+                    if not self._replanned:
+                        self._replanned = True
+                        transcript.append(ChatMessage(role="user", content=_REPLAN))
+                    else:
+                        question = _stuck_question(reflection)
+                if question:
                     machine.move(PaorPhase.AWAITING_USER)
                     if self._ask is None:
                         machine.move(PaorPhase.FAILED)
-                        return self._outcome(PaorEnd.NEEDS_USER, reflection.needs_user)
-                    answer = await self._ask(Question(question=reflection.needs_user))
+                        return self._outcome(PaorEnd.NEEDS_USER, question)
+                    answer = await self._ask(Question(question=question))
                     transcript.append(ChatMessage(role="user", content=answer))
                     continue
                 if machine.iteration >= self._settings.max_iterations:
@@ -151,6 +166,17 @@ class PaorLoop:
         except _Failed as failed:
             machine.move(PaorPhase.FAILED)
             return self._outcome(PaorEnd.FAILED, failed.error)
+
+    def _stuck(self, reflection: Reflection) -> bool:
+        """Whether the model says it is stuck, or its last :data:`STUCK_AFTER` iterations
+        made the same calls, with the same arguments, and got the same outputs."""
+        if reflection.stuck:
+            return True
+        recent = self._observations[-STUCK_AFTER:]
+        if len(recent) < STUCK_AFTER or not recent[0]:
+            return False
+        first = [seen.key for seen in recent[0]]
+        return all([seen.key for seen in other] == first for other in recent[1:])
 
     def _outcome(self, end: PaorEnd, error: str = "") -> PaorOutcome:
         return PaorOutcome(
@@ -237,6 +263,14 @@ def _refused(transcript: Transcript, call: ToolCall, error: str, budget: LoopBud
     transcript.failed_tries += 1
     if transcript.failed_tries >= budget.max_tries:
         raise _Failed(f"the tries ran out; last error: {error}")
+
+
+def _stuck_question(reflection: Reflection) -> str:
+    """What the user is asked when a round is stuck after its forced replan."""
+    return (
+        f"I am stuck and a new plan did not help. So far: {reflection.progress} "
+        "What other approach should I take?"
+    )
 
 
 def _result(call: ToolCall, content: str) -> ChatMessage:

@@ -11,13 +11,23 @@ from trio.testing import MockClock
 
 from conclave.actors.human.questions import Question
 from conclave.actors.llm.errors import FatalLLMError
-from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.llm.protocol import ChatMessage, ToolCall
 from conclave.actors.loop import LoopBudget, Transcript
 from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
+from conclave.actors.tools.protocol import ToolResult
 from conclave.config.schema import PaorConfig
-from tests.paor.helpers import PlayedBackend, Reply, TableTools, call, iteration, plan, reflect
+from tests.paor.helpers import (
+    PlayedBackend,
+    Reply,
+    TableTools,
+    call,
+    iteration,
+    plan,
+    reflect,
+    text,
+)
 
 P = PaorPhase
 
@@ -193,3 +203,60 @@ async def test_verbose_adds_every_plan_observation_and_reflection(
     for part in ("Iteration 1", "Iteration 2", "Goal: rename f to g", "Reflection: found"):
         assert part in verbose
     assert '1. edit {"pattern": "f("}' in verbose
+
+
+async def test_three_iterations_of_the_same_calls_and_outputs_force_one_replan(
+    autojump_clock: MockClock,
+) -> None:
+    replies = [*iteration(), *iteration(), *iteration(), *iteration(achieved=True)]
+    loop, backend, _, _ = _loop(replies)
+    outcome = await loop.run(_transcript())
+    assert outcome.end is PaorEnd.GOAL_ACHIEVED
+    fourth_plan = backend.requests[12]
+    assert "You are stuck" in fourth_plan.messages[-1].content
+    assert not any("You are stuck" in m.content for m in backend.requests[8].messages)
+
+
+async def test_stuck_again_after_the_forced_replan_asks_the_user_for_another_approach(
+    autojump_clock: MockClock,
+) -> None:
+    asked: list[Question] = []
+
+    async def ask(question: Question) -> str:
+        asked.append(question)
+        return "The user answered: grep for it instead"
+
+    replies = [*(part for _ in range(4) for part in iteration()), *iteration(achieved=True)]
+    loop, _, _, moves = _loop(replies, ask=ask)
+    outcome = await loop.run(_transcript())
+    assert outcome.end is PaorEnd.GOAL_ACHIEVED
+    [question] = asked
+    assert "What other approach should I take?" in question.question
+    assert (P.REFLECTING, P.AWAITING_USER, 4) in moves
+
+
+async def test_different_outputs_are_progress_not_a_loop(autojump_clock: MockClock) -> None:
+    replies = [*iteration(), *iteration(), *iteration(), *iteration(achieved=True)]
+    loop, backend, tools, _ = _loop(replies)
+    outputs = iter(["1 usage", "2 usages", "3 usages"])
+
+    async def varying(call: ToolCall) -> ToolResult:
+        return ToolResult(ok=True, output=next(outputs))
+
+    tools.execute = varying  # type: ignore[method-assign]
+    await loop.run(_transcript())
+    assert not any("You are stuck" in m.content for r in backend.requests for m in r.messages)
+
+
+async def test_a_reflection_that_says_stuck_forces_the_replan_at_once(
+    autojump_clock: MockClock,
+) -> None:
+    stuck = [
+        plan("search"),
+        call("search"),
+        text(),
+        call("reflect", goal_achieved=False, progress="no luck", stuck=True),
+    ]
+    loop, backend, _, _ = _loop([*stuck, *iteration(achieved=True)])
+    await loop.run(_transcript())
+    assert "You are stuck" in backend.requests[4].messages[-1].content
