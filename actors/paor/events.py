@@ -1,12 +1,13 @@
-"""What a PAOR round records: each change of phase, with its iteration."""
+"""What a PAOR round records: each change of phase, with its iteration, and how it ended."""
 
 from __future__ import annotations
 
 from conclave.actors.events.base import DomainEvent
+from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
 from conclave.runtime import message
 
-__all__ = ["PaorStateChanged"]
+__all__ = ["PaorFinished", "PaorStateChanged"]
 
 
 @message()
@@ -18,3 +19,14 @@ class PaorStateChanged(DomainEvent):
     """The phase entered."""
     iteration: int
     """Which plan-act-observe-reflect iteration, from 1 (0 before the first plan)."""
+
+
+@message()
+class PaorFinished(DomainEvent):
+    agent: str
+    end: PaorEnd
+    """``goal_achieved``, ``max_iterations`` (the run exits 5 when it is the winner's),
+    ``failed`` or ``needs_user``."""
+    iterations: int
+    summary: str
+    """The round's concise summary: its answer (or, short of the goal, its progress)."""

@@ -493,6 +493,8 @@ def _spawn_agent(
         transcript=transcript,
         questions=desk,
         executing_plan=read_execution_task(spec.task) is not None,
+        loop=agent.loop,
+        paor=agent.paor,
         halted=halted,
     )
     memory = AgentMemory()

@@ -1,0 +1,119 @@
+"""The mission's scenario, end to end with the scripted backend's PAOR policy: "find all
+usages of function X and rename it to Y" on a fixture repository. The agent plans, searches,
+edits, runs the fixture's tests, reflects and completes; the files are right afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conclave.ui.cli import main
+from conclave.ui.exit_codes import ExitCode
+
+TASK = "Find all usages of function old_total and rename it to compute_total"
+
+
+@pytest.fixture(autouse=True)
+def _run_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions are written under ./.conclave: keep them out of the repository."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small package whose function ``old_total`` is defined once and used twice."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "util.py").write_text("def old_total(xs):\n    return sum(xs)\n")
+    (root / "app.py").write_text(
+        "from util import old_total\n\n\ndef report(xs):\n    return f'total {old_total(xs)}'\n"
+    )
+    (root / "test_app.py").write_text(
+        "from app import report\nfrom util import compute_total\n\n"
+        "assert compute_total([1, 2]) == 3\nassert report([1, 2]) == 'total 3'\nprint('ok')\n"
+    )
+    return root
+
+
+def _config(tmp_path: Path, repo: Path, **paor: Any) -> Path:
+    steps = [
+        {"tool": "search", "arguments": {"pattern": r"old_total", "path": str(repo)}},
+        {
+            "tool": "edit_file",
+            "arguments": {
+                "path": f"{repo}/util.py",
+                "old": "def old_total",
+                "new": "def compute_total",
+            },
+        },
+        {
+            "tool": "edit_file",
+            "arguments": {
+                "path": f"{repo}/app.py",
+                "old": "old_total",
+                "new": "compute_total",
+                "replace_all": True,
+            },
+        },
+        {
+            "tool": "run_shell",
+            "arguments": {"command": f"cd {repo} && python3 test_app.py"},
+        },
+    ]
+    agent: dict[str, Any] = {
+        "id": "paor",
+        "loop": "paor",
+        "backend": {"type": "scripted", "latency": 0, "tool_steps": steps},
+    }
+    if paor:
+        agent["paor"] = paor
+    path = tmp_path / "paor.yaml"
+    path.write_text(yaml.safe_dump({"agents": [agent], "orchestrator": {"quiet_period": None}}))
+    return path
+
+
+def _run(tmp_path: Path, config: Path, repo: Path, *flags: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", "--config", str(config), "--log-dir", str(tmp_path / "log"), "--agent-mode"]
+    argv += ["single", "--refinement", "off", "--context", f"{repo}:w", *flags, TASK]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_rename_is_searched_edited_tested_reflected_and_completed(
+    tmp_path: Path, repo: Path
+) -> None:
+    code, out, err = _run(tmp_path, _config(tmp_path, repo), repo, "--output-format", "json")
+    assert code == ExitCode.OK, err
+    result = json.loads(out)
+    assert result["final_answer"].startswith("Done: made 4 of 4 steps")
+    assert "old_total" not in (repo / "util.py").read_text() + (repo / "app.py").read_text()
+    assert "def compute_total" in (repo / "util.py").read_text()
+    assert "compute_total(xs)" in (repo / "app.py").read_text()
+
+
+def test_every_phase_is_a_stream_json_line_with_its_iteration(tmp_path: Path, repo: Path) -> None:
+    code, out, err = _run(tmp_path, _config(tmp_path, repo), repo, "--output-format", "stream-json")
+    assert code == ExitCode.OK, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    moves = [
+        (e["source"], e["target"], e["iteration"])
+        for e in lines
+        if e["type"] == "paor_state_changed"
+    ]
+    assert moves == [
+        ("idle", "planning", 1),
+        ("planning", "acting", 1),
+        ("acting", "observing", 1),
+        ("observing", "reflecting", 1),
+        ("reflecting", "complete", 1),
+    ]
+    shell = [e for e in lines if e["type"] == "tool_call_finished" and e["tool"] == "run_shell"]
+    assert [e["ok"] for e in shell] == [True]
