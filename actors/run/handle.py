@@ -164,6 +164,8 @@ class RunHandle:
                 final, winner = best.content, best.agent
                 decided_by = BEST_SO_FAR[termination]
         stats = self.stats
+        if termination is Termination.COMPLETED and winner in stats.paor_limited:
+            termination = Termination.MAX_ITERATIONS
         usage = self._usage.usage()
         services = self._services
         workspaces = services.workspaces if services is not None else None

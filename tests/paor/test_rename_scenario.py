@@ -80,7 +80,8 @@ def _config(tmp_path: Path, repo: Path, **paor: Any) -> Path:
 
 def _run(tmp_path: Path, config: Path, repo: Path, *flags: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    argv = ["run", "--config", str(config), "--log-dir", str(tmp_path / "log"), "--agent-mode"]
+    log = tmp_path / f"log{len(list(tmp_path.glob('log*')))}"
+    argv = ["run", "--config", str(config), "--log-dir", str(log), "--agent-mode"]
     argv += ["single", "--refinement", "off", "--context", f"{repo}:w", *flags, TASK]
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
@@ -117,3 +118,39 @@ def test_every_phase_is_a_stream_json_line_with_its_iteration(tmp_path: Path, re
     ]
     shell = [e for e in lines if e["type"] == "tool_call_finished" and e["tool"] == "run_shell"]
     assert [e["ok"] for e in shell] == [True]
+
+
+def _failing_tests_config(tmp_path: Path, repo: Path, max_iterations: int) -> Path:
+    """The scenario's config, with the fixture's tests made to fail after the edits."""
+    (repo / "test_app.py").write_text("raise SystemExit('tests failed: 1 of 2')\n")
+    return _config(tmp_path, repo, max_iterations=max_iterations)
+
+
+def test_max_iterations_exits_5_with_a_progress_report(tmp_path: Path, repo: Path) -> None:
+    config = _failing_tests_config(tmp_path, repo, max_iterations=2)
+    code, out, err = _run(tmp_path, config, repo, "--output-format", "json")
+    assert code == 5, err
+    result = json.loads(out)
+    assert result["termination"] == "max_iterations"
+    report = result["final_answer"].splitlines()
+    assert report[0] == "Stopped after 2 iterations (the limit): made 4 of 4 steps " + (
+        "(search, edit_file, edit_file, run_shell); 1 failed"
+    )
+    assert report[1] == "Left to do: fix what failed"
+
+
+def test_a_run_whose_paor_goal_is_achieved_ends_completed(tmp_path: Path, repo: Path) -> None:
+    code, out, _ = _run(tmp_path, _config(tmp_path, repo), repo, "--output-format", "json")
+    assert (code, json.loads(out)["termination"]) == (ExitCode.OK, "completed")
+
+
+def test_the_loop_flag_runs_a_free_agent_as_paor(tmp_path: Path, repo: Path) -> None:
+    config = _config(tmp_path, repo)
+    data = yaml.safe_load(config.read_text())
+    data["agents"][0]["loop"] = "free"
+    config.write_text(yaml.safe_dump(data))
+    code, out, err = _run(tmp_path, config, repo, "--loop", "paor", "--output-format", "json")
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["final_answer"].startswith("Done: made 4 of 4 steps")
+    code, out, _ = _run(tmp_path, config, repo, "--output-format", "json")
+    assert not json.loads(out)["final_answer"].startswith("Done:")
