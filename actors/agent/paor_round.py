@@ -14,18 +14,17 @@ Cancellation: as for any round (see :mod:`actors.agent.rounds`).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import trio
 
 from conclave.actors.agent.asking import AskingTools, may_ask, own_tools
+from conclave.actors.agent.progress_report import submit_answer
 from conclave.actors.agent.protocol import RoundOutcome
 from conclave.actors.agent.round_tools import RoundTools
 from conclave.actors.agent.settled import Settled
-from conclave.actors.coordination.workflow import NewAnswer
 from conclave.actors.human.questions import Question, reply_text
-from conclave.actors.llm.protocol import ChatMessage, ToolCall, ToolSchema
+from conclave.actors.llm.protocol import ChatMessage, ToolSchema
 from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.events import PaorFinished, PaorStateChanged
 from conclave.actors.paor.prompts import PAOR_NOTE
@@ -94,15 +93,4 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
     )
     if outcome.end is PaorEnd.FAILED:
         return Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
-    call = ToolCall(
-        id=f"paor-{memory.round}",
-        name="new_answer",
-        arguments=json.dumps({"content": summary}),
-    )
-    reply = ChatMessage(role="assistant", tool_calls=(call,))
-    transcript.append(reply)
-    settled = await rounds.submit(NewAnswer(content=summary, call_id=call.id), reply, policy)
-    if settled is None:
-        reason = "the coordinator did not take the PAOR round's summary as an answer"
-        return Settled(outcome=RoundOutcome.FAILED, reason=reason)
-    return settled
+    return await submit_answer(rounds, summary, "paor", policy, "the PAOR round ended")

@@ -39,6 +39,7 @@ from conclave.actors.agent.asking import (
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
 from conclave.actors.agent.paor_round import paor_round, runs_paor
+from conclave.actors.agent.progress_report import out_of_steps_report, submit_answer
 from conclave.actors.agent.protocol import RoundOutcome
 from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.round_tools import RoundTools
@@ -119,7 +120,9 @@ class Rounds:
         self.stream = StreamEvents(context, setup.agent)
         orchestrator = setup.orchestrator
         self.budget = LoopBudget(
-            max_tries=orchestrator.max_tries_per_round, call_timeout=orchestrator.call_timeout
+            max_steps=orchestrator.max_steps_per_round,
+            max_tries=orchestrator.max_tries_per_round,
+            call_timeout=orchestrator.call_timeout,
         )
 
     # -- rounds -----------------------------------------------------------------------------
@@ -199,6 +202,10 @@ class Rounds:
                 settled = self._failed_try(transcript, outcome.error)
             elif outcome.end is LoopEnd.ABORTED:
                 settled = Settled(outcome=RoundOutcome.STALE)
+            elif outcome.end is LoopEnd.STEPS_EXHAUSTED and _answers(workflow):
+                content = out_of_steps_report(transcript.messages, self.budget.max_steps)
+                reason = f"the round used all {self.budget.max_steps} of its steps"
+                settled = await submit_answer(self, content, "out-of-steps", policy, reason)
             else:
                 settled = Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
             if settled is not None:
@@ -551,6 +558,10 @@ def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:
         ChatMessage(role="tool", content=f"Error: {error}", tool_call_id=call.id)
         for call in reply.tool_calls
     ]
+
+
+def _answers(workflow: tuple[ToolSchema, ...]) -> bool:
+    return any(t.name == "new_answer" for t in workflow)
 
 
 def _given_order(view: AnswerView) -> tuple[int, Label]:
