@@ -21,6 +21,9 @@ from conclave.actors.tools.protocol import ToolResult
 
 Reply = ChatMessage | Exception
 
+TASK = "Find all usages of function old_total and rename it to compute_total"
+"""The mission's scenario, on the fixture repository of ``conftest.repo``."""
+
 
 class PlayedBackend:
     """Plays its replies in order; keeps every request."""

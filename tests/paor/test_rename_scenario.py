@@ -10,35 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-
-TASK = "Find all usages of function old_total and rename it to compute_total"
-
-
-@pytest.fixture(autouse=True)
-def _run_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sessions are written under ./.conclave: keep them out of the repository."""
-    monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A small package whose function ``old_total`` is defined once and used twice."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "util.py").write_text("def old_total(xs):\n    return sum(xs)\n")
-    (root / "app.py").write_text(
-        "from util import old_total\n\n\ndef report(xs):\n    return f'total {old_total(xs)}'\n"
-    )
-    (root / "test_app.py").write_text(
-        "from app import report\nfrom util import compute_total\n\n"
-        "assert compute_total([1, 2]) == 3\nassert report([1, 2]) == 'total 3'\nprint('ok')\n"
-    )
-    return root
+from tests.paor.helpers import TASK
 
 
 def _config(tmp_path: Path, repo: Path, **paor: Any) -> Path:

@@ -9,17 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from conclave.config.schema import OrchestratorConfig
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
-
-
-@pytest.fixture(autouse=True)
-def _run_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
 
 
 def _run(tmp_path: Path, steps: int, cap: int | None, *flags: str) -> dict[str, Any]:
