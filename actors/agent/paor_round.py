@@ -89,6 +89,7 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
             end=outcome.end,
             iterations=outcome.iterations,
             summary=summary,
+            detail=outcome.summary(verbose=True).removeprefix(summary).strip("\n"),
         )
     )
     if outcome.end is PaorEnd.FAILED:

@@ -131,7 +131,9 @@ class ScriptedBackend:
                 1 for m in request.messages if _is_step_result(m) and m.content.startswith("Error:")
             )
             message = (
-                paor_phase_reply(steps, offered, done, failed, self._call_id())
+                paor_phase_reply(
+                    steps, offered, done, failed, self._call_id(), self.compose(view, revision=1)
+                )
                 or self._step(steps, offered, done, view, 1)
                 or ChatMessage(role="assistant", content="Nothing more to do.")
             )

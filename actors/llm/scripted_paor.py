@@ -7,7 +7,7 @@ results in the transcript, as in a free round) and, when all are made, says so i
 offered ``reflect`` alone, it reports what it did and that the goal is achieved once every
 step is made and none failed (a failed step is not retried: the round then runs until
 ``max_iterations``, which is how a test makes one). With no tool steps it reflects once,
-having nothing to do.
+reporting the answer it would give in a free round (so a panel's answers differ).
 """
 
 from __future__ import annotations
@@ -28,11 +28,17 @@ def in_paor(messages: Sequence[ChatMessage]) -> bool:
 
 
 def paor_phase_reply(
-    steps: Sequence[ToolStep], offered: set[str], done: int, failed: int, call_id: str
+    steps: Sequence[ToolStep],
+    offered: set[str],
+    done: int,
+    failed: int,
+    call_id: str,
+    answer: str,
 ) -> ChatMessage | None:
     """The reply for the phase the offered tools show; ``None`` while acting with a step
-    left (the caller makes it, as in a free round). ``failed``: how many of the steps made
-    failed (a failed step keeps the goal from being achieved)."""
+        left (the caller makes it, as in a free round). ``failed``: how many of the steps made
+        failed (a failed step keeps the goal from being achieved). ``answer``: what the script
+    would answer in a free round, the progress it reports when it has no steps to make."""
     if offered == {"submit_plan"}:
         plan = {
             "goal": "carry out the task",
@@ -54,7 +60,9 @@ def paor_phase_reply(
         failures = f"; {failed} failed" if failed else ""
         reflection = {
             "goal_achieved": done >= len(steps) and not failed,
-            "progress": f"made {done} of {len(steps)} steps ({made}){failures}",
+            "progress": f"made {done} of {len(steps)} steps ({made}){failures}"
+            if steps
+            else answer,
             "next": f"make {left}" if left else ("fix what failed" if failed else ""),
             "stuck": False,
             "needs_user": "",

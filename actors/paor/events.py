@@ -30,3 +30,5 @@ class PaorFinished(DomainEvent):
     iterations: int
     summary: str
     """The round's concise summary: its answer (or, short of the goal, its progress)."""
+    detail: str
+    """Every plan, observation and reflection of the round (``--verbose`` shows it)."""

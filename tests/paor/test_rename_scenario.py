@@ -130,3 +130,40 @@ def test_the_loop_flag_runs_a_free_agent_as_paor(tmp_path: Path, repo: Path) -> 
     assert json.loads(out)["final_answer"].startswith("Done: made 4 of 4 steps")
     code, out, _ = _run(tmp_path, config, repo, "--output-format", "json")
     assert not json.loads(out)["final_answer"].startswith("Done:")
+
+
+def test_progress_is_concise_by_default_and_verbose_adds_every_step(
+    tmp_path: Path, repo: Path
+) -> None:
+    config = _config(tmp_path, repo)
+    code, out, err = _run(tmp_path, config, repo)
+    assert code == ExitCode.OK, err
+    assert out.startswith("Done: made 4 of 4 steps")
+    assert "paor paor goal_achieved after 1 iterations: Done: made 4 of 4 steps" in err
+    assert "Iteration 1" not in err + out
+    _, _, verbose = _run(tmp_path, config, repo, "--verbose")
+    for detail in (
+        "| Iteration 1",
+        "| Goal: carry out the task",
+        "| 4. run_shell {",
+        "| Reflection:",
+    ):
+        assert detail in verbose
+
+
+def test_in_coordination_paor_rounds_answer_and_vote_rounds_never_run_paor(
+    tmp_path: Path,
+) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["run", "--agents", "2", "--loop", "paor", "--output-format", "stream-json", TASK]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    assert code == ExitCode.OK, err.getvalue()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    finished = [e for e in lines if e["type"] == "paor_finished"]
+    answers = [e for e in lines if e["type"] == "answer_added"]
+    votes = [e for e in lines if e["type"] == "vote_added"]
+    assert votes and len(finished) == len(answers) == 2
+    assert sorted(a["content"] for a in answers) == sorted(f["summary"] for f in finished)
+    plans = [e for e in lines if e["type"] == "paor_state_changed" and e["target"] == "planning"]
+    assert len(plans) == 2  # one iteration per answer round; none in the vote rounds
