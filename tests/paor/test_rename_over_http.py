@@ -101,3 +101,48 @@ async def test_the_rename_runs_end_to_end_against_a_model_over_http(
     assert "old_total" not in (repo / "app.py").read_text()
     phases = [r for r in server.requests if r.json.get("tools")]
     assert len(phases) == 7  # plan, four steps, the note, the reflection
+
+
+def _asks_first(root: Path) -> Any:
+    """The model of the scenario, whose first reflection needs the user."""
+    plays = _model(root)
+
+    def reply(request: Recorded) -> Reply:
+        body = request.json
+        offered = [t["function"]["name"] for t in body.get("tools") or []]
+        answered = any("The user answered" in str(m.get("content")) for m in body["messages"])
+        if offered == ["reflect"] and not answered:
+            question = {"goal_achieved": False, "progress": "edited; tests run",
+                        "needs_user": "Rename the test helpers too?"}  # fmt: skip
+            parts = openai_reply(tool_calls=(("reflect", "reflect_1", [json.dumps(question)]),))
+            return SseReply(parts=tuple(parts))
+        return plays(request)
+
+    return reply
+
+
+async def test_a_reflection_that_needs_the_user_pauses_a_headless_run_with_exit_4(
+    server: LoopbackServer, repo: Path, tmp_path: Path
+) -> None:
+    server.handler = _asks_first(repo)
+    backend = {"type": "openai", "model": "paor-model", "base_url": f"{server.url}/v1",
+               "api_key": "sk-test", "max_retries": 0}  # fmt: skip
+    config = tmp_path / "http.yaml"
+    config.write_text(yaml.safe_dump({
+        "agents": [{"id": "http", "loop": "paor", "backend": backend}],
+        "orchestrator": {"quiet_period": None},
+    }))  # fmt: skip
+    done = await conclave_process(
+        "run", "--config", str(config), "--agent-mode", "single", "--refinement", "off",
+        "--context", f"{repo}:w", "--on-question", "pause", "--output-format", "json",
+        "--log-dir", str(tmp_path / "paused"), TASK,
+        cwd=tmp_path, limit=LIMIT)  # fmt: skip
+    assert done.returncode == ExitCode.PAUSED, done.stderr.decode()
+    result = json.loads(done.stdout)
+    assert result["termination"] == "paused"
+    assert result["pending_question"]["question"]["question"] == "Rename the test helpers too?"
+    resumed = await conclave_process(
+        "resume", str(tmp_path / "paused"), "--answer", "no, only old_total",
+        "--output-format", "json", cwd=tmp_path, limit=LIMIT)  # fmt: skip
+    assert resumed.returncode == ExitCode.OK, resumed.stderr.decode()
+    assert json.loads(resumed.stdout)["final_answer"].startswith("Done: renamed old_total")
