@@ -8,7 +8,7 @@ Real sockets: no ``autojump_clock``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ def _steps(root: str) -> list[tuple[str, dict[str, Any]]]:
     ]  # fmt: skip
 
 
-def _model(root: Path) -> Any:
+def _model(root: Path) -> Callable[[Recorded], Reply]:
     """A model that plans the four steps, makes them one per call, then reflects."""
     steps = _steps(str(root))
 
@@ -103,7 +103,7 @@ async def test_the_rename_runs_end_to_end_against_a_model_over_http(
     assert len(phases) == 7  # plan, four steps, the note, the reflection
 
 
-def _asks_first(root: Path) -> Any:
+def _asks_first(root: Path) -> Callable[[Recorded], Reply]:
     """The model of the scenario, whose first reflection needs the user."""
     plays = _model(root)
 
