@@ -227,7 +227,7 @@ class PaorLoop:
             except BadPlan as exc:
                 _refused(transcript, call, str(exc), budget)
                 continue
-            transcript.append(_result(call, _ACT))
+            transcript.append(_result(call, f"{_ACT}\nIn dependency order:\n{plan.describe()}"))
             return plan
 
     async def _act(self, transcript: Transcript) -> None:

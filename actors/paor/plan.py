@@ -1,8 +1,9 @@
 """The plan a PAOR agent submits (``submit_plan``): steps with their tools and dependencies.
 
 The tool's arguments are checked here; a plan that does not hold together (no steps, a step
-id twice, a dependency on a step that is not in the plan, a tool the agent is not offered)
-goes back to the model with what was wrong, as any broken call does.
+id twice, a dependency on a step that is not in the plan, a dependency cycle, which the
+message names, a tool the agent is not offered) goes back to the model with what was wrong,
+as any broken call does. :func:`waves` orders the steps by their dependencies.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import attrs
 
 from conclave.actors.llm.protocol import ToolSchema
 
-__all__ = ["SUBMIT_PLAN", "BadPlan", "Plan", "PlanStep", "parse_plan"]
+__all__ = ["SUBMIT_PLAN", "BadPlan", "Plan", "PlanStep", "find_cycle", "parse_plan", "waves"]
 
 
 @attrs.frozen(kw_only=True)
@@ -34,9 +35,9 @@ class Plan:
     steps: tuple[PlanStep, ...]
 
     def describe(self) -> str:
-        """The plan as the model is shown it while acting."""
+        """The plan as the model is shown it while acting: in dependency order."""
         lines = [f"Goal: {self.goal}"]
-        for step in self.steps:
+        for step in (s for wave in waves(self) for s in wave):
             after = f" (after {', '.join(step.depends_on)})" if step.depends_on else ""
             tools = f" [tools: {', '.join(step.tools)}]" if step.tools else ""
             lines.append(f"{step.id}. {step.action}{tools}{after}")
@@ -109,7 +110,59 @@ def parse_plan(arguments: str, offered: frozenset[str]) -> Plan:
                 f"step {step.id} names tools that are not available: {', '.join(missing)}; "
                 f"the available tools are: {available}"
             )
+    cycle = find_cycle(steps)
+    if cycle:
+        raise BadPlan(
+            f"the steps' dependencies form a cycle: {' -> '.join(cycle)}; a step cannot wait "
+            "for itself: drop one of these dependencies"
+        )
     return Plan(goal=goal, steps=steps)
+
+
+def find_cycle(steps: tuple[PlanStep, ...]) -> list[str]:
+    """A dependency cycle among ``steps``, as the ids around it with the first repeated at
+    the end (``["1", "2", "1"]``); empty when there is none. Dependencies are known ids."""
+    after = {step.id: step.depends_on for step in steps}
+    done: set[str] = set()
+    for start in after:
+        if start in done:
+            continue
+        path: list[str] = []
+        on_path: dict[str, int] = {}
+        stack: list[tuple[str, int]] = [(start, 0)]
+        while stack:
+            node, index = stack.pop()
+            if index == 0:
+                on_path[node] = len(path)
+                path.append(node)
+            deps = after[node]
+            if index < len(deps):
+                stack.append((node, index + 1))
+                nxt = deps[index]
+                if nxt in on_path:
+                    return [*path[on_path[nxt] :], nxt]
+                if nxt not in done:
+                    stack.append((nxt, 0))
+                continue
+            done.add(node)
+            del on_path[node]
+            path.pop()
+    return []
+
+
+def waves(plan: Plan) -> list[list[PlanStep]]:
+    """The plan's steps in dependency order: each wave's steps depend only on earlier waves'
+    (so the steps of one wave are independent of each other). The plan has no cycle."""
+    placed: dict[str, int] = {}
+    pending = list(plan.steps)
+    result: list[list[PlanStep]] = []
+    while pending:
+        ready = [s for s in pending if all(d in placed for d in s.depends_on)]
+        for step in ready:
+            placed[step.id] = len(result)
+        result.append(ready)
+        pending = [s for s in pending if s.id not in placed]
+    return result
 
 
 def _step(index: int, raw: Any) -> PlanStep:
