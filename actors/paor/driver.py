@@ -43,6 +43,7 @@ from conclave.actors.loop import (
     Transcript,
     run_loop,
 )
+from conclave.actors.loop.checkpoint import CONTINUE, Checkpoint, CheckpointDecision, Inject
 from conclave.actors.loop.engine import QUIET
 from conclave.actors.loop.terminals import ToolTerminal
 from conclave.actors.paor.observe import Observation, RecordingTools, describe_observations
@@ -53,10 +54,12 @@ from conclave.actors.paor.state import OnMove, PaorMachine, PaorPhase
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 from conclave.config.schema.paor import PaorConfig
 
-__all__ = ["STUCK_AFTER", "Ask", "PaorLoop"]
+__all__ = ["STUCK_AFTER", "Ask", "Corrected", "PaorLoop"]
 
 Ask = Callable[[Question], Awaitable[str]]
 """Puts a question to the user and returns what the model should read back."""
+Corrected = Callable[[int, int], list[str]]
+"""Takes the user's corrections that arrived, given the iteration and the step."""
 
 _ACT = (
     "Plan accepted. Act on it now: call the tools its steps name, in dependency order. "
@@ -104,6 +107,7 @@ class PaorLoop:
         ask: Ask | None = None,
         observer: LoopObserver = QUIET,
         sink: CompletionSink | None = None,
+        corrections: Corrected | None = None,
     ) -> None:
         self._backend = backend
         self._tools = RecordingTools(tools)
@@ -116,6 +120,10 @@ class PaorLoop:
         self._plans: list[Plan] = []
         self._reflections: list[Reflection] = []
         self._observations: list[tuple[Observation, ...]] = []
+        self._corrections = corrections
+        self._corrected = False
+        """A correction arrived since the last plan: the goal is not achieved before a plan
+        accounts for it."""
         self._replanned = False
         """Whether the one forced replan a stuck round gets was spent."""
 
@@ -130,6 +138,10 @@ class PaorLoop:
         try:
             while True:
                 machine.move(PaorPhase.PLANNING)
+                correction = self._correction(transcript)
+                if correction is not None:
+                    transcript.append(correction)
+                self._corrected = False
                 self._plans.append(await self._plan(transcript))
                 machine.move(PaorPhase.ACTING)
                 await self._act(transcript)
@@ -142,7 +154,7 @@ class PaorLoop:
                 machine.move(PaorPhase.REFLECTING)
                 reflection = await self._reflect(transcript)
                 self._reflections.append(reflection)
-                if reflection.goal_achieved:
+                if reflection.goal_achieved and not self._corrected:
                     machine.move(PaorPhase.COMPLETE)
                     return self._outcome(PaorEnd.GOAL_ACHIEVED)
                 question = reflection.needs_user
@@ -166,6 +178,25 @@ class PaorLoop:
         except _Failed as failed:
             machine.move(PaorPhase.FAILED)
             return self._outcome(PaorEnd.FAILED, failed.error)
+
+    def _correction(self, transcript: Transcript) -> ChatMessage | None:
+        """The user's corrections that arrived, as the message that brings them in."""
+        if self._corrections is None:
+            return None
+        texts = self._corrections(self._machine.iteration, transcript.steps)
+        if not texts:
+            return None
+        self._corrected = True
+        return ChatMessage(role="user", content=_correction(texts))
+
+    def _checkpoint(self, transcript: Transcript) -> Checkpoint:
+        """Between two steps of a phase (the transcript is whole): corrections enter."""
+
+        def between(_step: int) -> CheckpointDecision:
+            message = self._correction(transcript)
+            return CONTINUE if message is None else Inject(messages=(message,))
+
+        return between
 
     def _stuck(self, reflection: Reflection) -> bool:
         """Whether the model says it is stuck, or its last :data:`STUCK_AFTER` iterations
@@ -208,6 +239,7 @@ class PaorLoop:
             tools=_Only(schema),
             terminal=ToolTerminal(schema.name),
             budget=budget,
+            checkpoint=self._checkpoint(transcript),
             observer=self._observer,
             sink=self._sink,
             tool_choice=ToolChoice.REQUIRED,
@@ -237,6 +269,7 @@ class PaorLoop:
             tools=self._tools,
             terminal=TextTerminal(),
             budget=self._phase_budget(transcript),
+            checkpoint=self._checkpoint(transcript),
             observer=self._observer,
             sink=self._sink,
         )
@@ -263,6 +296,14 @@ def _refused(transcript: Transcript, call: ToolCall, error: str, budget: LoopBud
     transcript.failed_tries += 1
     if transcript.failed_tries >= budget.max_tries:
         raise _Failed(f"the tries ran out; last error: {error}")
+
+
+def _correction(texts: list[str]) -> str:
+    said = "\n".join(f"- {text}" for text in texts)
+    return (
+        f"Correction from the user:\n{said}\n"
+        "Your next plan must account for it; it overrides what it contradicts."
+    )
 
 
 def _stuck_question(reflection: Reflection) -> str:

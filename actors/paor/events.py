@@ -7,7 +7,7 @@ from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
 from conclave.runtime import message
 
-__all__ = ["PaorFinished", "PaorStateChanged"]
+__all__ = ["CorrectionApplied", "PaorFinished", "PaorStateChanged"]
 
 
 @message()
@@ -19,6 +19,16 @@ class PaorStateChanged(DomainEvent):
     """The phase entered."""
     iteration: int
     """Which plan-act-observe-reflect iteration, from 1 (0 before the first plan)."""
+
+
+@message()
+class CorrectionApplied(DomainEvent):
+    agent: str
+    iteration: int
+    """The iteration it reached the agent in; the next plan accounts for it."""
+    step: int
+    """The round's LLM calls before it entered the transcript."""
+    correction: str
 
 
 @message()

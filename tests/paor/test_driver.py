@@ -260,3 +260,45 @@ async def test_a_reflection_that_says_stuck_forces_the_replan_at_once(
     loop, backend, _, _ = _loop([*stuck, *iteration(achieved=True)])
     await loop.run(_transcript())
     assert "You are stuck" in backend.requests[4].messages[-1].content
+
+
+async def test_a_correction_reaches_the_model_at_the_next_step_and_the_next_plan_follows_it(
+    autojump_clock: MockClock,
+) -> None:
+    queued = ["search only in src/utils"]
+    taken: list[tuple[int, int]] = []
+
+    def corrections(iteration: int, step: int) -> list[str]:
+        if step < 2 or not queued:  # arrives while acting, after the first tool call
+            return []
+        taken.append((iteration, step))
+        return [queued.pop()]
+
+    replies = [*iteration(achieved=True), *iteration(achieved=True)]
+    loop, backend, _, moves = _loop(replies, corrections=corrections)
+    outcome = await loop.run(_transcript())
+    assert taken == [(1, 2)]
+    note_request = backend.requests[2]
+    assert (
+        "Correction from the user:\n- search only in src/utils" in note_request.messages[-1].content
+    )
+    # The first reflection said the goal was achieved, but a plan must account for the
+    # correction first: a second iteration, then complete.
+    assert (P.REFLECTING, P.PLANNING, 2) in moves
+    assert outcome.iterations == 2 and outcome.end is PaorEnd.GOAL_ACHIEVED
+
+
+async def test_a_correction_between_iterations_enters_before_the_next_plan(
+    autojump_clock: MockClock,
+) -> None:
+    queued = ["use ripgrep"]
+
+    def corrections(iteration: int, step: int) -> list[str]:
+        return [queued.pop()] if iteration == 2 and queued else []
+
+    replies = [*iteration(nxt="edit"), *iteration(achieved=True)]
+    loop, backend, _, _ = _loop(replies, corrections=corrections)
+    await loop.run(_transcript())
+    second_plan = backend.requests[4]
+    assert [t.name for t in second_plan.tools] == ["submit_plan"]
+    assert "- use ripgrep" in second_plan.messages[-1].content
