@@ -13,6 +13,7 @@ from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
 from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.loop import Transcript
+from conclave.actors.paor.corrections import Corrections
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
 from conclave.actors.workspace.grants import AgentWorkspace
@@ -58,6 +59,8 @@ class AgentSetup:
     loop: LoopKind = LoopKind.FREE
     """How its answer rounds run (``paor``: :mod:`actors.agent.paor_round`)."""
     paor: PaorConfig = attrs.Factory(PaorConfig)
+    corrections: Corrections | None = None
+    """The run's box of the user's corrections (a PAOR round takes its own from it)."""
     halted: trio.Event = attrs.Factory(trio.Event)
     """Set when the run ends before coordination did (timeout, Ctrl+C, failure): start
     nothing new, whatever arrives (mail queued before the run's ``StopWork``, or a start

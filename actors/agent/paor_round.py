@@ -26,7 +26,7 @@ from conclave.actors.agent.settled import Settled
 from conclave.actors.human.questions import Question, reply_text
 from conclave.actors.llm.protocol import ChatMessage, ToolSchema
 from conclave.actors.paor.driver import PaorLoop
-from conclave.actors.paor.events import PaorFinished, PaorStateChanged
+from conclave.actors.paor.events import CorrectionApplied, PaorFinished, PaorStateChanged
 from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
@@ -69,6 +69,21 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         assert isinstance(own, AskingTools)
         return reply_text(await own.ask(question))
 
+    def corrected(iteration: int, step: int) -> list[str]:
+        box = setup.corrections
+        texts = box.take(setup.agent) if box is not None else []
+        for text in texts:
+            context.record(
+                CorrectionApplied(
+                    at=trio.current_time(),
+                    agent=setup.agent,
+                    iteration=iteration,
+                    step=step,
+                    correction=text,
+                )
+            )
+        return texts
+
     asks = isinstance(own, AskingTools) and may_ask(setup, presenting=False)
     loop = PaorLoop(
         backend=rounds.backend,
@@ -79,6 +94,7 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         ask=ask if asks else None,
         observer=rounds.observer(),
         sink=rounds.stream,
+        corrections=corrected,
     )
     outcome = await loop.run(transcript)
     summary = outcome.summary()

@@ -138,9 +138,7 @@ class PaorLoop:
         try:
             while True:
                 machine.move(PaorPhase.PLANNING)
-                correction = self._correction(transcript)
-                if correction is not None:
-                    transcript.append(correction)
+                self._bring_in(transcript)
                 self._corrected = False
                 self._plans.append(await self._plan(transcript))
                 machine.move(PaorPhase.ACTING)
@@ -189,6 +187,12 @@ class PaorLoop:
         self._corrected = True
         return ChatMessage(role="user", content=_correction(texts))
 
+    def _bring_in(self, transcript: Transcript) -> None:
+        """At a phase's start (before its first step, where the loop has no checkpoint)."""
+        message = self._correction(transcript)
+        if message is not None:
+            transcript.append(message)
+
     def _checkpoint(self, transcript: Transcript) -> Checkpoint:
         """Between two steps of a phase (the transcript is whole): corrections enter."""
 
@@ -233,6 +237,7 @@ class PaorLoop:
     ) -> ToolCall:
         """Run the loop until the model calls ``schema`` (alone); the call, still to be
         answered with its tool result."""
+        self._bring_in(transcript)
         outcome = await run_loop(
             transcript,
             backend=self._backend,
@@ -263,6 +268,7 @@ class PaorLoop:
             return plan
 
     async def _act(self, transcript: Transcript) -> None:
+        self._bring_in(transcript)
         outcome = await run_loop(
             transcript,
             backend=self._backend,

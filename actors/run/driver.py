@@ -54,6 +54,7 @@ from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.redaction import Redactor
+from conclave.actors.paor.corrections import Corrections
 from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
@@ -233,6 +234,7 @@ async def open_run(
                 state,
                 memories,
                 handle.halted,
+                handle.corrections,
                 _desk(spec, handle),
                 backends,
                 services,
@@ -329,6 +331,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
+    corrections: Corrections,
     desk: QuestionDesk | None,
     backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
@@ -353,6 +356,7 @@ async def _start(
             backend,
             tooling,
             halted,
+            corrections,
             agents_supervisor,
             transcript,
             desk,
@@ -474,6 +478,7 @@ def _spawn_agent(
     backend: LLMBackend,
     tooling: AgentTooling,
     halted: trio.Event,
+    corrections: Corrections,
     supervisor: Supervisor,
     transcript: TranscriptFile | None,
     desk: QuestionDesk | None,
@@ -495,6 +500,7 @@ def _spawn_agent(
         executing_plan=read_execution_task(spec.task) is not None,
         loop=agent.loop,
         paor=agent.paor,
+        corrections=corrections,
         halted=halted,
     )
     memory = AgentMemory()
