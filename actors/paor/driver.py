@@ -127,10 +127,6 @@ class PaorLoop:
         self._replanned = False
         """Whether the one forced replan a stuck round gets was spent."""
 
-    @property
-    def phase(self) -> PaorPhase:
-        return self._machine.phase
-
     async def run(self, transcript: Transcript) -> PaorOutcome:
         """Iterate until the goal is achieved, the user is needed and cannot be asked, the
         iterations run out, or an error ends the round."""
@@ -169,7 +165,6 @@ class PaorLoop:
                         return self._outcome(PaorEnd.NEEDS_USER, question)
                     answer = await self._ask(Question(question=question))
                     transcript.append(ChatMessage(role="user", content=answer))
-                    continue
                 if machine.iteration >= self._settings.max_iterations:
                     machine.move(PaorPhase.FAILED)
                     return self._outcome(PaorEnd.MAX_ITERATIONS)

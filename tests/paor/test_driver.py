@@ -302,3 +302,16 @@ async def test_a_correction_between_iterations_enters_before_the_next_plan(
     second_plan = backend.requests[4]
     assert [t.name for t in second_plan.tools] == ["submit_plan"]
     assert "- use ripgrep" in second_plan.messages[-1].content
+
+
+async def test_questions_do_not_take_a_round_past_its_iterations(
+    autojump_clock: MockClock,
+) -> None:
+    async def ask(question: Question) -> str:
+        return "The user answered: go on"
+
+    replies = [*iteration(needs_user="more?"), *iteration(needs_user="more?")]
+    loop, _, _, moves = _loop(replies, ask=ask, max_iterations=2)
+    outcome = await loop.run(_transcript())
+    assert outcome.end is PaorEnd.MAX_ITERATIONS
+    assert moves[-1] == (P.AWAITING_USER, P.FAILED, 2)
