@@ -20,6 +20,7 @@ from conclave.config.limits import MAX_AGENTS, MAX_TIMEOUT_S
 __all__ = [
     "AGENT_MODES",
     "IN_FLIGHT_POLICIES",
+    "LOOPS",
     "MODES",
     "PERMISSION_MODES",
     "STRATEGIES",
@@ -40,6 +41,8 @@ STRATEGIES = ("winner_reuse", "winner_present", "synthesize")
 IN_FLIGHT_POLICIES = ("cancel", "finish", "inject")
 PERMISSION_MODES = ("ask", "accept-edits", "bypass")
 """:class:`config.schema.permissions.PermissionMode`'s values."""
+LOOPS = ("free", "paor")
+"""How answer rounds run (:class:`config.schema.paor.LoopKind`'s values)."""
 
 
 def agent_count(text: str) -> int:
@@ -110,6 +113,8 @@ _HELP = {
     "permission_mode": "what asks before it runs: ask (every write, delete and shell "
     "command), accept-edits (file writes proceed; deletes and shell commands ask), bypass "
     "(nothing asks); over the config's permissions.mode",
+    "loop": "how every agent's answer rounds run: free (one tool loop) or paor (plan, act, "
+    "observe, reflect in iterations; docs/paor.md)",
     "model": "use this model for every openai/anthropic agent (the config file is unchanged)",
 }
 
@@ -143,6 +148,7 @@ def add_run_flags(
     p.add_argument("--visibility", type=visibility, metavar="all|ring|islands:K")
     p.add_argument("--context", action="append", metavar="PATH[:w]", help=text["context"])
     p.add_argument("--in-flight-policy", choices=IN_FLIGHT_POLICIES, help=text["in_flight_policy"])
+    p.add_argument("--loop", choices=LOOPS, help=text["loop"])
     p.add_argument("--timeout", type=timeout, metavar="SECONDS", help=text["timeout"])
     p.add_argument("--model", type=model_name, metavar="NAME", help=text["model"])
     p.add_argument("--permission-mode", choices=PERMISSION_MODES, help=text["permission_mode"])

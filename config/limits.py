@@ -31,6 +31,8 @@ MAX_ANSWERS = 1_000
 """Answers per agent (a scripted agent's ``answers``, ``max_new_answers_per_agent``)."""
 MAX_TRIES = 100
 """Tries per round (``max_tries_per_round``)."""
+MAX_STEPS = 10_000
+"""LLM calls per round (``max_steps_per_round``)."""
 MAX_PREVIEW_CHARS = 1_000_000
 """Characters of a peer's answer shown in an update (``answer_preview_chars``)."""
 MAX_LATENCY_S = 3_600.0

@@ -47,6 +47,7 @@ from conclave.config.schema import (
     ConclaveConfig,
     FinalAnswerStrategy,
     InFlightPolicy,
+    LoopKind,
     default_config,
 )
 from conclave.config.schema.agents import price_of
@@ -96,6 +97,8 @@ class RunFlags:
     visibility: str | None = None
     context: tuple[str, ...] = ()
     in_flight_policy: InFlightPolicy | None = None
+    loop: LoopKind | None = None
+    """``--loop``: how every agent's answer rounds run, over each agent's ``loop:``."""
     timeout: float | None = None
     model: str | None = None
     permission_mode: PermissionMode | None = None
@@ -115,6 +118,7 @@ class RunFlags:
         strategy = given("final_answer_strategy")
         policy = given("in_flight_policy")
         permission_mode = given("permission_mode")
+        loop = given("loop")
         return cls(
             config=given("config"),
             agents=given("agents"),
@@ -129,6 +133,7 @@ class RunFlags:
             visibility=given("visibility"),
             context=tuple(given("context") or ()),
             in_flight_policy=InFlightPolicy(policy) if policy is not None else None,
+            loop=LoopKind(loop) if loop is not None else None,
             timeout=given("timeout"),
             model=given("model"),
             permission_mode=(
@@ -313,6 +318,9 @@ def resolve(flags: RunFlags) -> ResolvedConfig:
     if flags.permission_mode is not None:
         permissions = attrs.evolve(config.permissions, mode=flags.permission_mode)
         config = attrs.evolve(config, permissions=permissions)
+    if flags.loop is not None:
+        agents = tuple(attrs.evolve(agent, loop=flags.loop) for agent in config.agents)
+        config = attrs.evolve(config, agents=agents)
     unpriced: tuple[str, ...] = ()
     unmetered: tuple[str, ...] = ()
     if flags.max_cost is not None:

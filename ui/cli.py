@@ -34,7 +34,8 @@ Handler = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
 _EXIT_CODES_HELP = """\
 exit codes: 0 completed, 1 failed (no answer, or an internal error), 2 usage/config error,
             3 timed out (best answer so far printed, if any), 4 paused (a question needs the
-            user: conclave resume), 130 cancelled (Ctrl+C, SIGHUP), 143 terminated (SIGTERM);
+            user: conclave resume), 5 max iterations (a PAOR agent's progress report printed),
+            130 cancelled (Ctrl+C, SIGHUP), 143 terminated (SIGTERM);
             see docs/exit-codes.md"""
 
 

@@ -26,6 +26,10 @@ class ExitCode(enum.IntEnum):
     """Paused: an agent needs the user (``--on-question pause``). The question is in the JSON
     result (``pending_question``) and in ``question.json`` in the run's log directory;
     ``conclave resume RUN_DIR --answer VALUE`` goes on with the answer."""
+    MAX_ITERATIONS = 5
+    """A PAOR agent ran out of iterations (``paor.max_iterations``) before its goal was
+    achieved: its progress report (what was done, what is left, the last observations) is
+    the answer printed."""
     CANCELLED = 130
     """Ctrl+C (SIGINT) or SIGHUP; the best answer so far is printed, or nothing if the run
     had not started."""

@@ -34,6 +34,7 @@ from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, Q
 from conclave.actors.human.questions import ReplySource
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
+from conclave.actors.paor.events import CorrectionApplied, PaorFinished, PaorStateChanged
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
@@ -131,6 +132,18 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return _one_line(f"{event.agent}'s question answered by {who}: {event.answer}")
     if isinstance(event, AssumptionRecorded):
         return _one_line(f"{event.agent} assumed: {event.question} -> {event.assumption}")
+    if isinstance(event, PaorStateChanged):
+        return (
+            f"{event.agent} paor iteration {event.iteration}: "
+            f"{event.source.value} -> {event.target.value}"
+        )
+    if isinstance(event, CorrectionApplied):
+        return _one_line(
+            f"{event.agent} paor iteration {event.iteration}: correction applied at step "
+            f"{event.step}: {event.correction}"
+        )
+    if isinstance(event, PaorFinished):
+        return _paor_finished(event, verbose=verbose)
     if isinstance(event, RunEnded):
         return f"run ended: {event.termination}" + (
             f", winner {event.winner}" if event.winner else ""
@@ -245,6 +258,17 @@ def _tool_finished(event: ToolCallFinished, *, verbose: bool) -> str:
     if not verbose or not body.strip():
         return line
     return line + "".join(f"\n    | {text}" for text in body.splitlines())
+
+
+def _paor_finished(event: PaorFinished, *, verbose: bool) -> str:
+    """The round's end and its summary's first line; with ``verbose``, the whole summary and
+    every plan, observation and reflection, indented."""
+    summary = event.summary.splitlines()[0] if event.summary else ""
+    line = f"{event.agent} paor {event.end.value} after {event.iterations} iterations: {summary}"
+    if not verbose:
+        return line
+    body = [*event.summary.splitlines()[1:], *event.detail.splitlines()]
+    return line + "".join(f"\n    | {text}" for text in body)
 
 
 def usage_unknown(event: Event, view: RunView) -> str | None:

@@ -13,11 +13,12 @@ from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import AnswerView, SubmitAnswer, SubmitVote
 from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.loop import Transcript
+from conclave.actors.paor.corrections import Corrections
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
 from conclave.actors.workspace.grants import AgentWorkspace
 from conclave.config.modes import CollaborationMode
-from conclave.config.schema import OrchestratorConfig
+from conclave.config.schema import LoopKind, OrchestratorConfig, PaorConfig
 from conclave.runtime import Address
 
 __all__ = ["AgentMemory", "AgentSetup", "AgentStatus"]
@@ -55,6 +56,11 @@ class AgentSetup:
     questions: QuestionDesk | None = None
     """Where the agent's questions go (the run's one desk); ``None``: questions are off and
     the agent is offered neither ``ask_user`` nor ``record_assumption``."""
+    loop: LoopKind = LoopKind.FREE
+    """How its answer rounds run (``paor``: :mod:`actors.agent.paor_round`)."""
+    paor: PaorConfig = attrs.Factory(PaorConfig)
+    corrections: Corrections | None = None
+    """The run's box of the user's corrections (a PAOR round takes its own from it)."""
     halted: trio.Event = attrs.Factory(trio.Event)
     """Set when the run ends before coordination did (timeout, Ctrl+C, failure): start
     nothing new, whatever arrives (mail queued before the run's ``StopWork``, or a start

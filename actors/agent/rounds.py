@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import partial
 
-import attrs
 import trio
 
 from conclave.actors.agent.asking import (
@@ -39,9 +38,12 @@ from conclave.actors.agent.asking import (
 )
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
+from conclave.actors.agent.paor_round import paor_round, runs_paor
+from conclave.actors.agent.progress_report import out_of_steps_report, submit_answer
 from conclave.actors.agent.protocol import RoundOutcome
 from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.round_tools import RoundTools
+from conclave.actors.agent.settled import Settled
 from conclave.actors.agent.telemetry import CallEvents, StreamEvents
 from conclave.actors.agent.transcript_log import TranscriptLog
 from conclave.actors.coordination.label import Label
@@ -102,15 +104,6 @@ SHORTER = 4
 _STALE_VOTE = "Newer answers exist; they follow. Look at them, then vote again or answer."
 
 
-@attrs.frozen(kw_only=True)
-class Settled:
-    """How a round's work ended: what was accepted (``label``), or why it failed."""
-
-    outcome: RoundOutcome
-    label: str | None = None
-    reason: str = ""
-
-
 Work = Callable[[], Awaitable[Settled]]
 
 
@@ -127,7 +120,9 @@ class Rounds:
         self.stream = StreamEvents(context, setup.agent)
         orchestrator = setup.orchestrator
         self.budget = LoopBudget(
-            max_tries=orchestrator.max_tries_per_round, call_timeout=orchestrator.call_timeout
+            max_steps=orchestrator.max_steps_per_round,
+            max_tries=orchestrator.max_tries_per_round,
+            call_timeout=orchestrator.call_timeout,
         )
 
     # -- rounds -----------------------------------------------------------------------------
@@ -166,6 +161,8 @@ class Rounds:
         return await self._run(workflow, policy)
 
     async def _run(self, workflow: tuple[ToolSchema, ...], policy: InFlightPolicy) -> Settled:
+        if runs_paor(self.setup.loop, workflow):
+            return await paor_round(self, policy)
         memory = self.memory
         transcript = memory.transcript
         assert transcript is not None
@@ -182,9 +179,7 @@ class Rounds:
                 terminal=AskingTerminal(WorkflowTerminal()),
                 budget=self.budget,
                 checkpoint=checkpoint,
-                observer=_Health(
-                    CallEvents(self.context, self.setup.agent, CallPurpose.ROUND), self._health
-                ),
+                observer=self.observer(),
                 sink=self.stream,
                 # Every step of a round calls a tool (its own, or the workflow call that ends
                 # it): where the server takes it, a reply without one is never generated.
@@ -207,10 +202,27 @@ class Rounds:
                 settled = self._failed_try(transcript, outcome.error)
             elif outcome.end is LoopEnd.ABORTED:
                 settled = Settled(outcome=RoundOutcome.STALE)
+            elif outcome.end is LoopEnd.STEPS_EXHAUSTED and _answers(workflow):
+                content = out_of_steps_report(transcript.messages, self.budget.max_steps)
+                reason = f"the round used all {self.budget.max_steps} of its steps"
+                settled = await submit_answer(self, content, "out-of-steps", policy, reason)
             else:
                 settled = Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
             if settled is not None:
                 return settled
+
+    def observer(self) -> LoopObserver:
+        """A round's observer: its calls' events, and the agent's health."""
+        return _Health(CallEvents(self.context, self.setup.agent, CallPurpose.ROUND), self._health)
+
+    async def submit(
+        self, call: NewAnswer | Vote, reply: ChatMessage, policy: InFlightPolicy
+    ) -> Settled | None:
+        """Submit a round's result (a PAOR round's summary); ``None``: it was refused and
+        tries remain."""
+        transcript = self.memory.transcript
+        assert transcript is not None
+        return await self._submit(call, reply, transcript, policy)
 
     def _health(self, error: str | None) -> None:
         """Tell the coordinator when this agent's calls start failing (and each failure
@@ -546,6 +558,10 @@ def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:
         ChatMessage(role="tool", content=f"Error: {error}", tool_call_id=call.id)
         for call in reply.tool_calls
     ]
+
+
+def _answers(workflow: tuple[ToolSchema, ...]) -> bool:
+    return any(t.name == "new_answer" for t in workflow)
 
 
 def _given_order(view: AnswerView) -> tuple[int, Label]:

@@ -39,6 +39,8 @@ from conclave.actors.coordination.state import Answer
 from conclave.actors.events.base import DomainEvent
 from conclave.actors.events.loop import LlmRetry, LlmTryFailed, ToolCallFinished, ToolCallStarted
 from conclave.actors.llm.protocol import CallOutcome
+from conclave.actors.paor.events import PaorStateChanged
+from conclave.actors.paor.state import PaorPhase
 from conclave.actors.planning.progress import PlanExecutionStarted, PlanStepUpdated, StepProgress
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.termination import Termination
@@ -97,8 +99,19 @@ class AgentView:
     tool: str | None = None
     """The tool it is running now."""
     tool_calls: int = 0
+    paor_phase: PaorPhase | None = None
+    """The phase of its PAOR round (``loop: paor``); ``None`` for a free loop's agent."""
+    paor_iteration: int = 0
     excluded: str | None = None
     """Why it was excluded, if it was."""
+
+    def paor_status(self) -> str | None:
+        """``acting, iteration 2`` while a PAOR round is in a phase; ``None`` when the agent
+        runs no PAOR round, or its round has ended."""
+        phase = self.paor_phase
+        if phase is None or phase in (PaorPhase.COMPLETE, PaorPhase.FAILED, PaorPhase.IDLE):
+            return None
+        return f"{phase.value.replace('_', ' ')}, iteration {self.paor_iteration}"
 
     def elapsed(self, now: float) -> float:
         """Seconds it has been working, as of ``now`` (a time on the run's clock)."""
@@ -234,6 +247,9 @@ class RunView:
         agent = self._agent(event.agent)
         self.agents[event.agent] = attrs.evolve(agent, tool=None, tool_calls=agent.tool_calls + 1)
 
+    def _paor_moved(self, event: PaorStateChanged) -> None:
+        self._update(event.agent, paor_phase=event.target, paor_iteration=event.iteration)
+
     def _answer_added(self, event: AnswerAdded) -> None:
         self.answers.append(Answer(label=event.label, agent=event.agent, content=event.content))
         self._update(event.agent, answer=event.label)
@@ -314,6 +330,7 @@ _STEPS: dict[type[Event], Callable[[RunView, Any], None]] = {
     ToolCallStarted: RunView._tool_started,
     ToolCallFinished: RunView._tool_finished,
     AnswerAdded: RunView._answer_added,
+    PaorStateChanged: RunView._paor_moved,
     VoteAdded: RunView._vote_added,
     VotesCleared: RunView._votes_cleared,
     AgentExcluded: RunView._agent_excluded,

@@ -17,6 +17,8 @@ Tool-using policies: before its workflow call (and before a presentation's text)
 makes its configured tool steps, one per call. Which step is next is counted from the step
 results already in the transcript, not kept in the backend, so an agent restarted mid-round
 (its transcript survives in its memory) goes on with the next step, never repeats one.
+In a PAOR round (``loop: paor``) the same steps are planned, made and reflected on
+(:mod:`actors.llm.scripted_paor`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from conclave.actors.llm.protocol import (
     Usage,
 )
 from conclave.actors.llm.scripted_interactive import interactive_reply
+from conclave.actors.llm.scripted_paor import in_paor, paor_phase_reply
 from conclave.actors.llm.scripted_summary import summary_reply
 from conclave.actors.llm.scripted_timer import sleep_until
 from conclave.actors.planning.progress import UPDATE_PLAN
@@ -124,6 +127,20 @@ class ScriptedBackend:
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
         done = sum(1 for m in request.messages if _is_step_result(m))
+        if view.presentation is None and in_paor(request.messages):
+            steps = policy.tool_steps
+            failed = sum(
+                1 for m in request.messages if _is_step_result(m) and m.content.startswith("Error:")
+            )
+            message = (
+                paor_phase_reply(
+                    steps, offered, done, failed, self._call_id(), self.compose(view, revision=1)
+                )
+                or self._step(steps, offered, done, view, 1)
+                or ChatMessage(role="assistant", content="Nothing more to do.")
+            )
+            await _stream(message.content if sink is not None else "", end, sink)
+            return Completion(message=message, usage=_usage(request, message))
         if view.presentation is not None:
             won = Label.parse(view.own_label).seq if view.own_label else 1
             step = self._step(policy.presentation_tool_steps, offered, done, view, won)

@@ -43,7 +43,7 @@ from conclave.actors.loop.terminals import Final, Proceed, Terminal, Violation
 from conclave.actors.loop.transcript import Transcript
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 
-__all__ = ["CallOutcome", "LoopEnd", "LoopObserver", "LoopOutcome", "feedback", "run_loop"]
+__all__ = ["QUIET", "CallOutcome", "LoopEnd", "LoopObserver", "LoopOutcome", "feedback", "run_loop"]
 
 T = TypeVar("T")
 
@@ -101,7 +101,8 @@ class _Quiet:
         return None
 
 
-_QUIET = _Quiet()
+QUIET: LoopObserver = _Quiet()
+"""Hears nothing: for loops nobody records."""
 
 
 async def run_loop(
@@ -112,7 +113,7 @@ async def run_loop(
     terminal: Terminal[T],
     budget: LoopBudget,
     checkpoint: Checkpoint | None = None,
-    observer: LoopObserver = _QUIET,
+    observer: LoopObserver = QUIET,
     sink: CompletionSink | None = None,
     purpose: CallPurpose = CallPurpose.ROUND,
     tool_choice: ToolChoice = ToolChoice.AUTO,

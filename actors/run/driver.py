@@ -54,6 +54,7 @@ from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.llm.redaction import Redactor
+from conclave.actors.paor.corrections import Corrections
 from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
@@ -251,6 +252,7 @@ async def _open_run(
                 state,
                 memories,
                 handle.halted,
+                handle.corrections,
                 _desk(spec, handle),
                 backends,
                 services,
@@ -347,6 +349,7 @@ async def _start(
     state: CoordinationState,
     memories: dict[str, AgentMemory],
     halted: trio.Event,
+    corrections: Corrections,
     desk: QuestionDesk | None,
     backends: Callable[[AgentConfig], Awaitable[LLMBackend]],
     services: RunServices,
@@ -371,6 +374,7 @@ async def _start(
             backend,
             tooling,
             halted,
+            corrections,
             agents_supervisor,
             transcript,
             desk,
@@ -492,6 +496,7 @@ def _spawn_agent(
     backend: LLMBackend,
     tooling: AgentTooling,
     halted: trio.Event,
+    corrections: Corrections,
     supervisor: Supervisor,
     transcript: TranscriptFile | None,
     desk: QuestionDesk | None,
@@ -511,6 +516,9 @@ def _spawn_agent(
         transcript=transcript,
         questions=desk,
         executing_plan=read_execution_task(spec.task) is not None,
+        loop=agent.loop,
+        paor=agent.paor,
+        corrections=corrections,
         halted=halted,
     )
     memory = AgentMemory()

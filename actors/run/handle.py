@@ -27,6 +27,7 @@ from conclave.actors.coordination.protocol import (
 )
 from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.human.unanswered import OnQuestion
+from conclave.actors.paor.corrections import Corrections
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import RunResult, RunStats
@@ -80,6 +81,8 @@ class RunHandle:
         self._actors_started = False
         self._result: RunResult | None = None
         self._ended = trio.Event()
+        self.corrections = Corrections(tuple(agent.id for agent in spec.config.agents))
+        """The user's corrections on their way to the PAOR agents (:meth:`correct`)."""
         self._halted = trio.Event()
 
     @property
@@ -93,6 +96,12 @@ class RunHandle:
     def cancel(self) -> None:
         """End the run now; :meth:`result` returns what exists with ``termination="cancelled"``."""
         self._end_with(Termination.CANCELLED)
+
+    def correct(self, text: str, agent: str | None = None) -> None:
+        """A correction from the user for ``agent`` (``None``: every agent): a PAOR agent
+        takes it at its next step boundary, records ``CorrectionApplied``, and its next plan
+        accounts for it. Raises ``ValueError`` for an unknown agent or an empty text."""
+        self.corrections.put(text, agent)
 
     def fail(self, reason: str) -> None:
         """End the run now as ``failed`` because of ``reason``, unless it is ending already.
@@ -164,6 +173,8 @@ class RunHandle:
                 final, winner = best.content, best.agent
                 decided_by = BEST_SO_FAR[termination]
         stats = self.stats
+        if termination is Termination.COMPLETED and winner in stats.paor_limited:
+            termination = Termination.MAX_ITERATIONS
         usage = self._usage.usage()
         services = self._services
         workspaces = services.workspaces if services is not None else None

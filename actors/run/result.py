@@ -18,6 +18,8 @@ from conclave.actors.coordination.state import Answer
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, QuestionAsked
 from conclave.actors.human.questions import Assumption, PendingQuestion, Question
 from conclave.actors.llm.protocol import CallOutcome
+from conclave.actors.paor.events import PaorFinished
+from conclave.actors.paor.report import PaorEnd
 from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.actors.run.usage import RunUsage
 from conclave.actors.workspace.writes import Writes
@@ -97,6 +99,8 @@ class RunStats:
         self.dead_letters = 0
         self.assumptions: list[Assumption] = []
         self.pending_question: PendingQuestion | None = None
+        self.paor_limited: set[str] = set()
+        """Agents whose last PAOR round ran out of iterations."""
         """The last question asked and not yet answered."""
 
     def record(self, event: Event) -> None:
@@ -148,6 +152,13 @@ class RunStats:
         if pending is not None and pending.question_id == event.question_id:
             self.pending_question = None
 
+    def _paor_finished(self, event: Event) -> None:
+        assert isinstance(event, PaorFinished)
+        if event.end is PaorEnd.MAX_ITERATIONS:
+            self.paor_limited.add(event.agent)
+        else:
+            self.paor_limited.discard(event.agent)
+
     def _assumption(self, event: Event) -> None:
         assert isinstance(event, AssumptionRecorded)
         self.assumptions.append(
@@ -165,4 +176,5 @@ _COUNTERS: dict[type[Event], Callable[[RunStats, Event], None]] = {
     QuestionAsked: RunStats._question_asked,
     QuestionAnswered: RunStats._question_answered,
     AssumptionRecorded: RunStats._assumption,
+    PaorFinished: RunStats._paor_finished,
 }

@@ -23,6 +23,9 @@ class Termination(enum.StrEnum):
     """Coordination produced no answer, or something inside the run broke (escalation to
     the root supervisor, an unexpected exception): ``failure_reason`` says which."""
     PAUSED = "paused"
+    MAX_ITERATIONS = "max_iterations"
+    """The winning answer is a PAOR round's progress report: it ran out of iterations
+    (``paor.max_iterations``) before its goal was achieved."""
     """An agent asked a question nobody could answer then (``--on-question pause``): the
     result's ``pending_question`` names it; ``conclave resume`` goes on with the answer."""
 

@@ -12,6 +12,7 @@ from conclave.config.schema.orchestrator import (
     OrchestratorConfig,
     parse_visibility,
 )
+from conclave.config.schema.paor import LoopKind, PaorConfig
 from conclave.config.schema.root import ConclaveConfig, default_config
 
 __all__ = [
@@ -20,8 +21,10 @@ __all__ = [
     "ConclaveConfig",
     "FinalAnswerStrategy",
     "InFlightPolicy",
+    "LoopKind",
     "Misbehaviour",
     "OrchestratorConfig",
+    "PaorConfig",
     "ScriptedBackendConfig",
     "default_config",
     "parse_visibility",

@@ -10,6 +10,7 @@ from conclave.config.schema.backends import BackendConfig, ScriptedBackendConfig
 from conclave.config.schema.checks import InvalidValue
 from conclave.config.schema.endpoint import HttpBackendConfig, Price
 from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
+from conclave.config.schema.paor import LoopKind, PaorConfig
 
 __all__ = ["AgentConfig", "price_of"]
 
@@ -37,6 +38,10 @@ class AgentConfig:
         default=(), validator=check_unique_servers
     )
     """MCP servers only this agent is offered, besides the top-level ones."""
+    loop: LoopKind = LoopKind.FREE
+    """How the agent's answer rounds run: one free tool loop, or plan-act-observe-reflect."""
+    paor: PaorConfig = attrs.field(factory=PaorConfig)
+    """The plan-act-observe-reflect loop's limits (used with ``loop: paor``)."""
 
 
 def price_of(agent: AgentConfig) -> Price | None:

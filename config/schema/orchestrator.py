@@ -11,6 +11,7 @@ from conclave.config.limits import (
     MAX_ANSWERS,
     MAX_PREVIEW_CHARS,
     MAX_QUIET_PERIOD_S,
+    MAX_STEPS,
     MAX_TIMEOUT_S,
     MAX_TRIES,
 )
@@ -93,6 +94,10 @@ class OrchestratorConfig:
     """Failed tries before an agent is excluded: a failed call (after its request's own
     retries, ``max_retries``) or a reply that broke the rules. After a failed call the next
     try waits (exponential back-off with full jitter: up to 1 s, 2 s, 4 s... 30 s)."""
+    max_steps_per_round: int = attrs.field(default=25, validator=whole(1, MAX_STEPS))
+    """LLM calls one round (or, in a PAOR round, one phase) may make. A round that uses them
+    all without finishing ends with a progress report as its answer (the tool calls it made
+    and what the last returned) instead of excluding the agent."""
     failing_agent_grace: float | None = attrs.field(
         default=15.0, validator=seconds(high=MAX_TIMEOUT_S, zero=True, optional=True)
     )

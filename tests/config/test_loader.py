@@ -227,8 +227,8 @@ def test_a_config_without_agents_says_the_key_is_missing() -> None:
         (
             "agents: [scripted]",
             "agents[0]",
-            "expected a mapping (keys: id, persona, system_prompt, backend, mcp_servers), "
-            "got 'scripted'",
+            "expected a mapping (keys: id, persona, system_prompt, backend, mcp_servers, loop, "
+            "paor), got 'scripted'",
         ),
         (
             "agents: [{id: a, backend: scripted}]",

@@ -154,7 +154,7 @@ def _completions(text: str) -> list[str]:
 
 def test_slash_commands_complete_by_prefix() -> None:
     assert _completions("/mo") == ["/mode"]
-    assert _completions("/c") == ["/cost", "/clear", "/compact"]
+    assert _completions("/c") == ["/cost", "/clear", "/compact", "/correct"]
 
 
 def test_mode_names_and_agent_ids_complete_after_their_command() -> None:

@@ -13,6 +13,7 @@ from conclave.ui.serve.protocol import (
     Cancel,
     ClientMessage,
     Continue,
+    Correct,
     ErrorCode,
     ErrorFrame,
     Override,
@@ -47,6 +48,7 @@ EVERY_MESSAGE: list[ClientMessage] = [
     Override(run_id="run-1", agent="agent-3"),
     Continue(run_id="run-1"),
     Answer(run_id="run-1", question_id="q1", value="keep", request_id="r2"),
+    Correct(run_id="run-1", text="search only in src/utils", agent="agent-1"),
 ]
 
 

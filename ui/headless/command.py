@@ -64,6 +64,7 @@ _EXIT = {
     Termination.MAX_COST: ExitCode.TIMEOUT,  # a limit reached, as a timeout is
     Termination.CANCELLED: ExitCode.CANCELLED,
     Termination.PAUSED: ExitCode.PAUSED,
+    Termination.MAX_ITERATIONS: ExitCode.MAX_ITERATIONS,
 }
 
 

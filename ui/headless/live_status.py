@@ -63,7 +63,9 @@ def agent_state(agent: AgentView) -> str:
     if status is AgentStatus.WORKING:
         if agent.tool:
             return f"tool {agent.tool}"
-        return "retrying" if agent.failing is not None else "thinking"
+        if agent.failing is not None:
+            return "retrying"
+        return agent.paor_status() or "thinking"
     if status in _ANSWERED:
         return f"answered {agent.answer}" if agent.answer else "answered"
     if status is AgentStatus.VOTED:

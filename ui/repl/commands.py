@@ -15,7 +15,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion, Path
 from prompt_toolkit.document import Document
 
 from conclave.config.modes import AgentMode, CollaborationMode
-from conclave.ui.repl.protocol import ClearHistory
+from conclave.ui.repl.protocol import ClearHistory, Correct
 from conclave.ui.repl.session_commands import compact_command, resume_command
 from conclave.ui.repl.state import BUSY, Dialog, ReplState
 
@@ -149,6 +149,19 @@ def _clear(repl: Repl, argument: str) -> None:
     repl.say("new conversation: earlier turns are forgotten")
 
 
+def _correct(repl: Repl, argument: str) -> None:
+    """``/correct [@ID] TEXT``: a correction for the running run's PAOR agents."""
+    agent: str | None = None
+    text = argument.strip()
+    if text.startswith("@"):
+        agent, _, text = text[1:].partition(" ")
+        text = text.strip()
+    if not text or agent == "":
+        repl.say("usage: /correct [@ID] TEXT  (e.g. /correct @worker search only in src/utils)")
+        return
+    repl.send(Correct(text=text, agent=agent))
+
+
 def _help(repl: Repl, argument: str) -> None:
     lines = ["commands:"]
     lines += [f"  {command.usage:<16} {command.help}" for command in COMMANDS]
@@ -243,6 +256,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
         usage="/compact [TEXT]",
         help="summarise older turns to shorten prompts; TEXT: what the summary keeps",
         run=compact_command,
+    ),
+    SlashCommand(
+        name="correct",
+        usage="/correct [@ID] TEXT",
+        help="correct the running run's PAOR agents (or agent ID); the next plan follows it",
+        run=_correct,
     ),
     SlashCommand(name="help", usage="/help", help="commands and keys", run=_help),
     SlashCommand(name="quit", usage="/quit", help="cancel any run and quit", run=_quit),

@@ -13,6 +13,7 @@ __all__ = [
     "Command",
     "Compact",
     "Continue",
+    "Correct",
     "Override",
     "Quit",
     "Resume",
@@ -70,8 +71,16 @@ class Resume:
 
 
 @attrs.frozen(kw_only=True)
+class Correct:
+    """``/correct``: a correction for the running run's PAOR agents (``agent``, or all)."""
+
+    text: str
+    agent: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Quit:
     """Cancel any run, wait until its log is closed, and end the service."""
 
 
-Command = Submit | Cancel | Override | Continue | ClearHistory | Compact | Resume | Quit
+Command = Submit | Cancel | Override | Continue | ClearHistory | Compact | Resume | Correct | Quit

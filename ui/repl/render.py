@@ -109,6 +109,8 @@ def agent_line(agent: AgentView) -> str:
         return (
             f"retrying after {agent.failed_tries} failed {tries}: {' '.join(agent.failing.split())}"
         )
+    if status is AgentStatus.WORKING and (phase := agent.paor_status()) is not None:
+        return phase
     if status is AgentStatus.WORKING:
         return f"thinking (round {agent.round})" if agent.round > 1 else "thinking"
     if status is AgentStatus.RESTARTING:

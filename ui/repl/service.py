@@ -61,6 +61,7 @@ from conclave.ui.repl.protocol import (
     Command,
     Compact,
     Continue,
+    Correct,
     Override,
     Quit,
     Resume,
@@ -297,6 +298,20 @@ class ReplService:
 
         self._post(apply)
 
+    def _correct(self, command: Correct) -> None:
+        """Pass a correction to the running run's PAOR agents, or say why not."""
+        handle = self._handle
+        if handle is None:
+            self.tell("no run is going: /correct corrects the PAOR agents of a running run")
+            return
+        try:
+            handle.correct(command.text, command.agent)
+        except ValueError as exc:
+            self.tell(str(exc))
+            return
+        who = command.agent or "every agent"
+        self.tell(f"correction sent to {who}; PAOR agents take it at their next step")
+
     def tell(self, notice: str) -> None:
         state = self.state
         self._post(lambda: state.tell(notice))
@@ -356,6 +371,8 @@ class ReplService:
                 return
             assert self._nursery is not None
             self._nursery.start_soon(self._decide, handle, command)
+        elif isinstance(command, Correct):
+            self._correct(command)
         elif isinstance(command, ClearHistory):
             self._history = []
             self.show(history=[])

@@ -51,6 +51,7 @@ __all__ = [
     "ClientMessage",
     "CloseCode",
     "Continue",
+    "Correct",
     "ErrorCode",
     "ErrorFrame",
     "Override",
@@ -158,6 +159,14 @@ def _answer_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
         raise ValueError(f"value is {size:,} bytes; the limit is {MAX_TASK_BYTES:,}")
 
 
+def _correction_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
+    if not value.strip():
+        raise ValueError("text is empty; say what the agent should change")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_TASK_BYTES:
+        raise ValueError(f"text is {size:,} bytes; the limit is {MAX_TASK_BYTES:,}")
+
+
 # ------------------------------------------------------------------------------ client
 
 
@@ -260,11 +269,34 @@ class Answer(_Client):
     value: str = attrs.field(validator=_answer_text)
 
 
-ClientMessage = Auth | StartRun | Subscribe | Unsubscribe | Cancel | Override | Continue | Answer
+@attrs.frozen(kw_only=True)
+class Correct(_Client):
+    """A correction for the run's PAOR agents (``agent``, or every agent): taken at each
+    agent's next step boundary; its next plan accounts for it (docs/paor.md)."""
+
+    type: ClassVar[str] = "correct"
+    run_id: str
+    text: str = attrs.field(validator=_correction_text)
+    agent: str | None = None
+
+
+ClientMessage = (
+    Auth | StartRun | Subscribe | Unsubscribe | Cancel | Override | Continue | Answer | Correct
+)
 
 _CLIENT: dict[str, type[_Client]] = {
     cls.type: cls
-    for cls in (Auth, StartRun, Subscribe, Unsubscribe, Cancel, Override, Continue, Answer)
+    for cls in (
+        Auth,
+        StartRun,
+        Subscribe,
+        Unsubscribe,
+        Cancel,
+        Override,
+        Continue,
+        Answer,
+        Correct,
+    )
 }
 
 
@@ -353,7 +385,7 @@ class Verdict(_Server):
     run_id: str
     request_id: str | None
     decision: str
-    """``override``, ``continue`` or ``answer``."""
+    """``override``, ``continue``, ``answer`` or ``correct``."""
     agent: str | None
     """The agent chosen by ``override``, or the one whose question was answered."""
     accepted: bool

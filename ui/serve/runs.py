@@ -48,6 +48,7 @@ from conclave.ui.progress import RunClock, StreamJson
 from conclave.ui.serve.feed import Capture, RunFeed
 from conclave.ui.serve.protocol import (
     Answer,
+    Correct,
     ErrorCode,
     OverrideWindow,
     ProtocolError,
@@ -217,6 +218,28 @@ class ServedRun:
         except ConclaveRuntimeError:
             return False, "the run ended before the decision reached it"
         return verdict.accepted, verdict.error
+
+    def correct(self, message: Correct) -> Verdict:
+        """Pass a correction to the run's PAOR agents: the verdict says whether it was
+        taken, and if not, why (the run has not started or has ended, no such agent)."""
+        handle, error = self.handle, None
+        if self.result is not None:
+            error = "the run has ended"
+        elif handle is None:
+            error = "the run has not started yet; wait for its run_started line"
+        else:
+            try:
+                handle.correct(message.text, message.agent)
+            except ValueError as exc:
+                error = str(exc)
+        return Verdict(
+            run_id=self.run_id,
+            request_id=message.request_id,
+            decision=message.type,
+            agent=message.agent,
+            accepted=error is None,
+            error=error,
+        )
 
     def answer(self, message: Answer) -> Verdict:
         """Answer the open question: the verdict names the asking agent, or says why the

@@ -63,6 +63,7 @@ from conclave.ui.serve.protocol import (
     ClientMessage,
     CloseCode,
     Continue,
+    Correct,
     ErrorCode,
     ErrorFrame,
     Override,
@@ -423,6 +424,8 @@ class Session:
             self.reply(Ack(request="cancel", run_id=message.run_id, request_id=rid))
         elif isinstance(message, Answer):
             self.reply(registry.get(message.run_id, request_id=rid).answer(message))
+        elif isinstance(message, Correct):
+            self.reply(registry.get(message.run_id, request_id=rid).correct(message))
         elif isinstance(message, Override | Continue):
             run = registry.get(message.run_id, request_id=rid)
             assert self._nursery is not None

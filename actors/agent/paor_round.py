@@ -1,0 +1,113 @@
+"""An answer round run as Plan-Act-Observe-Reflect (an agent with ``loop: paor``).
+
+Only rounds that may answer and not vote run PAOR: a vote is one judgement, not a task to
+work through. The round's transcript starts from the usual round prompt, with a note on how
+the iterations work; :class:`~actors.paor.driver.PaorLoop` runs them with the agent's own
+tools (``ask_user`` among them when the agent may ask). Its summary is submitted as the
+round's ``new_answer``: the concise one by default. A round that hit ``max_iterations``
+submits its progress report, and the run ends ``max_iterations`` when that answer wins
+(exit 5). A round that failed (its model unreachable, its tries spent) fails as any round
+does: the agent is excluded.
+
+Cancellation: as for any round (see :mod:`actors.agent.rounds`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from conclave.actors.agent.asking import AskingTools, may_ask, own_tools
+from conclave.actors.agent.progress_report import submit_answer
+from conclave.actors.agent.protocol import RoundOutcome
+from conclave.actors.agent.round_tools import RoundTools
+from conclave.actors.agent.settled import Settled
+from conclave.actors.human.questions import Question, reply_text
+from conclave.actors.llm.protocol import ChatMessage, ToolSchema
+from conclave.actors.paor.driver import PaorLoop
+from conclave.actors.paor.events import CorrectionApplied, PaorFinished, PaorStateChanged
+from conclave.actors.paor.prompts import PAOR_NOTE
+from conclave.actors.paor.report import PaorEnd
+from conclave.actors.paor.state import PaorPhase
+from conclave.config.schema import InFlightPolicy, LoopKind
+
+if TYPE_CHECKING:
+    from conclave.actors.agent.rounds import Rounds
+
+__all__ = ["paor_round", "runs_paor"]
+
+
+def runs_paor(loop: LoopKind, workflow: tuple[ToolSchema, ...]) -> bool:
+    """Whether a round with these workflow tools runs PAOR: the agent's loop is ``paor``
+    and the round may answer but not vote."""
+    names = {t.name for t in workflow}
+    return loop is LoopKind.PAOR and "new_answer" in names and "vote" not in names
+
+
+async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
+    """Run the round's iterations, then submit the summary as its answer."""
+    setup, memory, context = rounds.setup, rounds.memory, rounds.context
+    transcript = memory.transcript
+    assert transcript is not None
+    if not any(m.content == PAOR_NOTE for m in transcript.messages):
+        transcript.append(ChatMessage(role="user", content=PAOR_NOTE))
+    own = own_tools(setup, context, presenting=False)
+
+    def moved(source: PaorPhase, target: PaorPhase, iteration: int) -> None:
+        context.record(
+            PaorStateChanged(
+                at=trio.current_time(),
+                agent=setup.agent,
+                source=source,
+                target=target,
+                iteration=iteration,
+            )
+        )
+
+    async def ask(question: Question) -> str:
+        assert isinstance(own, AskingTools)
+        return reply_text(await own.ask(question))
+
+    def corrected(iteration: int, step: int) -> list[str]:
+        box = setup.corrections
+        texts = box.take(setup.agent) if box is not None else []
+        for text in texts:
+            context.record(
+                CorrectionApplied(
+                    at=trio.current_time(),
+                    agent=setup.agent,
+                    iteration=iteration,
+                    step=step,
+                    correction=text,
+                )
+            )
+        return texts
+
+    asks = isinstance(own, AskingTools) and may_ask(setup, presenting=False)
+    loop = PaorLoop(
+        backend=rounds.backend,
+        tools=RoundTools((), own, context=context, agent=setup.agent),
+        budget=rounds.budget,
+        settings=setup.paor,
+        on_move=moved,
+        ask=ask if asks else None,
+        observer=rounds.observer(),
+        sink=rounds.stream,
+        corrections=corrected,
+    )
+    outcome = await loop.run(transcript)
+    summary = outcome.summary()
+    context.record(
+        PaorFinished(
+            at=trio.current_time(),
+            agent=setup.agent,
+            end=outcome.end,
+            iterations=outcome.iterations,
+            summary=summary,
+            detail=outcome.summary(verbose=True).removeprefix(summary).strip("\n"),
+        )
+    )
+    if outcome.end is PaorEnd.FAILED:
+        return Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
+    return await submit_answer(rounds, summary, "paor", policy, "the PAOR round ended")

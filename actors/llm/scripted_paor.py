@@ -1,0 +1,78 @@
+"""The scripted backend's PAOR policy: plan the configured tool steps, make them, reflect.
+
+In a PAOR round (its transcript holds :data:`~actors.paor.prompts.PAOR_NOTE`) the script
+answers each phase as a model would: offered ``submit_plan`` alone, it plans one step per
+configured tool step; while acting, it makes the next tool step (counted from the step
+results in the transcript, as in a free round) and, when all are made, says so in text;
+offered ``reflect`` alone, it reports what it did and that the goal is achieved once every
+step is made and none failed (a failed step is not retried: the round then runs until
+``max_iterations``, which is how a test makes one). With no tool steps it reflects once,
+reporting the answer it would give in a free round (so a panel's answers differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+
+from conclave.actors.llm.protocol import ChatMessage, ToolCall
+from conclave.actors.paor.prompts import PAOR_NOTE
+from conclave.config.schema.backends import ToolStep
+
+__all__ = ["in_paor", "paor_phase_reply"]
+
+
+def in_paor(messages: Sequence[ChatMessage]) -> bool:
+    return any(m.role == "user" and m.content == PAOR_NOTE for m in messages)
+
+
+def paor_phase_reply(
+    steps: Sequence[ToolStep],
+    offered: set[str],
+    done: int,
+    failed: int,
+    call_id: str,
+    answer: str,
+) -> ChatMessage | None:
+    """The reply for the phase the offered tools show; ``None`` while acting with a step
+        left (the caller makes it, as in a free round). ``failed``: how many of the steps made
+        failed (a failed step keeps the goal from being achieved). ``answer``: what the script
+    would answer in a free round, the progress it reports when it has no steps to make."""
+    if offered == {"submit_plan"}:
+        plan = {
+            "goal": "carry out the task",
+            "steps": [
+                {
+                    "id": str(n),
+                    "action": f"call {step.tool}",
+                    "tools": [step.tool],
+                    "depends_on": [str(n - 1)] if n > 1 else [],
+                }
+                for n, step in enumerate(steps, 1)
+            ]
+            or [{"id": "1", "action": "answer from what I know"}],
+        }
+        return _call(call_id, "submit_plan", plan)
+    if offered == {"reflect"}:
+        made = ", ".join(step.tool for step in steps[:done]) or "no tool calls"
+        left = ", ".join(step.tool for step in steps[done:])
+        failures = f"; {failed} failed" if failed else ""
+        reflection = {
+            "goal_achieved": done >= len(steps) and not failed,
+            "progress": f"made {done} of {len(steps)} steps ({made}){failures}"
+            if steps
+            else answer,
+            "next": f"make {left}" if left else ("fix what failed" if failed else ""),
+            "stuck": False,
+            "needs_user": "",
+        }
+        return _call(call_id, "reflect", reflection)
+    if done >= len(steps):
+        return ChatMessage(role="assistant", content=f"Made the {len(steps)} planned steps.")
+    return None
+
+
+def _call(call_id: str, name: str, arguments: object) -> ChatMessage:
+    call = ToolCall(id=call_id, name=name, arguments=orjson.dumps(arguments).decode())
+    return ChatMessage(role="assistant", tool_calls=(call,))

@@ -1,0 +1,319 @@
+"""The PAOR driver: one agent's round as iterations of plan, act, observe and reflect.
+
+Each phase is the one loop engine (:func:`actors.loop.run_loop`) over the round's
+transcript, with the tools and terminal of the phase:
+
+- Planning offers only ``submit_plan`` (``ToolTerminal``); a plan that does not hold
+  together goes back to the model, as a failed try.
+- Acting offers the agent's own tools, through its executor (permissions, sandboxes and
+  plan-mode rules apply unchanged), each call recorded; a reply without tool calls ends it.
+  Running out of steps ends Acting too: Reflect sees what was done.
+- Observing makes no model call: the recorded results are shown to the model.
+- Reflecting offers only ``reflect`` (``ToolTerminal``), and its answer picks the next
+  phase: Complete, Planning again, AwaitingUser (the question goes through the run's
+  question desk, so a headless run pauses as for any question), or Failed.
+
+Each phase gets the loop budget's steps and tries afresh (the transcript's counters carry
+over the whole round, so each phase's budget is counted from where it starts).
+
+Cancellation: the round's scope cancels the phase in progress; the transcript stays whole
+(see :func:`run_loop`), and no transition is recorded for the phase not finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import attrs
+
+from conclave.actors.human.questions import Question
+from conclave.actors.llm.protocol import (
+    ChatMessage,
+    CompletionSink,
+    LLMBackend,
+    ToolCall,
+    ToolChoice,
+    ToolSchema,
+)
+from conclave.actors.loop import (
+    LoopBudget,
+    LoopEnd,
+    LoopObserver,
+    TextTerminal,
+    Transcript,
+    run_loop,
+)
+from conclave.actors.loop.checkpoint import CONTINUE, Checkpoint, CheckpointDecision, Inject
+from conclave.actors.loop.engine import QUIET
+from conclave.actors.loop.terminals import ToolTerminal
+from conclave.actors.paor.observe import Observation, RecordingTools, describe_observations
+from conclave.actors.paor.plan import SUBMIT_PLAN, BadPlan, Plan, parse_plan
+from conclave.actors.paor.reflect import REFLECT, BadReflection, Reflection, parse_reflection
+from conclave.actors.paor.report import PaorEnd, PaorOutcome
+from conclave.actors.paor.state import OnMove, PaorMachine, PaorPhase
+from conclave.actors.tools.protocol import ToolExecutor, ToolResult
+from conclave.config.schema.paor import PaorConfig
+
+__all__ = ["STUCK_AFTER", "Ask", "Corrected", "PaorLoop"]
+
+Ask = Callable[[Question], Awaitable[str]]
+"""Puts a question to the user and returns what the model should read back."""
+Corrected = Callable[[int, int], list[str]]
+"""Takes the user's corrections that arrived, given the iteration and the step."""
+
+_ACT = (
+    "Plan accepted. Act on it now: call the tools its steps name, in dependency order. "
+    "When the steps are done, reply with a short note of what you did, without a tool call."
+)
+_REPLAN = (
+    "You are stuck: the last iterations repeated the same calls and got the same results. "
+    "Make a different plan; do not repeat those calls."
+)
+STUCK_AFTER = 3
+"""Iterations running with the same calls and outputs that make a round stuck."""
+_REFLECT = "Now call reflect: is the goal achieved, what is done, what is left, are you stuck?"
+
+
+class _Only:
+    """Offers one tool, whose call ends the phase (the terminal takes it; never executed)."""
+
+    def __init__(self, schema: ToolSchema) -> None:
+        self._schemas = (schema,)
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return self._schemas
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        return ToolResult(ok=False, error=f"{call.name} ends the phase; call it alone")
+
+
+class _Failed(Exception):
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class PaorLoop:
+    """Runs one round's iterations; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        backend: LLMBackend,
+        tools: ToolExecutor,
+        budget: LoopBudget,
+        settings: PaorConfig,
+        on_move: OnMove | None = None,
+        ask: Ask | None = None,
+        observer: LoopObserver = QUIET,
+        sink: CompletionSink | None = None,
+        corrections: Corrected | None = None,
+    ) -> None:
+        self._backend = backend
+        self._tools = RecordingTools(tools)
+        self._budget = budget
+        self._settings = settings
+        self._machine = PaorMachine(on_move)
+        self._ask = ask
+        self._observer = observer
+        self._sink = sink
+        self._plans: list[Plan] = []
+        self._reflections: list[Reflection] = []
+        self._observations: list[tuple[Observation, ...]] = []
+        self._corrections = corrections
+        self._corrected = False
+        """A correction arrived since the last plan: the goal is not achieved before a plan
+        accounts for it."""
+        self._replanned = False
+        """Whether the one forced replan a stuck round gets was spent."""
+
+    async def run(self, transcript: Transcript) -> PaorOutcome:
+        """Iterate until the goal is achieved, the user is needed and cannot be asked, the
+        iterations run out, or an error ends the round."""
+        machine = self._machine
+        try:
+            while True:
+                machine.move(PaorPhase.PLANNING)
+                self._bring_in(transcript)
+                self._corrected = False
+                self._plans.append(await self._plan(transcript))
+                machine.move(PaorPhase.ACTING)
+                await self._act(transcript)
+                machine.move(PaorPhase.OBSERVING)
+                seen = self._tools.take()
+                self._observations.append(seen)
+                transcript.append(
+                    ChatMessage(role="user", content=f"{describe_observations(seen)}\n{_REFLECT}")
+                )
+                machine.move(PaorPhase.REFLECTING)
+                reflection = await self._reflect(transcript)
+                self._reflections.append(reflection)
+                if reflection.goal_achieved and not self._corrected:
+                    machine.move(PaorPhase.COMPLETE)
+                    return self._outcome(PaorEnd.GOAL_ACHIEVED)
+                question = reflection.needs_user
+                if not question and self._stuck(reflection):
+                    if not self._replanned:
+                        self._replanned = True
+                        transcript.append(ChatMessage(role="user", content=_REPLAN))
+                    else:
+                        question = _stuck_question(reflection)
+                if question:
+                    machine.move(PaorPhase.AWAITING_USER)
+                    if self._ask is None:
+                        machine.move(PaorPhase.FAILED)
+                        return self._outcome(PaorEnd.NEEDS_USER, question)
+                    answer = await self._ask(Question(question=question))
+                    transcript.append(ChatMessage(role="user", content=answer))
+                if machine.iteration >= self._settings.max_iterations:
+                    machine.move(PaorPhase.FAILED)
+                    return self._outcome(PaorEnd.MAX_ITERATIONS)
+        except _Failed as failed:
+            machine.move(PaorPhase.FAILED)
+            return self._outcome(PaorEnd.FAILED, failed.error)
+
+    def _correction(self, transcript: Transcript) -> ChatMessage | None:
+        """The user's corrections that arrived, as the message that brings them in."""
+        if self._corrections is None:
+            return None
+        texts = self._corrections(self._machine.iteration, transcript.steps)
+        if not texts:
+            return None
+        self._corrected = True
+        return ChatMessage(role="user", content=_correction(texts))
+
+    def _bring_in(self, transcript: Transcript) -> None:
+        """At a phase's start (before its first step, where the loop has no checkpoint)."""
+        message = self._correction(transcript)
+        if message is not None:
+            transcript.append(message)
+
+    def _checkpoint(self, transcript: Transcript) -> Checkpoint:
+        """Between two steps of a phase (the transcript is whole): corrections enter."""
+
+        def between(_step: int) -> CheckpointDecision:
+            message = self._correction(transcript)
+            return CONTINUE if message is None else Inject(messages=(message,))
+
+        return between
+
+    def _stuck(self, reflection: Reflection) -> bool:
+        """Whether the model says it is stuck, or its last :data:`STUCK_AFTER` iterations
+        made the same calls, with the same arguments, and got the same outputs."""
+        if reflection.stuck:
+            return True
+        recent = self._observations[-STUCK_AFTER:]
+        if len(recent) < STUCK_AFTER or not recent[0]:
+            return False
+        first = [seen.key for seen in recent[0]]
+        return all([seen.key for seen in other] == first for other in recent[1:])
+
+    def _outcome(self, end: PaorEnd, error: str = "") -> PaorOutcome:
+        return PaorOutcome(
+            end=end,
+            iterations=self._machine.iteration,
+            plans=tuple(self._plans),
+            reflections=tuple(self._reflections),
+            observations=tuple(self._observations),
+            error=error,
+        )
+
+    def _phase_budget(self, transcript: Transcript) -> LoopBudget:
+        """The loop budget, counted from where this phase starts."""
+        budget = self._budget
+        return attrs.evolve(
+            budget,
+            max_steps=transcript.steps + budget.max_steps,
+            max_tries=transcript.failed_tries + budget.max_tries,
+        )
+
+    async def _final_call(
+        self, transcript: Transcript, schema: ToolSchema, budget: LoopBudget
+    ) -> ToolCall:
+        """Run the loop until the model calls ``schema`` (alone); the call, still to be
+        answered with its tool result."""
+        self._bring_in(transcript)
+        outcome = await run_loop(
+            transcript,
+            backend=self._backend,
+            tools=_Only(schema),
+            terminal=ToolTerminal(schema.name),
+            budget=budget,
+            checkpoint=self._checkpoint(transcript),
+            observer=self._observer,
+            sink=self._sink,
+            tool_choice=ToolChoice.REQUIRED,
+        )
+        if outcome.end is not LoopEnd.FINAL:
+            raise _Failed(outcome.error)
+        assert isinstance(outcome.value, ToolCall)
+        return outcome.value
+
+    async def _plan(self, transcript: Transcript) -> Plan:
+        offered = frozenset(t.name for t in self._tools.schemas())
+        budget = self._phase_budget(transcript)
+        while True:
+            call = await self._final_call(transcript, SUBMIT_PLAN, budget)
+            try:
+                plan = parse_plan(call.arguments, offered)
+            except BadPlan as exc:
+                _refused(transcript, call, str(exc), budget)
+                continue
+            transcript.append(_result(call, f"{_ACT}\nIn dependency order:\n{plan.describe()}"))
+            return plan
+
+    async def _act(self, transcript: Transcript) -> None:
+        self._bring_in(transcript)
+        outcome = await run_loop(
+            transcript,
+            backend=self._backend,
+            tools=self._tools,
+            terminal=TextTerminal(),
+            budget=self._phase_budget(transcript),
+            checkpoint=self._checkpoint(transcript),
+            observer=self._observer,
+            sink=self._sink,
+        )
+        if outcome.end not in (LoopEnd.FINAL, LoopEnd.STEPS_EXHAUSTED):
+            raise _Failed(outcome.error)
+
+    async def _reflect(self, transcript: Transcript) -> Reflection:
+        budget = self._phase_budget(transcript)
+        while True:
+            call = await self._final_call(transcript, REFLECT, budget)
+            try:
+                reflection = parse_reflection(call.arguments)
+            except BadReflection as exc:
+                _refused(transcript, call, str(exc), budget)
+                continue
+            transcript.append(_result(call, "Noted."))
+            return reflection
+
+
+def _refused(transcript: Transcript, call: ToolCall, error: str, budget: LoopBudget) -> None:
+    """A final call whose arguments were wrong: the error is its result, and a failed try;
+    the phase fails when its tries run out."""
+    transcript.append(_result(call, f"Error: {error}"))
+    transcript.failed_tries += 1
+    if transcript.failed_tries >= budget.max_tries:
+        raise _Failed(f"the tries ran out; last error: {error}")
+
+
+def _correction(texts: list[str]) -> str:
+    said = "\n".join(f"- {text}" for text in texts)
+    return (
+        f"Correction from the user:\n{said}\n"
+        "Your next plan must account for it; it overrides what it contradicts."
+    )
+
+
+def _stuck_question(reflection: Reflection) -> str:
+    """What the user is asked when a round is stuck after its forced replan."""
+    return (
+        f"I am stuck and a new plan did not help. So far: {reflection.progress} "
+        "What other approach should I take?"
+    )
+
+
+def _result(call: ToolCall, content: str) -> ChatMessage:
+    return ChatMessage(role="tool", content=content, tool_call_id=call.id)
