@@ -104,6 +104,7 @@ class ChoiceCard:
             title=title,
             style=style,
         )
+        """The card: its details, the choices, the text field while it is open, a hint."""
 
     def _labels(self) -> Sequence[str]:
         raise NotImplementedError
