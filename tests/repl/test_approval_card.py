@@ -47,6 +47,10 @@ def test_the_second_choice_allows_it_for_the_session() -> None:
     assert decide(DOWN + ENTER) == AllowForSession()
 
 
+def test_j_and_k_move_down_and_up_as_the_arrows_do() -> None:
+    assert decide("jjk" + ENTER) == AllowForSession()
+
+
 def test_deny_takes_the_feedback_typed_for_the_agent() -> None:
     assert decide("3" + "archive it instead" + ENTER) == Deny(feedback="archive it instead")
 

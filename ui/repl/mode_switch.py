@@ -12,17 +12,16 @@ and while a run works it is refused as every other mode change is.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
-from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.widgets import Frame
 
 from conclave.config.modes import CollaborationMode
+from conclave.ui.repl.choices import choice_fragments
 from conclave.ui.repl.protocol import Cancel
 from conclave.ui.repl.state import Dialog
 
@@ -117,21 +116,8 @@ class ModeSwitch:
         repl.state.on_change()
 
     def _choice_fragments(self) -> StyleAndTextTuples:
-        fragments: StyleAndTextTuples = []
-        for index, choice in enumerate(_CHOICES):
-            marker = ">" if index == self.selected else " "
-            style = "class:selected reverse" if index == self.selected else ""
-            fragments.append(
-                (style, f"{marker} {index + 1}. {choice.value}\n", self._click_handler(choice))
-            )
-        return fragments
-
-    def _click_handler(self, choice: SwitchChoice) -> Callable[[MouseEvent], None]:
-        def handler(event: MouseEvent) -> None:
-            if event.event_type is MouseEventType.MOUSE_UP:
-                self.choose(choice)
-
-        return handler
+        labels = [choice.value for choice in _CHOICES]
+        return choice_fragments(labels, self.selected, lambda index: self.choose(_CHOICES[index]))
 
     def _key_bindings(self) -> KeyBindings:
         bindings = KeyBindings()

@@ -15,27 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
-from prompt_toolkit.application import Application
-from prompt_toolkit.application.current import get_app
-from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import (
-    ConditionalContainer,
-    Float,
-    HSplit,
-    Layout,
-    Window,
-)
+from prompt_toolkit.key_binding import KeyPressEvent
+from prompt_toolkit.layout import Float, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
-from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output import Output
-from prompt_toolkit.widgets import Frame, TextArea
+
+from conclave.ui.repl.choices import ChoiceCard, run_alone
 
 __all__ = [
     "Approve",
@@ -89,18 +79,16 @@ _PAGE = 10
 """Plan lines a PgUp/PgDn moves by."""
 
 
-class PlanDialog:
+class PlanDialog(ChoiceCard):
     """The dialog's state and layout. Nothing here blocks: choosing sets the decision,
     which :meth:`result` returns and ``on_decided`` callbacks receive."""
 
     def __init__(self, plan_text: str, *, title: str = "Proposed plan") -> None:
         self.plan_text = plan_text
-        self.selected = 0
-        self.editing: Choice | None = None
-        self.notice = ""
         self.decision: PlanDecision | None = None
         self.on_decided: list[Callable[[PlanDecision], None]] = []
         self._future: asyncio.Future[PlanDecision] | None = None
+        self._field_choice = Choice.APPROVE_WITH
         self._lines = plan_text.splitlines()
         self.scroll = 0
         """The first line of the plan shown (PgUp/PgDn move it)."""
@@ -110,33 +98,22 @@ class PlanDialog:
             wrap_lines=True,
             height=_PLAN_HEIGHT,
         )
-        self.focus = Window(
-            FormattedTextControl(self._choice_fragments, focusable=True, show_cursor=False),
-            height=len(_CHOICES),
+        super().__init__(
+            details=plan_window, title=title, hint=_HINT, field_prompt=self._field_prompt
         )
-        """What the host focuses when it shows the dialog."""
-        self.field = TextArea(multiline=False, accept_handler=self._accept_field)
-        editing = Condition(lambda: self.editing is not None)
-        field_row = HSplit(
-            [
-                Window(FormattedTextControl(self._field_prompt), height=1),
-                self.field,
-            ]
-        )
-        self.container = Frame(
-            HSplit(
-                [
-                    plan_window,
-                    Window(height=1, char="─"),
-                    self.focus,
-                    ConditionalContainer(field_row, filter=editing),
-                    Window(FormattedTextControl(self._notice), height=1, style="class:hint"),
-                ],
-                key_bindings=self._key_bindings(editing),
-            ),
-            title=title,
-        )
-        """The dialog: the plan, the choices, the text field while one is open, a hint."""
+
+        @self.bindings.add("pageup")
+        def _page_up(event: KeyPressEvent) -> None:
+            self.scroll = max(0, self.scroll - _PAGE)
+
+        @self.bindings.add("pagedown")
+        def _page_down(event: KeyPressEvent) -> None:
+            self.scroll = max(0, min(self.scroll + _PAGE, len(self._lines) - 1))
+
+    @property
+    def editing(self) -> Choice | None:
+        """The choice whose text field is open, if one is."""
+        return self._field_choice if self.field_open else None
 
     def float(self) -> Float:
         """The dialog as a float to add to the host's ``FloatContainer``."""
@@ -160,9 +137,8 @@ class PlanDialog:
         elif choice is Choice.CANCEL:
             self._decide(Cancel())
         else:
-            self.editing = choice
-            self.field.text = ""
-            _focus(self.field)
+            self._field_choice = choice
+            self.open_field("")
 
     def _decide(self, decision: PlanDecision) -> None:
         if self.decision is not None:
@@ -184,90 +160,17 @@ class PlanDialog:
             self._decide(Revise(feedback=text))
         return True
 
-    def _back(self) -> None:
-        self.editing = None
-        self.notice = ""
-        _focus(self.focus)
-
-    def _choice_fragments(self) -> StyleAndTextTuples:
-        fragments: StyleAndTextTuples = []
-        for index, choice in enumerate(_CHOICES):
-            marker = ">" if index == self.selected else " "
-            style = "class:selected reverse" if index == self.selected else ""
-            fragments.append(
-                (style, f"{marker} {index + 1}. {choice.value}\n", self._click_handler(choice))
-            )
-        return fragments
-
-    def _click_handler(self, choice: Choice) -> Callable[[MouseEvent], None]:
-        def handler(event: MouseEvent) -> None:
-            if event.event_type is MouseEventType.MOUSE_UP:
-                self.choose(choice)
-
-        return handler
-
     def _field_prompt(self) -> str:
         return _FIELD_PROMPTS.get(self.editing, "") if self.editing else ""
 
-    def _notice(self) -> str:
-        return self.notice or _HINT
+    def _labels(self) -> Sequence[str]:
+        return [choice.value for choice in _CHOICES]
 
-    def _key_bindings(self, editing: Condition) -> KeyBindings:
-        bindings = KeyBindings()
-        choosing = ~editing
+    def _take(self, index: int) -> None:
+        self.choose(_CHOICES[index])
 
-        @bindings.add("up", filter=choosing)
-        @bindings.add("k", filter=choosing)
-        def _up(event: KeyPressEvent) -> None:
-            self.selected = (self.selected - 1) % len(_CHOICES)
-
-        @bindings.add("down", filter=choosing)
-        @bindings.add("j", filter=choosing)
-        @bindings.add("tab", filter=choosing)
-        def _down(event: KeyPressEvent) -> None:
-            self.selected = (self.selected + 1) % len(_CHOICES)
-
-        @bindings.add("enter", filter=choosing)
-        def _enter(event: KeyPressEvent) -> None:
-            self.choose(_CHOICES[self.selected])
-
-        for index, choice in enumerate(_CHOICES):
-            bindings.add(str(index + 1), filter=choosing)(_chooser(self, choice))
-
-        @bindings.add("escape", filter=choosing)
-        def _escape(event: KeyPressEvent) -> None:
-            self.choose(Choice.CANCEL)
-
-        @bindings.add("escape", filter=editing)
-        def _escape_field(event: KeyPressEvent) -> None:
-            self._back()
-
-        @bindings.add("pageup")
-        def _page_up(event: KeyPressEvent) -> None:
-            self.scroll = max(0, self.scroll - _PAGE)
-
-        @bindings.add("pagedown")
-        def _page_down(event: KeyPressEvent) -> None:
-            self.scroll = max(0, min(self.scroll + _PAGE, len(self._lines) - 1))
-
-        return bindings
-
-
-def _chooser(dialog: PlanDialog, choice: Choice) -> Callable[[KeyPressEvent], None]:
-    def choose(event: KeyPressEvent) -> None:
-        dialog.choose(choice)
-
-    return choose
-
-
-def _focus(target: Window | TextArea) -> None:
-    """Focus ``target`` in the running application's layout (a no-op when it is not there,
-    e.g. a dialog driven without an application)."""
-    layout = get_app().layout
-    try:
-        layout.focus(target)
-    except ValueError:
-        return
+    def _escape(self) -> None:
+        self.choose(Choice.CANCEL)
 
 
 async def ask_plan_decision(
@@ -276,19 +179,10 @@ async def ask_plan_decision(
     """Show the dialog as an application of its own and return the decision. Ctrl+C is
     Cancel. On the asyncio loop; cancelling the wait exits the application."""
     dialog = PlanDialog(plan_text)
-    bindings = KeyBindings()
-
-    @bindings.add("c-c")
-    def _interrupt(event: KeyPressEvent) -> None:
-        dialog.choose(Choice.CANCEL)
-
-    app: Application[PlanDecision] = Application(
-        layout=Layout(dialog.container, focused_element=dialog.focus),
-        key_bindings=bindings,
-        mouse_support=True,
-        full_screen=False,
+    return await run_alone(
+        dialog,
+        dialog.on_decided,
+        interrupt=lambda: dialog.choose(Choice.CANCEL),
         input=input,
         output=output,
     )
-    dialog.on_decided.append(lambda decision: app.exit(result=decision))
-    return await app.run_async()

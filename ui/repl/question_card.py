@@ -13,23 +13,18 @@ A container, not an application: the REPL shows it in place of the input
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
-from prompt_toolkit.application import Application
-from prompt_toolkit.application.current import get_app
-from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
+from prompt_toolkit.layout import Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
-from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output import Output
-from prompt_toolkit.widgets import Frame, TextArea
 
 from conclave.actors.human.questions import Question, Reply, Severity
+from conclave.ui.repl.choices import ChoiceCard, run_alone
 
 __all__ = ["OTHER", "SEVERITY_STYLE", "Choice", "QuestionCard", "ask_question", "card_choices"]
 
@@ -70,7 +65,7 @@ def card_choices(question: Question) -> tuple[Choice, ...]:
     return (*choices, Choice(label=OTHER, value=None))
 
 
-class QuestionCard:
+class QuestionCard(ChoiceCard):
     """The card's state and layout; answering calls the ``on_answered`` callbacks once."""
 
     def __init__(self, agent: str, question: Question) -> None:
@@ -79,39 +74,21 @@ class QuestionCard:
         self.choices = card_choices(question)
         values = [c.value for c in self.choices]
         self.default = values.index(question.default) if question.default in values else 0
-        self.selected = self.default
-        self.editing = False
-        self.notice = ""
         self.reply: Reply | None = None
         self.on_answered: list[Callable[[Reply], None]] = []
-        style = SEVERITY_STYLE[question.severity]
         details = Window(
             FormattedTextControl(self._details),
             wrap_lines=True,
             height=_DETAILS_HEIGHT,
             dont_extend_height=True,
         )
-        self.focus = Window(
-            FormattedTextControl(self._choice_fragments, focusable=True, show_cursor=False),
-            height=len(self.choices),
-        )
-        """What the host focuses when it shows the card."""
-        self.field = TextArea(multiline=False, accept_handler=self._accept_field)
-        editing = Condition(lambda: self.editing)
-        field_row = HSplit([Window(FormattedTextControl(_FIELD_PROMPT), height=1), self.field])
-        self.container = Frame(
-            HSplit(
-                [
-                    details,
-                    Window(height=1, char="─"),
-                    self.focus,
-                    ConditionalContainer(field_row, filter=editing),
-                    Window(FormattedTextControl(self._notice), height=1, style="class:hint"),
-                ],
-                key_bindings=self._key_bindings(editing),
-            ),
+        super().__init__(
+            details=details,
             title=self.title,
-            style=style,
+            hint=_HINT,
+            field_prompt=_FIELD_PROMPT,
+            style=SEVERITY_STYLE[question.severity],
+            selected=self.default,
         )
 
     @property
@@ -126,8 +103,7 @@ class QuestionCard:
         if value is not None:
             self._answer(value)
             return
-        self.editing = True
-        _focus(self.field)
+        self.open_field()
 
     def take_default(self) -> None:
         """Answer with the preselected default (Esc); with no default, open the field."""
@@ -155,76 +131,19 @@ class QuestionCard:
             fragments.append(("", question.context + "\n"))
         return fragments
 
-    def _choice_fragments(self) -> StyleAndTextTuples:
-        fragments: StyleAndTextTuples = []
+    def _labels(self) -> Sequence[str]:
+        labels = []
         for index, choice in enumerate(self.choices):
-            marker = ">" if index == self.selected else " "
-            style = "class:selected reverse" if index == self.selected else ""
             default = " (default)" if index == self.default and choice.value is not None else ""
             about = f" — {choice.description}" if choice.description else ""
-            text = f"{marker} {index + 1}. {choice.label}{default}{about}\n"
-            fragments.append((style, text, self._click_handler(index)))
-        return fragments
+            labels.append(f"{choice.label}{default}{about}")
+        return labels
 
-    def _click_handler(self, index: int) -> Callable[[MouseEvent], None]:
-        def handler(event: MouseEvent) -> None:
-            if event.event_type is MouseEventType.MOUSE_UP:
-                self.choose(index)
+    def _take(self, index: int) -> None:
+        self.choose(index)
 
-        return handler
-
-    def _notice(self) -> str:
-        return self.notice or _HINT
-
-    def _key_bindings(self, editing: Condition) -> KeyBindings:
-        bindings = KeyBindings()
-        choosing = ~editing
-        count = len(self.choices)
-
-        @bindings.add("up", filter=choosing)
-        @bindings.add("k", filter=choosing)
-        def _up(event: KeyPressEvent) -> None:
-            self.selected = (self.selected - 1) % count
-
-        @bindings.add("down", filter=choosing)
-        @bindings.add("j", filter=choosing)
-        @bindings.add("tab", filter=choosing)
-        def _down(event: KeyPressEvent) -> None:
-            self.selected = (self.selected + 1) % count
-
-        @bindings.add("enter", filter=choosing)
-        def _enter(event: KeyPressEvent) -> None:
-            self.choose(self.selected)
-
-        for index in range(min(count, 9)):
-            bindings.add(str(index + 1), filter=choosing)(_chooser(self, index))
-
-        @bindings.add("escape", filter=choosing)
-        def _escape(event: KeyPressEvent) -> None:
-            self.take_default()
-
-        @bindings.add("escape", filter=editing)
-        def _escape_field(event: KeyPressEvent) -> None:
-            self.notice = ""
-            self.editing = False
-            _focus(self.focus)
-
-        return bindings
-
-
-def _chooser(card: QuestionCard, index: int) -> Callable[[KeyPressEvent], None]:
-    def choose(event: KeyPressEvent) -> None:
-        card.choose(index)
-
-    return choose
-
-
-def _focus(target: Window | TextArea) -> None:
-    """Focus ``target`` in the running application's layout (a no-op outside one)."""
-    try:
-        get_app().layout.focus(target)
-    except ValueError:
-        return
+    def _escape(self) -> None:
+        self.take_default()
 
 
 async def ask_question(
@@ -232,12 +151,4 @@ async def ask_question(
 ) -> Reply:
     """Show the card as an application of its own and return the person's answer."""
     card = QuestionCard(agent, question)
-    app: Application[Reply] = Application(
-        layout=Layout(card.container, focused_element=card.focus),
-        mouse_support=True,
-        full_screen=False,
-        input=input,
-        output=output,
-    )
-    card.on_answered.append(lambda reply: app.exit(result=reply))
-    return await app.run_async()
+    return await run_alone(card, card.on_answered, input=input, output=output)
