@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from conclave.runtime import json_paths
 from conclave.runtime.codec import json_line
 
 __all__ = [
@@ -94,8 +95,7 @@ class TextWriter:
         changed: containers on the way to a replaced text are copied."""
         if len(line) < TEXT_MIN_CHARS:  # a shorter line holds no long text
             return line
-        found: list[tuple[tuple[Any, ...], str]] = []
-        _find(data, (), found)
+        found = json_paths.long_strings(data, TEXT_MIN_CHARS)
         if not found:
             return line
         texts: dict[str, int] = {}
@@ -108,50 +108,14 @@ class TextWriter:
                 self._next += 1
             else:
                 written.append(path)
-            texts[_pointer(path)] = number
+            texts[json_paths.pointer(path)] = number
             self._known.met(digest, number, len(text))
         if not written:
             # Every text is new: the line as it is, with ``texts`` added at its end.
             return b"%s,%s:%s}\n" % (line[:-2], _TEXTS_NAME, json_line(texts)[:-1])
-        interned = _without(data, written)
+        interned = json_paths.without(data, written)
         interned[TEXTS_KEY] = texts
         return json_line(interned)
-
-
-def _find(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...], str]]) -> None:
-    """Append the path and text of every long text in ``value``, in document order."""
-    items = value.items() if type(value) is dict else enumerate(value)
-    for key, item in items:
-        kind = type(item)
-        if kind is str:
-            if len(item) >= TEXT_MIN_CHARS:
-                found.append(((*path, key), item))
-        elif kind is dict or kind is list or kind is tuple:
-            _find(item, (*path, key), found)
-
-
-def _without(data: dict[str, Any], paths: list[tuple[Any, ...]]) -> dict[str, Any]:
-    """A copy of ``data`` with ``None`` at each of ``paths``; only the containers on the
-    way are copied."""
-    top = dict(data)
-    copies: dict[tuple[Any, ...], Any] = {(): top}
-    for path in paths:
-        container: Any = top
-        for depth in range(1, len(path)):
-            prefix = path[:depth]
-            copy = copies.get(prefix)
-            if copy is None:
-                copy = container[path[depth - 1]]
-                copy = dict(copy) if type(copy) is dict else list(copy)
-                container[path[depth - 1]] = copy
-                copies[prefix] = copy
-            container = copy
-        container[path[-1]] = None
-    return top
-
-
-def _pointer(path: tuple[Any, ...]) -> str:
-    return "".join(f"/{_escape(str(key))}" for key in path)
 
 
 class TextReader:
@@ -170,7 +134,10 @@ class TextReader:
         for pointer, number in texts.items():
             if type(number) is not int:
                 raise TextError(f"{TEXTS_KEY}[{pointer!r}] is {number!r}, expected a number")
-            container, key = _locate(data, pointer)
+            try:
+                container, key = json_paths.locate(data, pointer)
+            except json_paths.PointerError as exc:
+                raise TextError(str(exc)) from None
             value = container[key]
             if isinstance(value, str):
                 text = value
@@ -186,31 +153,3 @@ class TextReader:
             else:
                 raise TextError(f"{pointer} holds {type(value).__name__}, not a text")
             self._texts.met(number, text, len(text))
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-def _locate(data: dict[str, Any], pointer: str) -> tuple[Any, Any]:
-    """The container and the key or index ``pointer`` names inside ``data``."""
-    if not pointer.startswith("/"):
-        raise TextError(f"{pointer!r} is not a JSON Pointer into the line")
-    container: Any = data
-    tokens = [_unescape(t) for t in pointer[1:].split("/")]
-    for depth, token in enumerate(tokens):
-        key: Any = token
-        if isinstance(container, list):
-            if not (token.isascii() and token.isdigit()) or int(token) >= len(container):
-                raise TextError(f"{pointer} names no element of the line")
-            key = int(token)
-        elif not isinstance(container, dict) or token not in container:
-            raise TextError(f"{pointer} names no field of the line")
-        if depth == len(tokens) - 1:
-            return container, key
-        container = container[key]
-    raise TextError(f"{pointer!r} names the whole line")

@@ -47,6 +47,7 @@ from typing import Any
 
 import orjson
 
+from conclave.runtime import json_paths
 from conclave.runtime.eventlog_texts import Generations
 
 __all__ = [
@@ -153,12 +154,11 @@ class PieceWriter:
     def line(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` with every long text in pieces (a new dict; ``data`` is not changed),
         or ``data`` itself if it holds none."""
-        found: list[tuple[tuple[Any, ...], str]] = []
-        _find(data, (), found)
+        found = json_paths.long_strings(data, TEXT_MIN_CHARS)
         if not found:
             return data
-        line = _without(data, [path for path, _ in found])
-        line[PIECES_KEY] = {_pointer(path): self._written(text) for path, text in found}
+        line = json_paths.without(data, [path for path, _ in found])
+        line[PIECES_KEY] = {json_paths.pointer(path): self._written(text) for path, text in found}
         return line
 
     def _written(self, text: str) -> list[Any]:
@@ -200,7 +200,10 @@ class PieceReader:
         for pointer, listed in pieces.items():
             if not isinstance(listed, list):
                 raise PieceError(f"{PIECES_KEY}[{pointer!r}] is not a list of pieces")
-            container, key = _locate(data, pointer)
+            try:
+                container, key = json_paths.locate(data, pointer)
+            except json_paths.PointerError as exc:
+                raise PieceError(str(exc)) from None
             if container[key] is not None:
                 raise PieceError(f"{pointer} holds a value, not null, where its pieces go")
             container[key] = "".join(self._piece(pointer, item) for item in listed)
@@ -224,52 +227,3 @@ class PieceReader:
             self._pieces.met(number, text, len(text))
             return text
         raise PieceError(f"{pointer}: {item!r} is not a piece (text, [number, text] or number)")
-
-
-def _find(value: Any, path: tuple[Any, ...], found: list[tuple[tuple[Any, ...], str]]) -> None:
-    items = value.items() if type(value) is dict else enumerate(value)
-    for key, item in items:
-        kind = type(item)
-        if kind is str:
-            if len(item) >= TEXT_MIN_CHARS:
-                found.append(((*path, key), item))
-        elif kind is dict or kind is list:
-            _find(item, (*path, key), found)
-
-
-def _without(data: dict[str, Any], paths: list[tuple[Any, ...]]) -> dict[str, Any]:
-    """A copy of ``data`` with ``None`` at each of ``paths``, copying the containers on the
-    way."""
-    top = dict(data)
-    for path in paths:
-        container: Any = top
-        for key in path[:-1]:
-            inner = container[key]
-            copy = dict(inner) if type(inner) is dict else list(inner)
-            container[key] = copy
-            container = copy
-        container[path[-1]] = None
-    return top
-
-
-def _pointer(path: tuple[Any, ...]) -> str:
-    return "".join("/" + str(key).replace("~", "~0").replace("/", "~1") for key in path)
-
-
-def _locate(data: dict[str, Any], pointer: str) -> tuple[Any, Any]:
-    if not pointer.startswith("/"):
-        raise PieceError(f"{pointer!r} is not a JSON Pointer into the line")
-    container: Any = data
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-    for depth, token in enumerate(tokens):
-        key: Any = token
-        if isinstance(container, list):
-            if not (token.isascii() and token.isdigit()) or int(token) >= len(container):
-                raise PieceError(f"{pointer} names no element of the line")
-            key = int(token)
-        elif not isinstance(container, dict) or token not in container:
-            raise PieceError(f"{pointer} names no field of the line")
-        if depth == len(tokens) - 1:
-            return container, key
-        container = container[key]
-    raise PieceError(f"{pointer!r} names the whole line")
