@@ -196,13 +196,15 @@ def _current(path: Path, ctx: ToolContext) -> bytes | None:
         return None
 
 
-def _diff(before: bytes, after: bytes, shown: str, ctx: ToolContext) -> str:
+def _diff(
+    before: bytes, after: bytes, shown: str, ctx: ToolContext, *, created: bool = False
+) -> str:
     if max(len(before), len(after)) > ctx.limits.diff_max_bytes:
         return "(no diff: the file is too large to show one)"
     if b"\x00" in before[:_BINARY_PROBE] or b"\x00" in after[:_BINARY_PROBE]:
         return "(no diff: binary content)"
     old, new = before.decode(errors="replace"), after.decode(errors="replace")
-    return short_diff(old, new, path=shown, max_lines=ctx.limits.diff_max_lines)
+    return short_diff(old, new, path=shown, max_lines=ctx.limits.diff_max_lines, created=created)
 
 
 def _replace(path: Path, data: bytes, ctx: ToolContext, *, make_parents: bool = True) -> None:
@@ -218,7 +220,7 @@ def _write(path: Path, shown: str, data: bytes, ctx: ToolContext) -> ToolResult:
     before = _current(path, ctx)
     _replace(path, data, ctx)
     verb = "Created" if before is None else "Updated"
-    diff = _diff(before or b"", data, shown, ctx)
+    diff = _diff(before or b"", data, shown, ctx, created=before is None)
     return ToolResult(
         ok=True,
         output=f"{verb} {shown} ({len(data)} bytes)\n{diff}".rstrip("\n"),

@@ -23,14 +23,16 @@ def cap(text: str, limit: int, *, dropped: int = 0) -> tuple[str, int]:
     return text, cut
 
 
-def short_diff(before: str, after: str, *, path: str, max_lines: int) -> str:
+def short_diff(before: str, after: str, *, path: str, max_lines: int, created: bool = False) -> str:
     """A unified diff of ``before`` → ``after`` with 2 lines of context, at most
-    ``max_lines`` lines (the rest is counted, not shown)."""
+    ``max_lines`` lines (the rest is counted, not shown). A ``created`` file comes from
+    ``/dev/null``, as git and patch write a new file's diff."""
     lines = list(
         difflib.unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=f"a/{path.lstrip('/')}",  # an absolute path: a/tmp/x, not a//tmp/x
+            # an absolute path: a/tmp/x, not a//tmp/x
+            fromfile="/dev/null" if created else f"a/{path.lstrip('/')}",
             tofile=f"b/{path.lstrip('/')}",
             n=2,
         )

@@ -19,7 +19,7 @@ async def test_write_file_creates_a_file_and_shows_a_diff(
     result = await call(tools, "write_file", path="a.txt", content="one\ntwo\n")
     assert (workspace / "a.txt").read_text() == "one\ntwo\n"
     assert result.output == (
-        "Created a.txt (8 bytes)\n--- a/a.txt\n+++ b/a.txt\n@@ -0,0 +1,2 @@\n+one\n+two"
+        "Created a.txt (8 bytes)\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1,2 @@\n+one\n+two"
     )
 
 
