@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import stat
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ReportPathChanged",
     "add_bench_arguments",
     "check_log_root",
     "check_report_path",
+    "measure_and_report",
     "positive_int",
     "write_report",
 ]
@@ -147,3 +152,29 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
+
+
+def measure_and_report(
+    json_path: str,
+    measure: Callable[[], dict[str, Any]],
+    table: Callable[[dict[str, Any]], str],
+    *,
+    met: Callable[[dict[str, Any]], bool] = lambda report: True,
+) -> int:
+    """A benchmark's ``main``: check ``--json`` before measuring (exit 2), measure, print
+    the table, write the report atomically (exit 1, saying why, if it cannot be written:
+    the table above still holds the figures), and exit 1 when a target is missed."""
+    problem = check_report_path(json_path)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    report = measure()
+    print(table(report))
+    out = Path(json_path)
+    try:
+        write_report(out, json.dumps(report, indent=2) + "\n")
+    except (ReportPathChanged, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"\nwrote {out}")
+    return 0 if met(report) else 1

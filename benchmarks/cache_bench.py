@@ -19,22 +19,14 @@ writes JSON (machine, parameters, rows).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import trio
 
 from conclave.actors.run.driver import RunSpec, run
-from conclave.benchmarks.bench_args import (
-    ReportPathChanged,
-    check_report_path,
-    positive_int,
-    write_report,
-)
+from conclave.benchmarks.bench_args import measure_and_report, positive_int
 from conclave.benchmarks.http_server import ScriptedServer, loopback_panel, serve
 from conclave.benchmarks.machine import machine_info
 from conclave.benchmarks.prompt_cache import BLOCK_TOKENS, MIN_TOKENS, PromptCache
@@ -209,20 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    problem = check_report_path(args.json)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    report = run_benchmark(args.agents, args.repeats, progress=print)
-    print(format_table(report))
-    out = Path(args.json)
-    try:
-        write_report(out, json.dumps(report, indent=2) + "\n")
-    except (ReportPathChanged, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"\nwrote {out}")
-    return 0
+    return measure_and_report(
+        args.json, lambda: run_benchmark(args.agents, args.repeats, progress=print), format_table
+    )
 
 
 if __name__ == "__main__":

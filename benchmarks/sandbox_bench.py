@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import tempfile
 import time
@@ -38,7 +37,7 @@ import trio
 from conclave.actors.sandbox import SandboxUnavailable, open_sandbox
 from conclave.actors.sandbox.docker import DockerSandbox
 from conclave.actors.sandbox.local import LocalSandbox, bubblewrap
-from conclave.benchmarks.bench_args import check_report_path, positive_int, write_report
+from conclave.benchmarks.bench_args import measure_and_report, positive_int
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema.sandbox import SandboxConfig, SandboxKind
 
@@ -199,16 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    problem = check_report_path(args.json)
-    if problem:
-        print(problem)
-        return 2
-    report = run_benchmark(args.calls, args.repeats, progress=print)
-    print(format_table(report))
-    out = Path(args.json)
-    write_report(out, json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {out}")
-    return 0 if report["met"] else 1
+    return measure_and_report(
+        args.json,
+        lambda: run_benchmark(args.calls, args.repeats, progress=print),
+        format_table,
+        met=lambda report: bool(report["met"]),
+    )
 
 
 if __name__ == "__main__":

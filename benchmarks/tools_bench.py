@@ -39,7 +39,7 @@ from conclave.actors.tools.executor import AgentTools, agent_tools
 from conclave.actors.tools.paths import PathGrant, PathPolicy, StaticGrants
 from conclave.actors.tools.protocol import ToolResult
 from conclave.actors.tools.spec import ToolContext, ToolSpec
-from conclave.benchmarks.bench_args import check_report_path, positive_int, write_report
+from conclave.benchmarks.bench_args import measure_and_report, positive_int
 from conclave.benchmarks.machine import machine_info
 from conclave.config.modes import CollaborationMode
 
@@ -237,16 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    problem = check_report_path(args.json)
-    if problem:
-        print(problem)
-        return 2
-    report = run_benchmark(args.calls, args.repeats, progress=print)
-    print(format_table(report))
-    out = Path(args.json)
-    write_report(out, json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {out}")
-    return 0 if report["met"] else 1
+    return measure_and_report(
+        args.json,
+        lambda: run_benchmark(args.calls, args.repeats, progress=print),
+        format_table,
+        met=lambda report: bool(report["met"]),
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ per file): what tracking by content costs on top. Prints a table and writes JSON
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from conclave.actors.workspace.tracker import TrackerState
-from conclave.benchmarks.bench_args import check_report_path, positive_int, write_report
+from conclave.benchmarks.bench_args import measure_and_report, positive_int
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema.context import ContextPath, ContextPermission
 
@@ -150,16 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    problem = check_report_path(args.json)
-    if problem:
-        print(problem)
-        return 2
-    report = run_benchmark(args.files, args.repeats, progress=print)
-    print(format_table(report))
-    out = Path(args.json)
-    write_report(out, json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {out}")
-    return 0
+    return measure_and_report(
+        args.json, lambda: run_benchmark(args.files, args.repeats, progress=print), format_table
+    )
 
 
 if __name__ == "__main__":
