@@ -6,8 +6,10 @@ One unified diff for every changed file, in path order. A path is written as ``a
 ``--- /dev/null``, a deleted one ``+++ /dev/null``. What has no line diff gets one line:
 binary content (``Binary files a/P and b/P differ``, as diff says it), a file past
 :data:`~actors.workspace.file_index.KEEP_FILE_BYTES`, a file whose earlier content was not
-kept (past :data:`~actors.workspace.file_index.KEEP_BUDGET`), and a rename (``Renamed a/P to
-b/Q (content unchanged)``). Names and contents that are not UTF-8 are written byte for byte.
+kept (past :data:`~actors.workspace.file_index.KEEP_BUDGET`). A rename (its content unchanged)
+is git's extended header (``diff --git``, ``similarity index 100%``, ``rename from``/``rename
+to``), which both ``git apply`` and ``patch`` read, forward and reversed. Names and contents
+that are not UTF-8 are written byte for byte.
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ def _file_diff(write: PathWrite, before: FileIndex) -> str:
     path = write.path
     if write.kind is WriteKind.RENAMED:
         assert write.renamed_from is not None
-        was, now = _side("a", write.renamed_from), _side("b", path)
-        return f"Renamed {was} to {now} (content unchanged)\n"
+        was, now = write.renamed_from.lstrip("/"), path.lstrip("/")
+        return (
+            f"diff --git a/{was} b/{now}\nsimilarity index 100%\n"
+            f"rename from {was}\nrename to {now}\n"
+        )
     old_name = _NULL if write.kind is WriteKind.NEW else _side("a", path)
     new_name = _NULL if write.kind is WriteKind.DELETED else _side("b", path)
     new = b"" if write.kind is WriteKind.DELETED else read_text_file(path)

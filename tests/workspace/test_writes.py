@@ -4,6 +4,7 @@ footer that says so, the list file and the diff file."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -330,12 +331,32 @@ def test_a_huge_change_is_summarised(tmp_path: Path) -> None:
     assert text.endswith(f"differ (too large to show: over {KEEP_FILE_BYTES:,} bytes)\n")
 
 
-def test_a_rename_is_one_line(tmp_path: Path) -> None:
+def test_a_rename_is_a_git_rename_header(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("x")
     before = index_files([tmp_path], keep=True)
     (tmp_path / "a.txt").rename(tmp_path / "b.txt")
 
     text = diff_text(_changes(tmp_path, before), before)
 
-    root = str(tmp_path).lstrip("/")
-    assert text == f"Renamed a/{root}/a.txt to b/{root}/b.txt (content unchanged)\n"
+    was, now = f"{str(tmp_path).lstrip('/')}/a.txt", f"{str(tmp_path).lstrip('/')}/b.txt"
+    assert text == (
+        f"diff --git a/{was} b/{now}\nsimilarity index 100%\nrename from {was}\nrename to {now}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "undo",
+    [["git", "apply", "-R", "-p1", "-"], ["patch", "-R", "-p1", "-s"]],
+    ids=["git-apply", "patch"],
+)
+def test_a_rename_in_the_diff_is_undone_by_git_apply_and_patch(
+    tmp_path: Path, undo: list[str]
+) -> None:
+    (tmp_path / "a.txt").write_text("x")
+    before = index_files([tmp_path], keep=True)
+    (tmp_path / "a.txt").rename(tmp_path / "b.txt")
+    text = diff_text(_changes(tmp_path, before), before)
+
+    subprocess.run(undo, input=text, text=True, cwd="/", check=True)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
