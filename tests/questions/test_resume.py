@@ -38,6 +38,24 @@ def _config(tmp_path: Path, n: int = 1, *, presenter_asks: bool = False) -> Path
     return write_config(tmp_path / "ask.yaml", agents)
 
 
+def _presenting(tmp_path: Path) -> Path:
+    """Three agents whose presenter asks before it synthesizes every answer."""
+    ask = {"tool": "ask_user", "arguments": CRITICAL}
+    agents = [
+        {"id": f"a{i}", "seed": i, "latency": 0, "vote": "agent2"}
+        | {"presentation_tool_steps": [ask]}
+        for i in (1, 2, 3)
+    ]
+    return write_config(tmp_path / "present.yaml", agents, final_answer_strategy="synthesize")
+
+
+def _refining(tmp_path: Path) -> Path:
+    """One agent that gives two answers, asking before each."""
+    ask = {"tool": "ask_user", "arguments": CRITICAL}
+    agents = [{"id": "a1", "latency": 0, "answers": 2, "tool_steps": [ask]}]
+    return write_config(tmp_path / "refine.yaml", agents)
+
+
 def _json_run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
     code = main([*args, "--output-format", "json"])
     return code, json.loads(capsys.readouterr().out)
@@ -116,15 +134,106 @@ def test_a_directory_that_did_not_pause_is_refused_saying_why(
     assert "is not a paused run (no paused.json)" in capsys.readouterr().err
 
 
-def test_a_run_paused_in_its_presentation_is_refused_saying_why(
+def test_a_presentation_paused_in_a_multi_agent_run_resumes_to_the_direct_answer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log = _paused(tmp_path, capsys, _config(tmp_path, 2, presenter_asks=True))
+    cfg = _presenting(tmp_path)
+    log = _paused(tmp_path, capsys, cfg)
+
+    code, resumed = _json_run(capsys, "resume", str(log), "--answer", "delete")
+    spec = RunSpec(task=TASK, config=load_config(cfg), questions=Person("delete"))
+    direct = trio.run(run, spec, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    assert code == ExitCode.OK
+    assert resumed["termination"] == "completed"
+    assert "Synthesis" in resumed["final_answer"]  # the presentation ran, from every answer
+    assert resumed["final_answer"] == direct.final_answer
+    assert [a["content"] for a in resumed["answers"]] == [a.content for a in direct.answers]
+    assert resumed["votes"] == direct.votes
+    assert (resumed["winner"], resumed["presenter"]) == (direct.winner, direct.presenter)
+
+
+def test_a_resumed_presentation_answers_the_paused_call_and_runs_no_round_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _presenting(tmp_path))
+
+    main(["resume", str(log), "--answer", "delete"])
+
+    lines = list(read_transcripts(log / "resumed-1" / "transcripts.jsonl"))
+    asks = [c for line in lines for c in line.get("tool_calls", []) if c["name"] == "ask_user"]
+    answers = [line for line in lines if line["role"] == "tool"]
+    assert {line["purpose"] for line in lines} == {"present"}
+    assert len(asks) == 1
+    assert [line["content"] for line in answers] == ["The user answered: delete"]
+    assert answers[0]["tool_call_id"] == asks[0]["id"]
+
+
+def test_a_single_agent_paused_in_a_later_round_resumes_to_the_direct_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = _refining(tmp_path)
+    log = _paused(tmp_path, capsys, cfg)
+    first, again = _json_run(capsys, "resume", str(log), "--answer", "delete")
+
+    code, resumed = _json_run(capsys, "resume", str(log / "resumed-1"), "--answer", "delete")
+    spec = RunSpec(task=TASK, config=load_config(cfg), questions=Person("delete"))
+    direct = trio.run(run, spec, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    assert first == ExitCode.PAUSED
+    assert len(again["answers"]) == 1  # paused in round 2, its first answer given
+    assert code == ExitCode.OK
+    assert resumed["final_answer"] == direct.final_answer
+    assert [a["label"] for a in resumed["answers"]] == ["agent1.1", "agent1.2"]
+    assert [a["content"] for a in resumed["answers"]] == [a.content for a in direct.answers]
+
+
+def test_a_later_round_resumes_in_the_round_it_paused_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _refining(tmp_path))
+    main(["resume", str(log), "--answer", "delete"])
+
+    main(["resume", str(log / "resumed-1"), "--answer", "delete"])
+
+    lines = list(read_transcripts(log / "resumed-1" / "resumed-1" / "transcripts.jsonl"))
+    rounds = [line["round"] for line in lines if line["purpose"] == "round"]
+    assert rounds[0] == 2
+    assert [line["content"] for line in lines if line["role"] == "tool"] == [
+        "The user answered: delete"
+    ]
+
+
+def test_a_question_asked_in_a_round_of_a_multi_agent_run_is_refused_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _config(tmp_path))
+    events = log / "events.jsonl"
+    lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        if line["kind"] == "run_started":  # as if a second agent had run beside it
+            line["agents"].append("a2")
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
     code = main(["resume", str(log), "--answer", "keep"])
 
     assert code == ExitCode.USAGE
-    assert "only a run paused in its single agent's first round" in capsys.readouterr().err
+    assert "a1 asked in an answer round of a run of 2 agents" in capsys.readouterr().err
+
+
+def test_a_paused_run_whose_config_changed_is_refused_saying_what_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = _presenting(tmp_path)
+    log = _paused(tmp_path, capsys, cfg)
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("id: a3", "id: a9"), encoding="utf-8")
+
+    code = main(["resume", str(log), "--answer", "keep"])
+
+    assert code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "does not go on under its config now" in err
+    assert "agent a3 is not an agent of the config now" in err
 
 
 def test_a_run_that_pauses_again_is_resumed_again_with_distinct_question_ids(
@@ -149,11 +258,27 @@ def test_a_run_that_pauses_again_is_resumed_again_with_distinct_question_ids(
     ]
 
 
+_ASK = {"tool": "ask_user", "arguments": CRITICAL}
+_SLOW = {
+    # Where a run pauses: its agents (0.5 s a call, so a resume is killed mid-run), and how
+    # many resumes it takes to get there.
+    "first round": ([{"id": "a1", "latency": 0.5, "tool_steps": [_ASK]}], 0),
+    "presentation": (
+        [
+            {"id": f"a{i}", "latency": 0.5, "vote": "agent1", "presentation_tool_steps": [_ASK]}
+            for i in (1, 2)
+        ],
+        0,
+    ),
+    "later round": ([{"id": "a1", "latency": 0.5, "answers": 2, "tool_steps": [_ASK]}], 1),
+}
+
+
+@pytest.mark.parametrize("where", sorted(_SLOW))
 def test_a_resume_killed_with_sigkill_loses_nothing_and_the_next_resume_completes(
-    tmp_path: Path,
+    tmp_path: Path, where: str
 ) -> None:
-    ask = {"tool": "ask_user", "arguments": CRITICAL}
-    agents = [{"id": "a1", "latency": 0.5, "tool_steps": [ask]}]
+    agents, resumes = _SLOW[where]
     cfg = write_config(tmp_path / "slow.yaml", agents)
     log = tmp_path / "paused"
     paused = conclave(
@@ -167,6 +292,9 @@ def test_a_resume_killed_with_sigkill_loses_nothing_and_the_next_resume_complete
         TASK,
         cwd=tmp_path,
     )
+    for _ in range(resumes):
+        paused = conclave("resume", str(log), "--answer", "delete", cwd=tmp_path)
+        log = log / "resumed-1"
     assert paused.returncode == ExitCode.PAUSED, paused.stderr
     kept = {p.name: p.read_bytes() for p in log.iterdir() if p.is_file()}
 

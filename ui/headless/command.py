@@ -22,6 +22,7 @@ from pathlib import Path
 import trio
 
 from conclave.actors.agent.resume import ResumePoint
+from conclave.actors.coordination.restore import RestoreError, restored_state
 from conclave.actors.events import EventHub
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
@@ -87,10 +88,19 @@ def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) 
             modes = flags.over(restored)  # the session's modes, but for the flags given
         config = resolved.for_flags(modes)
         log_dir = resolve_log_dir(args.log_dir)
+        if resume is not None:
+            _replays(resume, task, config)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
     except (UsageError, ConfigError, SessionError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
+    except RestoreError as exc:
+        message = f"conclave resume: the paused run does not go on under its config now: {exc}"
+        return _fail(
+            f"{message}; restore the config it paused with, or run the task again",
+            ExitCode.USAGE,
+            fmt,
+        )
     _say_where(resolved, config, fmt)
     prune_old_sessions(root, resolved.base)
     try:
@@ -168,6 +178,18 @@ def _run_turn(
             # Last, after the answer: a reader finds the answer right below the timeline.
             _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
         return exit_code
+
+
+def _replays(resume: ResumePoint, task: str, config: ConclaveConfig) -> None:
+    """Raise :class:`RestoreError` before the run starts if the paused run's coordination
+    does not replay under ``config`` (it was edited since the pause)."""
+    restored_state(
+        task=task,
+        agents=[a.id for a in config.agents],
+        orchestrator=config.orchestrator,
+        asking=resume.agent,
+        history=resume.history,
+    )
 
 
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
