@@ -5,6 +5,7 @@ answer as its call's result and goes on from where it was, doing nothing twice."
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -16,9 +17,13 @@ import trio.testing
 
 from conclave.actors.agent.transcript_log import read_transcripts
 from conclave.actors.run.driver import RunSpec, run
+from conclave.actors.run.result import Termination
+from conclave.actors.session.history import Conversation, read_conversation
+from conclave.actors.session.store import read_session, session_path
 from conclave.config.loader import load_config
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.sessions import sessions_root
 from tests.cli.helpers import TASK, conclave, start, write_config
 from tests.questions.helpers import CRITICAL, MINOR, Person
 
@@ -50,10 +55,11 @@ def _presenting(tmp_path: Path) -> Path:
 
 
 def _refining(tmp_path: Path) -> Path:
-    """One agent that gives two answers, asking before each."""
+    """One agent with tools (its rounds show new answers as they come: ``inject``) that
+    gives two answers, asking before each."""
     ask = {"tool": "ask_user", "arguments": CRITICAL}
     agents = [{"id": "a1", "latency": 0, "answers": 2, "tool_steps": [ask]}]
-    return write_config(tmp_path / "refine.yaml", agents)
+    return write_config(tmp_path / "refine.yaml", agents, tools=True)
 
 
 def _json_run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -198,10 +204,12 @@ def test_a_later_round_resumes_in_the_round_it_paused_in(
 
     lines = list(read_transcripts(log / "resumed-1" / "resumed-1" / "transcripts.jsonl"))
     rounds = [line["round"] for line in lines if line["purpose"] == "round"]
+    roles = [line["role"] for line in lines]
+    answered = roles.index("tool")
     assert rounds[0] == 2
-    assert [line["content"] for line in lines if line["role"] == "tool"] == [
-        "The user answered: delete"
-    ]
+    assert lines[answered]["content"] == "The user answered: delete"
+    # Its own first answer was shown by the round's prompt: not shown again as news.
+    assert roles[answered + 1] == "assistant"
 
 
 def test_a_question_asked_in_a_round_of_a_multi_agent_run_is_refused_saying_why(
@@ -311,3 +319,41 @@ def test_a_resume_killed_with_sigkill_loses_nothing_and_the_next_resume_complete
     assert {p.name: p.read_bytes() for p in log.iterdir() if p.is_file()} == kept
     assert again.returncode == ExitCode.OK, again.stderr
     assert (log / "resumed-2" / "events.jsonl").exists()
+
+
+def _session_of(log: Path) -> Conversation:
+    paused = json.loads((log / "paused.json").read_text(encoding="utf-8"))
+    entries = read_session(session_path(sessions_root(), paused["session"])).entries
+    return read_conversation(entries)
+
+
+def test_a_resumed_run_answers_its_paused_runs_turn_in_the_same_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _presenting(tmp_path))
+
+    code, resumed = _json_run(capsys, "resume", str(log), "--answer", "delete")
+
+    conversation = _session_of(log)
+    assert code == ExitCode.OK
+    [exchange] = conversation.exchanges
+    assert exchange.user.text == TASK
+    assert exchange.run is not None
+    assert exchange.run.termination is Termination.COMPLETED
+    assert exchange.run.log_dir == str(log / "resumed-1")
+    assert [t.final_answer for t in conversation.history()] == [resumed["final_answer"]]
+
+
+def test_a_resumed_run_whose_session_is_gone_is_recorded_in_a_new_one_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _config(tmp_path))
+    paused = json.loads((log / "paused.json").read_text(encoding="utf-8"))
+    shutil.rmtree(sessions_root() / paused["session"])
+
+    code = main(["resume", str(log), "--answer", "delete"])
+
+    assert code == ExitCode.OK
+    assert f"session {paused['session']} is gone" in capsys.readouterr().err
+    [new] = sessions_root().iterdir()
+    assert new.name != paused["session"]
