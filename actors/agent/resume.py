@@ -18,6 +18,7 @@ and a single agent's later round sees the answers it had given.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,27 @@ class ResumePoint:
     own after it, so question ids stay distinct along a chain of pauses and resumes."""
     history: History = ()
     """The answers, votes and exclusions coordination had before the pause."""
+    workdir: Path | None = None
+    """The paused run's working directory (its log directory, resolved): the resumed run
+    starts from copies of its workspaces and answer snapshots."""
+
+    def moved_to(self, workdir: Path) -> tuple[ChatMessage, ...]:
+        """The transcript as it reads once the paused run's working directory is copied to
+        ``workdir``: every path under the old one (the prompt's workspace, a tool call's
+        argument) names the copy, so the agent goes on with its own files."""
+        if self.workdir is None or self.workdir == workdir:
+            return self.messages
+        old, new = str(self.workdir), str(workdir)
+        return tuple(
+            attrs.evolve(
+                m,
+                content=m.content.replace(old, new),
+                tool_calls=tuple(
+                    attrs.evolve(c, arguments=c.arguments.replace(old, new)) for c in m.tool_calls
+                ),
+            )
+            for m in self.messages
+        )
 
 
 def resume_point(log_dir: Path, answer: str) -> ResumePoint:
@@ -111,6 +133,7 @@ def resume_point(log_dir: Path, answer: str) -> ResumePoint:
         question_id=asked.question_id,
         answer=answer,
         last_question=count,
+        workdir=Path(os.path.realpath(log_dir)),
         history=tuple(
             e
             for e in events

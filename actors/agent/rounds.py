@@ -517,7 +517,11 @@ class Rounds:
                 source=ReplySource.USER,
             )
         )
-        return self._transcript(list(resumed.messages), resumed.purpose)
+        workspace = self.setup.workspace
+        messages = (
+            resumed.messages if workspace is None else resumed.moved_to(workspace.layout.root)
+        )
+        return self._transcript(list(messages), resumed.purpose)
 
     async def _answer_in_text(
         self, own: ToolExecutor, question: Question, transcript: Transcript

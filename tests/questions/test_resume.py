@@ -357,3 +357,42 @@ def test_a_resumed_run_whose_session_is_gone_is_recorded_in_a_new_one_saying_so(
     assert f"session {paused['session']} is gone" in capsys.readouterr().err
     [new] = sessions_root().iterdir()
     assert new.name != paused["session"]
+
+
+def test_a_resumed_agent_goes_on_in_a_copy_of_its_workspace_with_the_files_it_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write = {"tool": "write_file", "arguments": {"path": "notes.txt", "content": "kept"}}
+    steps = [write, {"tool": "ask_user", "arguments": CRITICAL}]
+    agents = [{"id": "a1", "latency": 0, "tool_steps": steps}]
+    log = _paused(tmp_path, capsys, write_config(tmp_path / "w.yaml", agents, tools=True))
+
+    code, resumed = _json_run(capsys, "resume", str(log), "--answer", "delete")
+
+    assert code == ExitCode.OK
+    assert (Path(resumed["workspace_path"]) / "notes.txt").read_text() == "kept"
+    assert (log / "workspaces" / "a1" / "notes.txt").read_text() == "kept"  # only read
+    text = (log / "resumed-1" / "transcripts.jsonl").read_text(encoding="utf-8")
+    assert str(log / "resumed-1" / "workspaces" / "a1") in text  # its prompt names the copy
+    assert str(log / "workspaces" / "a1") not in text
+
+
+def test_a_resumed_presentation_has_the_answers_snapshots_of_the_paused_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write = {"tool": "write_file", "arguments": {"path": "{agent}.txt", "content": "{me}"}}
+    ask = {"tool": "ask_user", "arguments": CRITICAL}
+    agents = [
+        {"id": f"a{i}", "latency": 0, "vote": "agent1", "tool_steps": [write]}
+        | {"presentation_tool_steps": [ask]}
+        for i in (1, 2)
+    ]
+    log = _paused(tmp_path, capsys, write_config(tmp_path / "p.yaml", agents, tools=True))
+
+    code, resumed = _json_run(capsys, "resume", str(log), "--answer", "delete")
+
+    assert code == ExitCode.OK
+    snapshots = log / "resumed-1" / "snapshots"
+    assert (snapshots / "agent1.1" / "a1.txt").read_text() == "agent1"
+    assert (snapshots / "agent2.1" / "a2.txt").read_text() == "agent2"
+    assert (Path(resumed["workspace_path"]) / "a1.txt").read_text() == "agent1"
