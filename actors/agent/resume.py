@@ -162,8 +162,7 @@ def _pending(log_dir: Path, events: list[Event]) -> tuple[QuestionAsked, int]:
     pending = list(waiting.values())
     if not pending:
         raise ResumeError(
-            f"{log_dir}: the run waits on no question (it did not pause, or was resumed "
-            "already): nothing to answer"
+            f"{log_dir}: the run waits on no question (it did not pause): nothing to answer"
         )
     return pending[-1], highest
 

@@ -212,6 +212,20 @@ def test_a_later_round_resumes_in_the_round_it_paused_in(
     assert roles[answered + 1] == "assistant"
 
 
+def test_a_log_whose_question_was_answered_is_refused_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _config(tmp_path))
+    answered = {"kind": "question_answered", "at": 1.0, "agent": "a1", "question_id": "q1"}
+    with (log / "events.jsonl").open("a", encoding="utf-8") as events:
+        events.write(json.dumps(answered | {"answer": "keep", "source": "user"}) + "\n")
+
+    code = main(["resume", str(log), "--answer", "keep"])
+
+    assert code == ExitCode.USAGE
+    assert "the run waits on no question (it did not pause)" in capsys.readouterr().err
+
+
 def test_a_question_asked_in_a_round_of_a_multi_agent_run_is_refused_saying_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

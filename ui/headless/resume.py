@@ -4,10 +4,10 @@ A run paused by ``--on-question pause`` left its question (``question.json``) an
 (``paused.json``) in its log directory; its event log and transcripts hold the rest. The
 resumed run runs as the paused one did (same task, flags and directory), its asking agent
 starting from its rebuilt transcript with the answer appended and its agents' workspaces
-copied from the paused run's, and logs into ``RUN_DIR/resumed-N``. A paused run recorded in a session is resumed in it: the resumed
-run is recorded as the answer to the paused run's turn, so the session's history shows the
-completed run. Nothing is kept in memory between the pause and the resume: the paused
-process has exited, and any process may resume it.
+copied from the paused run's, and logs into ``RUN_DIR/resumed-N``. A paused run recorded in
+a session is resumed in it: the resumed run is recorded as the answer to the paused run's
+turn, so the session's history shows the completed run. Nothing is kept in memory between
+the pause and the resume: the paused process has exited, and any process may resume it.
 """
 
 from __future__ import annotations
