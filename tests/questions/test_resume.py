@@ -226,6 +226,41 @@ def test_a_log_whose_question_was_answered_is_refused_saying_why(
     assert "the run waits on no question (it did not pause)" in capsys.readouterr().err
 
 
+def test_a_presentation_asked_again_resumes_from_its_last_attempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _presenting(tmp_path))
+    path = log / "transcripts.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if '"purpose":"present"' in line)
+    presenter = json.loads(lines[first])
+    earlier = [  # an attempt that ended when its presenter crashed, under the same round
+        presenter | {"role": role, "content": text, "pieces": None}
+        for role, text in (("system", "earlier"), ("user", "earlier"), ("assistant", "lost"))
+    ]
+    lines[first:first] = [json.dumps({k: v for k, v in e.items() if v}) + "\n" for e in earlier]
+    path.write_text("".join(lines), encoding="utf-8")
+
+    code = main(["resume", str(log), "--answer", "delete"])
+
+    resumed = list(read_transcripts(log / "resumed-1" / "transcripts.jsonl"))
+    assert code == ExitCode.OK
+    assert [line["role"] for line in resumed].count("system") == 1
+    assert all(line.get("content") not in ("earlier", "lost") for line in resumed)
+
+
+def test_a_paused_run_without_the_askers_transcript_is_refused_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _paused(tmp_path, capsys, _config(tmp_path))
+    (log / "transcripts.jsonl").write_text("", encoding="utf-8")
+
+    code = main(["resume", str(log), "--answer", "keep"])
+
+    assert code == ExitCode.USAGE
+    assert "transcripts.jsonl has no line of a1, which asked" in capsys.readouterr().err
+
+
 def test_a_question_asked_in_a_round_of_a_multi_agent_run_is_refused_saying_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
