@@ -67,7 +67,9 @@ def _answer(state: CoordinationState, event: AnswerAdded) -> None:
     taken = outcome.answer.label if outcome.answer is not None else None
     if taken != event.label:
         why = outcome.error or (f"it was taken as {taken}" if taken else "it was not taken")
-        raise RestoreError(f"{event.agent}'s answer {event.label} does not replay: {why}")
+        raise RestoreError(
+            f"{event.agent}'s answer {event.label} does not replay: {why.rstrip('.')}"
+        )
 
 
 def _vote(state: CoordinationState, event: VoteAdded) -> None:

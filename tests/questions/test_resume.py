@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+import yaml
 
 from conclave.actors.agent.transcript_log import read_transcripts
 from conclave.actors.run.driver import RunSpec, run
@@ -43,11 +44,12 @@ def _config(tmp_path: Path, n: int = 1, *, presenter_asks: bool = False) -> Path
     return write_config(tmp_path / "ask.yaml", agents)
 
 
-def _presenting(tmp_path: Path) -> Path:
-    """Three agents whose presenter asks before it synthesizes every answer."""
+def _presenting(tmp_path: Path, answers: int = 1) -> Path:
+    """Three agents giving ``answers`` answers each, whose presenter asks before it
+    synthesizes every answer."""
     ask = {"tool": "ask_user", "arguments": CRITICAL}
     agents = [
-        {"id": f"a{i}", "seed": i, "latency": 0, "vote": "agent2"}
+        {"id": f"a{i}", "seed": i, "latency": 0, "vote": "agent2", "answers": answers}
         | {"presentation_tool_steps": [ask]}
         for i in (1, 2, 3)
     ]
@@ -278,19 +280,60 @@ def test_a_question_asked_in_a_round_of_a_multi_agent_run_is_refused_saying_why(
     assert "a1 asked in an answer round of a run of 2 agents" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("change", "differs"),
+    [
+        ({"rename": "a3"}, "the paused run's agent a3 is not an agent of the config now"),
+        ({"skip_voting": True}, "'s vote for agent2.2 does not replay"),
+        (
+            {"max_new_answers_per_agent": 1},
+            ".2 does not replay: You have given the maximum of 1 answer(s); call vote instead; "
+            "restore",
+        ),
+    ],
+    ids=["agent renamed", "voting skipped", "answer cap lowered"],
+)
 def test_a_paused_run_whose_config_changed_is_refused_saying_what_differs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], differs: str
 ) -> None:
-    cfg = _presenting(tmp_path)
+    cfg = _presenting(tmp_path, answers=2)
     log = _paused(tmp_path, capsys, cfg)
-    cfg.write_text(cfg.read_text(encoding="utf-8").replace("id: a3", "id: a9"), encoding="utf-8")
+    data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    renamed = change.pop("rename", None)
+    data["agents"] = [a | {"id": "a9"} if a["id"] == renamed else a for a in data["agents"]]
+    data["orchestrator"] |= change
+    cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
 
     code = main(["resume", str(log), "--answer", "keep"])
 
     assert code == ExitCode.USAGE
     err = capsys.readouterr().err
     assert "does not go on under its config now" in err
-    assert "agent a3 is not an agent of the config now" in err
+    assert differs in err
+
+
+def test_a_presentation_after_answers_that_counted_as_votes_resumes_to_the_direct_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ask = {"tool": "ask_user", "arguments": CRITICAL}
+    agents = [
+        {"id": f"a{i}", "latency": 0, "answer_text": "Use it as a hook."}
+        | {"presentation_tool_steps": [ask]}
+        for i in (1, 2, 3)
+    ]
+    cfg = write_config(tmp_path / "same.yaml", agents)
+    log = _paused(tmp_path, capsys, cfg)
+    events = [json.loads(line) for line in (log / "events.jsonl").open(encoding="utf-8")]
+
+    code, resumed = _json_run(capsys, "resume", str(log), "--answer", "delete")
+    spec = RunSpec(task=TASK, config=load_config(cfg), questions=Person("delete"))
+    direct = trio.run(run, spec, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    assert any(e["kind"] == "vote_added" and e["same_answer"] for e in events)
+    assert code == ExitCode.OK
+    assert resumed["final_answer"] == direct.final_answer
+    assert resumed["votes"] == direct.votes
+    assert len(resumed["answers"]) == len(direct.answers) == 1
 
 
 def test_a_run_that_pauses_again_is_resumed_again_with_distinct_question_ids(
