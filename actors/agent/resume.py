@@ -3,25 +3,35 @@
 A run pauses when an agent asks a question nobody can answer then (``--on-question pause``).
 Everything needed to go on is on disk already: the event log names the question and the call
 that asked it (``QuestionAsked``), and ``transcripts.jsonl`` holds every message the agent's
-round had exchanged before it. :func:`resume_point` puts that transcript together again and
-ends it with the asking call and the user's answer, as a direct answer would have; the
-resumed run's agent starts its first round from it instead of a fresh prompt, so nothing the
+round or presentation had exchanged before it. :func:`resume_point` puts that transcript
+together again and ends it with the asking call and the user's answer, as a direct answer
+would have; the resumed run's agent goes on from it instead of a fresh prompt, so nothing the
 agent did before the question (its tool calls included) is done again.
 
-What is rebuilt is one agent's round: a single-agent run paused before coordination had any
-answer. A run paused later (answers given, a presentation) would need the coordination state
-too; :func:`resume_point` refuses it, saying so.
+Only the agents that may ask pause a run: a single agent (in any of its rounds) and the
+presenter. So one agent's transcript is all that is rebuilt; what coordination had decided
+before the question (the answers, the votes, the exclusions) is read from the event log as
+its :data:`History`, which the resumed run replays into its coordination state
+(:mod:`actors.coordination.restore`): a presenter presents the same answers it was shown,
+and a single agent's later round sees the answers it had given.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from conclave.actors.agent.transcript_log import TRANSCRIPTS, TranscriptError, read_transcripts
-from conclave.actors.coordination.events import AnswerAdded
+from conclave.actors.coordination.events import (
+    AgentExcluded,
+    AnswerAdded,
+    AnswerRepeated,
+    RunStarted,
+    VoteAdded,
+)
 from conclave.actors.human.desk import question_number
 from conclave.actors.human.events import QuestionAnswered, QuestionAsked
 from conclave.actors.human.questions import (
@@ -33,11 +43,15 @@ from conclave.actors.human.questions import (
     reply_text,
 )
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage, ToolCall
+from conclave.runtime import Event
 from conclave.runtime.eventlog import read_event_log
 
-__all__ = ["ResumeError", "ResumePoint", "resume_point"]
+__all__ = ["History", "ResumeError", "ResumePoint", "resume_point"]
 
 EVENTS = "events.jsonl"
+
+History = tuple[AnswerAdded | VoteAdded | AnswerRepeated | AgentExcluded, ...]
+"""What coordination decided before the pause, in the order it was decided."""
 
 
 class ResumeError(Exception):
@@ -47,49 +61,96 @@ class ResumeError(Exception):
 @attrs.frozen(kw_only=True)
 class ResumePoint:
     agent: str
+    purpose: CallPurpose
+    """Whether it asked in a round or in its presentation."""
+    round: int
+    """The agent's round it asked in (a presentation's is that of its last round)."""
     messages: tuple[ChatMessage, ...]
-    """The round's transcript, ending with the question and its answer."""
+    """The round's or presentation's transcript, ending with the question and its answer."""
     prompt_length: int
-    """How many of its first messages are the round's prompt."""
+    """How many of its first messages are the prompt."""
     question_id: str
     answer: str
     last_question: int
     """The highest question number in the paused run's log: the resumed run numbers its
     own after it, so question ids stay distinct along a chain of pauses and resumes."""
+    history: History = ()
+    """The answers, votes and exclusions coordination had before the pause."""
+    workdir: Path | None = None
+    """The paused run's working directory (its log directory, resolved): the resumed run
+    starts from copies of its workspaces and answer snapshots."""
+
+    def moved_to(self, workdir: Path) -> tuple[ChatMessage, ...]:
+        """The transcript as it reads once the paused run's working directory is copied to
+        ``workdir``: every path under the old one (the prompt's workspace, a tool call's
+        argument) names the copy, so the agent goes on with its own files."""
+        if self.workdir is None or self.workdir == workdir:
+            return self.messages
+        old, new = str(self.workdir), str(workdir)
+        return tuple(
+            attrs.evolve(
+                m,
+                content=m.content.replace(old, new),
+                tool_calls=tuple(
+                    attrs.evolve(c, arguments=c.arguments.replace(old, new)) for c in m.tool_calls
+                ),
+            )
+            for m in self.messages
+        )
 
 
 def resume_point(log_dir: Path, answer: str) -> ResumePoint:
     """Where the paused run in ``log_dir`` goes on, once ``answer`` is given."""
-    asked, count = _pending(log_dir)
+    events = _events(log_dir)
+    asked, count = _pending(log_dir, events)
     lines = _agent_lines(log_dir, asked.agent)
-    rounds = [line for line in lines if line["purpose"] == CallPurpose.ROUND.value]
-    if len(rounds) != len(lines) or not rounds:
+    if not lines:
         raise ResumeError(
-            f"{log_dir}: {asked.agent} asked during its presentation; only a run paused in "
-            "its single agent's first round can be resumed yet: run the task again"
+            f"{log_dir}: {TRANSCRIPTS} has no line of {asked.agent}, which asked: its "
+            "transcript is needed to go on; run the task again"
         )
-    last = max(line["round"] for line in rounds)
-    messages = [_message(line) for line in rounds if line["round"] == last]
+    last = lines[-1]
+    purpose, round_ = CallPurpose(last["purpose"]), last["round"]
+    if purpose is CallPurpose.ROUND:
+        _only_agent_rounds(log_dir, events, asked.agent)
+    same = [line for line in lines if line["purpose"] == purpose.value and line["round"] == round_]
+    if purpose is CallPurpose.PRESENT:
+        # A presentation asked again (its presenter restarted) starts a new transcript
+        # under the same round: the last one is the one that asked.
+        starts = [i for i, line in enumerate(same) if line["role"] == "system"]
+        same = same[starts[-1] :] if starts else same
+    messages = [_message(line) for line in same]
     prompt_length = next(
         (i for i, m in enumerate(messages) if m.role == "assistant"), len(messages)
     )
     messages += _answered(asked, answer)
     return ResumePoint(
         agent=asked.agent,
+        purpose=purpose,
+        round=round_,
         messages=tuple(messages),
         prompt_length=prompt_length,
         question_id=asked.question_id,
         answer=answer,
         last_question=count,
+        workdir=Path(os.path.realpath(log_dir)),
+        history=tuple(
+            e
+            for e in events
+            if isinstance(e, AnswerAdded | VoteAdded | AnswerRepeated | AgentExcluded)
+        ),
     )
 
 
-def _pending(log_dir: Path) -> tuple[QuestionAsked, int]:
-    """The question the run waits on, and the highest question number in the log."""
+def _events(log_dir: Path) -> list[Event]:
     path = log_dir / EVENTS
     if not path.is_file():
         raise ResumeError(f"{log_dir}: no {EVENTS} here: give the log directory of a paused run")
-    events = read_event_log(path).events
+    return read_event_log(path).events
+
+
+def _pending(log_dir: Path, events: list[Event]) -> tuple[QuestionAsked, int]:
+    """The question the run waits on, and the highest question number in the log."""
     waiting: dict[str, QuestionAsked] = {}
     highest = 0
     for event in events:
@@ -101,15 +162,22 @@ def _pending(log_dir: Path) -> tuple[QuestionAsked, int]:
     pending = list(waiting.values())
     if not pending:
         raise ResumeError(
-            f"{log_dir}: the run waits on no question (it did not pause, or was resumed "
-            "already): nothing to answer"
-        )
-    if any(isinstance(e, AnswerAdded) for e in events):
-        raise ResumeError(
-            f"{log_dir}: the run paused after coordination had answers; only a run paused "
-            "in its single agent's first round can be resumed yet: run the task again"
+            f"{log_dir}: the run waits on no question (it did not pause): nothing to answer"
         )
     return pending[-1], highest
+
+
+def _only_agent_rounds(log_dir: Path, events: list[Event], agent: str) -> None:
+    """A question asked in a round is resumed only when the asking agent is the run's one
+    agent: the rounds of the others (which never ask) are not rebuilt."""
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    others = [a for a in started.agents if a != agent] if started is not None else []
+    if others:
+        raise ResumeError(
+            f"{log_dir}: {agent} asked in an answer round of a run of {len(others) + 1} "
+            "agents; only a single agent's rounds and a presenter's presentation can be "
+            "resumed (the other agents' rounds are not rebuilt): run the task again"
+        )
 
 
 def _agent_lines(log_dir: Path, agent: str) -> list[dict[str, Any]]:

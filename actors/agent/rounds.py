@@ -144,10 +144,11 @@ class Rounds:
             memory.merge(self.seen(snapshot.answers))
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
-        resumed = memory.resumed
-        memory.resumed = None
+        resumed = self._take_resumed(CallPurpose.ROUND)
         if resumed is not None:
-            self._resumed(resumed)
+            memory.transcript = self._resumed(resumed)
+            memory.prompt_length = resumed.prompt_length
+            memory.shown = {v.label for v in memory.view.values()}  # its prompt showed them
         else:
             prompt = self._round_prompt(workflow, short=False)
             memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
@@ -452,8 +453,14 @@ class Rounds:
                 act=act,
             )
 
-        first = prompt(answers)
-        transcript = self._transcript(first, CallPurpose.PRESENT)
+        resumed = self._take_resumed(CallPurpose.PRESENT)
+        if resumed is not None:
+            transcript = self._resumed(resumed)
+            prompt_length = resumed.prompt_length
+        else:
+            first = prompt(answers)
+            transcript = self._transcript(first, CallPurpose.PRESENT)
+            prompt_length = len(first)
         shortened = False
         while True:
             outcome: LoopOutcome[str | Question] = await run_loop(
@@ -479,7 +486,7 @@ class Rounds:
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW and not shortened:
                 shortened = True
                 shorter = tuple(_shorter(v) for v in answers)
-                self._reprompt(transcript, prompt(shorter), len(first), CallPurpose.PRESENT)
+                self._reprompt(transcript, prompt(shorter), prompt_length, CallPurpose.PRESENT)
                 continue
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW:
                 transcript.failed_tries += 1
@@ -491,10 +498,16 @@ class Rounds:
 
     # -- questions --------------------------------------------------------------------------
 
-    def _resumed(self, resumed: ResumePoint) -> None:
-        """Start the round from a paused run's transcript, its question answered now."""
-        self.memory.transcript = self._transcript(list(resumed.messages), CallPurpose.ROUND)
-        self.memory.prompt_length = resumed.prompt_length
+    def _take_resumed(self, purpose: CallPurpose) -> ResumePoint | None:
+        """The paused run's point to go on from, once, if it paused in work of ``purpose``."""
+        resumed = self.memory.resumed
+        if resumed is None or resumed.purpose is not purpose:
+            return None
+        self.memory.resumed = None
+        return resumed
+
+    def _resumed(self, resumed: ResumePoint) -> Transcript:
+        """The paused round's or presentation's transcript, its question answered now."""
         self.context.record(
             QuestionAnswered(
                 at=trio.current_time(),
@@ -504,6 +517,11 @@ class Rounds:
                 source=ReplySource.USER,
             )
         )
+        workspace = self.setup.workspace
+        messages = (
+            resumed.messages if workspace is None else resumed.moved_to(workspace.layout.root)
+        )
+        return self._transcript(list(messages), resumed.purpose)
 
     async def _answer_in_text(
         self, own: ToolExecutor, question: Question, transcript: Transcript

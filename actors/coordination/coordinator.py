@@ -2,7 +2,8 @@
 what they decide (verdicts, vote resets, the bus, the override window, the presentation).
 
 Everything it has in flight lives in the run-owned state, so a restarted coordinator
-re-arms it in :meth:`Coordinator.started`: the run is started if it was not, a pending
+re-arms it in :meth:`Coordinator.started`: the run is started if it was not (a run resuming
+a paused one starts from its restored state: see :mod:`actors.coordination.restore`), a pending
 presentation is asked for again, an open override window asks its human gate again, and
 result waiters whose asks died with the previous incarnation are forgotten (their askers
 ask again).
@@ -175,8 +176,11 @@ class Coordinator(Actor):
                 strategy=state.orchestrator.final_answer_strategy,
             )
         )
-        for agent in state.agents:
-            self.context.tell_nowait(agent_address(agent), StartTask(task=state.task))
+        if state.resumed and state.coordination_done():
+            self._check_done()  # a paused presentation: the same presenter is asked again
+        else:
+            for agent in state.live:
+                self.context.tell_nowait(agent_address(agent), StartTask(task=state.task))
         # Only now: if anything above crashed, the restarted coordinator starts the run again
         # (agents ignore a second StartTask).
         state.started = True

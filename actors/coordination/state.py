@@ -146,6 +146,9 @@ class CoordinationState:
         runs from here (``None``: no grace is running)."""
         self.phase = Phase.COORDINATING
         self.started = False
+        self.resumed = False
+        """Restored from a paused run (:mod:`actors.coordination.restore`): the coordinator
+        goes on from it rather than starting the task."""
         self.winner: Winner | None = None
         self.presenter: str | None = None
         self.overridden = False

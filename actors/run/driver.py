@@ -36,9 +36,11 @@ import attrs
 import trio
 
 from conclave.actors.agent.actor import AgentActor, AgentMemory, AgentSetup
+from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.transcript_log import TRANSCRIPTS, TranscriptFile
 from conclave.actors.coordination.bus import AnswersArriving, BusState, InjectionBus, agent_address
 from conclave.actors.coordination.coordinator import Coordinator, CoordinatorSetup
+from conclave.actors.coordination.restore import restored_state
 from conclave.actors.coordination.rules import (
     AnswerProgress,
     DeferVoting,
@@ -52,7 +54,7 @@ from conclave.actors.coordination.visibility import Visibility
 from conclave.actors.events.hub import EventHub
 from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.llm.pool import BackendPool, open_backends
-from conclave.actors.llm.protocol import LLMBackend
+from conclave.actors.llm.protocol import CallPurpose, LLMBackend
 from conclave.actors.llm.redaction import Redactor
 from conclave.actors.paor.corrections import Corrections
 from conclave.actors.planning.flow import read_execution_task
@@ -193,9 +195,7 @@ async def _open_run(
 ) -> AsyncIterator[RunHandle]:
     """:func:`open_run` itself, once the collector is sized for the run."""
     config = spec.config
-    state = CoordinationState(
-        task=spec.task, agents=[a.id for a in config.agents], orchestrator=config.orchestrator
-    )
+    state = _coordination(spec)
     stats = RunStats()
     usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
     secrets, redactor = secrets_of_run(config)
@@ -523,7 +523,7 @@ def _spawn_agent(
     )
     memory = AgentMemory()
     if spec.resume is not None and spec.resume.agent == agent.id:
-        memory.resumed = spec.resume
+        memory = _resumed_memory(spec.resume, state)
 
     def factory(ctx: ActorContext) -> AgentActor:
         return AgentActor(ctx, setup=setup, backend=backend, memory=memory)
@@ -535,6 +535,38 @@ def _spawn_agent(
         mailbox=_UNBOUNDED,
         supervisor=supervisor,
     )
+    return memory
+
+
+def _coordination(spec: RunSpec) -> CoordinationState:
+    """A fresh run's coordination state, or the paused run's that ``spec`` resumes.
+    Raises :class:`~actors.coordination.restore.RestoreError` if it does not replay."""
+    agents, orchestrator = [a.id for a in spec.config.agents], spec.config.orchestrator
+    if spec.resume is None:
+        return CoordinationState(task=spec.task, agents=agents, orchestrator=orchestrator)
+    return restored_state(
+        task=spec.task,
+        agents=agents,
+        orchestrator=orchestrator,
+        asking=spec.resume.agent,
+        history=spec.resume.history,
+    )
+
+
+def _resumed_memory(point: ResumePoint, state: CoordinationState) -> AgentMemory:
+    """The asking agent's memory as the pause left it. A presenter's needs only its round
+    (the presentation's transcript lines carry it). A round's agent starts that round again
+    from its transcript (its round counter one before, as starting a round counts), with the
+    answers it had given counted, voting open if the coordinator had opened it, and the
+    answers it could see in its view."""
+    memory = AgentMemory(resumed=point, round=point.round)
+    if point.purpose is CallPurpose.ROUND:
+        agent = point.agent
+        memory.round = point.round - 1
+        memory.answers_given = sum(1 for a in state.answers if a.agent == agent)
+        memory.voting_open = state.voting_opened(agent)
+        memory.supported = agent in state.supporters
+        memory.merge(state.snapshot_for(agent))
     return memory
 
 

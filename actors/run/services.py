@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from conclave.actors.coordination.events import AnswerAdded
 from conclave.actors.human.tool_approval import RefuseTools, ToolApprovalGate
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
 from conclave.actors.planning.flow import read_execution_task
@@ -147,6 +148,7 @@ class RunServices:
         if workspaces is not None and self._stack is not None:
             agents = list(workspaces.agents)
             await trio.to_thread.run_sync(workspaces.layout.create, agents)
+            await self._seed(workspaces, agents)
             sandbox = self.spec.config.orchestrator.sandbox
             run_timeout = self.spec.config.orchestrator.run_timeout
             if run_timeout is not None:
@@ -193,6 +195,18 @@ class RunServices:
             if agent is not None:
                 mounts = (Mount(path=workspaces.agents[agent].path, writable=True), *mounts)
         return ServerGrants(mounts=mounts, covers=covers, network=orchestrator.sandbox.network)
+
+    async def _seed(self, workspaces: RunWorkspaces, agents: list[str]) -> None:
+        """A run resuming a paused one starts from copies of its workspaces and of its
+        answers' snapshots (published again under their labels): the files its agents made
+        before the pause are there, and the paused run's directory is left as it was."""
+        resume = self.spec.resume
+        if resume is None or resume.workdir is None:
+            return
+        labels = [e.label for e in resume.history if isinstance(e, AnswerAdded)]
+        paused = RunLayout(resume.workdir)
+        copied = await trio.to_thread.run_sync(workspaces.layout.seed, paused, agents, labels)
+        workspaces.published.update(copied)
 
     async def _sandbox_opened(self) -> SandboxOpened:
         """What the run says of its sandbox as it starts (see :class:`SandboxOpened`)."""

@@ -51,6 +51,20 @@ class RunLayout:
         for agent in agents:
             self.workspace(agent).mkdir(exist_ok=True)
 
+    def seed(self, paused: RunLayout, agents: list[str], labels: list[str]) -> dict[str, Path]:
+        """Copy a paused run's workspaces of ``agents`` and snapshots of ``labels`` (those it
+        has) into this one, made already (blocking: call it in a thread); returns the
+        snapshots copied, by label. The paused run's directory is only read."""
+        for agent in agents:
+            if paused.workspace(agent).is_dir():
+                copy_tree(paused.workspace(agent), self.workspace(agent))
+        copied: dict[str, Path] = {}
+        for label in labels:
+            if paused.snapshot(label).is_dir():
+                copy_tree(paused.snapshot(label), self.snapshot(label))
+                copied[label] = self.snapshot(label)
+        return copied
+
     def workspace(self, agent: str) -> Path:
         return self.workspaces / agent
 

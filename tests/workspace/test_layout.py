@@ -100,3 +100,20 @@ def test_a_reused_workdir_keeps_workspaces_and_drops_the_earlier_runs_snapshots(
 
     assert (later.workspace("a1") / "notes.txt").read_text() == "earlier work"
     assert later.publish("a1", "agent1.1") == later.snapshots / "agent1.1"
+
+
+def test_a_resumed_runs_layout_is_seeded_with_copies_of_the_paused_runs(tmp_path: Path) -> None:
+    paused = RunLayout(tmp_path / "paused")
+    paused.create(["a1"])
+    (paused.workspace("a1") / "notes.txt").write_text("work")
+    paused.snapshot("agent1.1").mkdir()
+    (paused.snapshot("agent1.1") / "notes.txt").write_text("answer")
+    resumed = RunLayout(tmp_path / "paused" / "resumed-1")
+    resumed.create(["a1", "a2"])
+
+    copied = resumed.seed(paused, ["a1", "a2"], ["agent1.1", "agent2.1"])
+
+    assert copied == {"agent1.1": resumed.snapshot("agent1.1")}  # a2 answered nothing
+    assert (resumed.workspace("a1") / "notes.txt").read_text() == "work"
+    assert (resumed.snapshot("agent1.1") / "notes.txt").read_text() == "answer"
+    assert (paused.workspace("a1") / "notes.txt").read_text() == "work"

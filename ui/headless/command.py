@@ -19,14 +19,17 @@ import os
 import sys
 from pathlib import Path
 
+import attrs
 import trio
 
 from conclave.actors.agent.resume import ResumePoint
+from conclave.actors.coordination.restore import RestoreError, restored_state
 from conclave.actors.events import EventHub
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.result import RunResult, Termination
+from conclave.actors.run.turn import Turn
 from conclave.actors.session.entries import UserTurn
 from conclave.actors.session.recorder import LastCallTokens, SessionRecorder
 from conclave.actors.session.store import SessionError
@@ -40,7 +43,7 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
-from conclave.ui.headless.questions import keep_question, on_question_gate
+from conclave.ui.headless.questions import SessionTurn, keep_question, on_question_gate
 from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
@@ -68,8 +71,14 @@ _EXIT = {
 }
 
 
-def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) -> int:
-    """``conclave run``; with ``resume``, a paused run going on (``conclave resume``)."""
+def run_command(
+    args: argparse.Namespace,
+    *,
+    resume: ResumePoint | None = None,
+    paused_turn: int | None = None,
+) -> int:
+    """``conclave run``; with ``resume``, a paused run going on (``conclave resume``), which
+    answers the session's turn ``paused_turn`` (the paused run's) rather than a new one."""
     fmt: str = args.output_format
     flags = RunFlags.from_args(args)
     root = sessions_root()
@@ -87,15 +96,26 @@ def run_command(args: argparse.Namespace, *, resume: ResumePoint | None = None) 
             modes = flags.over(restored)  # the session's modes, but for the flags given
         config = resolved.for_flags(modes)
         log_dir = resolve_log_dir(args.log_dir)
+        if resume is not None:
+            _replays(resume, task, config)
     except EmptyStdin as exc:
         return _fail(str(exc), ExitCode.FAILED, fmt)
     except (UsageError, ConfigError, SessionError) as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
+    except RestoreError as exc:
+        message = f"conclave resume: the paused run does not go on under its config now: {exc}"
+        return _fail(
+            f"{message}; restore the config it paused with, or run the task again",
+            ExitCode.USAGE,
+            fmt,
+        )
     _say_where(resolved, config, fmt)
     prune_old_sessions(root, resolved.base)
     try:
         with open_chosen_session(root, chosen, warn=_warn) as session:
-            return _run_turn(task, config, modes, restored, flags, log_dir, session, args, resume)
+            return _run_turn(
+                task, config, modes, restored, flags, log_dir, session, args, resume, paused_turn
+            )
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
 
@@ -110,6 +130,7 @@ def _run_turn(
     session: SessionRecorder | None,
     args: argparse.Namespace,
     resume: ResumePoint | None,
+    paused_turn: int | None,
 ) -> int:
     """Run ``task`` as the session's next turn (its history shown to the agents, in the
     modes it left off in, ``restored``, but for the flags given); the turn is recorded
@@ -124,7 +145,7 @@ def _run_turn(
         else:
             given = flags.collaboration_given or config.mode is None
             session.mode(modes, ModeSource.FLAG if given else ModeSource.CONFIG)
-        turn = session.user_turn(task)
+        turn = _paused_turn(session, paused_turn) or session.user_turn(task)
     spec = RunSpec(
         task=task,
         config=config,
@@ -133,7 +154,7 @@ def _run_turn(
         questions=on_question_gate(args.on_question),
         resume=resume,
         mode=modes.collaboration,
-        history=session.conversation.history() if session is not None else (),
+        history=_history(session, turn),
     )
     tokens = LastCallTokens()
     signals = StopSignals()
@@ -162,12 +183,46 @@ def _run_turn(
         if session is not None and planned is not None and planned.plan is not None:
             _record_plan(session, planned.plan, result)
         if result.termination is Termination.PAUSED:
-            keep_question(result, task, args)
+            where = (
+                None
+                if session is None or turn is None
+                else SessionTurn(session=session.id, turn=turn.id)
+            )
+            keep_question(result, task, args, where)
         exit_code = _print(result, progress, fmt, code, planned)
         if session is not None and recorded:
             # Last, after the answer: a reader finds the answer right below the timeline.
             _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
         return exit_code
+
+
+def _paused_turn(session: SessionRecorder, turn_id: int | None) -> UserTurn | None:
+    """The session's turn a paused run answered, which its resumed run answers instead;
+    ``None`` if there is none (the session has no such turn: a new one is recorded)."""
+    exchanges = session.conversation.exchanges
+    return next((e.user for e in exchanges if turn_id is not None and e.user.id == turn_id), None)
+
+
+def _history(session: SessionRecorder | None, turn: UserTurn | None) -> tuple[Turn, ...]:
+    """The turns before ``turn`` the agents are shown: a resumed run's are those its paused
+    run was shown, whatever the session recorded since."""
+    if session is None or turn is None:
+        return ()
+    conversation = session.conversation
+    earlier = tuple(e for e in conversation.exchanges if e.user.id < turn.id)
+    return attrs.evolve(conversation, exchanges=earlier).history()
+
+
+def _replays(resume: ResumePoint, task: str, config: ConclaveConfig) -> None:
+    """Raise :class:`RestoreError` before the run starts if the paused run's coordination
+    does not replay under ``config`` (it was edited since the pause)."""
+    restored_state(
+        task=task,
+        agents=[a.id for a in config.agents],
+        orchestrator=config.orchestrator,
+        asking=resume.agent,
+        history=resume.history,
+    )
 
 
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:

@@ -1,6 +1,7 @@
 """Headless questions: ``--on-question`` chooses the gate, and a paused run leaves its
 question in its log directory (``question.json``), with what ``conclave resume`` needs to run
-it again as it ran (``paused.json``: the task, the run's flags, the working directory)."""
+it again as it ran (``paused.json``: the task, the run's flags, the working directory, and
+the session and turn it was recorded in, when it was)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,14 @@ from conclave.actors.human.unanswered import OnQuestion, gate_for
 from conclave.actors.run.result import RunResult
 from conclave.ui.text import display_path
 
-__all__ = ["PAUSED_FILE", "QUESTION_FILE", "keep_question", "on_question_gate", "pending_json"]
+__all__ = [
+    "PAUSED_FILE",
+    "QUESTION_FILE",
+    "SessionTurn",
+    "keep_question",
+    "on_question_gate",
+    "pending_json",
+]
 
 QUESTION_FILE = "question.json"
 """In a paused run's log directory: the question it waits on."""
@@ -32,6 +40,14 @@ _NOT_KEPT = frozenset(
 """Flags a resumed run takes from ``conclave resume`` (or never: sessions, the log dir)."""
 
 
+@attrs.frozen(kw_only=True)
+class SessionTurn:
+    """Which session a paused run was recorded in, and the turn it answers."""
+
+    session: str
+    turn: int
+
+
 def on_question_gate(flag: str | None) -> QuestionGate | None:
     """The gate for ``--on-question``; ``None`` (no flag): agents cannot ask."""
     return None if flag is None else gate_for(OnQuestion(flag))
@@ -41,9 +57,12 @@ def pending_json(question: PendingQuestion) -> dict[str, Any]:
     return attrs.asdict(question, value_serializer=_plain)
 
 
-def keep_question(result: RunResult, task: str, args: argparse.Namespace) -> None:
+def keep_question(
+    result: RunResult, task: str, args: argparse.Namespace, turn: SessionTurn | None = None
+) -> None:
     """Write a paused run's question and how to resume it into its log directory, and say
-    on stderr how to go on."""
+    on stderr how to go on. ``turn``: the session and the turn the run answers, which the
+    resumed run answers in its place."""
     pending, log_dir = result.pending_question, result.log_dir
     if pending is None or log_dir is None:
         return
@@ -52,7 +71,9 @@ def keep_question(result: RunResult, task: str, args: argparse.Namespace) -> Non
         for name, value in vars(args).items()
         if name not in _NOT_KEPT and _is_json(value)
     }
-    paused = {"task": task, "cwd": os.getcwd(), "flags": flags}
+    paused: dict[str, Any] = {"task": task, "cwd": os.getcwd(), "flags": flags}
+    if turn is not None:
+        paused |= {"session": turn.session, "turn": turn.turn}
     _write_synced(Path(log_dir) / PAUSED_FILE, paused)
     _write_synced(Path(log_dir) / QUESTION_FILE, pending_json(pending))
     asked = pending.question

@@ -3,9 +3,11 @@
 A run paused by ``--on-question pause`` left its question (``question.json``) and how it ran
 (``paused.json``) in its log directory; its event log and transcripts hold the rest. The
 resumed run runs as the paused one did (same task, flags and directory), its asking agent
-starting from its rebuilt transcript with the answer appended, and logs into
-``RUN_DIR/resumed-N``. Nothing is kept in memory between the pause and the resume: the
-paused process has exited, and any process may resume it.
+starting from its rebuilt transcript with the answer appended and its agents' workspaces
+copied from the paused run's, and logs into ``RUN_DIR/resumed-N``. A paused run recorded in
+a session is resumed in it: the resumed run is recorded as the answer to the paused run's
+turn, so the session's history shows the completed run. Nothing is kept in memory between
+the pause and the resume: the paused process has exited, and any process may resume it.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from conclave.actors.agent.resume import ResumeError, resume_point
+from conclave.actors.session.store import session_path
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.command import run_command
 from conclave.ui.headless.questions import PAUSED_FILE
 from conclave.ui.headless.result import print_json_error
+from conclave.ui.sessions import sessions_root
 
 __all__ = ["resume_command"]
 
@@ -37,6 +41,8 @@ def resume_command(args: argparse.Namespace) -> int:
         if args.output_format == "json":
             print_json_error(message, ExitCode.USAGE)
         return ExitCode.USAGE
+    os.chdir(paused["cwd"])  # relative paths in the flags (--config, --context) mean there
+    session = _session(paused)
     run = argparse.Namespace(
         **paused["flags"],
         task=paused["task"],
@@ -45,10 +51,27 @@ def resume_command(args: argparse.Namespace) -> int:
         include_partial_messages=False,
         verbose=args.verbose,
         continue_session=False,
-        resume=None,
+        resume=session,
     )
-    os.chdir(paused["cwd"])  # relative paths in the flags (--config, --context) mean there
-    return run_command(run, resume=point)
+    turn = paused.get("turn") if session is not None else None
+    return run_command(run, resume=point, paused_turn=turn if isinstance(turn, int) else None)
+
+
+def _session(paused: dict[str, Any]) -> str | None:
+    """The session the paused run was recorded in, if it still exists: the resumed run is
+    recorded there, answering the paused run's turn. One removed since (pruned, deleted)
+    leaves the resumed run a new session, said on stderr."""
+    session = paused.get("session")
+    if not isinstance(session, str):
+        return None
+    if not session_path(sessions_root(), session).is_file():
+        print(
+            f"conclave resume: the paused run's session {session} is gone; the resumed run "
+            "is recorded in a new one",
+            file=sys.stderr,
+        )
+        return None
+    return session
 
 
 def _paused(run_dir: Path) -> dict[str, Any]:
