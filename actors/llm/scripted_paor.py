@@ -7,9 +7,10 @@ results in the transcript, as in a free round) and, when all are made, says so i
 offered ``reflect`` alone, it reports what it did and that the goal is achieved once every
 step is made and none failed (a failed step is not retried: the round then runs until
 ``max_iterations``, which is how a test makes one). With ``paor_question`` configured, the
-reflection asks it (``needs_user``) until the user's answer is in the transcript. With no
-tool steps it reflects once, reporting the answer it would give in a free round (so a
-panel's answers differ).
+reflection asks it (``needs_user``) until the user's answer is in the transcript; with
+``paor_stuck``, that many first reflections say the round is stuck. With no tool steps
+its reflection reports the answer it would give in a free round (so a panel's answers
+differ).
 """
 
 from __future__ import annotations
@@ -23,11 +24,16 @@ from conclave.actors.llm.protocol import ChatMessage, ToolCall
 from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.config.schema.backends import ToolStep
 
-__all__ = ["answered", "in_paor", "paor_phase_reply"]
+__all__ = ["answered", "in_paor", "paor_phase_reply", "reflections"]
 
 
 def in_paor(messages: Sequence[ChatMessage]) -> bool:
     return any(m.role == "user" and m.content == PAOR_NOTE for m in messages)
+
+
+def reflections(messages: Sequence[ChatMessage]) -> int:
+    """How many reflections the round has made so far."""
+    return sum(1 for m in messages for call in m.tool_calls if call.name == "reflect")
 
 
 def answered(messages: Sequence[ChatMessage]) -> bool:
@@ -44,13 +50,15 @@ def paor_phase_reply(
     call_id: str,
     answer: str,
     question: str = "",
+    stuck: bool = False,
 ) -> ChatMessage | None:
     """The reply for the phase the offered tools show; ``None`` while acting with a step
         left (the caller makes it, as in a free round). ``failed``: how many of the steps made
         failed (a failed step keeps the goal from being achieved). ``answer``: what the script
     would answer in a free round, the progress it reports when it has no steps to make.
     ``question``: what the reflection asks the user (``needs_user``; the goal is then not
-    achieved), empty when there is nothing to ask."""
+    achieved), empty when there is nothing to ask. ``stuck``: the reflection says it is
+    stuck (and not done)."""
     if offered == {"submit_plan"}:
         plan = {
             "goal": "carry out the task",
@@ -71,12 +79,12 @@ def paor_phase_reply(
         left = ", ".join(step.tool for step in steps[done:])
         failures = f"; {failed} failed" if failed else ""
         reflection = {
-            "goal_achieved": done >= len(steps) and not failed and not question,
+            "goal_achieved": done >= len(steps) and not (failed or question or stuck),
             "progress": f"made {done} of {len(steps)} steps ({made}){failures}"
             if steps
             else answer,
             "next": f"make {left}" if left else ("fix what failed" if failed else ""),
-            "stuck": False,
+            "stuck": stuck,
             "needs_user": question,
         }
         return _call(call_id, "reflect", reflection)
