@@ -311,7 +311,7 @@ class ReplService:
         except ValueError as exc:
             self.tell(str(exc))
             return
-        who = command.agent or "every agent"
+        who = command.agent or ", ".join(handle.corrections.paor)
         self.tell(f"correction sent to {who}; PAOR agents take it at their next step")
 
     def _corrected(self, submit: Submit) -> bool:
