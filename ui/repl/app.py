@@ -320,7 +320,7 @@ class Repl:
         """Enter: a line ending in ``\\`` continues on the next; an empty line continues
         with the vote's winner when the vote waits; ``exit`` or ``quit`` alone quits; a
         ``/`` line is a command; anything else is the next turn (queued while a run
-        executes)."""
+        executes), or a correction while a run's PAOR agents work."""
         buffer, state = self.buffer, self.state
         text = buffer.text
         if text.endswith("\\"):
@@ -354,7 +354,7 @@ class Repl:
         buffer.reset()
         for name, size in attached.files:
             self.say(f"attached {name} ({size:,} bytes)")
-        self.submit(attached.task, shown_task=text.strip() if attached.files else None)
+        self.submit(attached.task, shown_task=text.strip() if attached.files else None, typed=True)
 
     def submit(self, task: str, **how: Any) -> None:
         """Send ``task`` as the next turn with the modes on the bar now, carrying the output
