@@ -291,7 +291,8 @@ class ProgressBlock:
 
 def status_line(state: ReplState) -> StyleAndTextTuples:
     """The model (the active agent's in single-agent mode, else every one configured), the
-    context the latest run's largest prompt used, and what the session has cost."""
+    context the latest run's largest prompt used, and what the session has cost (``-`` when no
+    configured backend has a price)."""
     if state.modes.agent_mode is AgentMode.SINGLE:
         named = [state.models.get(state.active_agent, "?")]
     else:
@@ -303,7 +304,9 @@ def status_line(state: ReplState) -> StyleAndTextTuples:
         parts.append(f"context {live.context_tokens:,} tokens")
     spent = state.usage.cost_usd
     running = live.cost_usd if live is not None and not live.ended else 0.0
-    if spent is None or running is None:
+    if not state.priced:
+        parts.append("cost -")
+    elif spent is None or running is None:
         parts.append("cost unknown (unpriced models)")
     else:
         parts.append(f"cost ${spent + running:.4f}")
