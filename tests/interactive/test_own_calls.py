@@ -23,6 +23,8 @@ from conclave.actors.interactive.session import InteractiveSession
 from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.schema.interactive import InteractiveModeConfig
 from conclave.config.schema.permissions import PermissionMode, PermissionsConfig
+from conclave.ui.repl.layout import ProgressBlock
+from conclave.ui.repl.render import fragments_text
 from conclave.ui.repl.state import Dialog
 from tests.cli.helpers import conclave, fast_agents, write_config
 from tests.interactive.helpers import session
@@ -182,6 +184,8 @@ def test_in_the_repl_a_launch_that_asks_opens_the_tool_approval_card(tmp_path: P
         approvals = session.repl.tool_approvals
         assert approvals is not None and approvals.card is not None
         assert approvals.card.request.tool == "launch_run"
+        head = fragments_text(session.render(ProgressBlock()))
+        assert head == "Thinking · waiting for your approval\n"
         session.press("3", "not today", ENTER)
         await session.until(lambda: denied in session.transcript(), "the agent's reply")
         assert session.state.usage.runs == 0

@@ -259,6 +259,15 @@ def dialog_span(rows: int, selected: int) -> tuple[int, int]:
     return first, first + DIALOG_ROWS
 
 
+_WAITING = {
+    Dialog.RUN_APPROVAL: "waiting for your approval",
+    Dialog.TOOL_APPROVAL: "waiting for your approval",
+    Dialog.QUESTION: "waiting for your answer",
+}
+"""What the live block's headline says, before a run has shown anything, while a dialog waits
+for the person (not "starting": nothing starts until they decide)."""
+
+
 class ProgressBlock:
     """The progress block last drawn, and what it was drawn from: frames between two
     snapshots (a typed key's) reuse it instead of going over every agent again."""
@@ -272,7 +281,8 @@ class ProgressBlock:
         state = repl.state
         live = state.live
         if live is None:
-            return [("class:progress.head", f"{state.status} · starting\n")]
+            doing = _WAITING.get(state.dialog, "starting")
+            return [("class:progress.head", f"{state.status} · {doing}\n")]
         rest = (state.status, round(state.elapsed, 1), _width())
         if live is not self._live or rest != self._rest:
             from conclave.ui.repl.render import progress_block  # loaded with the runtime
