@@ -168,6 +168,7 @@ def test_conclave_chat_in_ask_mode_refuses_an_unapproved_launch(tmp_path: Path) 
 
     assert done.returncode == 0, done.stderr
     assert "nobody can approve it: the run is headless" in done.stdout
+    assert "permission mode ask: nobody can approve a call in a headless run" in done.stderr
     assert not (tmp_path / ".conclave" / "runs").exists()
 
 

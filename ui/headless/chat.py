@@ -91,6 +91,9 @@ def chat_command(args: argparse.Namespace) -> int:
     except (UsageError, ConfigError, SessionError) as exc:
         return _usage(args, str(exc))
     prune_old_sessions(root, resolved.base)
+    permission_note = resolved.headless_permission_note()
+    if permission_note is not None:
+        _warn(permission_note)  # the agent's own calls and its runs' are refused alike
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     approver: RunApprover = (
         ApproveAll() if args.yes or not settings.require_approval else RefuseAll()
