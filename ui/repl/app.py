@@ -52,6 +52,7 @@ from conclave.config.modes import CollaborationMode, ModeSource, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import AgentConfig
+from conclave.config.schema.agents import price_of
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.repl.attachments import AttachError, attach, longest_backtick_run
@@ -577,6 +578,7 @@ async def run_session(
     loop = asyncio.get_running_loop()
     repl.bind(loop)
     repl.state.models = {agent.id: model_of(agent) for agent in resolved.base.agents}
+    repl.state.priced = any(price_of(agent) is not None for agent in resolved.base.agents)
     finished: asyncio.Future[Any] = loop.create_future()
 
     def runtime_done(outcome: Any) -> None:
