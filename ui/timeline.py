@@ -34,7 +34,12 @@ from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, Q
 from conclave.actors.human.questions import ReplySource
 from conclave.actors.llm.protocol import StopReason
 from conclave.actors.mcp.events import McpServerFailed, McpServerReady
-from conclave.actors.paor.events import CorrectionApplied, PaorFinished, PaorStateChanged
+from conclave.actors.paor.events import (
+    CorrectionApplied,
+    CorrectionUnused,
+    PaorFinished,
+    PaorStateChanged,
+)
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
@@ -141,6 +146,11 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         return _one_line(
             f"{event.agent} paor iteration {event.iteration}: correction applied at step "
             f"{event.step}: {event.correction}"
+        )
+    if isinstance(event, CorrectionUnused):
+        return _one_line(
+            f"{event.agent}: correction not used, it came after the agent's last PAOR round: "
+            f"{event.correction}"
         )
     if isinstance(event, PaorFinished):
         return _paor_finished(event, verbose=verbose)

@@ -31,6 +31,7 @@ import trio
 
 from conclave.actors.agent.events import AgentStatusChanged, RoundRestarted, RoundStarted
 from conclave.actors.agent.memory import AgentMemory, AgentSetup, AgentStatus
+from conclave.actors.agent.paor_round import runs_paor
 from conclave.actors.agent.policy import round_policy
 from conclave.actors.agent.protocol import ResumeRound, RoundOutcome, RoundSettled
 from conclave.actors.agent.rounds import Rounds, Settled, Work
@@ -183,7 +184,9 @@ class AgentActor(Actor):
 
     def _policy(self) -> InFlightPolicy:
         return round_policy(
-            self.setup.orchestrator.in_flight_policy, has_tools=bool(self.setup.tools.schemas())
+            self.setup.orchestrator.in_flight_policy,
+            has_tools=bool(self.setup.tools.schemas()),
+            paor=self.memory.paor,
         )
 
     def _start_round(self) -> None:
@@ -195,6 +198,7 @@ class AgentActor(Actor):
             self._set_status(AgentStatus.ANSWERED_NO_VOTING)
             return
         memory.round += 1
+        memory.paor = runs_paor(self.setup.loop, tools)
         memory.stale = False
         memory.prompt_built = False
         memory.vote_cleared = False

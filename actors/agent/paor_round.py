@@ -4,7 +4,9 @@ Only rounds that may answer and not vote run PAOR: a vote is one judgement, not 
 work through. The round's transcript starts from the usual round prompt, with a note on how
 the iterations work; :class:`~actors.paor.driver.PaorLoop` runs them with the agent's own
 tools (``ask_user`` among them when the agent may ask). Its summary is submitted as the
-round's ``new_answer``: the concise one by default. A round that hit ``max_iterations``
+round's ``new_answer``: the concise one by default. Peers' answers that arrive meanwhile enter
+at its step boundaries (it follows ``inject``, :mod:`actors.agent.policy`), as in a free
+round, so they neither restart it nor go unseen. A round that hit ``max_iterations``
 submits its progress report, and the run ends ``max_iterations`` when that answer wins
 (exit 5). A round that failed (its model unreachable, its tries spent) fails as any round
 does: the agent is excluded.
@@ -95,6 +97,7 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         observer=rounds.observer(),
         sink=rounds.stream,
         corrections=corrected,
+        updates=rounds.updates if policy is InFlightPolicy.INJECT else None,
     )
     outcome = await loop.run(transcript)
     summary = outcome.summary()

@@ -12,6 +12,10 @@
 there it is ``finish``. With tools, ``finish`` would throw the finished tool work away, so
 there it is ``inject``: the configured default (``finish``) means "do not cut the work short",
 which ``inject`` keeps better. ``cancel`` is an explicit choice to restart, kept everywhere.
+
+A PAOR round (:mod:`actors.agent.paor_round`) takes many steps (plan, act, reflect, each an
+LLM call) even without tools of its own, and a restart would throw its iterations away: it
+follows ``inject`` too.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from conclave.config.schema import InFlightPolicy
 __all__ = ["round_policy"]
 
 
-def round_policy(configured: InFlightPolicy, *, has_tools: bool) -> InFlightPolicy:
-    """The policy a round follows, given the configured one and whether it offers tools
-    besides the workflow tools."""
+def round_policy(
+    configured: InFlightPolicy, *, has_tools: bool, paor: bool = False
+) -> InFlightPolicy:
+    """The policy a round follows, given the configured one, whether it offers tools
+    besides the workflow tools, and whether it runs PAOR."""
     if configured is InFlightPolicy.CANCEL:
         return configured
-    return InFlightPolicy.INJECT if has_tools else InFlightPolicy.FINISH
+    return InFlightPolicy.INJECT if has_tools or paor else InFlightPolicy.FINISH

@@ -240,11 +240,17 @@ class Rounds:
         """Between two steps: ``inject`` shows the answers that arrived meanwhile; with
         ``finish`` a round they made stale ends here (it re-runs once)."""
         if policy is InFlightPolicy.INJECT:
-            unseen = self._unseen()
-            return Inject(messages=(update_message(unseen),)) if unseen else CONTINUE
+            updates = self.updates()
+            return Inject(messages=updates) if updates else CONTINUE
         if self.memory.stale:
             return Abort(reason="newer answers arrived")
         return CONTINUE
+
+    def updates(self) -> tuple[ChatMessage, ...]:
+        """What an ``inject`` round is shown at a step boundary: the answers not in its
+        transcript yet, as one message (none when nothing is new); they are marked shown."""
+        unseen = self._unseen()
+        return (update_message(unseen),) if unseen else ()
 
     def _unseen(self) -> list[AnswerView]:
         """The latest answers not shown in this round's transcript yet, now marked shown."""
@@ -265,9 +271,7 @@ class Rounds:
         return unseen
 
     def _inject(self, transcript: Transcript) -> None:
-        unseen = self._unseen()
-        if unseen:
-            transcript.append(update_message(unseen))
+        transcript.append(*self.updates())
 
     async def _submit(
         self,

@@ -24,6 +24,7 @@ from conclave.actors.llm.protocol import ToolSchema
 from conclave.actors.tools.arguments import ArgumentError, parse_arguments
 
 __all__ = [
+    "ANSWER_PREFIXES",
     "ASK_USER",
     "RECORD_ASSUMPTION",
     "Assumption",
@@ -215,14 +216,20 @@ def _question(args: dict[str, Any]) -> Question:
     )
 
 
+_DEFAULT_TAKEN = "Nobody could answer now; your default was taken: "
+_USER_ANSWERED = "The user answered: "
+ANSWER_PREFIXES = (_USER_ANSWERED, _DEFAULT_TAKEN)
+"""How every :func:`reply_text` begins (the scripted backend reads an answer back by it)."""
+
+
 def reply_text(reply: Reply) -> str:
     """What the agent reads back: the answer, and whether a person gave it."""
     if reply.source is ReplySource.DEFAULT:
         return (
-            f"Nobody could answer now; your default was taken: {reply.value}\n"
+            f"{_DEFAULT_TAKEN}{reply.value}\n"
             "Go on with it; it is recorded as an assumption the user will see."
         )
-    return f"The user answered: {reply.value}"
+    return f"{_USER_ANSWERED}{reply.value}"
 
 
 def question_json(question: Question) -> str:

@@ -29,7 +29,6 @@ from conclave.actors.human.events import (
 )
 from conclave.actors.llm.protocol import ToolCall
 from conclave.actors.tools.permissions import Permissions, SessionAllowances, Verdict, subjects_of
-from conclave.actors.tools.spec import ToolSpec
 from conclave.runtime import Event
 
 __all__ = [
@@ -37,6 +36,7 @@ __all__ = [
     "AllowOnce",
     "AllowTools",
     "Deny",
+    "GatedTool",
     "RefuseTools",
     "ToolApprovalGate",
     "ToolApprovalRequest",
@@ -110,6 +110,18 @@ class RefuseTools:
         return Deny(feedback=self.reason, by_person=False)
 
 
+class GatedTool(Protocol):
+    """What the gate reads of the tool called: a built-in or MCP tool's
+    :class:`~actors.tools.spec.ToolSpec`, or a tool's schema (the interactive agent's
+    ``launch_run``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+
 class ToolApprovalGate:
     """One agent's ``before_call`` hook: rules on each call, and asks ``approver`` about
     those that must ask (one at a time per agent: the executor runs a step's writing calls
@@ -138,7 +150,7 @@ class ToolApprovalGate:
         run's event log); ``None``: nowhere."""
 
     async def __call__(
-        self, call: ToolCall, spec: ToolSpec, arguments: Mapping[str, Any]
+        self, call: ToolCall, spec: GatedTool, arguments: Mapping[str, Any]
     ) -> str | None:
         """``None`` when the call may run, else what the model is told."""
         subjects = subjects_of(arguments, self.workspace)

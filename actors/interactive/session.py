@@ -18,7 +18,7 @@ turn's unfinished step (the loop appends nothing for it).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from conclave.config.schema.interactive import InteractiveModeConfig
 __all__ = [
     "INTERACTIVE_AGENT_ID",
     "LAUNCH_RUN",
+    "BeforeLaunch",
     "InteractiveReply",
     "InteractiveSession",
     "LaunchTool",
@@ -65,6 +66,11 @@ LAUNCH_RUN = ToolSchema(
     ),
     parameters=LAUNCH_PARAMETERS,
 )
+
+BeforeLaunch = Callable[[ToolCall, ToolSchema, Mapping[str, Any]], Awaitable[str | None]]
+"""Asked before a ``launch_run`` call runs, as an executor asks its ``before_call`` hook (the
+:class:`~actors.human.tool_approval.ToolApprovalGate` of :mod:`actors.interactive.approval`):
+a refusal reason for the agent, or ``None``."""
 
 _TURN_BUDGET = LoopBudget(max_steps=8, max_tries=3)
 """A turn's steps: a model that keeps launching runs is stopped after a few."""
@@ -111,11 +117,13 @@ class InteractiveReply:
 
 
 class LaunchTool:
-    """The agent's tool executor: ``launch_run`` only. Each outcome is also kept for the
+    """The agent's tool executor: ``launch_run`` only, each call asking ``before_call`` first
+    (the session's permission rules and approval gate). Each outcome is also kept for the
     turn's reply."""
 
-    def __init__(self, launcher: RunLauncher) -> None:
+    def __init__(self, launcher: RunLauncher, *, before_call: BeforeLaunch | None = None) -> None:
         self.launcher = launcher
+        self.before_call = before_call
         self.outcomes: list[LaunchOutcome] = []
 
     def schemas(self) -> tuple[ToolSchema, ...]:
@@ -133,6 +141,11 @@ class LaunchTool:
             return ToolResult(ok=False, error=f"the arguments are not JSON ({exc}); send an object")
         if not isinstance(arguments, dict):
             return ToolResult(ok=False, error="the arguments must be a JSON object")
+        if self.before_call is not None:
+            refusal = await self.before_call(call, LAUNCH_RUN, arguments)
+            if refusal is not None:
+                error = f"the call to {call.name} was refused: {refusal}"
+                return ToolResult(ok=False, refused=True, error=error)
         try:
             outcome = await self.launcher.launch(read_launch(arguments))
         except LaunchError as exc:
@@ -183,8 +196,12 @@ class InteractiveSession:
         workspace: WorkspaceNote | None = None,
         history: Sequence[Turn] = (),
         on_message: Callable[[ChatMessage], None] | None = None,
+        before_call: BeforeLaunch | None = None,
     ) -> None:
         self.settings = settings
+        self.before_call = before_call
+        """Asked before each of the agent's own calls (:mod:`actors.interactive.approval`);
+        ``None``: they run unasked."""
         self.backend = backend
         self.launcher = launcher
         project = launcher.project
@@ -214,7 +231,7 @@ class InteractiveSession:
         transcript = self.transcript
         transcript.append(ChatMessage(role="user", content=text))
         transcript.steps = transcript.failed_tries = 0  # each turn has its own budget
-        tool = LaunchTool(self.launcher)
+        tool = LaunchTool(self.launcher, before_call=self.before_call)
         calls = _LastCall()
         outcome = await run_loop(
             transcript,

@@ -43,7 +43,12 @@ from conclave.actors.llm.protocol import (
     Usage,
 )
 from conclave.actors.llm.scripted_interactive import interactive_reply
-from conclave.actors.llm.scripted_paor import in_paor, paor_phase_reply
+from conclave.actors.llm.scripted_paor import (
+    answered,
+    in_paor,
+    paor_phase_reply,
+    reflections,
+)
 from conclave.actors.llm.scripted_summary import summary_reply
 from conclave.actors.llm.scripted_timer import sleep_until
 from conclave.actors.planning.progress import UPDATE_PLAN
@@ -134,7 +139,14 @@ class ScriptedBackend:
             )
             message = (
                 paor_phase_reply(
-                    steps, offered, done, failed, self._call_id(), self.compose(view, revision=1)
+                    steps,
+                    offered,
+                    done,
+                    failed,
+                    self._call_id(),
+                    self.compose(view, revision=1),
+                    "" if answered(request.messages) else policy.paor_question,
+                    reflections(request.messages) < policy.paor_stuck,
                 )
                 or self._step(steps, offered, done, view, 1)
                 or ChatMessage(role="assistant", content="Nothing more to do.")

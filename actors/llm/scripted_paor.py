@@ -6,8 +6,11 @@ configured tool step; while acting, it makes the next tool step (counted from th
 results in the transcript, as in a free round) and, when all are made, says so in text;
 offered ``reflect`` alone, it reports what it did and that the goal is achieved once every
 step is made and none failed (a failed step is not retried: the round then runs until
-``max_iterations``, which is how a test makes one). With no tool steps it reflects once,
-reporting the answer it would give in a free round (so a panel's answers differ).
+``max_iterations``, which is how a test makes one). With ``paor_question`` configured, the
+reflection asks it (``needs_user``) until the user's answer is in the transcript; with
+``paor_stuck``, that many first reflections say the round is stuck. With no tool steps
+its reflection reports the answer it would give in a free round (so a panel's answers
+differ).
 """
 
 from __future__ import annotations
@@ -16,15 +19,27 @@ from collections.abc import Sequence
 
 import orjson
 
+from conclave.actors.human.questions import ANSWER_PREFIXES
 from conclave.actors.llm.protocol import ChatMessage, ToolCall
 from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.config.schema.backends import ToolStep
 
-__all__ = ["in_paor", "paor_phase_reply"]
+__all__ = ["answered", "in_paor", "paor_phase_reply", "reflections"]
 
 
 def in_paor(messages: Sequence[ChatMessage]) -> bool:
     return any(m.role == "user" and m.content == PAOR_NOTE for m in messages)
+
+
+def reflections(messages: Sequence[ChatMessage]) -> int:
+    """How many reflections the round has made so far."""
+    return sum(1 for m in messages for call in m.tool_calls if call.name == "reflect")
+
+
+def answered(messages: Sequence[ChatMessage]) -> bool:
+    """Whether the user's answer to a reflection's question is in the transcript (a PAOR
+    round appends it as a user message: :func:`~actors.human.questions.reply_text`)."""
+    return any(m.role == "user" and m.content.startswith(ANSWER_PREFIXES) for m in messages)
 
 
 def paor_phase_reply(
@@ -34,11 +49,16 @@ def paor_phase_reply(
     failed: int,
     call_id: str,
     answer: str,
+    question: str = "",
+    stuck: bool = False,
 ) -> ChatMessage | None:
     """The reply for the phase the offered tools show; ``None`` while acting with a step
         left (the caller makes it, as in a free round). ``failed``: how many of the steps made
         failed (a failed step keeps the goal from being achieved). ``answer``: what the script
-    would answer in a free round, the progress it reports when it has no steps to make."""
+    would answer in a free round, the progress it reports when it has no steps to make.
+    ``question``: what the reflection asks the user (``needs_user``; the goal is then not
+    achieved), empty when there is nothing to ask. ``stuck``: the reflection says it is
+    stuck (and not done)."""
     if offered == {"submit_plan"}:
         plan = {
             "goal": "carry out the task",
@@ -59,13 +79,13 @@ def paor_phase_reply(
         left = ", ".join(step.tool for step in steps[done:])
         failures = f"; {failed} failed" if failed else ""
         reflection = {
-            "goal_achieved": done >= len(steps) and not failed,
+            "goal_achieved": done >= len(steps) and not (failed or question or stuck),
             "progress": f"made {done} of {len(steps)} steps ({made}){failures}"
             if steps
             else answer,
             "next": f"make {left}" if left else ("fix what failed" if failed else ""),
-            "stuck": False,
-            "needs_user": "",
+            "stuck": stuck,
+            "needs_user": question,
         }
         return _call(call_id, "reflect", reflection)
     if done >= len(steps):

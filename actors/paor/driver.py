@@ -54,12 +54,15 @@ from conclave.actors.paor.state import OnMove, PaorMachine, PaorPhase
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 from conclave.config.schema.paor import PaorConfig
 
-__all__ = ["STUCK_AFTER", "Ask", "Corrected", "PaorLoop"]
+__all__ = ["STUCK_AFTER", "Ask", "Corrected", "PaorLoop", "Updates"]
 
 Ask = Callable[[Question], Awaitable[str]]
 """Puts a question to the user and returns what the model should read back."""
 Corrected = Callable[[int, int], list[str]]
 """Takes the user's corrections that arrived, given the iteration and the step."""
+Updates = Callable[[], tuple[ChatMessage, ...]]
+"""What the round shows at a step boundary besides corrections: the peers' answers that
+arrived meanwhile (the ``inject`` in-flight policy), as free rounds are shown them."""
 
 _ACT = (
     "Plan accepted. Act on it now: call the tools its steps name, in dependency order. "
@@ -111,6 +114,7 @@ class PaorLoop:
         observer: LoopObserver = QUIET,
         sink: CompletionSink | None = None,
         corrections: Corrected | None = None,
+        updates: Updates | None = None,
     ) -> None:
         self._backend = backend
         self._tools = RecordingTools(tools)
@@ -124,6 +128,7 @@ class PaorLoop:
         self._reflections: list[Reflection] = []
         self._observations: list[tuple[Observation, ...]] = []
         self._corrections = corrections
+        self._updates = updates
         self._corrected = False
         """A correction arrived since the last plan: the goal is not achieved before a plan
         accounts for it."""
@@ -151,6 +156,7 @@ class PaorLoop:
                 machine.move(PaorPhase.REFLECTING)
                 reflection = await self._reflect(transcript)
                 self._reflections.append(reflection)
+                self._bring_in(transcript)  # one that came during the reflection still counts
                 if reflection.goal_achieved and not self._corrected:
                     machine.move(PaorPhase.COMPLETE)
                     return self._outcome(PaorEnd.GOAL_ACHIEVED)
@@ -175,28 +181,28 @@ class PaorLoop:
             machine.move(PaorPhase.FAILED)
             return self._outcome(PaorEnd.FAILED, failed.error)
 
-    def _correction(self, transcript: Transcript) -> ChatMessage | None:
-        """The user's corrections that arrived, as the message that brings them in."""
+    def _arrived(self, transcript: Transcript) -> tuple[ChatMessage, ...]:
+        """What arrived since the last step boundary, as the messages that bring it in: the
+        peers' new answers, then the user's corrections."""
+        arrived = self._updates() if self._updates is not None else ()
         if self._corrections is None:
-            return None
+            return arrived
         texts = self._corrections(self._machine.iteration, transcript.steps)
         if not texts:
-            return None
+            return arrived
         self._corrected = True
-        return ChatMessage(role="user", content=_correction(texts))
+        return (*arrived, ChatMessage(role="user", content=_correction(texts)))
 
     def _bring_in(self, transcript: Transcript) -> None:
         """At a phase's start (before its first step, where the loop has no checkpoint)."""
-        message = self._correction(transcript)
-        if message is not None:
-            transcript.append(message)
+        transcript.append(*self._arrived(transcript))
 
     def _checkpoint(self, transcript: Transcript) -> Checkpoint:
-        """Between two steps of a phase (the transcript is whole): corrections enter."""
+        """Between two steps of a phase (the transcript is whole): what arrived enters."""
 
         def between(_step: int) -> CheckpointDecision:
-            message = self._correction(transcript)
-            return CONTINUE if message is None else Inject(messages=(message,))
+            arrived = self._arrived(transcript)
+            return Inject(messages=arrived) if arrived else CONTINUE
 
         return between
 

@@ -7,7 +7,7 @@ from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
 from conclave.runtime import message
 
-__all__ = ["CorrectionApplied", "PaorFinished", "PaorStateChanged"]
+__all__ = ["CorrectionApplied", "CorrectionUnused", "PaorFinished", "PaorStateChanged"]
 
 
 @message()
@@ -28,6 +28,16 @@ class CorrectionApplied(DomainEvent):
     """The iteration it reached the agent in; the next plan accounts for it."""
     step: int
     """The round's LLM calls before it entered the transcript."""
+    correction: str
+
+
+@message()
+class CorrectionUnused(DomainEvent):
+    """The run ended before a PAOR round of ``agent`` took this correction: it came too
+    late (after the agent's last PAOR round) and changed nothing. Recorded just before
+    ``run_ended``."""
+
+    agent: str
     correction: str
 
 

@@ -28,6 +28,7 @@ from conclave.actors.coordination.protocol import (
 from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.paor.corrections import Corrections
+from conclave.actors.paor.events import CorrectionUnused
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import RunResult, RunStats
@@ -36,6 +37,7 @@ from conclave.actors.run.spec import RunSpec
 from conclave.actors.run.termination import BEST_SO_FAR, DecidedBy, Termination
 from conclave.actors.run.usage import UsageTap
 from conclave.actors.workspace.writes import Writes
+from conclave.config.schema import LoopKind
 from conclave.runtime import ActorSystem, Address, JsonlEventLog, Undeliverable
 
 __all__ = ["COORDINATOR", "RunHandle"]
@@ -81,7 +83,11 @@ class RunHandle:
         self._actors_started = False
         self._result: RunResult | None = None
         self._ended = trio.Event()
-        self.corrections = Corrections(tuple(agent.id for agent in spec.config.agents))
+        agents = spec.config.agents
+        self.corrections = Corrections(
+            tuple(agent.id for agent in agents),
+            paor=tuple(agent.id for agent in agents if agent.loop is LoopKind.PAOR),
+        )
         """The user's corrections on their way to the PAOR agents (:meth:`correct`)."""
         self._halted = trio.Event()
 
@@ -98,9 +104,12 @@ class RunHandle:
         self._end_with(Termination.CANCELLED)
 
     def correct(self, text: str, agent: str | None = None) -> None:
-        """A correction from the user for ``agent`` (``None``: every agent): a PAOR agent
-        takes it at its next step boundary, records ``CorrectionApplied``, and its next plan
-        accounts for it. Raises ``ValueError`` for an unknown agent or an empty text."""
+        """A correction from the user for ``agent`` (``None``: every PAOR agent): a PAOR
+        agent takes it at its next step boundary, records ``CorrectionApplied``, and its next
+        plan accounts for it; one that comes after its round ended waits for its next PAOR
+        round, and is recorded ``CorrectionUnused`` if the run ends first. Raises
+        ``ValueError`` for an empty text, an agent that is unknown or does not run PAOR, or a
+        run that has ended (see :class:`~actors.paor.corrections.Corrections`)."""
         self.corrections.put(text, agent)
 
     def fail(self, reason: str) -> None:
@@ -277,6 +286,12 @@ class RunHandle:
             result = self._result = self.snapshot(termination, failure_reason=self._failure)
             for tap in self._taps:
                 tap.until_run_ended()
+            for unused in self.corrections.close():
+                self.system.record(
+                    CorrectionUnused(
+                        at=trio.current_time(), agent=unused.agent, correction=unused.text
+                    )
+                )
             self.system.record(
                 RunEnded(
                     at=trio.current_time(),

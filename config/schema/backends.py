@@ -134,6 +134,13 @@ class ScriptedBackendConfig:
     )
     """Make every tool step even when its tool is not offered, as a misbehaving model might
     (the specs that show plan mode refuses every write)."""
+    paor_question: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """With ``loop: paor``: what the first reflection asks the user (``needs_user``) until
+    an answer is in the round's transcript; empty: it asks nothing. How a spec makes a PAOR
+    run pause on a question (``--on-question pause``, exit 4, ``conclave resume``)."""
+    paor_stuck: int = attrs.field(default=0, validator=whole(0, 100))
+    """With ``loop: paor``: how many of a round's first reflections say it is stuck. The
+    first forces a new plan; a second asks the user for another approach."""
 
 
 BackendConfig = ScriptedBackendConfig | OpenAIBackendConfig | AnthropicBackendConfig

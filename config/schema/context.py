@@ -7,8 +7,15 @@ agent during coordination, and writable by the presenter in the final presentati
 read-only whatever the phase.
 
 Paths are made absolute and resolved (symlinks followed) when the config is built, so every
-later check compares real locations. Validated at the edge: the path exists, and a writable
-one is writable by this user.
+later check compares real locations. Validated at the edge: the path exists, is not the
+filesystem root, and a writable one is writable by this user.
+
+The root (``/``, or whatever resolves to it) is refused rather than confirmed: granting it
+makes every file this user can read a context path (``~/.ssh``, ``~/.aws``, other projects)
+and, writable, lets the presenter write anywhere, which undoes the sandbox's point. A
+confirmation cannot be asked in a headless run, a batch or a served run, and one "yes" in the
+REPL would grant it to every run of the session; naming the directories the task needs is
+always possible, so a clear refusal (a usage error, exit 2) is the one behaviour everywhere.
 """
 
 from __future__ import annotations
@@ -98,6 +105,13 @@ class ContextPath:
         return tuple((self.path / p).resolve() for p in self.protected_paths)
 
     def __attrs_post_init__(self) -> None:
+        if self.path == Path(self.path.anchor):
+            raise ValueError(
+                f"context path {str(self.path)!r} is the whole filesystem root: every agent "
+                "could read every file this user can (~/.ssh, ~/.aws, other projects) and, "
+                "writable, the presenter could write anywhere; give the directories the task "
+                "needs instead, such as ./src"
+            )
         if not self.path.exists():
             raise InvalidValue(
                 f"context path {str(self.path)!r} does not exist; create it or fix the path",

@@ -89,6 +89,21 @@ def test_a_context_flag_naming_a_missing_path_is_a_usage_error(
     assert "--context: context path" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("root", ["/", "/:w", "/tmp/..", "//"])
+def test_a_context_flag_granting_the_filesystem_root_is_a_usage_error(
+    root: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--context", root, TASK])
+
+    assert code == ExitCode.USAGE
+    assert "--context: context path '/' is the whole filesystem root" in capsys.readouterr().err
+
+
+def test_a_configured_context_path_at_the_filesystem_root_is_refused() -> None:
+    with pytest.raises(ConfigError, match="'/' is the whole filesystem root"):
+        parse_config(_config({"path": "/"}))
+
+
 def test_a_context_flag_with_a_suffix_other_than_w_names_the_two_forms(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="':rw' is not a permission; write PATH for read-only"):
         parse_context_flag(f"{tmp_path}:rw")

@@ -11,7 +11,7 @@ import pytest
 from conclave.actors.interactive.project import init_project
 from conclave.config.schema import ConclaveConfig
 from conclave.config.schema.interactive import InteractiveModeConfig
-from conclave.ui.repl.layout import mode_bar
+from conclave.ui.repl.layout import ProgressBlock, mode_bar
 from conclave.ui.repl.render import fragments_text
 from conclave.ui.repl.state import Dialog
 from tests.repl.harness import CTRL_C, ENTER, ESC, Session, config, play
@@ -91,6 +91,22 @@ def test_cancel_returns_a_cancelled_result_and_the_agent_goes_on(tmp_path: Path)
         await _replied(session, "No run needed for “Still there?”")
 
     play(scenario, tmp_path, conclave=_interactive())
+
+
+def test_while_the_run_approval_dialog_is_open_the_live_line_says_it_waits_for_you(
+    tmp_path: Path,
+) -> None:
+    heads: list[str] = []
+
+    async def scenario(session: Session) -> None:
+        session.type("Write a limerick about trio")
+        await _dialog(session)
+        heads.append(fragments_text(session.render(ProgressBlock())))
+        session.press(ESC)
+        await _replied(session, "The run was not launched")
+
+    play(scenario, tmp_path, conclave=_interactive())
+    assert heads == ["Thinking · waiting for your approval\n"]
 
 
 def test_plan_then_execute_runs_two_runs_after_one_approval(tmp_path: Path) -> None:

@@ -18,6 +18,13 @@ from conclave.actors.llm.protocol import (
     ToolSchema,
 )
 from conclave.actors.tools.protocol import ToolResult
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    LoopKind,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
 
 Reply = ChatMessage | Exception
 
@@ -100,3 +107,18 @@ def reflect(
 def iteration(tool: str = "search", **reflection: Any) -> list[ChatMessage]:
     """One iteration's replies: a plan, one call of ``tool``, the note, the reflection."""
     return [plan(tool), call(tool, pattern="f("), text(), reflect(**reflection)]
+
+
+def panel_without_voting() -> ConclaveConfig:
+    """Without voting, an agent that answered works again on each new answer, in PAOR for
+    ``p`` (no tools: three calls of a second each). ``q`` answers at once; ``p`` answers at
+    3 s and starts its second round on ``q``'s second answer (3.5 s); ``s`` answers at 4 s,
+    while that round works; ``r`` answers last (10 s) and ends the run."""
+    paor = AgentConfig(id="p", loop=LoopKind.PAOR, backend=ScriptedBackendConfig(latency=1.0))
+    quick = AgentConfig(id="q", backend=ScriptedBackendConfig(latency=0.5, seed=1))
+    mid = AgentConfig(id="s", backend=ScriptedBackendConfig(latency=4.0, seed=3))
+    slow = AgentConfig(id="r", backend=ScriptedBackendConfig(latency=10.0, seed=2))
+    orchestrator = OrchestratorConfig(
+        quiet_period=None, skip_voting=True, max_new_answers_per_agent=2
+    )
+    return ConclaveConfig(agents=(paor, quick, mid, slow), orchestrator=orchestrator)

@@ -1,13 +1,15 @@
-"""The REPL's ``/correct [@ID] TEXT``: a correction for the running run's PAOR agents."""
+"""Corrections in the REPL: ``/correct [@ID] TEXT``, or a plain line typed while a run with
+PAOR agents works (a run without them queues it as the next turn, as before)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import attrs
 
 from conclave.config.schema import ConclaveConfig, LoopKind
-from tests.repl.harness import Session, config, play
+from tests.repl.harness import ENTER, Session, config, play
 
 
 def _paor(latency: float) -> ConclaveConfig:
@@ -57,3 +59,57 @@ def test_correct_without_text_shows_its_usage(tmp_path: Path) -> None:
         await session.until(lambda: "usage: /correct" in session.transcript(), "the usage")
 
     play(scenario, tmp_path)
+
+
+def test_a_line_typed_while_a_paor_run_works_is_a_correction_for_its_agents(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a slow task")
+        await session.until(lambda: session.state.running, "the run")
+        session.type("search only in src/utils")
+        await session.until(lambda: "correction sent" in session.state.notice, "the notice")
+        assert session.state.notice == (
+            "correction sent to agent-1 (PAOR): taken at the next step, not queued as a turn"
+        )
+        assert session.state.queued == []
+        await session.finish(0, "a slow task")
+        [log] = list(session.log_root.rglob("events.jsonl"))
+        events = [json.loads(line) for line in log.read_text().splitlines()]
+        [applied] = [e for e in events if e.get("kind") == "correction_applied"]
+        assert applied["correction"] == "search only in src/utils"
+
+    play(scenario, tmp_path, conclave=_paor(latency=0.5))
+
+
+def test_a_line_typed_while_a_run_without_paor_agents_works_is_queued_as_the_next_turn(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a slow task")
+        await session.until(lambda: session.state.running, "the run")
+        session.type("and then this")
+        await session.until(lambda: session.state.queued, "the queued turn")
+        assert session.state.queued == ["and then this"]
+        assert "correction" not in session.state.notice
+        session.press("\x03")
+
+    play(scenario, tmp_path, conclave=config(1, latency=2.0))
+
+
+def test_a_correction_that_came_after_the_last_paor_round_is_shown_as_not_used(
+    tmp_path: Path,
+) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a task")
+        await session.until(lambda: session.state.override is not None, "the vote's end")
+        session.type("use ripgrep")
+        await session.until(lambda: "correction sent" in session.state.notice, "the notice")
+        session.press(ENTER)
+        await session.until(lambda: "correction not used" in session.transcript(), "the line")
+        assert (
+            "agent-1: correction not used, it came after the agent's last PAOR round: "
+            "use ripgrep" in session.transcript()
+        )
+
+    play(scenario, tmp_path, conclave=_paor(latency=0.1))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from conclave.config.schema import (
     AgentConfig,
     ConclaveConfig,
@@ -45,3 +47,27 @@ async def test_a_correction_for_an_unknown_agent_is_refused_saying_why(tmp_path:
         await client.until("result")
     assert verdict["accepted"] is False
     assert verdict["error"] == "no agent 'nobody' in this run; its agents are: p"
+
+
+def _slow() -> ConclaveConfig:
+    """A second a call: the vote and the presentation after the PAOR round leave time for
+    a correction to arrive while the run goes."""
+    [agent] = CONFIG.agents
+    return attrs.evolve(
+        CONFIG, agents=(attrs.evolve(agent, backend=ScriptedBackendConfig(latency=1.0)),)
+    )
+
+
+async def test_a_correction_after_the_agents_last_round_comes_back_as_unused(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path, config=_slow()) as server, connect(server) as client:
+        run_id = await client.start_run(agent_mode="single")  # a vote and a presentation follow
+        await client.until("paor_finished")
+        await client.send(type="correct", run_id=run_id, text="only src/utils")
+        lines = await client.until("result")
+    verdict = next(line for line in lines if line["type"] == "verdict")
+    assert verdict["accepted"] is True
+    [unused] = [line for line in lines if line["type"] == "correction_unused"]
+    assert (unused["agent"], unused["correction"]) == ("p", "only src/utils")
+    assert not [line for line in lines if line["type"] == "correction_applied"]

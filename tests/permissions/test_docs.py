@@ -7,6 +7,7 @@ from pathlib import Path
 from conclave.actors.human.tool_approval import RefuseTools
 from conclave.actors.tools import permissions
 from conclave.config.schema.permissions import PermissionMode
+from conclave.ui.serve.asking import nobody_answered
 
 PAGE = (Path(__file__).parents[2] / "docs" / "modes-and-permissions.md").read_text(encoding="utf-8")
 
@@ -17,6 +18,10 @@ def test_every_permission_mode_has_a_row() -> None:
 
 def test_the_headless_refusal_is_quoted_as_the_model_reads_it() -> None:
     assert RefuseTools().reason in " ".join(PAGE.split())
+
+
+def test_the_served_runs_timeout_denial_is_quoted_as_the_model_reads_it() -> None:
+    assert nobody_answered(300.0) in " ".join(PAGE.split())
 
 
 def test_every_read_only_program_is_named() -> None:

@@ -57,6 +57,14 @@ def test_unpriced_calls_make_the_cost_unknown_not_zero() -> None:
     assert _line(_state(live=live)).endswith("cost unknown (unpriced models)")
 
 
+def test_with_no_priced_backend_the_cost_is_a_dash_not_zero() -> None:
+    assert _line(_state(priced=False)).endswith(" · cost -")
+
+
+def test_with_a_priced_backend_the_cost_before_any_run_is_zero() -> None:
+    assert _line(_state()).endswith(" · cost $0.0000")
+
+
 def test_after_a_run_the_status_line_shows_the_model_and_the_context_used(
     tmp_path: Path,
 ) -> None:
@@ -69,8 +77,8 @@ def test_after_a_run_the_status_line_shows_the_model_and_the_context_used(
         shown.append(fragments_text(session.render(lambda repl: status_line(repl.state))))
 
     play(scenario, tmp_path)
-    assert shown[0] == "model scripted · cost $0.0000"
+    assert shown[0] == "model scripted · cost -"  # scripted backends have no price
     assert shown[1].startswith("model scripted · context ")
     tokens = int(shown[1].split("context ")[1].split(" tokens")[0].replace(",", ""))
     assert tokens > 0
-    assert shown[1].endswith("cost unknown (unpriced models)")  # scripted calls have no price
+    assert shown[1].endswith("cost -")

@@ -9,6 +9,8 @@ import pytest
 from conclave.config.modes import AgentMode, CollaborationMode
 from conclave.ui.serve.protocol import (
     Answer,
+    ApprovalDecision,
+    Approve,
     Auth,
     Cancel,
     ClientMessage,
@@ -48,6 +50,13 @@ EVERY_MESSAGE: list[ClientMessage] = [
     Override(run_id="run-1", agent="agent-3"),
     Continue(run_id="run-1"),
     Answer(run_id="run-1", question_id="q1", value="keep", request_id="r2"),
+    Approve(
+        run_id="run-1",
+        approval_id="a1",
+        decision=ApprovalDecision.DENY,
+        feedback="keep the file",
+        request_id="r3",
+    ),
     Correct(run_id="run-1", text="search only in src/utils", agent="agent-1"),
 ]
 

@@ -28,6 +28,7 @@ import trio
 
 from conclave.actors.events import EventHub
 from conclave.actors.human.run_approval import ApproveAll, RefuseAll, RunApprover
+from conclave.actors.interactive.approval import interactive_gate
 from conclave.actors.interactive.launcher import RunLauncher
 from conclave.actors.interactive.outcome import RunRecord
 from conclave.actors.interactive.project import find_project
@@ -41,6 +42,7 @@ from conclave.actors.llm.pool import open_backends
 from conclave.actors.run.driver import RunSpec, drive
 from conclave.actors.run.result import RunResult
 from conclave.actors.session.store import SessionError
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.keys import check_interactive_key
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
@@ -89,6 +91,9 @@ def chat_command(args: argparse.Namespace) -> int:
     except (UsageError, ConfigError, SessionError) as exc:
         return _usage(args, str(exc))
     prune_old_sessions(root, resolved.base)
+    permission_note = resolved.headless_permission_note()
+    if permission_note is not None:
+        _warn(permission_note)  # the agent's own calls and its runs' are refused alike
     log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     approver: RunApprover = (
         ApproveAll() if args.yes or not settings.require_approval else RefuseAll()
@@ -180,13 +185,22 @@ async def _chat(
                 on_run=_ran,
             )
             agent = interactive_agent(resolved.base, settings)
+            root = project.root if project else Path.cwd()
             session = InteractiveSession(
                 config=resolved.base,
                 settings=settings,
                 backend=await pool.backend(agent),
                 launcher=launcher,
-                workspace=workspace_note(resolved.base, project.root if project else Path.cwd()),
+                workspace=workspace_note(resolved.base, root),
                 history=recorded.history(),
+                # Nobody to ask: a call of the agent's that must ask is refused, saying why.
+                before_call=interactive_gate(
+                    resolved.base.permissions,
+                    None,
+                    session=SessionAllowances(),
+                    workspace=root,
+                    run_approval=settings.require_approval,
+                ),
             )
             replies: list[InteractiveReply] = []
             with trio.open_signal_receiver(*STOP_SIGNALS) as signals:

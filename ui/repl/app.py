@@ -52,6 +52,7 @@ from conclave.config.modes import CollaborationMode, ModeSource, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import AgentConfig
+from conclave.config.schema.agents import price_of
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.repl.attachments import AttachError, attach, longest_backtick_run
@@ -320,7 +321,7 @@ class Repl:
         """Enter: a line ending in ``\\`` continues on the next; an empty line continues
         with the vote's winner when the vote waits; ``exit`` or ``quit`` alone quits; a
         ``/`` line is a command; anything else is the next turn (queued while a run
-        executes)."""
+        executes), or a correction while a run's PAOR agents work."""
         buffer, state = self.buffer, self.state
         text = buffer.text
         if text.endswith("\\"):
@@ -354,7 +355,7 @@ class Repl:
         buffer.reset()
         for name, size in attached.files:
             self.say(f"attached {name} ({size:,} bytes)")
-        self.submit(attached.task, shown_task=text.strip() if attached.files else None)
+        self.submit(attached.task, shown_task=text.strip() if attached.files else None, typed=True)
 
     def submit(self, task: str, **how: Any) -> None:
         """Send ``task`` as the next turn with the modes on the bar now, carrying the output
@@ -577,6 +578,7 @@ async def run_session(
     loop = asyncio.get_running_loop()
     repl.bind(loop)
     repl.state.models = {agent.id: model_of(agent) for agent in resolved.base.agents}
+    repl.state.priced = any(price_of(agent) is not None for agent in resolved.base.agents)
     finished: asyncio.Future[Any] = loop.create_future()
 
     def runtime_done(outcome: Any) -> None:

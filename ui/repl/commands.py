@@ -167,7 +167,7 @@ def _help(repl: Repl, argument: str) -> None:
     lines += [f"  {command.usage:<16} {command.help}" for command in COMMANDS]
     lines += [
         "keys:",
-        "  Enter            send (while a run executes: queued until it ends)",
+        "  Enter            send (while a run executes: queued; with PAOR agents: a correction)",
         "  Alt+Enter        new line (also Ctrl+J, or \\ at the end of a line)",
         "  Shift+Tab        plan mode on/off",
         "  Alt+A / Alt+R    single/multi agent; refinement on/off",

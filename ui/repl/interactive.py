@@ -10,6 +10,9 @@ cancelled) work as for a typed turn, but the vote stands (no override window: th
 reads the result); its answer is not printed (the agent tells it), only a line saying how it
 ended and where its log is.
 
+The agent's own calls go through the session's permission rules and the tool approval card
+(:mod:`actors.interactive.approval`), as its runs' calls do.
+
 Run approval (``require_approval``, the default): the approver opens the approval dialog
 (:mod:`ui.repl.approval_dialog`) in the input's place and waits for the person's decision;
 the state holds the pending request. Ctrl+C or Esc in the dialog is its Cancel. Ctrl+C while
@@ -38,6 +41,7 @@ from conclave.actors.human.run_approval import (
     RunDecision,
     RunRefused,
 )
+from conclave.actors.interactive.approval import interactive_gate
 from conclave.actors.interactive.launcher import RunLauncher
 from conclave.actors.interactive.outcome import RunRecord
 from conclave.actors.interactive.project import find_project
@@ -51,6 +55,7 @@ from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.result import RunResult
 from conclave.actors.run.turn import Turn
 from conclave.actors.session.compaction import CompactionPolicy
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import ConclaveConfig
 from conclave.config.schema.interactive import InteractiveModeConfig
@@ -142,13 +147,21 @@ class InteractiveFlow:
         self._history = self.service.history
         self._known = len(self._history)
         project = self.launcher.project
+        root = project.root if project else Path.cwd()
         self.session = InteractiveSession(
             config=config,
             settings=self.settings,
             backend=backend,
             launcher=self.launcher,
-            workspace=workspace_note(config, project.root if project else Path.cwd()),
+            workspace=workspace_note(config, root),
             history=self._history,
+            before_call=interactive_gate(
+                config.permissions,
+                self.service.tool_approver,
+                session=self.service.tool_allowances or SessionAllowances(),
+                workspace=root,
+                run_approval=self.settings.require_approval,
+            ),
         )
         if project is not None:
             self.service.print(

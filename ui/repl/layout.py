@@ -259,6 +259,15 @@ def dialog_span(rows: int, selected: int) -> tuple[int, int]:
     return first, first + DIALOG_ROWS
 
 
+_WAITING = {
+    Dialog.RUN_APPROVAL: "waiting for your approval",
+    Dialog.TOOL_APPROVAL: "waiting for your approval",
+    Dialog.QUESTION: "waiting for your answer",
+}
+"""What the live block's headline says, before a run has shown anything, while a dialog waits
+for the person (not "starting": nothing starts until they decide)."""
+
+
 class ProgressBlock:
     """The progress block last drawn, and what it was drawn from: frames between two
     snapshots (a typed key's) reuse it instead of going over every agent again."""
@@ -272,7 +281,8 @@ class ProgressBlock:
         state = repl.state
         live = state.live
         if live is None:
-            return [("class:progress.head", f"{state.status} · starting\n")]
+            doing = _WAITING.get(state.dialog, "starting")
+            return [("class:progress.head", f"{state.status} · {doing}\n")]
         rest = (state.status, round(state.elapsed, 1), _width())
         if live is not self._live or rest != self._rest:
             from conclave.ui.repl.render import progress_block  # loaded with the runtime
@@ -291,7 +301,8 @@ class ProgressBlock:
 
 def status_line(state: ReplState) -> StyleAndTextTuples:
     """The model (the active agent's in single-agent mode, else every one configured), the
-    context the latest run's largest prompt used, and what the session has cost."""
+    context the latest run's largest prompt used, and what the session has cost (``-`` when no
+    configured backend has a price)."""
     if state.modes.agent_mode is AgentMode.SINGLE:
         named = [state.models.get(state.active_agent, "?")]
     else:
@@ -303,7 +314,9 @@ def status_line(state: ReplState) -> StyleAndTextTuples:
         parts.append(f"context {live.context_tokens:,} tokens")
     spent = state.usage.cost_usd
     running = live.cost_usd if live is not None and not live.ended else 0.0
-    if spent is None or running is None:
+    if not state.priced:
+        parts.append("cost -")
+    elif spent is None or running is None:
         parts.append("cost unknown (unpriced models)")
     else:
         parts.append(f"cost ${spent + running:.4f}")

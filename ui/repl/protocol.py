@@ -32,6 +32,9 @@ class Submit:
     """What the screen calls the turn while it runs (default: by its mode)."""
     shown_task: str | None = None
     """What the transcript shows as the person's input (default: ``task``)."""
+    typed: bool = False
+    """Typed at the prompt (not made by a dialog): while a run with PAOR agents works, it is
+    a correction for them, not the next turn (:meth:`ReplService.handle`)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -10,7 +10,8 @@ thread (:data:`Post`). A run's events are folded where they are recorded
 :data:`PUBLISH_INTERVAL`, however many agents there are; tool calls are printed as they
 start and end.
 
-One run at a time. A turn submitted while a run executes is queued and sent when it ends.
+One run at a time. A turn submitted while a run executes is queued and sent when it ends;
+a line typed while a run with PAOR agents works is a correction for them instead.
 Cancelling a run keeps its partial result (shown, and kept in history if it has an answer)
 and drops the queued turns. :class:`Quit` cancels any run and returns only once its event
 log is closed.
@@ -43,6 +44,7 @@ from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.mcp.session import McpSession, open_session_servers
+from conclave.actors.paor.events import CorrectionUnused
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.result import RunResult, Termination
@@ -309,8 +311,27 @@ class ReplService:
         except ValueError as exc:
             self.tell(str(exc))
             return
-        who = command.agent or "every agent"
+        who = command.agent or ", ".join(handle.corrections.paor)
         self.tell(f"correction sent to {who}; PAOR agents take it at their next step")
+
+    def _corrected(self, submit: Submit) -> bool:
+        """A line typed while a run works goes to its PAOR agents as a correction, and the
+        screen says so; ``False`` when the run has none (or has ended): then it is the next
+        turn, queued, as in any run."""
+        handle = self._handle
+        if handle is None:
+            return False
+        try:
+            handle.correct(submit.task)
+        except ValueError:
+            return False
+        shown = submit.shown_task or submit.task
+        agents = ", ".join(handle.corrections.paor)
+        self._print([("class:prompt", "> "), ("class:user", shown + "\n")])
+        self.tell(
+            f"correction sent to {agents} (PAOR): taken at the next step, not queued as a turn"
+        )
+        return True
 
     def tell(self, notice: str) -> None:
         state = self.state
@@ -410,6 +431,8 @@ class ReplService:
             self._idle.set()
 
     def _submit(self, submit: Submit) -> None:
+        if self._running and submit.typed and self._corrected(submit):
+            return
         if self._running:
             self._queue.append(submit)
             self.show(queued=self._queue_shown())
@@ -532,6 +555,8 @@ class ReplService:
                 self._print(tool_finished_line(event))
             elif isinstance(event, SandboxOpened) and event.warning is not None:
                 self._print([("class:error", f"{describe(event)}\n")])  # unconfined, say so
+            elif isinstance(event, CorrectionUnused):
+                self._print([("class:notice", f"{describe(event)}\n")])  # came too late
 
         try:
             with self._hub.subscribe_sync(seen, name="repl"):

@@ -148,6 +148,9 @@ class ReplState:
     """The current (or last) run as its events have shown it, as of the latest snapshot."""
     models: dict[str, str] = attrs.Factory(dict)
     """Agent → the model its config names (the status line, before a reply names one)."""
+    priced: bool = True
+    """Whether some configured agent's backend has a price; ``False`` (scripted, local
+    models): the status line's cost is ``-``, as batch tables show it, never ``$0.0000``."""
     shell_context: list[str] = attrs.Factory(list)
     """Output of ``!`` commands since the last turn: the next turn's task carries it."""
     elapsed: float = 0.0

@@ -87,6 +87,9 @@ class Capture:
     question: dict[str, Any] | None = None
     """The open question, as its ``question_asked`` line says it (but the common fields
     and ``call_id``); ``None`` when none waits."""
+    approval: dict[str, Any] | None = None
+    """The tool call waiting for approval, as its ``approval_requested`` line says it (but
+    ``type`` and ``run_id``); ``None`` when none waits."""
 
 
 class _Sink(io.StringIO):
@@ -257,6 +260,8 @@ class RunFeed:
         self.override_window: dict[str, Any] | None = None
         self.question: dict[str, Any] | None = None
         """The question waiting for an answer, for late joiners' snapshots."""
+        self.approval: dict[str, Any] | None = None
+        """The tool call waiting for approval, for late joiners' snapshots."""
         self.result_line: str | None = None
         """The ``result`` line, once the run is over (late subscribers get it)."""
         self.flush_interval = flush_interval
@@ -272,7 +277,7 @@ class RunFeed:
         self._work = trio.Event()
         """Set when there are lines to seal or watchers to admit: the flusher's cue."""
         self._joiners: list[Watcher] = []
-        self._capture: tuple[tuple[int, int, bool, bool, bool], Capture] | None = None
+        self._capture: tuple[tuple[int, int, bool, bool, bool, bool], Capture] | None = None
 
     @property
     def next_seq(self) -> int:
@@ -320,6 +325,7 @@ class RunFeed:
         self.finished = True
         self.override_window = None
         self.question = None
+        self.approval = None
         self._work.set()
         for watcher in list(self._watchers):
             watcher.wake()
@@ -432,6 +438,7 @@ class RunFeed:
             self.finished,
             self.override_window is not None,
             self.question is not None,
+            self.approval is not None,
         )
         if self._capture is None or self._capture[0] != key:
             capture = Capture(
@@ -441,6 +448,7 @@ class RunFeed:
                 override_window=self.override_window,
                 ended=self.finished,
                 question=self.question,
+                approval=self.approval,
             )
             self._capture = (key, capture)
         return self._capture[1]

@@ -46,6 +46,10 @@ __all__ = [
     "Accepted",
     "Ack",
     "Answer",
+    "Approval",
+    "ApprovalDecision",
+    "ApprovalRequested",
+    "Approve",
     "Auth",
     "Cancel",
     "ClientMessage",
@@ -159,6 +163,12 @@ def _answer_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
         raise ValueError(f"value is {size:,} bytes; the limit is {MAX_TASK_BYTES:,}")
 
 
+def _feedback_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_TASK_BYTES:
+        raise ValueError(f"feedback is {size:,} bytes; the limit is {MAX_TASK_BYTES:,}")
+
+
 def _correction_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
     if not value.strip():
         raise ValueError("text is empty; say what the agent should change")
@@ -269,6 +279,35 @@ class Answer(_Client):
     value: str = attrs.field(validator=_answer_text)
 
 
+class ApprovalDecision(enum.Enum):
+    """What ``approve`` decides about a tool call waiting for approval."""
+
+    ALLOW_ONCE = "allow_once"
+    ALLOW_SESSION = "allow_session"
+    """Run it, and the same again without asking for the rest of the run and of the runs
+    continuing it (``after``): the same shell command exactly, any call of another tool."""
+    DENY = "deny"
+
+
+@attrs.frozen(kw_only=True)
+class Approve(_Client):
+    """The decision about the run's waiting tool call ``approval_id`` (from its
+    ``approval_requested`` line); with ``deny``, ``feedback`` is what the model reads."""
+
+    type: ClassVar[str] = "approve"
+    run_id: str
+    approval_id: str
+    decision: ApprovalDecision
+    feedback: str = attrs.field(default="", validator=_feedback_text)
+
+    def __attrs_post_init__(self) -> None:
+        if self.feedback.strip() and self.decision is not ApprovalDecision.DENY:
+            raise ValueError(
+                f"feedback goes with decision deny (the model reads it instead of the "
+                f"tool's output); decision {self.decision.value} runs the call: drop feedback"
+            )
+
+
 @attrs.frozen(kw_only=True)
 class Correct(_Client):
     """A correction for the run's PAOR agents (``agent``, or every agent): taken at each
@@ -281,7 +320,16 @@ class Correct(_Client):
 
 
 ClientMessage = (
-    Auth | StartRun | Subscribe | Unsubscribe | Cancel | Override | Continue | Answer | Correct
+    Auth
+    | StartRun
+    | Subscribe
+    | Unsubscribe
+    | Cancel
+    | Override
+    | Continue
+    | Answer
+    | Approve
+    | Correct
 )
 
 _CLIENT: dict[str, type[_Client]] = {
@@ -295,6 +343,7 @@ _CLIENT: dict[str, type[_Client]] = {
         Override,
         Continue,
         Answer,
+        Approve,
         Correct,
     )
 }
@@ -352,6 +401,9 @@ class Snapshot(_Server):
     question: dict[str, Any] | None = None
     """The question waiting for an ``answer`` (null if none): the fields of its
     ``question_asked`` line but ``call_id``."""
+    approval: dict[str, Any] | None = None
+    """The tool call waiting for ``approve`` (null if none): the fields of its
+    ``approval_requested`` line but ``type`` and ``run_id``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -378,6 +430,44 @@ class OverrideWindow(_Server):
 
 
 @attrs.frozen(kw_only=True)
+class Approval:
+    """A tool call that must ask, waiting for a client's ``approve``."""
+
+    approval_id: str
+    """Unique in the run (``a1``, ``a2``, ...): what ``approve`` names."""
+    agent: str
+    tool: str
+    arguments: str
+    """The call's arguments as the model wrote them (JSON text)."""
+    subject: str | None
+    """The path or command the call touches, as written (null: neither)."""
+    reason: str
+    """Why it asks: ``delete_file deletes notes.txt (permission mode ask)``."""
+    timeout: float | None
+    """Seconds until nobody answering denies it (null: it waits until answered)."""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequested(_Server):
+    """A tool call waits for a client's ``approve`` (one at a time per run; the run's timer
+    is paused meanwhile). Its ``tool_approval_decided`` line says how it was decided."""
+
+    type: ClassVar[str] = "approval_requested"
+    run_id: str
+    approval_id: str
+    agent: str
+    tool: str
+    arguments: str
+    subject: str | None
+    reason: str
+    timeout: float | None
+
+    @classmethod
+    def of(cls, run_id: str, approval: Approval) -> ApprovalRequested:
+        return cls(run_id=run_id, **attrs.asdict(approval))
+
+
+@attrs.frozen(kw_only=True)
 class Verdict(_Server):
     """Whether an ``override`` or ``continue`` was taken, and if not, why."""
 
@@ -385,13 +475,16 @@ class Verdict(_Server):
     run_id: str
     request_id: str | None
     decision: str
-    """``override``, ``continue``, ``answer`` or ``correct``."""
+    """``override``, ``continue``, ``answer``, ``approve`` or ``correct``."""
     agent: str | None
-    """The agent chosen by ``override``, or the one whose question was answered."""
+    """The agent chosen by ``override``, or the one whose question was answered or whose
+    call was approved or denied."""
     accepted: bool
     error: str | None
     question_id: str | None = None
     """For ``answer``: the question it answered."""
+    approval_id: str | None = None
+    """For ``approve``: the call it decided."""
 
 
 @attrs.frozen(kw_only=True)
@@ -412,7 +505,9 @@ class ErrorFrame(_Server):
     request_id: str | None = None
 
 
-ServerMessage = Welcome | Accepted | Snapshot | OverrideWindow | Verdict | Ack | ErrorFrame
+ServerMessage = (
+    Welcome | Accepted | Snapshot | OverrideWindow | ApprovalRequested | Verdict | Ack | ErrorFrame
+)
 
 
 # ------------------------------------------------------------------------------ the wire

@@ -14,6 +14,14 @@ coordinator through :meth:`RunHandle.override` / :meth:`RunHandle.continue_`, wh
 says whether it was taken. ``after`` continues a conversation: the earlier run's turns and
 its own task and answer become the new run's history, as the REPL's second turn does.
 
+Questions and approvals go to the run's watchers the same way: a ``question_asked`` line
+(an event) or an ``approval_requested`` line (a tool call the permission mode says must ask,
+:mod:`actors.human.tool_approval`) waits for an ``answer`` or ``approve`` from any
+authenticated client, one at a time, and the open one is in late joiners' snapshots. Nobody
+answering within ``decision_timeout`` takes the question's default, or denies the call (the
+model is told nobody answered). "Allow for this session" lasts the run and the runs
+continuing it (``after``).
+
 Finished runs are kept (their feed's snapshot and ``result`` line) up to
 :attr:`ServeSettings.keep_finished`, for late subscribers and ``after``.
 """
@@ -22,7 +30,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import secrets
 import time
 from collections.abc import Callable
@@ -34,20 +41,31 @@ import trio
 
 from conclave.actors.events import EventHub
 from conclave.actors.human.gate import Accept, OverrideChoice, OverrideRequest
-from conclave.actors.human.questions import PendingQuestion, Reply, ReplySource
+from conclave.actors.human.questions import PendingQuestion, Reply
+from conclave.actors.human.tool_approval import ToolDecision
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.run.driver import RunHandle, RunSpec, drive, not_started
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
+from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import AgentMode, ModeState, UnknownAgent
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import ConclaveConfig
 from conclave.runtime import ConclaveRuntimeError
 from conclave.ui.progress import RunClock, StreamJson
+from conclave.ui.serve.asking import (
+    WatcherApprovals,
+    WatcherQuestions,
+    decision_of,
+    question_fields,
+)
 from conclave.ui.serve.feed import Capture, RunFeed
 from conclave.ui.serve.protocol import (
     Answer,
+    Approval,
+    ApprovalRequested,
+    Approve,
     Correct,
     ErrorCode,
     OverrideWindow,
@@ -117,28 +135,6 @@ class _ClientGate:
             self._run._window_closed()
 
 
-class _WatcherQuestions:
-    """Questions of a served run: each goes to its watchers as its ``question_asked`` line
-    and waits for an ``answer`` from any client (:meth:`ServedRun.answer`), or for
-    ``timeout``: then the question's default is taken (and recorded as an assumption)."""
-
-    def __init__(self, run: ServedRun, timeout: float | None) -> None:
-        self._run = run
-        self._timeout = timeout
-
-    async def ask(self, asked: PendingQuestion) -> Reply:
-        send, receive = trio.open_memory_channel[Reply](1)
-        self._run._question = (asked, send)
-        self._run.feed.question = _question_fields(asked)
-        try:
-            with trio.move_on_after(math.inf if self._timeout is None else self._timeout):
-                return await receive.receive()
-            return Reply(value=asked.question.default, source=ReplySource.DEFAULT)
-        finally:
-            self._run._question = None
-            self._run.feed.question = None
-
-
 class ServedRun:
     """One run of the server: its spec, feed, handle (once open) and result (once over)."""
 
@@ -154,6 +150,8 @@ class ServedRun:
         self._snapshot: tuple[Capture, str, bytes] | None = None
         self._question: tuple[PendingQuestion, trio.MemorySendChannel[Reply]] | None = None
         """The question its watchers may answer now, and where the answer goes."""
+        self._approval: tuple[Approval, trio.MemorySendChannel[ToolDecision]] | None = None
+        """The tool call its watchers may decide now, and where the decision goes."""
 
     @property
     def history(self) -> tuple[Turn, ...]:
@@ -190,6 +188,7 @@ class ServedRun:
                 override_window=capture.override_window,
                 ended=capture.ended,
                 question=capture.question,
+                approval=capture.approval,
             )
             line = encode_snapshot(snapshot)
             self._snapshot = (capture, line, text_frame(line.encode("utf-8")))
@@ -270,6 +269,61 @@ class ServedRun:
             return None, f"question {question_id!r} was answered already"
         return asked.agent, None
 
+    def approve(self, message: Approve) -> Verdict:
+        """Decide the waiting tool call: the verdict names the agent that called it, or
+        says why the decision was not taken (the run ended, no such call waits, decided
+        already)."""
+        agent, error = self._approve(message)
+        return Verdict(
+            run_id=self.run_id,
+            request_id=message.request_id,
+            decision=message.type,
+            agent=agent,
+            accepted=error is None,
+            error=error,
+            approval_id=message.approval_id,
+        )
+
+    def _approve(self, message: Approve) -> tuple[str | None, str | None]:
+        wanted = message.approval_id
+        if self.result is not None:
+            return None, "the run has ended"
+        open_now = self._approval
+        if open_now is None:
+            return None, f"no tool call waits for approval (approval {wanted!r} is not open)"
+        approval, send = open_now
+        if approval.approval_id != wanted:
+            return None, f"approval {wanted!r} is not the open one ({approval.approval_id!r})"
+        try:
+            send.send_nowait(decision_of(message))
+        except trio.WouldBlock:
+            return None, f"approval {wanted!r} was decided already"
+        return approval.agent, None
+
+    def question_opened(self, asked: PendingQuestion, send: trio.MemorySendChannel[Reply]) -> None:
+        """``asked`` waits for an ``answer``, to be sent on ``send`` (its line is an event's,
+        already published)."""
+        self._question = (asked, send)
+        self.feed.question = question_fields(asked)
+
+    def question_closed(self) -> None:
+        self._question = None
+        self.feed.question = None
+
+    def approval_opened(
+        self, approval: Approval, send: trio.MemorySendChannel[ToolDecision]
+    ) -> None:
+        """``approval`` waits for an ``approve``, to be sent on ``send``: its
+        ``approval_requested`` line goes to the watchers."""
+        self._approval = (approval, send)
+        line = encode_server(ApprovalRequested.of(self.run_id, approval))
+        self.feed.approval = {k: v for k, v in _loads(line).items() if k not in {"type", "run_id"}}
+        self.feed.note(line)
+
+    def approval_closed(self) -> None:
+        self._approval = None
+        self.feed.approval = None
+
     def _opened(self, handle: RunHandle) -> None:
         self.handle = handle
         self.feed.bind(handle.system.record)
@@ -284,20 +338,6 @@ class ServedRun:
 
     def _window_closed(self) -> None:
         self.feed.override_window = None
-
-
-def _question_fields(asked: PendingQuestion) -> dict[str, Any]:
-    """A waiting question as its ``question_asked`` line says it."""
-    question = asked.question
-    return {
-        "agent": asked.agent,
-        "question_id": asked.question_id,
-        "question": question.question,
-        "context": question.context,
-        "severity": question.severity.value,
-        "options": [attrs.asdict(o) for o in question.options],
-        "default": question.default,
-    }
 
 
 def _loads(line: str) -> dict[str, Any]:
@@ -360,6 +400,7 @@ class RunRegistry:
             )
         config = self._config(request)
         history: tuple[Turn, ...] = ()
+        allowances = SessionAllowances()
         if request.after is not None:
             earlier = self.get(request.after, request_id=rid)
             if earlier.result is None:
@@ -375,6 +416,7 @@ class RunRegistry:
                     request_id=rid,
                 )
             history = earlier.history
+            allowances = earlier.spec.tool_allowances or allowances
         log_dir = self._new_log_dir(rid)
         run_id = log_dir.name
         hub = EventHub()
@@ -385,6 +427,7 @@ class RunRegistry:
             history=history,
             log_dir=log_dir,
             backends=self._backends,
+            tool_allowances=allowances,
         )
         stream = StreamJson(
             io.StringIO(), spec=spec, run_id=run_id, include_partial=False, clock=RunClock()
@@ -396,10 +439,12 @@ class RunRegistry:
             frame_bytes=self.settings.frame_bytes,
         )
         run = ServedRun(run_id=run_id, spec=spec, feed=feed, hub=hub)
+        approvals = WatcherApprovals(run, request.decision_timeout)
+        run.spec = attrs.evolve(run.spec, tool_approver=approvals)
         if request.override_window:
             run.spec = attrs.evolve(run.spec, human=_ClientGate(run, request.decision_timeout))
         if request.questions:
-            questions = _WatcherQuestions(run, request.decision_timeout)
+            questions = WatcherQuestions(run, request.decision_timeout)
             run.spec = attrs.evolve(run.spec, questions=questions)
         self._runs[run_id] = run
         self._active += 1

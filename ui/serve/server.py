@@ -58,6 +58,7 @@ from conclave.ui.serve.protocol import (
     Accepted,
     Ack,
     Answer,
+    Approve,
     Auth,
     Cancel,
     ClientMessage,
@@ -424,6 +425,8 @@ class Session:
             self.reply(Ack(request="cancel", run_id=message.run_id, request_id=rid))
         elif isinstance(message, Answer):
             self.reply(registry.get(message.run_id, request_id=rid).answer(message))
+        elif isinstance(message, Approve):
+            self.reply(registry.get(message.run_id, request_id=rid).approve(message))
         elif isinstance(message, Correct):
             self.reply(registry.get(message.run_id, request_id=rid).correct(message))
         elif isinstance(message, Override | Continue):
