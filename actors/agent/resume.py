@@ -210,7 +210,12 @@ def _message(line: dict[str, Any]) -> ChatMessage:
 
 
 def _answered(asked: QuestionAsked, answer: str) -> list[ChatMessage]:
-    """The asking reply and its answer, as the round would have had them."""
+    """The answer as the round would have had it, after the asking call when one asked. A
+    question asked without a call is in the transcript already (a reply that wrote it as
+    text, a PAOR reflection's ``needs_user``): the answer is the next user message."""
+    text = reply_text(Reply(value=answer, source=ReplySource.USER))
+    if not asked.call_id:
+        return [ChatMessage(role="user", content=text)]
     question = Question(
         question=asked.question,
         context=asked.context,
@@ -218,12 +223,6 @@ def _answered(asked: QuestionAsked, answer: str) -> list[ChatMessage]:
         options=asked.options,
         default=asked.default,
     )
-    text = reply_text(Reply(value=answer, source=ReplySource.USER))
-    if not asked.call_id:
-        return [
-            ChatMessage(role="assistant", content=question_json(question)),
-            ChatMessage(role="user", content=text),
-        ]
     call = ToolCall(id=asked.call_id, name=ASK_USER.name, arguments=question_json(question))
     return [
         ChatMessage(role="assistant", tool_calls=(call,)),
