@@ -94,6 +94,9 @@ class _InstantTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._schemas
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         started = time.perf_counter()
         result = ToolResult(ok=True, output=f"util.py:1: def old_total(xs):  # {call.id}")

@@ -84,7 +84,8 @@ def _register_resume(sub: _Subcommands) -> None:
         help="go on with a run paused on a question (--on-question pause), given the answer",
         description="Go on with a run paused on a question (exit 4): a single agent in the\n"
         "round it asked in, or a presenter in its presentation, after the same answers and\n"
-        "votes. Logs into RUN_DIR/resumed-N, in the paused run's session. See\n"
+        "votes. Logs into RUN_DIR/resumed-N, in the paused run's session; `conclave\n"
+        "replay RUN_DIR/resumed-N` shows the whole run, and its writes cover it too. See\n"
         "docs/exit-codes.md: what is resumed, and what is refused (exit 2).",
         epilog=_EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -14,6 +14,12 @@ line on stderr per finding, never a traceback:
   the run's live progress had, as of the end of the run or of its log; then, when the run
   changed files under its writable context paths, the footer the run printed (each path
   new, modified, deleted or renamed, and where the diff is).
+* a resumed run (``conclave resume`` logs into ``RUN_DIR/resumed-N``, starting at the resume):
+  the paused run's log is shown first (and the logs of the resumes before, if it paused
+  again), then the resumed run's below a ``── resumed in`` line, timed from the paused run's
+  start, with one table of the agents over the whole run; stderr says so. Its log names the
+  paused run's (``run_resumed``), which is never written again: see
+  :mod:`actors.run.lineage`.
 * several runs in one file (logs concatenated, or appended to by a version before logs were
   created exclusively): each is shown in turn, timed from its own start, each after the
   first below a ``── run N`` line, and stderr says how many runs the file holds; exit code 0.
@@ -32,6 +38,7 @@ from pathlib import Path
 import conclave.actors.kinds  # noqa: F401  (every kind a log may hold decodes)
 from conclave.actors.events.view import RunView
 from conclave.actors.run.events import RunEnded
+from conclave.actors.run.lineage import EVENTS, LineageError, lineage
 from conclave.actors.workspace.events import ContextPathsChanged
 from conclave.actors.workspace.writes import Writes, footer
 from conclave.runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
@@ -47,49 +54,103 @@ INTERRUPTED = "(the log ends before the run did: it was interrupted)"
 
 def replay_command(path: str, *, verbose: bool = False) -> int:
     if os.path.isdir(path):
-        path = os.path.join(path, "events.jsonl")  # a run's directory is what people have
+        path = os.path.join(path, EVENTS)  # a run's directory is what people have
+    timeline = _Timeline(verbose=verbose)
     try:
-        with open_event_log(path) as log:
-            _print_timeline(log, verbose=verbose)
-            summary = log.summary
+        for number, log_path in enumerate(_whole_run(path)):
+            with open_event_log(log_path) as log:
+                timeline.show(log, resumed=number > 0)
+                summary = log.summary
+            if summary.empty:
+                _say(f"{log_path} is empty: the run wrote no event (it was stopped as it started?)")
+                return ExitCode.USAGE
+            _report(log_path, summary)
     except EventLogError as exc:
         _say(str(exc))
         return ExitCode.USAGE
-    if summary.empty:
-        _say(f"{path} is empty: the run wrote no event (it was stopped as it started?)")
-        return ExitCode.USAGE
-    _report(path, summary)
+    timeline.end()
     return ExitCode.OK
 
 
-def _print_timeline(log: EventLogStream, *, verbose: bool) -> None:
-    """Each run's timeline as its events are read, then its agents' table from a
-    :class:`RunView` the same events fed."""
-    origin: float | None = None
-    view = RunView()
-    runs = 0
-    ended = False
-    writes: ContextPathsChanged | None = None
-    for event in log:
-        if isinstance(event, LogOpened):
-            runs += 1
-            if runs > 1:
-                _end_of_run(view, writes, ended=ended)
-                started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
-                print(f"── run {runs} in this file: pid {event.pid}, started {started} ──")
-            origin, ended, view, writes = event.at, False, RunView(), None
-            continue
-        if isinstance(event, ContextPathsChanged):
-            writes = event
-        if origin is None:
-            origin = event.at
-        view.apply(event)
-        line = describe(event, verbose=verbose) or usage_unknown(event, view)
-        if line is not None:
-            print(f"[{event.at - origin:8.3f}s] {line}")
-        ended = ended or isinstance(event, RunEnded)
-    if log.summary.events:
-        _end_of_run(view, writes, ended=ended)
+def _whole_run(path: str) -> list[str]:
+    """The logs to show for the run logged at ``path``: a resumed run's (``conclave resume``)
+    are those of the paused runs it went on with, oldest first, then its own, since its own
+    starts at the resume. Said on stderr when there are several, or when a paused run's log
+    is gone (the resumed run alone is shown then)."""
+    if os.path.basename(path) != EVENTS:
+        return [path]
+    try:
+        chain = lineage(Path(os.path.dirname(path) or "."))
+    except LineageError as exc:
+        _say(f"{exc}; showing the run from the resume on")
+        return [path]
+    if len(chain) > 1:
+        _say(
+            f"a resumed run: shown from the start of the paused run in "
+            f"{display_path(str(chain[0]))}, each resume below a '── resumed' line"
+        )
+    return [str(run / EVENTS) for run in chain]
+
+
+class _Timeline:
+    """The timeline being printed, across the logs of one file or of a paused run and its
+    resumes, and the :class:`RunView` the same events feed."""
+
+    def __init__(self, *, verbose: bool) -> None:
+        self.verbose = verbose
+        self.origin: float | None = None
+        self.view = RunView()
+        self.runs = 0
+        self.ended = False
+        self.writes: ContextPathsChanged | None = None
+        self.started_wall: float | None = None
+        """The wall time the first log opened: a resume's times count from it."""
+
+    def show(self, log: EventLogStream, *, resumed: bool) -> None:
+        """Each run's timeline as its events are read. A resumed run's log (``resumed``)
+        goes on with the same timeline and view: its times count from the paused run's
+        start (by the wall clock: each process has its own monotonic clock)."""
+        opened = False
+        for event in log:
+            if isinstance(event, LogOpened):
+                if resumed and not opened:
+                    self._resumed(event, log.path)
+                else:
+                    self._next_run(event)
+                opened = True
+                continue
+            if isinstance(event, ContextPathsChanged):
+                self.writes = event
+            if self.origin is None:
+                self.origin = event.at
+            self.view.apply(event)
+            line = describe(event, verbose=self.verbose) or usage_unknown(event, self.view)
+            if line is not None:
+                print(f"[{event.at - self.origin:8.3f}s] {line}")
+            self.ended = self.ended or isinstance(event, RunEnded)
+
+    def end(self) -> None:
+        if self.runs or self.origin is not None:
+            _end_of_run(self.view, self.writes, ended=self.ended)
+
+    def _next_run(self, event: LogOpened) -> None:
+        self.runs += 1
+        if self.runs > 1:
+            _end_of_run(self.view, self.writes, ended=self.ended)
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
+            print(f"── run {self.runs} in this file: pid {event.pid}, started {started} ──")
+        self.origin, self.ended, self.view, self.writes = event.at, False, RunView(), None
+        self.started_wall = event.wall_time
+
+    def _resumed(self, event: LogOpened, path: str) -> None:
+        if not self.ended:
+            print(INTERRUPTED)
+        first = self.started_wall if self.started_wall is not None else event.wall_time
+        self.origin = event.at - (event.wall_time - first)
+        self.ended = False
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
+        where = neutralise(display_path(path))
+        print(f"── resumed in {where}: pid {event.pid}, started {started} ──")
 
 
 def _end_of_run(view: RunView, writes: ContextPathsChanged | None, *, ended: bool) -> None:

@@ -64,6 +64,9 @@ class AskingTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return (*self._tools.schemas(), self._own)
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return self._tools.withheld()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         if call.name != self._own.name:
             return await self._tools.execute(call)

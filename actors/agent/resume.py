@@ -11,7 +11,8 @@ agent did before the question (its tool calls included) is done again.
 Only the agents that may ask pause a run: a single agent (in any of its rounds) and the
 presenter. So one agent's transcript is all that is rebuilt; what coordination had decided
 before the question (the answers, the votes, the exclusions) is read from the event log as
-its :data:`History`, which the resumed run replays into its coordination state
+its :data:`History` (from the logs of the runs it resumed as well, if it paused again after
+a resume: :mod:`actors.run.lineage`), which the resumed run replays into its coordination state
 (:mod:`actors.coordination.restore`): a presenter presents the same answers it was shown,
 and a single agent's later round sees the answers it had given.
 """
@@ -43,12 +44,11 @@ from conclave.actors.human.questions import (
     reply_text,
 )
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage, ToolCall
+from conclave.actors.run.lineage import EVENTS, LineageError, lineage
 from conclave.runtime import Event
 from conclave.runtime.eventlog import read_event_log
 
 __all__ = ["History", "ResumeError", "ResumePoint", "resume_point"]
-
-EVENTS = "events.jsonl"
 
 History = tuple[AnswerAdded | VoteAdded | AnswerRepeated | AgentExcluded, ...]
 """What coordination decided before the pause, in the order it was decided."""
@@ -143,10 +143,15 @@ def resume_point(log_dir: Path, answer: str) -> ResumePoint:
 
 
 def _events(log_dir: Path) -> list[Event]:
-    path = log_dir / EVENTS
-    if not path.is_file():
+    """The whole run's events: those of the runs it resumed first (a run paused again after
+    a resume has in its own log only what happened since), then its own."""
+    if not (log_dir / EVENTS).is_file():
         raise ResumeError(f"{log_dir}: no {EVENTS} here: give the log directory of a paused run")
-    return read_event_log(path).events
+    try:
+        chain = lineage(log_dir)
+    except LineageError as exc:
+        raise ResumeError(str(exc)) from None
+    return [event for run in chain for event in read_event_log(run / EVENTS).events]
 
 
 def _pending(log_dir: Path, events: list[Event]) -> tuple[QuestionAsked, int]:
@@ -205,7 +210,12 @@ def _message(line: dict[str, Any]) -> ChatMessage:
 
 
 def _answered(asked: QuestionAsked, answer: str) -> list[ChatMessage]:
-    """The asking reply and its answer, as the round would have had them."""
+    """The answer as the round would have had it, after the asking call when one asked. A
+    question asked without a call is in the transcript already (a reply that wrote it as
+    text, a PAOR reflection's ``needs_user``): the answer is the next user message."""
+    text = reply_text(Reply(value=answer, source=ReplySource.USER))
+    if not asked.call_id:
+        return [ChatMessage(role="user", content=text)]
     question = Question(
         question=asked.question,
         context=asked.context,
@@ -213,12 +223,6 @@ def _answered(asked: QuestionAsked, answer: str) -> list[ChatMessage]:
         options=asked.options,
         default=asked.default,
     )
-    text = reply_text(Reply(value=answer, source=ReplySource.USER))
-    if not asked.call_id:
-        return [
-            ChatMessage(role="assistant", content=question_json(question)),
-            ChatMessage(role="user", content=text),
-        ]
     call = ToolCall(id=asked.call_id, name=ASK_USER.name, arguments=question_json(question))
     return [
         ChatMessage(role="assistant", tool_calls=(call,)),

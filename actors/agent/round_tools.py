@@ -34,6 +34,9 @@ class RoundTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._workflow + self._tools.schemas()
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return self._tools.withheld()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         """Run one of the agent's tools; a tool that raises is an error result."""
         started = trio.current_time()

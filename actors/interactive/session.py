@@ -129,6 +129,9 @@ class LaunchTool:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return (LAUNCH_RUN,)
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         if call.name != LAUNCH_RUN.name:
             return ToolResult(ok=False, error=f"no tool {call.name!r}; the only tool is launch_run")

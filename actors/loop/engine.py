@@ -197,7 +197,9 @@ async def _steps(
             transcript.append(*feedback(reply, _CUT_OFF))
             _failed(transcript, budget, observer, _CUT_OFF, wait=0.0)
             continue
-        verdict = terminal.judge(reply, offered)
+        # A call to a tool the executor withholds (plan mode's write tools) is judged as one
+        # offered: it runs, and the executor's refusal is what the model reads, not a try.
+        verdict = terminal.judge(reply, offered + tools.withheld())
         if isinstance(verdict, Final):
             transcript.append(reply)
             return LoopOutcome(end=LoopEnd.FINAL, value=verdict.value, reply=reply)

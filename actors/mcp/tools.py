@@ -158,6 +158,9 @@ class McpAndBuiltinTools:
     def schemas(self) -> tuple[Any, ...]:
         return self.builtin.schemas() + self.mcp.schemas()
 
+    def withheld(self) -> tuple[Any, ...]:
+        return self.builtin.withheld() + self.mcp.withheld()
+
     async def execute(self, call: Any) -> ToolResult:
         if call.name.startswith("mcp__") or self.builtin is NO_TOOLS:
             return await self.mcp.execute(call)

@@ -86,6 +86,9 @@ class _Only:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._schemas
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         return ToolResult(ok=False, error=f"{call.name} ends the phase; call it alone")
 

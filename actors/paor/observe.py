@@ -44,6 +44,9 @@ class RecordingTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._inner.schemas()
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return self._inner.withheld()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         started = trio.current_time()
         result = await self._inner.execute(call)

@@ -31,6 +31,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 
 import attrs
 import trio
@@ -59,7 +60,7 @@ from conclave.actors.llm.redaction import Redactor
 from conclave.actors.paor.corrections import Corrections
 from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.run.clock import RunClock
-from conclave.actors.run.events import RunEnded
+from conclave.actors.run.events import RunEnded, RunResumed
 from conclave.actors.run.faults import with_faults
 from conclave.actors.run.handle import COORDINATOR, RunHandle
 from conclave.actors.run.redaction import redacting_backend, secrets_of_run
@@ -230,6 +231,8 @@ async def _open_run(
                         format=EVENT_LOG_FORMAT,
                     )
                 )
+            if spec.resume is not None and spec.resume.workdir is not None:
+                system.record(_resumed(spec, spec.resume.workdir))
             handle = RunHandle(
                 system=system,
                 spec=spec,
@@ -536,6 +539,22 @@ def _spawn_agent(
         supervisor=supervisor,
     )
     return memory
+
+
+def _resumed(spec: RunSpec, paused: Path) -> RunResumed:
+    """What the run records first when it resumes the paused run logged in ``paused``."""
+    assert spec.resume is not None
+    where = (
+        os.path.relpath(paused, os.path.realpath(spec.log_dir))
+        if spec.log_dir is not None
+        else str(paused)
+    )
+    return RunResumed(
+        at=trio.current_time(),
+        resumed_from=where,
+        agent=spec.resume.agent,
+        question_id=spec.resume.question_id,
+    )
 
 
 def _coordination(spec: RunSpec) -> CoordinationState:

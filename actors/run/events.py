@@ -1,5 +1,5 @@
-"""What the run itself records: how its agents' sandboxes start, and how it ended (its last
-event: nothing is recorded in the run's log after it)."""
+"""What the run itself records: the paused run it resumes, how its agents' sandboxes start,
+and how it ended (its last event: nothing is recorded in the run's log after it)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from conclave.actors.events.base import DomainEvent
 from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.runtime import message
 
-__all__ = ["RunEnded", "SandboxOpened"]
+__all__ = ["RunEnded", "RunResumed", "SandboxOpened"]
 
 
 @message()
@@ -27,6 +27,22 @@ class SandboxOpened(DomainEvent):
     orphans_removed: tuple[str, ...] = ()
     """Containers whose owner process was gone (a run SIGKILLed), removed as this one
     started."""
+
+
+@message()
+class RunResumed(DomainEvent):
+    """This run goes on with a paused one (``conclave resume``): recorded right after the
+    log opens, before anything else happens, so a reader finds it in the first events. The
+    paused run's log is never written again (it stays as the pause left it); a reader that
+    wants the whole run reads it first (:mod:`actors.run.lineage`)."""
+
+    resumed_from: str
+    """The paused run's log directory, relative to this run's (``..`` for
+    ``RUN_DIR/resumed-N``, so the two move together), absolute if this run keeps no log."""
+    agent: str
+    """The agent that asked."""
+    question_id: str
+    """The question the pause waited on, answered as this run starts."""
 
 
 @message()

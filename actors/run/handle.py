@@ -212,19 +212,22 @@ class RunHandle:
             failure_reason=failure_reason if termination is Termination.FAILED else None,
             usage=usage,
             cost_usd=usage.total.cost_usd,
-            writes=self._writes(),
+            writes=self._writes(termination),
             workspace_path=str(deliverable) if deliverable is not None else None,
             assumptions=list(stats.assumptions),
             pending_question=stats.pending_question,
         )
 
-    def _writes(self) -> Writes:
+    def _writes(self, termination: Termination) -> Writes:
         """What the run wrote to its writable context paths. A run that ended before the
         coordinator diffed them (timeout, Ctrl+C, failure) walks them once more here: the
-        run is over, and what it wrote must still be reported."""
+        run is over, and what it wrote must still be reported. A paused run keeps its
+        baseline for the run that resumes it, whose writes then cover the whole run."""
         tracker = self._services.tracker if self._services is not None else None
         if tracker is None:
             return Writes()
+        if termination is Termination.PAUSED:
+            tracker.keep_baseline()
         try:
             return tracker.settle() or Writes()
         except OSError:

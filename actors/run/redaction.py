@@ -149,6 +149,9 @@ class RedactingTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._inner.schemas()
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return self._inner.withheld()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         redact = self._redact
         try:

@@ -51,13 +51,14 @@ from conclave.actors.run.spec import RunSpec
 from conclave.actors.tools.paths import PathPolicy
 from conclave.actors.tools.permissions import Permissions, SessionAllowances
 from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
+from conclave.actors.workspace.baseline_file import kept_baseline
 from conclave.actors.workspace.grants import AgentWorkspace, context_mounts
 from conclave.actors.workspace.layout import RunLayout
 from conclave.actors.workspace.tracker import TrackerState
 from conclave.actors.workspace.workspaces import RunWorkspaces
 from conclave.config.modes import CollaborationMode
 from conclave.config.run_secrets import NO_SECRETS, RunSecrets
-from conclave.config.schema.context import ContextWritePhase
+from conclave.config.schema.context import ContextPath, ContextWritePhase
 from conclave.config.schema.permissions import PermissionMode
 from conclave.config.schema.sandbox import SandboxKind
 
@@ -403,6 +404,22 @@ def _plan(spec: RunSpec) -> tuple[RunLayout, tuple[Path, ...]]:
     return layout, excluded
 
 
+def _tracker(
+    spec: RunSpec, writable: tuple[ContextPath, ...], excluded: tuple[Path, ...]
+) -> TrackerState:
+    """The WriteTracker's state. A resumed run starts from the baseline its paused run kept
+    (:mod:`actors.workspace.baseline_file`), so its writes cover the whole run."""
+    kept = kept_baseline(spec.resume.workdir) if spec.resume and spec.resume.workdir else None
+    if kept is None:
+        return TrackerState(context_paths=writable, list_dir=spec.log_dir, excluded=excluded)
+    return TrackerState(
+        context_paths=writable,
+        list_dir=spec.log_dir,
+        excluded=tuple(dict.fromkeys((*excluded, *kept.excluded))),
+        baseline=kept.index,
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_services(
     spec: RunSpec, *, secrets: RunSecrets = NO_SECRETS, redactor: Redactor = NO_REDACTION
@@ -432,11 +449,7 @@ async def open_services(
     # Plan mode writes nothing (its executors refuse every write): no writing phase to track.
     planning = spec.mode is CollaborationMode.PLAN
     writable = () if planning else tuple(c for c in orchestrator.context_paths if c.writable)
-    tracker = (
-        TrackerState(context_paths=writable, list_dir=spec.log_dir, excluded=excluded)
-        if writable
-        else None
-    )
+    tracker = _tracker(spec, writable, excluded) if writable else None
     async with contextlib.AsyncExitStack() as stack:
         yield RunServices(
             spec=spec,

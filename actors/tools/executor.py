@@ -86,9 +86,13 @@ class AgentTools:
         planning = mode is CollaborationMode.PLAN
         self._offered = {n: s for n, s in self._known.items() if s.read_only or not planning}
         self._schemas = tuple(s.schema() for s in self._offered.values())
+        self._withheld = tuple(s.schema() for n, s in self._known.items() if n not in self._offered)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._schemas
+
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return self._withheld
 
     async def execute(self, call: ToolCall) -> ToolResult:
         """Run ``call``; every failure is an error result. Cancellation propagates."""
@@ -143,8 +147,8 @@ class AgentTools:
     def _not_offered(self, name: str) -> str:
         if name in self._known:
             return (
-                f"{name} changes files and is not available in {self.mode.value} mode; "
-                "only read-only tools may be used now"
+                f"{self.mode.value} mode is read-only: {name} changes files and is not "
+                "available; use the read-only tools, and describe the change in your plan"
             )
         offered = ", ".join(self._offered) or "none"
         return f"there is no tool named {name!r}; the tools available are: {offered}"

@@ -53,6 +53,12 @@ class ToolExecutor(Protocol):
         """The tools offered in the current step."""
         ...
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        """Tools the executor has but does not offer now (plan mode withholds those that
+        write). A call to one is no broken reply: it runs as a call the executor refuses,
+        saying why, and the model reads that, as it reads any refusal."""
+        ...
+
     async def execute(self, call: ToolCall) -> ToolResult:
         """Run one call; never raises (cancellation aside)."""
         ...
@@ -62,6 +68,9 @@ class NoTools:
     """Offers nothing and refuses everything: workflow rounds and plain presentations."""
 
     def schemas(self) -> tuple[ToolSchema, ...]:
+        return ()
+
+    def withheld(self) -> tuple[ToolSchema, ...]:
         return ()
 
     async def execute(self, call: ToolCall) -> ToolResult:

@@ -26,6 +26,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from conclave.actors.workspace.baseline_file import keep_baseline
 from conclave.actors.workspace.events import ContextPathsChanged, ContextWritesTracked
 from conclave.actors.workspace.file_index import FileIndex, index_files
 from conclave.actors.workspace.write_diff import DIFF_FILE, write_diff
@@ -122,6 +123,18 @@ class TrackerState:
             except OSError:
                 self.list_dir = None  # events name no file that is not there
         return writes
+
+    def keep_baseline(self) -> None:
+        """Keep the baseline in the log dir for the run that resumes this paused one
+        (blocking; see :mod:`actors.workspace.baseline_file`). Nothing to keep without a
+        baseline or a log dir; a failed write only makes the resumed run measure from the
+        resume on."""
+        if self.baseline is None or self.list_dir is None:
+            return
+        try:
+            keep_baseline(self.baseline, self.excluded, self.list_dir)
+        except OSError:
+            return
 
     def settle(self) -> Writes | None:
         """The writes for the run's result: the diff already made, or one made now if the

@@ -165,6 +165,9 @@ class SlowTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return (ToolSchema(name="read", description="read a file", parameters={}, read_only=True),)
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         self.calls.append(call)
         await trio.sleep(self.seconds)

@@ -50,6 +50,9 @@ class Recording:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self.workflow + self.tools.schemas()
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         self.executed.append(call)
         return await self.tools.execute(call)

@@ -91,6 +91,9 @@ class FakeTools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return self._schemas
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         args = json.loads(call.arguments)
         self.journal.append(("start", call.id, trio.current_time()))

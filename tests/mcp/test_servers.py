@@ -125,7 +125,8 @@ async def test_plan_mode_offers_only_read_only_tools_and_refuses_the_others(
 
     assert "mcp__fs__read_text_file" in offered
     assert "mcp__fs__write_file" not in offered
-    assert not refused.ok and "not available in plan mode" in (refused.error or "")
+    assert not refused.ok and "plan mode is read-only" in (refused.error or "")
+    assert "mcp__fs__write_file" in [s.name for s in tools.withheld()]
     assert not (files / "new.txt").exists()
     assert read.ok and read.output == "alpha notes\n"
 

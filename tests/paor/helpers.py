@@ -63,6 +63,9 @@ class TableTools:
             ToolSchema(name="edit", description="edit", parameters={}),
         )
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         self.calls.append(call)
         await trio.sleep(0.5)

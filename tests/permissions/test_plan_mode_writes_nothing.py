@@ -2,7 +2,8 @@
 whose scripted agent insists on one write route — each built-in write tool, a shell
 redirect, each write tool of a real MCP filesystem server — on a writable context path the
 server serves, with ``--permission-mode bypass`` (nothing asks). The route is refused and
-nothing changes; a model that keeps calling a tool it was not offered uses up its tries."""
+nothing changes; a call to a write tool plan mode did not offer is a refused call the model
+reads ("plan mode is read-only"), never a failed try."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def _filled(value: Any, files: Path) -> Any:
     return value
 
 
-def _plan_run(tmp_path: Path, files: Path, server: str, step: dict[str, Any], **fs: Any) -> str:
-    """Run in plan mode; stderr."""
+def _plan_run(tmp_path: Path, files: Path, server: str, step: dict[str, Any], **fs: Any) -> None:
+    """Run in plan mode, logging into ``tmp_path/log``."""
     backend = {
         "type": "scripted",
         "latency": 0,
@@ -80,15 +81,13 @@ def _plan_run(tmp_path: Path, files: Path, server: str, step: dict[str, Any], **
     }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(
             [
                 *("run", "--config", str(path), "--log-dir", str(tmp_path / "log")),
                 *("--mode", "plan", "--permission-mode", "bypass", TASK),
             ]
         )
-    return err.getvalue()
 
 
 @pytest.mark.parametrize(
@@ -104,10 +103,36 @@ def test_a_write_route_called_in_plan_mode_is_refused_and_changes_nothing(
     before = _snapshot(files)
     step = {"tool": tool, "arguments": _filled(arguments, files)}
 
-    err = _plan_run(tmp_path, files, fs_server, step)
+    _plan_run(tmp_path, files, fs_server, step)
 
     assert _snapshot(files) == before
-    assert f"Tool {tool!r} is not available now" in err
+    events = _events(tmp_path)
+    [finished] = [e for e in events if e["kind"] == "tool_call_finished" and e["tool"] == tool]
+    assert finished["refused"]
+    assert f"plan mode is read-only: {tool} changes files" in finished["error"]
+
+
+@pytest.mark.parametrize(("tool", "arguments"), ROUTES[:4], ids=[t for t, _ in ROUTES[:4]])
+def test_a_write_tool_plan_mode_did_not_offer_spends_no_try(
+    tmp_path: Path,
+    files: Path,
+    fs_server: str,  # noqa: F811
+    tool: str,
+    arguments: dict[str, Any],
+) -> None:
+    step = {"tool": tool, "arguments": _filled(arguments, files)}
+
+    _plan_run(tmp_path, files, fs_server, step)
+
+    events = _events(tmp_path)
+    assert [e for e in events if e["kind"] == "llm_try_failed"] == []
+    assert events[-1]["kind"] == "run_ended"
+    assert events[-1]["termination"] == "completed"
+
+
+def _events(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "log" / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
 
 
 def test_an_mcp_write_tool_the_config_calls_read_only_still_cannot_write_while_planning(

@@ -136,6 +136,9 @@ class Tools:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return ()
 
+    def withheld(self) -> tuple[ToolSchema, ...]:
+        return ()
+
     async def execute(self, call: ToolCall) -> ToolResult:
         if self.result is None:
             raise OSError(f"cannot open {KEY}.txt")

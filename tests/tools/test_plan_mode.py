@@ -55,7 +55,9 @@ async def test_plan_mode_refuses_every_write_called_anyway(
     (workspace / "a.txt").write_text("original\n")
     result = await call(make_tools(mode=PLAN), tool, **arguments)
     assert not result.ok
-    assert f"{tool} changes files and is not available in plan mode" in (result.error or "")
+    assert f"plan mode is read-only: {tool} changes files and is not available" in (
+        result.error or ""
+    )
     assert _untouched(workspace)
     assert sandbox.commands == []
 
