@@ -35,8 +35,10 @@ from conclave.actors.sandbox.process import kill_group, shell_status, wait_exit
 
 __all__ = ["SESSION_SHELL", "BwrapSession", "statement"]
 
-SESSION_SHELL = ("sh",)
-"""What runs inside bubblewrap: a shell reading statements from its stdin."""
+SESSION_SHELL = ("sh", "-c", "exec sh 2>/dev/null")
+"""What runs inside bubblewrap: a shell reading statements from its stdin, its own messages
+(``Killed`` for a command killed by a signal) dropped, as a command's own shell's were when
+each ran in a bubblewrap of its own; each command's stderr goes to stdout."""
 
 _REAP_S = 5.0
 """Seconds to wait for a SIGKILLed session to be reaped (the kernel does it at once)."""
@@ -45,7 +47,7 @@ _REAP_S = 5.0
 def statement(argv: Sequence[str], *, cwd: Path, nonce: str) -> bytes:
     """The statement the session shell runs for ``argv`` (see the module docstring)."""
     return (
-        f"(cd -- {shlex.quote(str(cwd))} && exec {shlex.join(argv)}) </dev/null; "
+        f"(cd -- {shlex.quote(str(cwd))} && exec {shlex.join(argv)}) </dev/null 2>&1; "
         "r=$?; kill -KILL -1 2>/dev/null; "
         "while kill -0 -1 2>/dev/null; do kill -KILL -1 2>/dev/null; done; "
         f"printf '{nonce}:%d\\n' $r\n"

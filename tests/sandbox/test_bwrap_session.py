@@ -148,3 +148,12 @@ async def test_a_sandbox_dropped_unclosed_kills_its_bubblewrap(bwrap: str, works
     sandbox = None
     gc.collect()
     assert until(lambda: not bubblewraps(workspace), 1.0)
+
+
+async def test_a_command_killed_by_a_signal_shows_only_its_own_output(
+    bwrap: str, workspace: Path
+) -> None:
+    sandbox = confined(workspace)
+    outcome = await sandbox.run_shell("echo a; kill -KILL $$", cwd=workspace, timeout=10)
+    assert (outcome.output, outcome.exit_code) == ("a\n", 128 + 9)
+    await sandbox.aclose()
