@@ -6,7 +6,9 @@ value (:mod:`actors.sandbox.environment`), and the ``sandbox`` limits
 bubblewrap shows a command only what it needs (:mod:`actors.sandbox.bwrap`): the system
 directories read-only, its workspace writable, the context paths (read-only unless writable
 now), the answer snapshots read-only, a private /tmp, no network (unless ``sandbox.network``)
-and its own pid namespace, so everything a command starts dies with it. The home directory
+and its own pid namespace. An agent's commands run in one long-lived bubblewrap
+(:mod:`actors.sandbox.bwrap_session`), which kills everything a command started before its
+call returns. The home directory
 and the rest of the host are not there, unless a context path shows part of them; the run's
 own directories inside a context path (the event log's, the other agents' live workspaces)
 are covered by empty read-only directories. Without bubblewrap a command could read and
