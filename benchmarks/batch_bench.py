@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,7 +57,7 @@ LATENCY = 0.2
 COLUMNS = (
     "runs", "concurrency", "workers", "runs_wall_s", "runs_per_s", "ideal_runs_per_s",
     "fraction_of_ideal", "zero_cost_runs_per_s", "fraction_of_zero_cost",
-    "ideal_run_latency_s", "p50_s", "p95_s", "process_wall_s", "completed",
+    "ideal_run_latency_s", "p50_s", "p95_s", "process_wall_s", "process_cpu_s", "completed",
 )  # fmt: skip
 
 
@@ -163,6 +164,7 @@ def measure_command(
         )
         summary = scratch / "summary.json"
         started = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(
             [
                 str(CONCLAVE), "batch", str(tasks), "--out", str(scratch / "results.jsonl"),
@@ -172,6 +174,7 @@ def measure_command(
             check=True, capture_output=True, text=True,
         )  # fmt: skip
         process_wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         data = json.loads(summary.read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -198,6 +201,10 @@ def measure_command(
         "p95_s": mode["p95_s"],
         "overhead_s": round(process_wall - running, 2),
         "process_wall_s": round(process_wall, 2),
+        # Start-up included: what the machine's load does not change, unlike the rates.
+        "process_cpu_s": round(
+            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2
+        ),
         "completed": mode["completed"],
     }
 

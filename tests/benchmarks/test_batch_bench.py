@@ -4,6 +4,7 @@ what happened."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_id
     assert row["runs_per_s"] <= row["zero_cost_runs_per_s"] <= row["ideal_runs_per_s"]
     assert row["fraction_of_zero_cost"] >= row["fraction_of_ideal"]
     assert row["runs_wall_s"] < row["process_wall_s"]
+    assert 0 < row["process_cpu_s"] < row["process_wall_s"] * (os.cpu_count() or 1)
     assert json.loads(out.read_text())["rows"] == [row]
     assert "fraction_of_ideal" in capsys.readouterr().out
     assert not any((tmp_path / ".conclave" / "bench").iterdir())  # scratch removed
