@@ -7,17 +7,30 @@ import gc
 import shutil
 from pathlib import Path
 
+import attrs
 import trio
 
+from conclave.actors.events.loop import ToolCallFinished
+from conclave.actors.run.driver import RunSpec, run
 from conclave.actors.sandbox import Mount, open_sandbox
 from conclave.actors.sandbox.local import LocalSandbox
+from conclave.config.schema import (
+    AgentConfig,
+    ConclaveConfig,
+    OrchestratorConfig,
+    ScriptedBackendConfig,
+)
+from conclave.config.schema.backends import ToolStep
 from conclave.config.schema.sandbox import SandboxConfig
+from conclave.runtime import MemoryTap
+from tests.coordination.helpers import TASK
 from tests.sandbox.test_local import confined, duration, killed, sleeping, until
 
 
 def bubblewraps(workspace: Path) -> list[int]:
-    """Host processes, zombies aside, of a bubblewrap showing ``workspace``."""
+    """Host processes, zombies aside, of a bubblewrap showing ``workspace`` or a path in it."""
     found = []
+    root = str(workspace).encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -26,7 +39,8 @@ def bubblewraps(workspace: Path) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if argv[0].endswith(b"bwrap") and str(workspace).encode() in argv and state != "Z":
+        shown = any(a == root or a.startswith(root + b"/") for a in argv)
+        if argv[0].endswith(b"bwrap") and shown and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -157,3 +171,19 @@ async def test_a_command_killed_by_a_signal_shows_only_its_own_output(
     outcome = await sandbox.run_shell("echo a; kill -KILL $$", cwd=workspace, timeout=10)
     assert (outcome.output, outcome.exit_code) == ("a\n", 128 + 9)
     await sandbox.aclose()
+
+
+async def test_a_runs_agents_leave_no_bubblewrap_behind(bwrap: str, tmp_path: Path) -> None:
+    seconds = duration()
+    step = ToolStep(tool="run_shell", arguments={"command": f"sleep {seconds} & echo ran"})
+    backend = ScriptedBackendConfig(tool_steps=(step,))
+    agents = tuple(AgentConfig(id=f"a{i}", backend=attrs.evolve(backend, seed=i)) for i in (1, 2))
+    config = ConclaveConfig(
+        agents=agents, orchestrator=OrchestratorConfig(tools=True, quiet_period=None)
+    )
+    tap = MemoryTap()
+    await run(RunSpec(task=TASK, config=config, log_dir=tmp_path / "run"), taps=[tap])
+    shells = [e for e in tap.of_type(ToolCallFinished) if e.tool == "run_shell"]
+    assert len(shells) == 2 and all(e.ok and "ran" in e.output for e in shells)
+    assert until(lambda: not bubblewraps(tmp_path / "run"), 1.0)
+    assert killed(seconds)
