@@ -58,6 +58,7 @@ COLUMNS = (
     "runs", "concurrency", "workers", "runs_wall_s", "runs_per_s", "ideal_runs_per_s",
     "fraction_of_ideal", "zero_cost_runs_per_s", "fraction_of_zero_cost",
     "ideal_run_latency_s", "p50_s", "p95_s", "process_wall_s", "process_cpu_s", "completed",
+    "load_1min",
 )  # fmt: skip
 
 
@@ -163,6 +164,7 @@ def measure_command(
             encoding="utf-8",
         )
         summary = scratch / "summary.json"
+        load = os.getloadavg()[0]
         started = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(
@@ -206,6 +208,7 @@ def measure_command(
             after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2
         ),
         "completed": mode["completed"],
+        "load_1min": round(load, 2),
     }
 
 
