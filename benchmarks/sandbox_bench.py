@@ -3,11 +3,13 @@
 Each measure runs ``true`` (a command with next to no work of its own) ``calls`` times in a
 row; the repeats are interleaved (local, bubblewrap, docker, exec_run, local, ...) so drift
 on a shared, noisy machine hits every measure alike, and the median per-call time is
-reported:
+reported (and the 90th percentile of the single calls):
 
 * **local**: ``LocalSandbox.run_shell`` without bubblewrap (a process group, a scrubbed
   environment, the output pipe);
-* **local + bubblewrap**: the same inside ``bwrap`` (read-only root, no network, own pids);
+* **local + bubblewrap**: the same inside bubblewrap (read-only root, no network, own pids):
+  a statement written to the agent's long-lived bubblewrap's shell, which runs the command
+  and kills whatever it left behind;
 * **docker, session shell**: ``DockerSandbox.run_shell``: one statement written to the
   container's long-lived shell and its output read back;
 * **docker, fresh exec_run**: the docker SDK's ``exec_run`` of ``true`` in the same
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import statistics
 import tempfile
 import time
@@ -98,8 +101,10 @@ async def _measures(
 
 async def _measure(
     calls: int, repeats: int, progress: Callable[[str], object]
-) -> tuple[dict[str, list[float]], dict[str, str]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """Per measure: each repeat's mean ms per call, and every call's own ms."""
     per_call: dict[str, list[float]] = {}
+    each_call: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="conclave-sandbox-bench-") as tmp:
         async with contextlib.AsyncExitStack() as stack:
             workspace = Path(await trio.Path(tmp).resolve())
@@ -108,19 +113,28 @@ async def _measure(
                 await step()  # warm up: the first call opens sessions, loads binaries
             for repeat in range(repeats):
                 for name, step in steps.items():
+                    times = each_call.setdefault(name, [])
                     started = time.perf_counter()
                     for _ in range(calls):
+                        begun = time.perf_counter()
                         await step()
+                        times.append((time.perf_counter() - begun) * 1000)
                     elapsed = time.perf_counter() - started
                     per_call.setdefault(name, []).append(elapsed / calls * 1000)
                 progress(f"repeat {repeat + 1}/{repeats} done")
-    return per_call, unavailable
+    return per_call, each_call, unavailable
+
+
+def _p90(values: Sequence[float]) -> float:
+    """The 90th percentile, nearest rank (defined for a single value too)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
 
 
 def run_benchmark(
     calls: int = 200, repeats: int = 5, progress: Callable[[str], object] = lambda _: None
 ) -> dict[str, Any]:
-    per_call, unavailable = trio.run(_measure, calls, repeats, progress)
+    per_call, each_call, unavailable = trio.run(_measure, calls, repeats, progress)
     rows: list[dict[str, Any]] = []
     for name in MEASURES:
         if name in unavailable:
@@ -134,6 +148,7 @@ def run_benchmark(
                 "median_ms": round(statistics.median(times), 4),
                 "best_ms": round(min(times), 4),
                 "worst_ms": round(max(times), 4),
+                "p90_call_ms": round(_p90(each_call[name]), 4),
                 "target_ms": TARGETS_MS.get(name),
                 "before_ms": BEFORE_MS.get(name),
             }
@@ -150,18 +165,19 @@ def run_benchmark(
 
 
 def format_table(report: dict[str, Any]) -> str:
-    header = ("measure", "median ms/call", "best", "worst", "before", "target")
+    header = ("measure", "median ms/call", "best", "worst", "p90 call", "before", "target")
     rows = [
         (
             r["measure"],
             f"{r['median_ms']:.3f}",
             f"{r['best_ms']:.3f}",
             f"{r['worst_ms']:.3f}",
+            f"{r['p90_call_ms']:.3f}",
             "-" if r["before_ms"] is None else f"{r['before_ms']:g}",
             "-" if r["target_ms"] is None else f"<= {r['target_ms']:g}",
         )
         if r["available"]
-        else (r["measure"], "unavailable", "", "", "", "")
+        else (r["measure"], "unavailable", "", "", "", "", "")
         for r in report["rows"]
     ]
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]

@@ -6,7 +6,9 @@ value (:mod:`actors.sandbox.environment`), and the ``sandbox`` limits
 bubblewrap shows a command only what it needs (:mod:`actors.sandbox.bwrap`): the system
 directories read-only, its workspace writable, the context paths (read-only unless writable
 now), the answer snapshots read-only, a private /tmp, no network (unless ``sandbox.network``)
-and its own pid namespace, so everything a command starts dies with it. The home directory
+and its own pid namespace. An agent's commands run in one long-lived bubblewrap
+(:mod:`actors.sandbox.bwrap_session`), which kills everything a command started before its
+call returns. The home directory
 and the rest of the host are not there, unless a context path shows part of them; the run's
 own directories inside a context path (the event log's, the other agents' live workspaces)
 are covered by empty read-only directories. Without bubblewrap a command could read and
@@ -16,21 +18,24 @@ write anywhere the user can: the run says so as it starts, and ``refusal()`` ref
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import functools
 import os
 import shutil
-import signal
+import stat
 import subprocess
+from collections.abc import Hashable
 from pathlib import Path
 
 import trio
 
 from conclave.actors.sandbox.bwrap import Confinement, bwrap_argv
+from conclave.actors.sandbox.bwrap_session import SESSION_SHELL, BwrapSession
 from conclave.actors.sandbox.env_policy import policy_environment
 from conclave.actors.sandbox.environment import without_secrets
 from conclave.actors.sandbox.limits import limit_prefix, own_user_namespace
 from conclave.actors.sandbox.output import CappedOutput
+from conclave.actors.sandbox.process import kill_group, shell_status, wait_exit
 from conclave.actors.sandbox.protocol import NO_RUN_DIRS, Mount, RunDirs, ShellOutcome
 from conclave.config.run_secrets import NO_SECRETS, RunSecrets
 from conclave.config.schema.sandbox import SandboxConfig
@@ -69,36 +74,56 @@ def bubblewrap() -> str | None:
     return found if probe.returncode == 0 else None
 
 
-async def _wait(child: subprocess.Popen[bytes]) -> int:
-    """``child``'s exit status, waited for without blocking the loop: a pidfd where Linux
-    has them, else a worker thread (abandoned on cancellation; the caller kills the
-    child, and the thread then returns)."""
-    if child.returncode is not None:
-        return child.returncode
-    if not hasattr(os, "pidfd_open"):
-        return await trio.to_thread.run_sync(child.wait, abandon_on_cancel=True)
-    pidfd = os.pidfd_open(child.pid)
-    try:
-        await trio.lowlevel.wait_readable(pidfd)
-    finally:
-        os.close(pidfd)
-    return child.wait()
-
-
 async def _read(stdout: trio.abc.ReceiveStream, output: CappedOutput) -> None:
     async for chunk in stdout:
         output.add(chunk)
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # the whole group had already exited
-        os.killpg(pgid, signal.SIGKILL)
+def _cannot_enter(cwd: Path, reason: str, started: float) -> ShellOutcome:
+    """As the docker sandbox's ``cd`` reports a directory it cannot enter: the shell's
+    "cannot execute"."""
+    return ShellOutcome(
+        exit_code=126,
+        output=f"sh: cd: {cwd}: {reason}\n",
+        timed_out=False,
+        duration=trio.current_time() - started,
+    )
+
+
+def _entry_error(cwd: Path) -> str | None:
+    """Why a process could not start in ``cwd`` (as ``chdir`` would say), or ``None``."""
+    try:
+        if not stat.S_ISDIR(os.stat(cwd).st_mode):
+            return os.strerror(errno.ENOTDIR)
+    except OSError as exc:
+        return exc.strerror
+    return None if os.access(cwd, os.X_OK) else os.strerror(errno.EACCES)
+
+
+def _identities(confinement: Confinement) -> tuple[tuple[int, int] | None, ...]:
+    """Which directories the mounts and covers are (device, inode): a path replaced on the
+    host since a sandbox was made is another directory than the one that sandbox shows."""
+    found: list[tuple[int, int] | None] = []
+    for path in [m.path for m in confinement.mounts] + list(confinement.covers):
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append(None)
+        else:
+            found.append((info.st_dev, info.st_ino))
+    return tuple(found)
 
 
 class LocalSandbox:
-    """Runs each command as ``sh -c`` in a new session (so a new process group), killed
-    whole on timeout, on cancellation and when the shell exits: nothing a command starts
-    outlives its call (without bubblewrap, a process that calls ``setsid`` can)."""
+    """Runs each command as ``sh -c``, killed whole on timeout, on cancellation and when the
+    shell exits: nothing a command starts outlives its call (without bubblewrap, a process
+    that calls ``setsid`` can).
+
+    Without bubblewrap each command runs in a new session (so a new process group). Under
+    bubblewrap, commands run in a long-lived bubblewrap (:mod:`actors.sandbox.bwrap_session`),
+    started at the first command and closed with the sandbox; a command that needs another
+    confinement (after a remount, a run directory made since) gets a new one, and commands
+    running at once get one each."""
 
     def __init__(
         self,
@@ -119,6 +144,9 @@ class LocalSandbox:
         if self._bwrap is not None:
             self._env["HOME"] = "/tmp"  # the real one is not there; /tmp is the command's own
         self._closed = False
+        self._idle: list[BwrapSession] = []
+        self._sessions: list[BwrapSession] = []
+        """Every session alive: idle ones and ones running a command."""
 
     @property
     def confined(self) -> bool:
@@ -140,23 +168,29 @@ class LocalSandbox:
         )
 
     async def remount(self, mounts: tuple[Mount, ...]) -> None:
-        """Takes effect at the next command: each runs in a fresh bubblewrap."""
+        """Takes effect at the next command, which gets a bubblewrap showing ``mounts``."""
         self._mounts = mounts
 
     async def aclose(self) -> None:
-        """Nothing to release: each command's processes end with its call."""
+        """Kill the bubblewraps (each a pid namespace: everything in it ends too) and reap
+        them; shielded and bounded, so cancellation leaves nothing running."""
         self._closed = True
+        self._idle.clear()
+        while self._sessions:
+            await self._discard(self._sessions[-1])
 
-    def argv(self, command: str, *, cwd: Path) -> list[str]:
-        """What is executed for ``command``: ``sh -c`` under the limits, inside bubblewrap
-        when confined."""
+    async def _discard(self, session: BwrapSession) -> None:
+        if session in self._sessions:  # aclose may have discarded it during its command
+            self._sessions.remove(session)
+        await session.aclose()
+
+    def argv(self, command: str) -> list[str]:
+        """What is executed for ``command``: ``sh -c`` under the limits (on the host, or in
+        the bubblewrap session when confined)."""
         # The command's own shell sets the limits, inside bubblewrap: a process limit set
         # before its user namespace exists would count all of the user's processes.
         limits = limit_prefix(self._config, own_user_namespace=own_user_namespace(self.confined))
-        shell = ["sh", "-c", limits + command]
-        if self._bwrap is None:
-            return shell
-        return bwrap_argv(self._bwrap, self.confinement(cwd), shell)
+        return ["sh", "-c", limits + command]
 
     def confinement(self, cwd: Path) -> Confinement:
         """What a command started in ``cwd`` sees (checked at each command: a run directory
@@ -181,12 +215,11 @@ class LocalSandbox:
             raise PermissionError(f"run_shell is refused: {refused}")
         started = trio.current_time()
         output = CappedOutput(self._config.max_output_bytes)
+        if self._bwrap is not None:
+            return await self._run_in_session(command, cwd, timeout, output, started)
         try:
-            # Started from this thread, not a worker thread as trio.lowlevel.open_process
-            # would: bubblewrap's --die-with-parent follows the thread that forked it, and an
-            # idle worker thread exits after 10 s, which would kill the command with it.
-            child = subprocess.Popen(  # noqa: ASYNC220 (a fork, not a wait: see above)
-                self.argv(command, cwd=cwd),
+            child = subprocess.Popen(  # noqa: ASYNC220 (a fork, not a wait)
+                self.argv(command),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -197,13 +230,7 @@ class LocalSandbox:
         except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
             if str(exc.filename) != str(cwd):
                 raise
-            # As the docker sandbox's ``cd`` reports it: the shell's "cannot execute".
-            return ShellOutcome(
-                exit_code=126,
-                output=f"sh: cd: {cwd}: {exc.strerror}\n",
-                timed_out=False,
-                duration=trio.current_time() - started,
-            )
+            return _cannot_enter(cwd, exc.strerror or "cannot enter", started)
         assert child.stdout is not None
         stdout = trio.lowlevel.FdStream(os.dup(child.stdout.fileno()))
         child.stdout.close()
@@ -212,19 +239,18 @@ class LocalSandbox:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_read, stdout, output)
                 with trio.move_on_after(timeout):
-                    status = await _wait(child)
-                    # As a shell reports it: a command killed by signal N is 128 + N.
-                    exit_code = status if status >= 0 else 128 - status
+                    status = await wait_exit(child)
+                    exit_code = shell_status(status)
                 # The shell is done or out of time: kill what it left behind, so every writer
                 # of the pipe is gone and the reader meets its end. Only a process that left
                 # the group (possible without bubblewrap) could hold the pipe open: bounded.
-                _kill_group(child.pid)
+                kill_group(child.pid)
                 nursery.cancel_scope.deadline = trio.current_time() + _DRAIN_S
         finally:
-            _kill_group(child.pid)
+            kill_group(child.pid)
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(_REAP_S):
-                    await _wait(child)
+                    await wait_exit(child)
                 await stdout.aclose()
         return ShellOutcome(
             exit_code=exit_code,
@@ -233,3 +259,55 @@ class LocalSandbox:
             duration=trio.current_time() - started,
             truncated_bytes=output.truncated,
         )
+
+    async def _run_in_session(
+        self, command: str, cwd: Path, timeout: float, output: CappedOutput, started: float
+    ) -> ShellOutcome:
+        """``run_shell`` under bubblewrap: in an idle session made as this command needs, or
+        a new one. A session whose command timed out or was cancelled is killed whole."""
+        reason = _entry_error(cwd)
+        if reason is not None:
+            return _cannot_enter(cwd, reason, started)
+        assert self._bwrap is not None
+        confinement = self.confinement(cwd)
+        argv = bwrap_argv(self._bwrap, confinement, SESSION_SHELL)
+        key = (tuple(argv), _identities(confinement))
+        for stale in self._stale_sessions(key):
+            await self._discard(stale)
+        session = next((s for s in self._idle if s.key == key), None)
+        if session is not None:
+            self._idle.remove(session)
+        else:
+            try:
+                session = BwrapSession.start(argv, cwd=cwd, env=self._env, key=key)
+            except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+                if str(exc.filename) != str(cwd):
+                    raise
+                return _cannot_enter(cwd, exc.strerror or "cannot enter", started)
+            self._sessions.append(session)
+        exit_code: int | None = None
+        reusable = False
+        try:
+            with trio.move_on_after(timeout):
+                exit_code = await session.run(self.argv(command), cwd=cwd, output=output)
+                reusable = session.usable
+        finally:
+            if reusable and not self._closed:
+                self._idle.append(session)
+            else:
+                await self._discard(session)
+        return ShellOutcome(
+            exit_code=exit_code,
+            output=output.text(),
+            timed_out=exit_code is None,
+            duration=trio.current_time() - started,
+            truncated_bytes=output.truncated,
+        )
+
+    def _stale_sessions(self, key: Hashable) -> list[BwrapSession]:
+        """The idle sessions no command will use again, taken out of the idle list: made
+        otherwise than ``key`` says (a remount, a directory replaced or made since), or
+        ended."""
+        stale = [s for s in self._idle if s.key != key or not s.usable]
+        self._idle = [s for s in self._idle if s not in stale]
+        return stale

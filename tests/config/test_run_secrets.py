@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from conclave.config import run_secrets as run_secrets_module
 from conclave.config.loader import parse_config
 from conclave.config.run_secrets import run_secrets
 from conclave.config.secret import MIN_SECRET_LENGTH
@@ -90,3 +93,37 @@ def test_a_scripted_panel_has_no_secrets() -> None:
     secrets = run_secrets(config({"id": "a"}, {"id": "b"}), {"OPENAI_API_KEY": "sk-unused-0123"})
 
     assert secrets.values == set() and secrets.variables == set()
+
+
+def test_runs_of_one_config_walk_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[object] = []
+    walk = run_secrets_module._secrets_in
+
+    def counting(value: object) -> Any:
+        walked.append(value)
+        return walk(value)
+
+    monkeypatch.setattr(run_secrets_module, "_secrets_in", counting)
+    shared = config(openai("a", api_key=KEY))
+
+    first, second = run_secrets(shared, {}), run_secrets(shared, {})
+
+    assert first == second and KEY in first.values
+    assert walked.count(shared) == 1
+
+
+def test_an_equal_config_made_anew_is_walked_for_its_own_secrets() -> None:
+    other = "gw-fedcba9876543210-inline"
+    run_secrets(config(openai("a", api_key=KEY)), {})
+
+    assert run_secrets(config(openai("a", api_key=other)), {}).values == {other}
+
+
+def test_the_environment_is_read_at_each_run_of_one_config() -> None:
+    shared = config(openai("a", api_key_env="ZQ_KEY"))
+
+    before = run_secrets(shared, {"ZQ_KEY": "zq-first-key-0123456789"})
+    after = run_secrets(shared, {"ZQ_KEY": "zq-second-key-0123456789"})
+
+    assert before.values == {"zq-first-key-0123456789"}
+    assert after.values == {"zq-second-key-0123456789"}
