@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conclave.actors.batch.ray_engine import cpus_per_run
+from conclave.actors.batch.ray_engine import cpus_per_host, host_slots
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import ray_processes, wait_for_lines, wait_until_gone
 from tests.cli.helpers import CONCLAVE, conclave, finish
@@ -93,11 +93,19 @@ def test_engine_flags_that_do_not_go_together_exit_2(
     assert message in ran.err
 
 
-def test_each_run_asks_for_its_share_of_the_clusters_cpus() -> None:
-    assert cpus_per_run(2, 4) == 0.5
-    assert cpus_per_run(2, 3) == 0.6666  # rounded down: three still fit in two CPUs
-    assert cpus_per_run(1, 100_000) == 0.0001  # Ray's smallest share
-    assert cpus_per_run(0, 8) == 1.0  # a cluster that scales up on demand
+def test_the_runs_at_a_time_are_split_over_one_host_per_cpu() -> None:
+    assert host_slots(2, 50) == [25, 25]
+    assert host_slots(3.5, 10) == [4, 3, 3]  # whole CPUs only
+    assert host_slots(64, 4) == [1, 1, 1, 1]  # never a host without a run
+    assert host_slots(0.5, 8) == [8]  # at least one host
+    assert host_slots(0, 8) == [8]  # a cluster that scales up on demand
+
+
+def test_each_host_asks_for_its_share_of_the_clusters_cpus() -> None:
+    assert cpus_per_host(2, 2) == 1.0
+    assert cpus_per_host(3.5, 3) == 1.1666  # rounded down: three still fit
+    assert cpus_per_host(1, 100_000) == 0.0001  # Ray's smallest share
+    assert cpus_per_host(0, 8) == 1.0  # a cluster that scales up on demand
 
 
 def test_the_real_command_starts_a_local_cluster_runs_the_batch_and_leaves_no_ray_process(

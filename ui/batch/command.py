@@ -45,7 +45,7 @@ from conclave.actors.llm.cache import CacheStatistics
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
-from conclave.ui.batch.cache_summary import CacheSummary
+from conclave.ui.batch.cache_summary import CacheSummary, count_cache
 from conclave.ui.batch.compare import PairedRow, paired_rows, render_paired
 from conclave.ui.batch.failures import failure_limit
 from conclave.ui.batch.grading import Grade
@@ -270,7 +270,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         progress.record(completed=result["termination"] == "completed", cost=cost)
         session.spent += spent_on(record)
         if outcome.cache is not None:
-            session.cache[outcome.node, outcome.pid] = outcome.cache
+            count_cache(session.cache, (outcome.node, outcome.pid), outcome.cache)
         session.finished += 1
         session.failed += result["termination"] == "failed"
         limit = failure_limit(args.max_failures) if args.max_failures is not None else None
