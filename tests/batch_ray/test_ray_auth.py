@@ -6,6 +6,7 @@ Ray writes the token) and is stopped after the module by killing its processes b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -20,7 +21,6 @@ import pytest
 
 from conclave.actors.batch.ray_engine import LOOPBACK_ONLY_ENV
 from tests.batch.helpers import results, tasks, write_tasks
-from tests.batch_ray.helpers import ray_processes
 from tests.cli.helpers import CONCLAVE
 
 # Every Ray spec runs on the same xdist worker, one at a time: they count the machine's Ray
@@ -44,31 +44,40 @@ def _free_port() -> int:
 
 
 def _processes_of(port: int) -> set[int]:
-    """The Ray processes of the cluster whose GCS listens on ``port`` (each names it)."""
-    found = set()
-    for pid in ray_processes():
+    """The live processes of the cluster whose GCS listens on ``port``: those naming it
+    (its GCS, raylet and monitors) and their descendants (agents and workers)."""
+    parents = {}
+    named = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if f":{port}" in cmdline or f"port={port}" in cmdline:
-            found.add(pid)
+        state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
+        if state == "Z":
+            continue
+        parents[int(entry.name)] = int(parent)
+        if f":{port} " in f"{cmdline} " or f"port={port} " in f"{cmdline} ":
+            named.add(int(entry.name))
+    found = set(named)
+    while more := {pid for pid, parent in parents.items() if parent in found} - found:
+        found |= more
     return found
 
 
-def _stop(port: int, timeout: float = 30) -> None:
-    """End the cluster's processes (SIGTERM, then SIGKILL) and wait until they are gone."""
-    deadline = time.monotonic() + timeout
-    sent = signal.SIGTERM
+def _stop(port: int, grace: float = 3, timeout: float = 30) -> None:
+    """End the cluster's processes (SIGTERM, SIGKILL after ``grace`` seconds) and wait
+    until they are gone."""
+    started = time.monotonic()
     while left := _processes_of(port):
-        if time.monotonic() > deadline - timeout / 2:
-            sent = signal.SIGKILL
+        waited = time.monotonic() - started
+        assert waited < timeout, f"Ray processes left behind: {sorted(left)}"
         for pid in left:
-            try:
-                os.kill(pid, sent)
-            except ProcessLookupError:
-                continue
-        assert time.monotonic() < deadline, f"Ray processes left behind: {sorted(left)}"
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL if waited > grace else signal.SIGTERM)
         time.sleep(0.5)
 
 
@@ -78,9 +87,14 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
     home = tmp_path_factory.mktemp("head-home")
     port = _free_port()
     env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "token", LOOPBACK_ONLY_ENV: "0"}
+    subprocess.run(  # the token, in ~/.ray/auth_token
+        [str(RAY), "get-auth-token", "--generate"],
+        env=env, check=True, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
     try:
         subprocess.run(
-            [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1",
+            [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+             "--num-cpus=1",
              "--include-dashboard=false", "--disable-usage-stats",
              f"--object-store-memory={100 * 2**20}"],
             env=env, check=True, capture_output=True, text=True, timeout=120,
@@ -94,10 +108,13 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
 def _batch(
     tmp_path: Path, config: Path, address: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """``conclave batch`` from a home without a Ray token, with only ``env`` for Ray."""
+    """``conclave batch`` from a home without a Ray token, with only ``env`` for Ray (and
+    loopback only: Ray would otherwise turn 127.0.0.1 into the machine's network address,
+    where the head does not listen)."""
     home = tmp_path / "client-home"
     home.mkdir(exist_ok=True)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    environ[LOOPBACK_ONLY_ENV] = "0"
     return subprocess.run(
         [str(CONCLAVE), "batch", "tasks.jsonl", "--out", "out.jsonl", "--config", str(config),
          "--engine", "ray", "--address", address],
