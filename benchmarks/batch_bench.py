@@ -136,9 +136,12 @@ def measure_command(
                 "--config", str(config), "--concurrency", str(concurrency), *flags,
                 "--log-dir", str(scratch / "logs"), "--summary-json", str(summary),
             ],
-            check=True, capture_output=True, text=True, cwd=scratch, env=env,
+            capture_output=True, text=True, cwd=scratch, env=env,
         )  # fmt: skip
         process_wall = time.perf_counter() - started
+        if ran.returncode != 0:
+            said = "\n".join(ran.stderr.strip().splitlines()[-5:])
+            raise RuntimeError(f"conclave batch {' '.join(flags)} exited {ran.returncode}:\n{said}")
         if stderr is not None:
             stderr.extend(ran.stderr.splitlines())
         data = json.loads(summary.read_text(encoding="utf-8"))

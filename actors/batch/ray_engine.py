@@ -53,6 +53,8 @@ from conclave.actors.batch.work import BatchWork, Report
 
 __all__ = [
     "HOST_RESTARTS",
+    "HOST_RESTART_WAIT_S",
+    "HOST_RETRY_EVERY_S",
     "INSTALL_HINT",
     "LOCAL_OBJECT_STORE_BYTES",
     "LOOPBACK_ONLY_ENV",
@@ -75,6 +77,11 @@ kilobytes each, so Ray's default (30 % of memory) would only reserve shared memo
 HOST_RESTARTS = 3
 """How many times Ray starts a host again after its process died (a worker killed, a node
 lost): past that, the host is gone and its lanes end."""
+
+HOST_RESTART_WAIT_S = 120.0
+"""How long a host that died may take to answer again (Ray starts a new process, which
+imports Conclave) before its lanes end."""
+HOST_RETRY_EVERY_S = 0.5
 
 PROBE_TIMEOUT_S = 5.0
 """How long ``--address`` may take to accept a connection: Ray itself retries an address
@@ -268,12 +275,19 @@ class RayEngine:
 
 
 async def _answers(ray: ModuleType, host: Any, token: trio.lowlevel.TrioToken) -> bool:
-    """Whether ``host`` answers (after Ray started it again), or is gone for good."""
-    try:
-        await _result(host.ping.remote(), token)
-    except ray.exceptions.RayError:
-        return False
-    return True
+    """Whether ``host`` answers (after Ray started it again), or is gone for good. While
+    Ray restarts it, a call may be refused as unavailable: asked again, for a while."""
+    with trio.move_on_after(HOST_RESTART_WAIT_S):
+        while True:
+            try:
+                await _result(host.ping.remote(), token)
+            except ray.exceptions.ActorUnavailableError:
+                await trio.sleep(HOST_RETRY_EVERY_S)
+                continue
+            except ray.exceptions.RayError:
+                return False
+            return True
+    return False
 
 
 async def _result(ref: Any, token: trio.lowlevel.TrioToken) -> Any:
@@ -305,7 +319,9 @@ def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
     if address is not None:
         _probe(address, flag)
     options: dict[str, Any] = {
-        "address": address,
+        # "local": a cluster of the batch's own, never the machine's current one (the one
+        # `ray start` left in Ray's temporary directory, perhaps gone since).
+        "address": address if address is not None else "local",
         "log_to_driver": False,
         "logging_level": logging.ERROR,
     }

@@ -67,6 +67,15 @@ async def run_remote(run_job: RunJob, job: BatchJob, index: int) -> TaskOutcome:
     )
 
 
+@attrs.frozen(kw_only=True)
+class _Loop:
+    """A host's trio loop, as other threads reach it."""
+
+    token: trio.lowlevel.TrioToken
+    nursery: trio.Nursery
+    run_job: RunJob
+
+
 class RunHost:
     """Runs jobs in a trio loop on a thread of its own; see the module docstring.
 
@@ -74,15 +83,13 @@ class RunHost:
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         tune_gc_for_actors()
-        ready: concurrent.futures.Future[tuple[trio.lowlevel.TrioToken, trio.Nursery]]
-        ready = concurrent.futures.Future()
-        self._run_job: RunJob | None = None
+        ready: concurrent.futures.Future[_Loop] = concurrent.futures.Future()
 
         async def serve() -> None:
             try:
                 async with open_runner(cache_dir) as run_job, trio.open_nursery() as nursery:
-                    self._run_job = run_job
-                    ready.set_result((trio.lowlevel.current_trio_token(), nursery))
+                    token = trio.lowlevel.current_trio_token()
+                    ready.set_result(_Loop(token=token, nursery=nursery, run_job=run_job))
                     await trio.sleep_forever()
             except BaseException as exc:  # the actor's creation fails, saying why
                 if not ready.done():
@@ -92,21 +99,20 @@ class RunHost:
         thread = threading.Thread(target=trio.run, args=(serve,), name="conclave-runs")
         thread.daemon = True  # the loop lives as long as the process: Ray ends it by killing
         thread.start()
-        self._token, self._nursery = ready.result()
+        self._loop = ready.result()
 
     def _submit(self, job: BatchJob, index: int) -> concurrent.futures.Future[TaskOutcome]:
         """Start ``job`` in the trio loop (from any other thread); its future outcome."""
         done: concurrent.futures.Future[TaskOutcome] = concurrent.futures.Future()
-        run_job = self._run_job
-        assert run_job is not None
+        loop = self._loop
 
         async def body() -> None:
             try:
-                done.set_result(await run_remote(run_job, job, index))
+                done.set_result(await run_remote(loop.run_job, job, index))
             except Exception as exc:  # the caller's to raise: the loop serves other runs
                 done.set_exception(exc)
 
-        self._token.run_sync_soon(self._nursery.start_soon, body)
+        loop.token.run_sync_soon(loop.nursery.start_soon, body)
         return done
 
     async def run(self, job: BatchJob, index: int) -> TaskOutcome:

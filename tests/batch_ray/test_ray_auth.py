@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,15 @@ def _stop(port: int, grace: float = 3, timeout: float = 30) -> None:
         time.sleep(0.5)
 
 
+def _forget(address: str) -> None:
+    """Remove Ray's note of the machine's current cluster if it is this one, as `ray stop`
+    does: a stopped cluster's note would send later ``ray.init()`` calls to it."""
+    note = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    with contextlib.suppress(FileNotFoundError):
+        if note.read_text(encoding="utf-8").strip() == address:
+            note.unlink()
+
+
 @pytest.fixture(scope="module")
 def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
     """``ray start --head`` with token authentication, 1 CPU, loopback only."""
@@ -103,6 +113,7 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
         yield Head(address=f"127.0.0.1:{port}", token=token)
     finally:
         _stop(port)
+        _forget(f"127.0.0.1:{port}")
 
 
 def _batch(

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -124,6 +125,35 @@ def test_the_real_command_starts_a_local_cluster_runs_the_batch_and_leaves_no_ra
     assert sorted(r["id"] for r in written) == sorted(f"t{i}" for i in range(10))
     assert {r["node"] for r in written} == {socket.gethostname()}
     assert {r["termination"] for r in written} == {"completed"}
+    wait_until_gone(before)
+
+
+def test_a_note_of_a_stopped_cluster_does_not_keep_the_batch_from_starting_its_own(
+    tmp_path: Path, fast_config: Path
+) -> None:
+    """``ray start`` notes the machine's current cluster in Ray's temporary directory, and
+    ``ray.init()`` without an address connects to it: a cluster stopped without ``ray stop``
+    (killed) leaves the note behind."""
+    before = ray_processes()
+    note = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    kept = note.read_bytes() if note.exists() else None
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        note.parent.mkdir(exist_ok=True)
+        note.write_text(f"127.0.0.1:{unused.getsockname()[1]}")  # nothing listens there
+    write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    try:
+        ran = conclave("batch", "tasks.jsonl", "--out", "out.jsonl", "--config",
+                       str(fast_config), "--engine", "ray", cwd=tmp_path, timeout=180)  # fmt: skip
+    finally:
+        if kept is None:
+            note.unlink()
+        else:
+            note.write_bytes(kept)
+
+    assert ran.returncode == 0, ran.stderr
+    assert "started a local Ray cluster (1 node, " in ran.stderr
+    assert len(results(tmp_path / "out.jsonl")) == 2
     wait_until_gone(before)
 
 

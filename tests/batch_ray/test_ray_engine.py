@@ -50,6 +50,7 @@ def cluster() -> Iterator[str]:
     """A local Ray cluster for the module; its address (``HOST:PORT``)."""
     sigterm = signal.getsignal(signal.SIGTERM)
     ray.init(
+        address="local",  # never a cluster `ray start` left on the machine
         num_cpus=CPUS,
         object_store_memory=100 * 2**20,
         include_dashboard=False,
@@ -178,6 +179,7 @@ async def test_a_ray_worker_that_dies_loses_its_run_and_ray_starts_it_again_for_
         os.kill(reported[0].pid, signal.SIGKILL)
 
     assert len(reported) == 5
+    assert len(engine.lost) == 1, engine.lost
     [lost] = engine.lost
     assert lost.startswith("the Ray worker running j")
     assert len({o.pid for o in reported}) == 3  # the killed host came back as a new process
