@@ -1,5 +1,5 @@
 """The Ray engine on a real local Ray cluster, started once for this module (2 CPUs, a
-100 MB object store, no dashboard, listening on loopback): jobs as Ray tasks, stopping and
+100 MB object store, no dashboard, listening on loopback): jobs on Ray actors, stopping and
 halting, a worker that dies; ``conclave batch --engine ray`` in this process (on the
 module's session) and as its own process (``--address``), to the end, resumed, and stopped
 by Ctrl+C or SIGTERM."""
@@ -90,7 +90,7 @@ def _wait_for_free_cpus(timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while _free_cpus() < CPUS and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _free_cpus() == CPUS, "the batch's Ray tasks still hold the cluster's CPUs"
+    assert _free_cpus() == CPUS, "the batch's Ray hosts still hold the cluster's CPUs"
 
 
 async def test_every_job_runs_once_in_a_ray_worker_and_its_outcome_names_the_host(
