@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +149,15 @@ def measure_command(
     *,
     ideal: float,
     zero_cost: float | None = None,
+    env: Mapping[str, str] | None = None,
+    stderr: list[str] | None = None,
 ) -> dict[str, Any]:
     """One ``conclave batch`` process over ``runs`` tasks with ``flags`` (workers, engine):
     its rate against the ideal (and, given ``zero_cost``, against a zero-cost engine's wall
-    time for the same batch), run times and the process's wall time."""
+    time for the same batch), run times and the process's wall time. ``env``: the
+    process's environment (default: this one's); ``stderr`` gets what it said there."""
     LOG_ROOT.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT))
+    scratch = Path(tempfile.mkdtemp(dir=LOG_ROOT)).resolve()  # the process runs in it
     try:
         config = scratch / "config.yaml"
         config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
@@ -167,16 +170,21 @@ def measure_command(
         load = os.getloadavg()[0]
         started = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(
+        ran = subprocess.run(
             [
                 str(CONCLAVE), "batch", str(tasks), "--out", str(scratch / "results.jsonl"),
                 "--config", str(config), "--concurrency", str(concurrency), *flags,
                 "--log-dir", str(scratch / "logs"), "--summary-json", str(summary),
             ],
-            check=True, capture_output=True, text=True,
+            capture_output=True, text=True, cwd=scratch, env=env,
         )  # fmt: skip
         process_wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if ran.returncode != 0:
+            said = "\n".join(ran.stderr.strip().splitlines()[-5:])
+            raise RuntimeError(f"conclave batch {' '.join(flags)} exited {ran.returncode}:\n{said}")
+        if stderr is not None:
+            stderr.extend(ran.stderr.splitlines())
         data = json.loads(summary.read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,25 +1,29 @@
-"""The Ray engine: a batch's runs as Ray tasks on a cluster (``conclave batch --engine ray``).
+"""The Ray engine: a batch's runs on a Ray cluster (``conclave batch --engine ray``).
 
-Ray schedules; each Ray task runs one job with its own ``trio.run`` (the same
-:class:`~actors.batch.work.BatchWork` code the other engines run, over a one-job work) and
-returns the :class:`~actors.batch.work.JobOutcome`, which names the host that ran it. The
-batch's process keeps ``concurrency`` tasks in flight with the same lanes as the other
-engines, and reports each outcome as its task ends: it stays the only writer of RESULTS.
-
-Each task asks Ray for ``CPUs / concurrency`` of a CPU (runs wait on LLMs, not on cores), so
-``--concurrency`` runs fit on the cluster at once; Ray runs each in a worker process of its
-own, reused from task to task.
+Ray schedules a small pool of :class:`~actors.batch.ray_host.RunHost` actors, one per CPU
+of the cluster (at most one per run at a time), each an async actor running several runs at
+once in one worker process (the same :class:`~actors.batch.work.BatchWork` code the other
+engines run, in a trio loop of the host's own); ``--concurrency`` runs are split over them
+as over ``--workers`` processes. The batch's process keeps every host's share in flight
+(a lane per run at a time, claiming from one counter) and reports each outcome as it
+comes: it stays the only writer of RESULTS. One Ray worker process per run at a time (the
+engine before the hosts) spent ~29 s of a 100-run batch starting and stopping 16 processes
+and reached 0.49 of the ideal rate (:mod:`benchmarks.batch_ray_bench`).
 
 Ray is an optional dependency: nothing here imports it until :meth:`RayEngine.run` (or
 :func:`require_ray`) is called, so ``conclave`` starts as fast without it.
 
-Stopping: :meth:`RayEngine.stop_starting` closes the claims (the tasks in flight finish and
-are reported); :meth:`RayEngine.halt` stops waiting for the tasks in flight and reports none
-of them. They are not cancelled one by one: ``ray.cancel`` of a task whose reply is on its
+A host whose process dies loses its runs in flight (reported in :attr:`RayEngine.lost`);
+Ray starts it again (up to :data:`HOST_RESTARTS` times) and its lanes go on once it
+answers; a host gone for good takes its lanes with it.
+
+Stopping: :meth:`RayEngine.stop_starting` closes the claims (the runs in flight finish and
+are reported); :meth:`RayEngine.halt` stops waiting for the runs in flight and reports none
+of them. Calls are not cancelled one by one: ``ray.cancel`` of a call whose reply is on its
 way races in Ray's own bookkeeping and can abort the calling process (``Check failed: ...
-Tried to complete task that was not pending``). They end with the batch's Ray session
-instead: the engine shuts the session down as ``run`` returns, Ray ends the job, and kills
-its worker processes with the runs they were running.
+Tried to complete task that was not pending``). The engine kills its hosts instead (with
+``ray.kill``) as ``run`` returns, and their runs end with their processes; a session it
+started ends with it too.
 """
 
 from __future__ import annotations
@@ -41,27 +45,27 @@ import attrs
 import trio
 
 from conclave.actors.batch.claims import Counter
-from conclave.actors.batch.lanes import run_lanes
+from conclave.actors.batch.engine import split_slots
+from conclave.actors.batch.ray_host import RunHost, TaskOutcome
 from conclave.actors.batch.ray_keys import job_by_key_names
-from conclave.actors.batch.ray_logs import bring_back, pack, scratch_logs
-from conclave.actors.batch.version import version_refusal
-from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome, Report
-from conclave.runtime.gc_tuning import tune_gc_for_actors
+from conclave.actors.batch.ray_logs import bring_back
+from conclave.actors.batch.work import BatchWork, Report
 
 __all__ = [
+    "HOST_RESTARTS",
+    "HOST_RESTART_WAIT_S",
+    "HOST_RETRY_EVERY_S",
     "INSTALL_HINT",
     "LOCAL_OBJECT_STORE_BYTES",
     "LOOPBACK_ONLY_ENV",
     "PROBE_TIMEOUT_S",
-    "TASK_NAME",
     "Cluster",
     "RayEngine",
     "RayMissing",
     "RayUnavailable",
-    "TaskOutcome",
-    "cpus_per_run",
+    "cpus_per_host",
+    "host_slots",
     "require_ray",
-    "run_one",
 ]
 
 INSTALL_HINT = "pip install 'conclave[ray]'"
@@ -70,9 +74,14 @@ LOCAL_OBJECT_STORE_BYTES = 100 * 2**20
 """The object store of a local cluster started for a batch: jobs and outcomes are a few
 kilobytes each, so Ray's default (30 % of memory) would only reserve shared memory."""
 
-TASK_NAME = "conclave-batch-run"
-"""What Ray calls each task (``ray::conclave-batch-run`` is its worker's process title while
-it runs one)."""
+HOST_RESTARTS = 3
+"""How many times Ray starts a host again after its process died (a worker killed, a node
+lost): past that, the host is gone and its lanes end."""
+
+HOST_RESTART_WAIT_S = 120.0
+"""How long a host that died may take to answer again (Ray starts a new process, which
+imports Conclave) before its lanes end."""
+HOST_RETRY_EVERY_S = 0.5
 
 PROBE_TIMEOUT_S = 5.0
 """How long ``--address`` may take to accept a connection: Ray itself retries an address
@@ -108,54 +117,22 @@ def require_ray(address: str | None = None) -> ModuleType:
         ) from None
 
 
-def cpus_per_run(cpus: float, concurrency: int) -> float:
-    """What each task asks of Ray so that ``concurrency`` of them fit in ``cpus``: rounded
-    down to Ray's precision (1/10,000), at least that much. A cluster that reports no CPUs
-    (one that scales up on demand) is asked for a whole CPU per run."""
+def host_slots(cpus: float, concurrency: int) -> list[int]:
+    """Runs at a time on each host: one host per whole CPU of the cluster (at least one,
+    at most one per run), ``concurrency`` split as evenly as possible. A run mostly waits
+    on its LLMs, so a host takes many; one process per CPU is what its share of the runs'
+    own work (events, logs, prompts) can use, as with ``--workers``."""
+    hosts = max(1, min(concurrency, math.floor(cpus)))
+    return split_slots(concurrency, hosts)
+
+
+def cpus_per_host(cpus: float, hosts: int) -> float:
+    """What each host asks of Ray so that ``hosts`` of them fit in ``cpus``: rounded down
+    to Ray's precision (1/10,000), at least that much. A cluster that reports no CPUs (one
+    that scales up on demand) is asked for a whole CPU per host."""
     if cpus <= 0:
         return 1.0
-    return max(math.floor(cpus / concurrency * 10_000) / 10_000, 0.0001)
-
-
-@attrs.frozen(kw_only=True)
-class TaskOutcome:
-    """What a Ray task sends back: the job's outcome and the worker process that ran it."""
-
-    outcome: JobOutcome | None
-    """``None`` when the worker refused the job."""
-    pid: int
-    refused: str | None = None
-    """Why the worker would not run it: it runs another Conclave than the batch."""
-    logs: bytes | None = None
-    """With ``--log-dir``: the run's log directories, packed (:mod:`actors.batch.ray_logs`)."""
-    scratch: str | None = None
-    """Where the worker wrote them (the result's paths start with it)."""
-
-
-def run_one(job: BatchJob, index: int) -> TaskOutcome:
-    """The body of one Ray task: ``job`` run to its end in a ``trio.run`` of its own, its
-    outcome returned under the batch's ``index``. Its worker killed (the batch's session
-    ended), the run ends with it, without an outcome."""
-    refused = version_refusal(job.conclave_version, socket.gethostname())
-    if refused is not None:
-        return TaskOutcome(outcome=None, pid=os.getpid(), refused=refused)
-    tune_gc_for_actors()
-    outcomes: list[JobOutcome] = []
-    with scratch_logs(job) as scratch:
-
-        async def main() -> None:
-            async with BatchWork(jobs=(scratch.job,)).open(outcomes.append) as run_job:
-                await run_job(0)
-
-        trio.run(main)
-        [outcome] = outcomes
-        logs = pack(scratch.root) if scratch.root is not None else None
-        return TaskOutcome(
-            outcome=attrs.evolve(outcome, index=index),
-            pid=os.getpid(),
-            logs=logs,
-            scratch=None if scratch.root is None else str(scratch.root),
-        )
+    return max(math.floor(cpus / hosts * 10_000) / 10_000, 0.0001)
 
 
 @attrs.frozen(kw_only=True)
@@ -179,7 +156,8 @@ class Cluster:
 
 
 class RayEngine:
-    """Runs the batch's jobs as Ray tasks; see the module docstring.
+    """Runs the batch's jobs on :class:`~actors.batch.ray_host.RunHost` actors; see the
+    module docstring.
 
     Without an ``address`` and without a Ray session already open in the process (a test's,
     say), ``run`` starts a local cluster and shuts it down when it returns; ``RAY_ADDRESS``
@@ -200,8 +178,8 @@ class RayEngine:
         self._halt = trio.CancelScope()
         self._stopped = False
         self.lost: list[str] = []
-        """One line per task Ray could not run to its end (its worker or node died, past
-        Ray's retries): that run was not reported."""
+        """One line per run Ray could not run to its end (its host's process or node
+        died), and per host gone for good: those runs were not reported."""
         self.nodes: collections.Counter[str] = collections.Counter()
         """Host → runs it reported."""
         self.workers: set[tuple[str, int]] = set()
@@ -209,41 +187,46 @@ class RayEngine:
         self.cluster: Cluster | None = None
 
     async def run(self, work: BatchWork, report: Report) -> None:
-        """Connect (or start a cluster), keep ``concurrency`` tasks in flight until the jobs
-        run out, then disconnect. Raises :class:`RayMissing` or :class:`RayUnavailable`
-        before anything runs. Cancelled (or halted), it stops waiting at once and ends the
-        session, which ends the tasks in flight (in a session it did not open, they run to
-        their end, unreported)."""
+        """Connect (or start a cluster), start the hosts, keep each one's share of runs in
+        flight until the jobs run out, kill the hosts and disconnect. Raises
+        :class:`RayMissing` or :class:`RayUnavailable` before anything runs. Cancelled (or
+        halted), it stops waiting at once and kills the hosts, which ends their runs."""
         ray = require_ray(self.address)
-        self._counter = Counter(len(work.jobs))
+        counter = self._counter = Counter(len(work.jobs))
         if self._stopped:
-            self._counter.close()
+            counter.close()
         with self._halt, _open_cluster(ray, self.address) as cluster:
             self.cluster = cluster
             self._say(cluster.describe())
-            task = ray.remote(run_one).options(
-                num_cpus=cpus_per_run(cluster.cpus, self.concurrency),
-                name=TASK_NAME,
+            slots = host_slots(cluster.cpus, self.concurrency)
+            actor = ray.remote(RunHost)
+            options = {
+                "num_cpus": cpus_per_host(cluster.cpus, len(slots)),
+                "max_restarts": HOST_RESTARTS,
                 # A retry would reuse the run's log directory, which a run creates
                 # exclusively; a lost run runs again on resume, in a new one.
-                max_retries=0,
-            )
+                "max_task_retries": 0,
+                "scheduling_strategy": "SPREAD",
+            }
+            cache_dir = None if work.cache_dir is None else work.cache_dir.resolve()
+            hosts = [actor.options(max_concurrency=n, **options).remote(cache_dir) for n in slots]
             token = trio.lowlevel.current_trio_token()
+            gone: set[int] = set()
 
-            async def run_job(index: int) -> None:
+            async def run_job(host: Any, index: int) -> bool:
+                """Run job ``index`` on ``host``; ``False`` once the host is gone."""
                 job = job_by_key_names(work.jobs[index], os.environ)
-                ref = task.remote(job, index)
                 try:
-                    ran = await _result(ref, token)
+                    ran: TaskOutcome = await _result(host.run.remote(job, index), token)
                 except ray.exceptions.RayError as exc:
                     key = work.jobs[index].key
                     self.lost.append(f"the Ray worker running {key} failed ({_first(exc)})")
-                    return
+                    return await _answers(ray, host, token)
                 if ran.outcome is None:
-                    if not self._stopped:  # every other task would be refused alike
+                    if not self._stopped:  # every other run would be refused alike
                         self.lost.append(f"{ran.refused}; the batch stopped starting runs")
                         self.stop_starting()
-                    return
+                    return True
                 outcome = ran.outcome
                 log_dir = work.jobs[index].log_dir
                 if ran.logs is not None and ran.scratch is not None and log_dir is not None:
@@ -254,8 +237,28 @@ class RayEngine:
                 self.nodes[outcome.node] += 1
                 self.workers.add((outcome.node, ran.pid))
                 report(outcome)
+                return True
 
-            await run_lanes(self.concurrency, self._counter, run_job)
+            async def lane(number: int, host: Any) -> None:
+                while (index := counter.claim()) is not None:
+                    if not await run_job(host, index):
+                        if number not in gone:
+                            gone.add(number)
+                            self.lost.append(
+                                f"a Ray worker process running {slots[number]} runs at a "
+                                f"time is gone (Ray starts one again {HOST_RESTARTS} times "
+                                "at most); its share of the runs was not given to another"
+                            )
+                        return
+
+            try:
+                async with trio.open_nursery() as nursery:
+                    for number, (host, n) in enumerate(zip(hosts, slots, strict=True)):
+                        for _ in range(n):
+                            nursery.start_soon(lane, number, host)
+            finally:
+                for host in hosts:  # halted or cancelled, their runs in flight end here
+                    ray.kill(host, no_restart=True)
         if self.nodes:
             ran = ", ".join(f"{host} ({n:,})" for host, n in self.nodes.most_common())
             processes = _count(len(self.workers), "worker process", "worker processes")
@@ -271,9 +274,25 @@ class RayEngine:
         self._halt.cancel()
 
 
-async def _result(ref: Any, token: trio.lowlevel.TrioToken) -> TaskOutcome:
-    """The outcome of the task behind ``ref``, awaited without a thread: Ray completes its
-    future in a thread of its own, which wakes this task through the trio token."""
+async def _answers(ray: ModuleType, host: Any, token: trio.lowlevel.TrioToken) -> bool:
+    """Whether ``host`` answers (after Ray started it again), or is gone for good. While
+    Ray restarts it, a call may be refused as unavailable: asked again, for a while."""
+    with trio.move_on_after(HOST_RESTART_WAIT_S):
+        while True:
+            try:
+                await _result(host.ping.remote(), token)
+            except ray.exceptions.ActorUnavailableError:
+                await trio.sleep(HOST_RETRY_EVERY_S)
+                continue
+            except ray.exceptions.RayError:
+                return False
+            return True
+    return False
+
+
+async def _result(ref: Any, token: trio.lowlevel.TrioToken) -> Any:
+    """The value behind ``ref``, awaited without a thread: Ray completes its future in a
+    thread of its own, which wakes this task through the trio token."""
     future = ref.future()
     done = trio.Event()
 
@@ -283,9 +302,7 @@ async def _result(ref: Any, token: trio.lowlevel.TrioToken) -> TaskOutcome:
 
     future.add_done_callback(wake)
     await done.wait()
-    ran = future.result()
-    assert isinstance(ran, TaskOutcome)
-    return ran
+    return future.result()
 
 
 @contextmanager
@@ -302,7 +319,9 @@ def _open_cluster(ray: ModuleType, address: str | None) -> Iterator[Cluster]:
     if address is not None:
         _probe(address, flag)
     options: dict[str, Any] = {
-        "address": address,
+        # "local": a cluster of the batch's own, never the machine's current one (the one
+        # `ray start` left in Ray's temporary directory, perhaps gone since).
+        "address": address if address is not None else "local",
         "log_to_driver": False,
         "logging_level": logging.ERROR,
     }

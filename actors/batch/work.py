@@ -27,7 +27,7 @@ from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import ConclaveConfig
 
-__all__ = ["BatchJob", "BatchWork", "JobOutcome", "JudgeRequest", "Report"]
+__all__ = ["BatchJob", "BatchWork", "JobOutcome", "JudgeRequest", "Report", "RunJob", "open_runner"]
 
 
 @attrs.frozen(kw_only=True)
@@ -100,6 +100,60 @@ Report = Callable[[JobOutcome], None]
 """Where outcomes go: called once per finished job, in the process that writes RESULTS."""
 
 
+RunJob = Callable[[BatchJob, int], Awaitable[JobOutcome]]
+"""Runs a job to its end, as the batch's job ``index``, and returns its outcome."""
+
+
+@asynccontextmanager
+async def open_runner(cache_dir: Path | None) -> AsyncIterator[RunJob]:
+    """Open a backend pool (with the response cache under ``cache_dir``, if any) and yield
+    ``run(job, index)``, which runs jobs on it, any number at once. Cancelled, the run in
+    flight ends ``cancelled`` and returns no outcome."""
+    node = socket.gethostname()
+    cache = ResponseCache(cache_dir) if cache_dir is not None else None
+    async with open_backends(cache=cache) as pool:
+
+        async def run_job(job: BatchJob, index: int) -> JobOutcome:
+            cache_scope.set(job.cache_scope)  # this task's context: the run inherits it
+            attempt = 0
+            while True:  # a failed run is tried again, up to job.retries more times
+                attempt += 1
+                spec = RunSpec(
+                    task=job.task,
+                    config=job.config,
+                    mode=job.mode,
+                    log_dir=_attempt_dir(job.log_dir, attempt),
+                    history=job.history,
+                    backends=pool,
+                )
+                started = time.time()
+                result = await run(spec)
+                if result.termination is not Termination.FAILED or attempt > job.retries:
+                    break
+            judged = None
+            if job.judge is not None and result.final_answer is not None:
+                verdict = await run(
+                    RunSpec(
+                        task=job.judge.before + result.final_answer + job.judge.after,
+                        config=job.judge.config,
+                        backends=pool,
+                    )
+                )
+                judged = verdict.to_json()
+            return JobOutcome(
+                index=index,
+                result=result.to_json(),
+                node=node,
+                started=started,
+                judge=judged,
+                attempts=attempt,
+                cache=None if cache is None else cache.statistics(),
+                pid=os.getpid(),
+            )
+
+        yield run_job
+
+
 @attrs.frozen(kw_only=True)
 class BatchWork:
     """Runs ``jobs`` by index; see the module docstring."""
@@ -114,49 +168,9 @@ class BatchWork:
         """Open the backend pool the runs share, and yield ``run_job(i)``: it runs job ``i``
         and reports its outcome. Cancelled, the run in flight ends ``cancelled`` and is not
         reported (it runs again on resume)."""
-        node = socket.gethostname()
-        cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
-        async with open_backends(cache=cache) as pool:
+        async with open_runner(self.cache_dir) as run_job:
 
-            async def run_job(index: int) -> None:
-                job = self.jobs[index]
-                cache_scope.set(job.cache_scope)  # this task's context: the run inherits it
-                attempt = 0
-                while True:  # a failed run is tried again, up to job.retries more times
-                    attempt += 1
-                    spec = RunSpec(
-                        task=job.task,
-                        config=job.config,
-                        mode=job.mode,
-                        log_dir=_attempt_dir(job.log_dir, attempt),
-                        history=job.history,
-                        backends=pool,
-                    )
-                    started = time.time()
-                    result = await run(spec)
-                    if result.termination is not Termination.FAILED or attempt > job.retries:
-                        break
-                judged = None
-                if job.judge is not None and result.final_answer is not None:
-                    verdict = await run(
-                        RunSpec(
-                            task=job.judge.before + result.final_answer + job.judge.after,
-                            config=job.judge.config,
-                            backends=pool,
-                        )
-                    )
-                    judged = verdict.to_json()
-                report(
-                    JobOutcome(
-                        index=index,
-                        result=result.to_json(),
-                        node=node,
-                        started=started,
-                        judge=judged,
-                        attempts=attempt,
-                        cache=None if cache is None else cache.statistics(),
-                        pid=os.getpid(),
-                    )
-                )
+            async def run_by_index(index: int) -> None:
+                report(await run_job(self.jobs[index], index))
 
-            yield run_job
+            yield run_by_index

@@ -230,7 +230,7 @@ def test_progress_without_a_terminal_is_plain_lines_on_stderr(
 
     ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config)
 
-    assert "conclave batch: 2/2 runs, 0 not completed, $-," in ran.err
+    assert "conclave batch: 2/2 runs, 0 not completed, -," in ran.err
     assert "ETA" in ran.err
     assert "\r" not in ran.err
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conclave.actors.llm.cache import ResponseCache
+from conclave.actors.llm.cache import CacheStatistics, ResponseCache
 from conclave.actors.llm.protocol import ChatMessage, Completion, CompletionRequest, Usage
 from conclave.benchmarks.http_server import model_name, open_server_process
 from conclave.config.schema import AgentConfig, ScriptedBackendConfig
+from conclave.ui.batch.cache_summary import count_cache
 from tests.batch.helpers import batch, results, tasks, write_tasks
 
 Capsys = pytest.CaptureFixture[str]
@@ -81,15 +82,6 @@ def test_a_cached_rerun_of_a_priced_batch_costs_nothing_and_calls_no_server(
     assert all(r["cost_usd"] == 0.0 for r in results(tmp_path / "two.jsonl"))
 
 
-def test_the_cache_is_refused_on_ray(tmp_path: Path, fast_config: Path, capsys: Capsys) -> None:
-    source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
-
-    ran = batch(capsys, source, "--dry-run", "--engine", "ray", "--cache", "c")
-
-    assert ran.code == 2
-    assert "--cache works with --engine local (and --workers), not yet on Ray" in ran.err
-
-
 async def test_an_entry_that_cannot_be_read_is_a_miss_and_is_written_again(
     tmp_path: Path,
 ) -> None:
@@ -119,3 +111,16 @@ def test_each_epoch_is_a_fresh_sample_and_a_rerun_reuses_each_epochs_own(
 
     assert "0 of 6 calls answered from it" in first.out
     assert "6 of 6 calls answered from it" in again.out
+
+
+def test_a_process_cache_figures_are_its_newest_totals_whatever_order_they_arrive_in() -> None:
+    counts: dict[tuple[str, int], CacheStatistics] = {}
+
+    count_cache(counts, ("a", 1), CacheStatistics(hits=2, misses=1))
+    count_cache(counts, ("a", 1), CacheStatistics(hits=1, misses=1))  # an older reply, late
+    count_cache(counts, ("b", 1), CacheStatistics(hits=0, misses=1))
+
+    assert counts == {
+        ("a", 1): CacheStatistics(hits=2, misses=1),
+        ("b", 1): CacheStatistics(hits=0, misses=1),
+    }

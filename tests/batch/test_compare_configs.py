@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from conclave.ui.batch.compare import TaskScores, bootstrap_ci, paired_rows, pass_at_k
+from conclave.ui.batch.compare import (
+    Estimate,
+    PairedRow,
+    TaskScores,
+    bootstrap_ci,
+    paired_rows,
+    paired_table,
+    pass_at_k,
+)
 from conclave.ui.batch.summary import summarise
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.cli.helpers import write_config
@@ -68,6 +76,26 @@ def test_paired_differences_use_only_the_tasks_both_variants_have() -> None:
     assert row.accuracy is not None and row.accuracy.tasks == 2 and row.accuracy.mean == 0.5
     assert row.cost_usd is None
     assert row.latency_s is not None and row.latency_s.mean == 2.0
+
+
+def test_a_paired_difference_that_rounds_to_zero_prints_without_a_sign() -> None:
+    tiny = Estimate(tasks=3, mean=-0.001, low=-0.004, high=0.002)
+    row = PairedRow(variant="panel", baseline="single", accuracy=None, cost_usd=None,
+                    latency_s=tiny)  # fmt: skip
+
+    (cells,) = paired_table([row]).rows
+
+    assert cells[-2:] == ["0.00s", "[0.00s, 0.00s]"]
+
+
+def test_a_paired_difference_keeps_its_sign_when_it_shows() -> None:
+    shown = Estimate(tasks=3, mean=-0.25, low=-0.5, high=0.125)
+    row = PairedRow(variant="panel", baseline="single", accuracy=None, cost_usd=None,
+                    latency_s=shown)  # fmt: skip
+
+    (cells,) = paired_table([row]).rows
+
+    assert cells[-2:] == ["-0.25s", "[-0.50s, +0.12s]"]
 
 
 # ------------------------------------------------------------- through the CLI

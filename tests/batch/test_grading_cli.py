@@ -146,7 +146,7 @@ def test_compare_modes_runs_every_task_in_each_mode_and_prints_them_side_by_side
     rows = table.splitlines()
     assert [row.split()[0] for row in rows[1:]] == ["single", "multi-norefine"]
     assert all("(3/3)" in row for row in rows[1:])
-    assert paired.splitlines()[1].split()[:4] == ["multi-norefine", "3", "+0.0", "pts"]
+    assert paired.splitlines()[1].split()[:4] == ["multi-norefine", "3", "0.0", "pts"]
 
 
 def test_compare_modes_refuses_a_mode_it_does_not_know(

@@ -143,6 +143,16 @@ def test_without_a_terminal_progress_is_a_line_every_ten_seconds() -> None:
     assert stream.getvalue().count("\n") == 3
 
 
+def test_progress_shows_an_unpriced_cost_as_the_tables_do() -> None:
+    stream = io.StringIO()
+    progress = BatchProgress(2, stream, terminal=False, clock=lambda: 1.0)
+
+    progress.record(completed=True, cost=None)
+
+    assert ", 0 not completed, -, " in progress.line()
+    assert "$-" not in progress.line()
+
+
 def test_reading_results_repairs_a_cut_last_line_before_appending(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text('{"id": "a", "termination": "completed"}\n{"id": "b", "termi', "utf-8")

@@ -9,12 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from conclave.actors.batch.ray_engine import cpus_per_run
+from conclave.actors.batch.ray_engine import cpus_per_host, host_slots
 from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.batch_ray.helpers import ray_processes, wait_for_lines, wait_until_gone
 from tests.cli.helpers import CONCLAVE, conclave, finish
@@ -93,11 +94,19 @@ def test_engine_flags_that_do_not_go_together_exit_2(
     assert message in ran.err
 
 
-def test_each_run_asks_for_its_share_of_the_clusters_cpus() -> None:
-    assert cpus_per_run(2, 4) == 0.5
-    assert cpus_per_run(2, 3) == 0.6666  # rounded down: three still fit in two CPUs
-    assert cpus_per_run(1, 100_000) == 0.0001  # Ray's smallest share
-    assert cpus_per_run(0, 8) == 1.0  # a cluster that scales up on demand
+def test_the_runs_at_a_time_are_split_over_one_host_per_cpu() -> None:
+    assert host_slots(2, 50) == [25, 25]
+    assert host_slots(3.5, 10) == [4, 3, 3]  # whole CPUs only
+    assert host_slots(64, 4) == [1, 1, 1, 1]  # never a host without a run
+    assert host_slots(0.5, 8) == [8]  # at least one host
+    assert host_slots(0, 8) == [8]  # a cluster that scales up on demand
+
+
+def test_each_host_asks_for_its_share_of_the_clusters_cpus() -> None:
+    assert cpus_per_host(2, 2) == 1.0
+    assert cpus_per_host(3.5, 3) == 1.1666  # rounded down: three still fit
+    assert cpus_per_host(1, 100_000) == 0.0001  # Ray's smallest share
+    assert cpus_per_host(0, 8) == 1.0  # a cluster that scales up on demand
 
 
 def test_the_real_command_starts_a_local_cluster_runs_the_batch_and_leaves_no_ray_process(
@@ -116,6 +125,35 @@ def test_the_real_command_starts_a_local_cluster_runs_the_batch_and_leaves_no_ra
     assert sorted(r["id"] for r in written) == sorted(f"t{i}" for i in range(10))
     assert {r["node"] for r in written} == {socket.gethostname()}
     assert {r["termination"] for r in written} == {"completed"}
+    wait_until_gone(before)
+
+
+def test_a_note_of_a_stopped_cluster_does_not_keep_the_batch_from_starting_its_own(
+    tmp_path: Path, fast_config: Path
+) -> None:
+    """``ray start`` notes the machine's current cluster in Ray's temporary directory, and
+    ``ray.init()`` without an address connects to it: a cluster stopped without ``ray stop``
+    (killed) leaves the note behind."""
+    before = ray_processes()
+    note = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    kept = note.read_bytes() if note.exists() else None
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        note.parent.mkdir(exist_ok=True)
+        note.write_text(f"127.0.0.1:{unused.getsockname()[1]}")  # nothing listens there
+    write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    try:
+        ran = conclave("batch", "tasks.jsonl", "--out", "out.jsonl", "--config",
+                       str(fast_config), "--engine", "ray", cwd=tmp_path, timeout=180)  # fmt: skip
+    finally:
+        if kept is None:
+            note.unlink()
+        else:
+            note.write_bytes(kept)
+
+    assert ran.returncode == 0, ran.stderr
+    assert "started a local Ray cluster (1 node, " in ran.stderr
+    assert len(results(tmp_path / "out.jsonl")) == 2
     wait_until_gone(before)
 
 

@@ -1,11 +1,12 @@
 """The Ray engine on a real local Ray cluster, started once for this module (2 CPUs, a
-100 MB object store, no dashboard, listening on loopback): jobs as Ray tasks, stopping and
+100 MB object store, no dashboard, listening on loopback): jobs on Ray actors, stopping and
 halting, a worker that dies; ``conclave batch --engine ray`` in this process (on the
 module's session) and as its own process (``--address``), to the end, resumed, and stopped
 by Ctrl+C or SIGTERM."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -19,7 +20,8 @@ import pytest
 import ray
 import trio
 
-from conclave.actors.batch.ray_engine import TASK_NAME, RayEngine, run_one
+from conclave.actors.batch.ray_engine import RayEngine
+from conclave.actors.batch.ray_host import run_remote
 from conclave.actors.batch.version import installed_version
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
 from conclave.config.schema import (
@@ -48,6 +50,7 @@ def cluster() -> Iterator[str]:
     """A local Ray cluster for the module; its address (``HOST:PORT``)."""
     sigterm = signal.getsignal(signal.SIGTERM)
     ray.init(
+        address="local",  # never a cluster `ray start` left on the machine
         num_cpus=CPUS,
         object_store_memory=100 * 2**20,
         include_dashboard=False,
@@ -87,20 +90,7 @@ def _wait_for_free_cpus(timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while _free_cpus() < CPUS and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _free_cpus() == CPUS, "the batch's Ray tasks still hold the cluster's CPUs"
-
-
-def _running_task_pids() -> list[int]:
-    title = f"ray::{TASK_NAME}".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().startswith(title):
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
+    assert _free_cpus() == CPUS, "the batch's Ray hosts still hold the cluster's CPUs"
 
 
 async def test_every_job_runs_once_in_a_ray_worker_and_its_outcome_names_the_host(
@@ -117,6 +107,22 @@ async def test_every_job_runs_once_in_a_ray_worker_and_its_outcome_names_the_hos
     assert engine.workers
     assert os.getpid() not in {pid for _, pid in engine.workers}  # not in this process
     assert engine.lost == []
+
+
+async def test_each_ray_worker_process_runs_several_runs_at_once(cluster: str) -> None:
+    engine = RayEngine(concurrency=6)  # over 2 CPUs: two hosts of three runs at a time
+    reported: list[JobOutcome] = []
+
+    await engine.run(_jobs(12, latency=0.3), reported.append)
+
+    assert len(reported) == 12
+    assert len(engine.workers) == CPUS
+    for _, pid in engine.workers:
+        spans = sorted(
+            (o.started, o.started + o.result["duration_s"]) for o in reported if o.pid == pid
+        )
+        overlapping = sum(1 for a, b in itertools.pairwise(spans) if b[0] < a[1])
+        assert overlapping >= 1, f"the runs of process {pid} ran one after another"
 
 
 async def test_stop_starting_lets_the_ray_tasks_in_flight_finish_and_be_reported(
@@ -139,40 +145,44 @@ async def test_stop_starting_lets_the_ray_tasks_in_flight_finish_and_be_reported
     assert len(reported) == 4
 
 
-async def test_halting_returns_at_once_and_reports_none_of_the_ray_tasks_in_flight(
+async def test_halting_returns_at_once_kills_the_hosts_and_reports_none_of_their_runs(
     cluster: str,
 ) -> None:
-    engine = RayEngine(concurrency=CPUS)  # a whole CPU per task: both running is none free
+    engine = RayEngine(concurrency=CPUS)  # a whole CPU per host: both up is none free
     reported: list[JobOutcome] = []
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(engine.run, _jobs(10, latency=1.0), reported.append)
+        nursery.start_soon(engine.run, _jobs(10, latency=5.0), reported.append)
         await _until(lambda: _free_cpus() == 0)
+        await trio.sleep(1)  # the hosts are running their first runs
         halted = trio.current_time()
         engine.halt()
 
     assert trio.current_time() - halted < 1
-    assert reported == []
-    # In a session the engine did not open, its halted tasks run to their end, unreported.
-    await _until(lambda: _free_cpus() == CPUS)
+    # Killed, in a session the engine did not open too: the CPUs are free before any run
+    # (5 s of calls) could have ended.
+    await _until(lambda: _free_cpus() == CPUS, timeout=3)
     assert reported == []
 
 
-async def test_a_ray_worker_that_dies_loses_its_run_and_the_others_are_reported(
+async def test_a_ray_worker_that_dies_loses_its_run_and_ray_starts_it_again_for_the_rest(
     cluster: str,
 ) -> None:
-    await _until(lambda: _free_cpus() == CPUS and not _running_task_pids())
-    engine = RayEngine(concurrency=2)
+    await _until(lambda: _free_cpus() == CPUS)
+    engine = RayEngine(concurrency=2)  # two hosts, one run at a time each
     reported: list[JobOutcome] = []
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(engine.run, _jobs(3, latency=1.0), reported.append)
-        await _until(lambda: bool(_running_task_pids()))
-        os.kill(_running_task_pids()[0], signal.SIGKILL)
+        nursery.start_soon(engine.run, _jobs(6, latency=1.0), reported.append)
+        await _until(lambda: bool(reported))
+        await trio.sleep(0.3)  # the host that reported is running its next run
+        os.kill(reported[0].pid, signal.SIGKILL)
 
-    assert len(reported) == 2
+    assert len(reported) == 5
+    assert len(engine.lost) == 1, engine.lost
     [lost] = engine.lost
     assert lost.startswith("the Ray worker running j")
+    assert len({o.pid for o in reported}) == 3  # the killed host came back as a new process
 
 
 def test_a_ray_batch_appends_one_result_per_task_naming_the_node_that_ran_it(
@@ -262,10 +272,17 @@ def test_sigterm_stops_a_ray_batch_with_143_and_prints_the_summary(
     _wait_for_free_cpus()
 
 
-def test_a_worker_running_another_conclave_refuses_the_job_without_running_it() -> None:
+async def test_a_worker_running_another_conclave_refuses_the_job_without_running_it() -> None:
     job = BatchJob(key="j", task="t", config=_jobs(1, latency=0).jobs[0].config)
+    ran_jobs: list[BatchJob] = []
 
-    ran = run_one(attrs.evolve(job, conclave_version="0.0.0-other"), 0)
+    async def run_job(job: BatchJob, index: int) -> JobOutcome:
+        ran_jobs.append(job)
+        raise AssertionError("a refused job ran")
+
+    ran = await run_remote(run_job, attrs.evolve(job, conclave_version="0.0.0-other"), 0)
+
+    assert ran_jobs == []
 
     assert ran.outcome is None
     assert ran.refused == (
@@ -332,3 +349,22 @@ def test_a_ray_runs_logs_come_back_to_the_batchs_log_dir(
         assert (log_dir / "events.jsonl").read_text().startswith('{"kind":"log_opened"')
     assert len(list((tmp_path / "logs").iterdir())) == 3
     assert main(["replay", str(tmp_path / written[0]["log_dir"] / "events.jsonl")]) == 0
+
+
+def test_a_ray_batch_rerun_answers_from_the_cache_every_host_shares(
+    cluster: str, tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    write_tasks(tmp_path / "tasks.jsonl", tasks(8))
+    flags = ("--config", fast_config, "--engine", "ray", "--concurrency", "4",
+             "--agent-mode", "single", "--refinement", "off", "--cache", "replies")  # fmt: skip
+    first = batch(capsys, "tasks.jsonl", "--out", "one.jsonl", *flags)
+
+    again = batch(capsys, "tasks.jsonl", "--out", "two.jsonl", *flags)
+
+    assert first.code == again.code == 0, again.err
+    assert "response cache replies: 0 of 8 calls answered from it" in first.out
+    assert "response cache replies: 8 of 8 calls answered from it" in again.out
+    assert "Ray: 8 runs in 2 worker processes" in again.err
+    assert len(list((tmp_path / "replies").rglob("*.json"))) == 8  # under the batch's cwd
+    before = {r["id"]: r["final_answer"] for r in results(tmp_path / "one.jsonl")}
+    assert {r["id"]: r["final_answer"] for r in results(tmp_path / "two.jsonl")} == before

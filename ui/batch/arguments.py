@@ -104,7 +104,7 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINES,
         default="local",
-        help="where the runs execute: local (this machine) or ray (Ray tasks on a cluster; "
+        help="where the runs execute: local (this machine) or ray (Ray actors on a cluster; "
         "pip install 'conclave[ray]')",
     )
     p.add_argument(

@@ -7,9 +7,9 @@ from typing import Any
 
 import attrs
 
-from conclave.actors.llm.cache import KEY_VERSION
+from conclave.actors.llm.cache import KEY_VERSION, CacheStatistics
 
-__all__ = ["KEY_DESCRIPTION", "CacheSummary"]
+__all__ = ["KEY_DESCRIPTION", "CacheSummary", "count_cache"]
 
 KEY_DESCRIPTION = (
     f"sha256 of key version {KEY_VERSION}, the epoch, the agent's id, its backend config "
@@ -43,3 +43,16 @@ class CacheSummary:
             "hit_rate": self.hit_rate,
             "key": KEY_DESCRIPTION,
         }
+
+
+def count_cache(
+    counts: dict[tuple[str, int], CacheStatistics],
+    process: tuple[str, int],
+    figures: CacheStatistics,
+) -> None:
+    """Keep ``process``'s (host, pid) cache figures: the most calls seen. A process's
+    outcomes carry its running totals, and the replies of a Ray worker running several
+    runs at once may arrive out of order."""
+    kept = counts.get(process)
+    if kept is None or figures.hits + figures.misses > kept.hits + kept.misses:
+        counts[process] = figures

@@ -11,9 +11,9 @@ What it does, in order (docs/batch.md is the user's page):
 3. Lock RESULTS (:mod:`ui.batch.lock`: one writer), open it (repairing a last line cut by a
    crash), skip what it already holds (:mod:`ui.batch.plan`: unless ``--retry-failed`` and it
    did not complete, or it was made with another config), and run the rest on an engine
-   (:mod:`actors.batch.engine`): in this process, or ``--workers N`` processes, or Ray tasks
+   (:mod:`actors.batch.engine`): in this process, or ``--workers N`` processes, or Ray actors
    (``--engine ray``, :mod:`actors.batch.ray_engine`). Every run shares its process's backend
-   pool (on Ray, each run has its own). Each result is appended as its run ends.
+   pool (on Ray, its Ray worker process's). Each result is appended as its run ends.
 4. Print the summary table on stdout (one row per mode) and exit: see :func:`exit_code`.
 
 Signals: the first SIGINT, SIGTERM or SIGHUP halts the engine: nothing new starts, runs in
@@ -45,7 +45,7 @@ from conclave.actors.llm.cache import CacheStatistics
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import UsageError
 from conclave.config.wording import plural
-from conclave.ui.batch.cache_summary import CacheSummary
+from conclave.ui.batch.cache_summary import CacheSummary, count_cache
 from conclave.ui.batch.compare import PairedRow, paired_rows, render_paired
 from conclave.ui.batch.failures import failure_limit
 from conclave.ui.batch.grading import Grade
@@ -270,7 +270,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         progress.record(completed=result["termination"] == "completed", cost=cost)
         session.spent += spent_on(record)
         if outcome.cache is not None:
-            session.cache[outcome.node, outcome.pid] = outcome.cache
+            count_cache(session.cache, (outcome.node, outcome.pid), outcome.cache)
         session.finished += 1
         session.failed += result["termination"] == "failed"
         limit = failure_limit(args.max_failures) if args.max_failures is not None else None

@@ -133,10 +133,20 @@ def paired_rows(scores: Mapping[str, TaskScores]) -> list[PairedRow]:
     ]
 
 
-def _cell(estimate: Estimate | None, fmt: str) -> tuple[str, str]:
+def _signed(value: float, decimals: int, unit: str) -> str:
+    """``value`` with its sign (``+0.25s``, ``-1.5 pts``); one that rounds to zero has none
+    (``0.00s``, never ``-0.00s``: a difference too small to show is no direction)."""
+    text = f"{value:+.{decimals}f}"
+    if float(text) == 0:
+        text = text[1:]
+    return text + unit
+
+
+def _cell(estimate: Estimate | None, decimals: int, unit: str) -> tuple[str, str]:
     if estimate is None:
         return "-", "-"
-    return fmt.format(estimate.mean), f"[{fmt.format(estimate.low)}, {fmt.format(estimate.high)}]"
+    low, high = _signed(estimate.low, decimals, unit), _signed(estimate.high, decimals, unit)
+    return _signed(estimate.mean, decimals, unit), f"[{low}, {high}]"
 
 
 def paired_table(rows: Sequence[PairedRow]) -> Table:
@@ -150,9 +160,9 @@ def paired_table(rows: Sequence[PairedRow]) -> Table:
             [
                 row.variant,
                 f"{tasks:,}",
-                *_cell(_points(row.accuracy), "{:+.1f} pts"),
-                *_cell(row.cost_usd, "{:+.4f}$"),
-                *_cell(row.latency_s, "{:+.2f}s"),
+                *_cell(_points(row.accuracy), 1, " pts"),
+                *_cell(row.cost_usd, 4, "$"),
+                *_cell(row.latency_s, 2, "s"),
             ]
         )
     return Table(header=header, rows=cells)

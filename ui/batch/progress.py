@@ -63,7 +63,7 @@ class BatchProgress:
         rate = self.done / elapsed if elapsed > 0 else 0.0
         left = self.total - self.done
         eta = format_duration(left / rate) if rate > 0 else "?"
-        cost = f"${self.cost:.4f}" if self.priced else "$-"
+        cost = f"${self.cost:.4f}" if self.priced else "-"  # as the tables show it
         return (
             f"{self.done:,}/{self.total:,} runs, {self.failed:,} not completed, {cost}, "
             f"{rate:.1f} runs/s, elapsed {format_duration(elapsed)}, ETA {eta}"

@@ -191,17 +191,13 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.engine == "ray":
         if args.workers > 1:
             raise UsageError(
-                "--workers is for --engine local; on Ray every run is a task of its own: "
-                "drop --workers"
+                "--workers is for --engine local; on Ray the batch starts one worker "
+                "process per CPU of the cluster: drop --workers"
             )
         try:
             require_ray(args.address)
         except RayMissing as exc:
             raise UsageError(str(exc)) from None
-        if args.cache is not None:
-            raise UsageError(
-                "--cache works with --engine local (and --workers), not yet on Ray: drop it"
-            )
     elif args.address is not None:
         raise UsageError("--address is the Ray cluster's; add --engine ray or drop --address")
     if args.workers > args.concurrency:
