@@ -43,7 +43,7 @@ from conclave.actors.llm.http_errors import (
     status_diagnosis,
     unexpected_event,
 )
-from conclave.actors.llm.http_hooks import EndpointGate, http_client, http_timeout
+from conclave.actors.llm.http_hooks import EndpointGate, http_client, http_timeout, tls_context
 from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink
 from conclave.actors.llm.redaction import redact
 from conclave.actors.llm.retry import REQUEST_BACKOFF, Backoff, retry_after, too_long
@@ -141,7 +141,7 @@ class SdkProvider(ABC, Generic[C, K]):
         base_url = self.base_url(config)
         key = resolve_key(config, self._environ)
         gate = EndpointGate(requests_per_minute=config.requests_per_minute)
-        tls = httpx2.create_ssl_context()
+        tls = tls_context(base_url)
 
         def http() -> httpx2.AsyncClient:
             return http_client(config, verify=tls)
