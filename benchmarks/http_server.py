@@ -105,6 +105,9 @@ class Stats:
     cached_tokens: int = 0
     tool_choices: dict[str, int] = attrs.field(factory=dict)
     """How many requests with tools asked for each ``tool_choice`` (``none sent``: none)."""
+    first_request_at: float | None = None
+    """When the first Chat Completions request arrived (seconds since the epoch): a client's
+    start-up ends there."""
     cpu_s: float = 0.0
     """The server process's CPU time so far: if it nears the run's wall time, the server,
     not the client, sets the pace."""
@@ -204,6 +207,8 @@ class ScriptedServer:
 
     async def _chat(self, stream: trio.SocketStream, raw: bytes) -> None:
         stats = self.stats
+        if stats.first_request_at is None:
+            stats.first_request_at = time.time()
         stats.requests += 1
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
