@@ -17,10 +17,15 @@ from collections import deque
 from functools import cache
 
 import attrs
+import httpcore2  # noqa: F401  (see below)
 import httpx2
 import trio
 
 from conclave.config.schema.endpoint import HttpBackendConfig, Timeouts
+
+# httpx2 imports its transport, httpcore2 (50-170 ms), when it makes its first client: in a
+# run that is when the first agent sends its first request, which then waits for it and
+# charges it to the run. Imported here, it is paid when the backend is imported.
 
 __all__ = ["EndpointGate", "GateStatistics", "http_client", "http_timeout", "tls_context"]
 
