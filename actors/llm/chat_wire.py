@@ -302,11 +302,17 @@ class ChatStream:
 
     async def __anext__(self) -> Any:
         data: list[bytes] = []
+        lines = self._lines
         while not self._done:
-            line = await self._next_line()
-            if line is None:
+            # Lines already read are taken without awaiting: a chunk is two lines or more.
+            if lines:
+                line = lines.popleft()
+            elif await self._fill():
+                continue
+            else:
                 self._done = True
-            elif line:
+                line = b""  # the body's end ends the event in progress
+            if line:
                 # ``event:``, ``id:``, ``retry:`` and comments say nothing a chunk needs.
                 if line.startswith(b"data:"):
                     data.append(line[6:] if line.startswith(b"data: ") else line[5:])
@@ -336,31 +342,31 @@ class ChatStream:
         now only costs the connection, never the reply already complete."""
         with trio.move_on_after(DRAIN_S):
             try:
-                while await self._next_line() is not None:
-                    pass
+                while await self._fill():
+                    self._lines.clear()
             except ChatConnectionError:
                 pass
 
-    async def _next_line(self) -> bytes | None:
-        """The next line of the body, without its end (``\\n``, ``\\r\\n`` or ``\\r``, as
-        server-sent events allow); ``None`` at the body's end."""
-        while not self._lines:
-            if self._ended:
-                return None
-            try:
-                chunk: bytes = await self._body.__anext__()
-            except StopAsyncIteration:
-                self._ended = True
-                if self._rest:
-                    self._lines.append(self._rest.rstrip(b"\r"))
-                    self._rest = b""
-                continue
-            except httpx2.TimeoutException as exc:
-                raise ChatTimeoutError() from exc
-            except httpx2.HTTPError as exc:
-                raise ChatConnectionError() from exc
-            self._split(chunk)
-        return self._lines.popleft()
+    async def _fill(self) -> bool:
+        """Read the body's next piece into whole lines, each without its end (``\\n``,
+        ``\\r\\n`` or ``\\r``, as server-sent events allow); ``False`` at the body's end."""
+        if self._ended:
+            return False
+        try:
+            chunk: bytes = await self._body.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            if not self._rest:
+                return False
+            self._lines.append(self._rest.rstrip(b"\r"))
+            self._rest = b""
+            return True
+        except httpx2.TimeoutException as exc:
+            raise ChatTimeoutError() from exc
+        except httpx2.HTTPError as exc:
+            raise ChatConnectionError() from exc
+        self._split(chunk)
+        return True
 
     def _split(self, chunk: bytes) -> None:
         data = self._rest + chunk
