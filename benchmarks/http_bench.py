@@ -23,8 +23,9 @@ fresh process against a fresh server:
   runtime's own share).
 
 Then :mod:`benchmarks.http_costs` says where the client's time goes: start-up and exit by
-import, and one request's CPU layer by layer. Last, the issue's figures (issue 24): each with
-the value measured when it was filed, its target, and today's.
+import, one request's CPU layer by layer, and a reply's CPU per token streamed. Last, the
+issue's figures (issue 24): each with the value measured when it was filed, its target, and
+today's.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from conclave.benchmarks.bench_args import (
     write_report,
 )
 from conclave.benchmarks.bytecode import compile_conclave
-from conclave.benchmarks.http_costs import request_costs, startup_costs
+from conclave.benchmarks.http_costs import request_costs, startup_costs, token_costs
 from conclave.benchmarks.http_server import model_name, open_server_process
 from conclave.benchmarks.load_bench import TASK, Case, _log_scratch, _table, _virtual
 from conclave.benchmarks.load_bench import main as load_bench_main
@@ -438,6 +439,7 @@ def run_http_bench(
     print("http: start-up and per-request costs ...", file=sys.stderr, flush=True)
     startup = startup_costs(startup_repeats)
     layers = request_costs(repeats)
+    tokens = token_costs(max(repeats // 10, 1))
     load = os.getloadavg()
     figures = issue_figures(rows)
     report = {
@@ -445,7 +447,12 @@ def run_http_bench(
         "load_average": [round(x, 2) for x in load],
         "latency": f"{LATENCY * 1000:.0f} ms ±{JITTER:.0%}",
         "targets": {t.key: {"agents": t.agents, "at_most": t.at_most} for t in TARGETS},
-        "scenarios": {"http": rows, "http_startup": startup, "http_request_layers": layers},
+        "scenarios": {
+            "http": rows,
+            "http_startup": startup,
+            "http_request_layers": layers,
+            "http_streamed_tokens": tokens,
+        },
         "issue_24": figures,
     }
     title = (
@@ -459,6 +466,13 @@ def run_http_bench(
     print(
         _table(
             "one request's client CPU, layer by layer (server replying at once)", layers, columns
+        )
+    )
+    print(
+        _table(
+            "a reply streamed one token per chunk (server replying at once)",
+            [tokens],
+            ("streamed_pieces", "client_cpu_ms_per_reply", "client_cpu_us_per_token"),
         )
     )
     print(

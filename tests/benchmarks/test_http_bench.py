@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import trio
 
+from conclave.actors.llm.pool import open_backends
+from conclave.actors.llm.protocol import CompletionRequest
 from conclave.actors.run.driver import RunSpec, run
 from conclave.benchmarks import http_bench
 from conclave.benchmarks.http_bench import (
@@ -28,9 +30,16 @@ from conclave.benchmarks.http_bench import (
     run_http_bench,
     targets_met,
 )
-from conclave.benchmarks.http_costs import LAYERS, STARTUP, biggest_request
+from conclave.benchmarks.http_costs import (
+    LAYERS,
+    STARTUP,
+    STREAMED_TOKENS,
+    answer_request,
+    biggest_request,
+)
 from conclave.benchmarks.http_server import BACKLOG, ScriptedServer, open_server_process, serve
 from conclave.benchmarks.load_bench import TASK, Case
+from conclave.benchmarks.prompt_cache import TOKEN_CHARS
 from conclave.ui.cli import main
 
 # One xdist worker runs this module, so the benchmark behind ``report`` runs once.
@@ -163,6 +172,59 @@ def test_the_report_says_what_one_request_costs_the_client_layer_by_layer(
     assert [r["layer"] for r in rows] == list(LAYERS)
     assert all(r["client_cpu_ms_per_request"] > 0 for r in rows)
     assert all(r["first_call_cpu_ms"] > 0 for r in rows)
+
+
+def test_the_report_says_what_a_reply_streamed_token_by_token_costs_per_token(
+    report: dict[str, Any],
+) -> None:
+    streamed = report["scenarios"]["http_streamed_tokens"]
+
+    assert streamed["streamed_pieces"] >= STREAMED_TOKENS
+    assert streamed["client_cpu_us_per_token"] > 0
+
+
+class _Pieces:
+    """A sink that keeps the tool-call argument pieces it is streamed."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    def text(self, delta: str) -> None:
+        return None
+
+    def reasoning(self, delta: str) -> None:
+        return None
+
+    def tool_arguments(self, index: int, name: str, delta: str) -> None:
+        self.pieces.append(delta)
+
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        return None
+
+
+@pytest.fixture
+def first_round_request() -> CompletionRequest:
+    """Recorded from a scripted run, outside trio (it runs one of its own)."""
+    return answer_request(agents=2)
+
+
+async def test_the_server_streams_a_reply_one_token_per_chunk_when_asked(
+    first_round_request: CompletionRequest,
+) -> None:
+    server = ScriptedServer(latency=0.0, jitter=0.0, answer_tokens=50, token_chunks=True)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve, server)
+        config = http_config(Case(agents=1, latency=0.0), f"http://127.0.0.1:{port}/v1")
+        sink = _Pieces()
+        async with open_backends() as pool:
+            backend = await pool.backend(config.agents[0])
+            completion = await backend.complete(first_round_request, sink=sink)
+        nursery.cancel_scope.cancel()
+
+    (call,) = completion.message.tool_calls
+    assert len(call.arguments) >= 50 * TOKEN_CHARS
+    assert sink.pieces and max(len(p) for p in sink.pieces) <= TOKEN_CHARS
+    assert "".join(sink.pieces) == call.arguments
 
 
 def test_the_request_measured_layer_by_layer_is_a_runs_biggest_a_vote_showing_answers() -> None:
