@@ -4,6 +4,9 @@ request's client CPU layer by layer (part of ``conclave bench --scenario http``)
 * **Start-up**: fresh processes that import Conclave's run machinery, the ``openai`` SDK, or
   nothing; each prints the time as its last act, so the process's wall splits into running
   the script and tearing the interpreter down (freeing every module) after it.
+* **A streamed reply**: a first-round request of that run answered with a new answer of
+  about :data:`STREAMED_TOKENS` tokens, streamed one token per chunk as a model streams;
+  the client's CPU per token (per chunk).
 * **A request**: the biggest request of a scripted N = 50 run (a vote prompt showing every
   answer), sent again and again to :mod:`benchmarks.http_server` in its own process (replying
   at once), through successively thinner layers: Conclave's backend, the SDK's streaming
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import Any
 
 import attrs
@@ -34,7 +38,18 @@ from conclave.config.schema import AgentConfig, ScriptedBackendConfig
 from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.secret import Secret
 
-__all__ = ["LAYERS", "biggest_request", "request_costs", "startup_costs"]
+__all__ = [
+    "LAYERS",
+    "STREAMED_TOKENS",
+    "answer_request",
+    "biggest_request",
+    "request_costs",
+    "startup_costs",
+    "token_costs",
+]
+
+STREAMED_TOKENS = 500
+"""About how long the streamed reply is, in tokens."""
 
 STARTUP = (
     ("python, nothing imported", "pass"),
@@ -92,8 +107,9 @@ class _Recording:
         return await self._inner.complete(request, sink=sink)
 
 
-def biggest_request(agents: int = 50) -> CompletionRequest:
-    """The biggest request of a scripted run of ``agents`` (run on a virtual clock)."""
+@cache
+def _recorded(agents: int) -> tuple[CompletionRequest, ...]:
+    """Every request of a scripted run of ``agents`` (run on a virtual clock), in order."""
     seen: list[CompletionRequest] = []
 
     def factory(agent: AgentConfig) -> LLMBackend:
@@ -107,7 +123,18 @@ def biggest_request(agents: int = 50) -> CompletionRequest:
         attrs.evolve(spec, backend_factory=factory),
         clock=trio.testing.MockClock(autojump_threshold=0),
     )
-    return max(seen, key=_prompt_chars)
+    return tuple(seen)
+
+
+def biggest_request(agents: int = 50) -> CompletionRequest:
+    """The biggest request of a scripted run of ``agents``."""
+    return max(_recorded(agents), key=_prompt_chars)
+
+
+def answer_request(agents: int = 50) -> CompletionRequest:
+    """The smallest request of a scripted run of ``agents``: a first round's, which the
+    script answers with a new answer."""
+    return min(_recorded(agents), key=_prompt_chars)
 
 
 async def _cpu_per_call(call: Callable[[], Awaitable[object]], repeats: int) -> tuple[float, float]:
@@ -217,3 +244,55 @@ def request_costs(repeats: int = 300) -> list[dict[str, Any]]:
         }
         for layer, (first, ms) in zip(LAYERS, costs, strict=True)
     ]
+
+
+class _Counting:
+    """A sink that counts the pieces a reply streams."""
+
+    def __init__(self) -> None:
+        self.pieces = 0
+
+    def text(self, delta: str) -> None:
+        self.pieces += 1
+
+    def reasoning(self, delta: str) -> None:
+        self.pieces += 1
+
+    def tool_arguments(self, index: int, name: str, delta: str) -> None:
+        self.pieces += 1
+
+    def retry(self, attempt: int, status: int | None, delay: float, error: str) -> None:
+        return None
+
+
+async def _streamed(request: CompletionRequest, url: str, repeats: int) -> tuple[float, int]:
+    from conclave.actors.llm.pool import open_backends
+
+    agent = AgentConfig(
+        id="a0",
+        backend=OpenAIBackendConfig(
+            model=model_name("a0", 0), base_url=url, api_key=Secret("sk-bench-loopback")
+        ),
+    )
+    async with open_backends() as pool:
+        backend = await pool.backend(agent)
+        counted = _Counting()
+        await backend.complete(request, sink=counted)
+        _, ms = await _cpu_per_call(lambda: backend.complete(request, sink=_Counting()), repeats)
+    return ms, counted.pieces
+
+
+def token_costs(repeats: int = 30) -> dict[str, Any]:
+    """Client CPU per streamed token: a first-round request of a scripted N = 50 run, its
+    reply (a new answer of about :data:`STREAMED_TOKENS` tokens) streamed one token per
+    chunk by the server in its own process, replying at once."""
+    request = answer_request()
+    with open_server_process(
+        latency=0.0, jitter=0.0, answer_tokens=STREAMED_TOKENS, token_chunks=True
+    ) as server:
+        ms, pieces = trio.run(_streamed, request, server.url, repeats)
+    return {
+        "streamed_pieces": pieces,
+        "client_cpu_ms_per_reply": round(ms, 3),
+        "client_cpu_us_per_token": round(ms * 1000 / max(pieces, 1), 2),
+    }

@@ -105,6 +105,9 @@ class Stats:
     cached_tokens: int = 0
     tool_choices: dict[str, int] = attrs.field(factory=dict)
     """How many requests with tools asked for each ``tool_choice`` (``none sent``: none)."""
+    first_request_at: float | None = None
+    """When the first Chat Completions request arrived (seconds since the epoch): a client's
+    start-up ends there."""
     cpu_s: float = 0.0
     """The server process's CPU time so far: if it nears the run's wall time, the server,
     not the client, sets the pace."""
@@ -121,12 +124,14 @@ class ScriptedServer:
         jitter: float,
         answer_text: str | None = None,
         answer_tokens: int | None = None,
+        token_chunks: bool = False,
         cache: PromptCache | None = None,
     ) -> None:
         self._latency = latency
         self._jitter = jitter
         self._answer_text = answer_text
         self._answer_tokens = answer_tokens
+        self._token_chunks = token_chunks
         self.cache = cache
         self._agents: dict[str, ScriptedBackend] = {}
         self.stats = Stats()
@@ -204,6 +209,8 @@ class ScriptedServer:
 
     async def _chat(self, stream: trio.SocketStream, raw: bytes) -> None:
         stats = self.stats
+        if stats.first_request_at is None:
+            stats.first_request_at = time.time()
         stats.requests += 1
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
@@ -218,7 +225,8 @@ class ScriptedServer:
         finally:
             stats.in_flight -= 1
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        events = b"".join(_sse(body["model"], completion, usage=usage))
+        piece = TOKEN_CHARS if self._token_chunks else None
+        events = b"".join(_sse(body["model"], completion, usage=usage, piece=piece))
         head = (
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"transfer-encoding: chunked\r\n\r\n"
@@ -273,14 +281,29 @@ def _chunk(model: str, delta: dict[str, Any] | None, **extra: Any) -> bytes:
     return b"data: " + orjson.dumps(data) + b"\n\n"
 
 
-def _sse(model: str, completion: Completion, *, usage: bool) -> Iterator[bytes]:
+def _pieces(text: str, piece: int | None) -> list[str]:
+    if piece is None or not text:
+        return [text]
+    return [text[i : i + piece] for i in range(0, len(text), piece)]
+
+
+def _sse(
+    model: str, completion: Completion, *, usage: bool, piece: int | None = None
+) -> Iterator[bytes]:
+    """The reply's chunks: its text and each call's arguments whole, or (``piece``) in
+    pieces of that many characters, one chunk each, as a model streams token by token."""
     message = completion.message
-    yield _chunk(model, {"role": "assistant", "content": message.content or ""})
+    text = _pieces(message.content, piece)
+    yield _chunk(model, {"role": "assistant", "content": text[0]})
+    for more in text[1:]:
+        yield _chunk(model, {"content": more})
     for index, call in enumerate(message.tool_calls):
-        function = {"name": call.name, "arguments": call.arguments}
+        arguments = _pieces(call.arguments, piece)
+        function = {"name": call.name, "arguments": arguments[0]}
         call_delta = {"index": index, "id": call.id, "type": "function", "function": function}
-        delta = {"tool_calls": [call_delta]}
-        yield _chunk(model, delta)
+        yield _chunk(model, {"tool_calls": [call_delta]})
+        for more in arguments[1:]:
+            yield _chunk(model, {"tool_calls": [{"index": index, "function": {"arguments": more}}]})
     finish = "tool_calls" if message.tool_calls else "stop"
     yield _chunk(model, {}, finish_reason=finish)
     spent = completion.usage
@@ -347,8 +370,12 @@ async def serve(
         task_status.started(listeners[0].socket.getsockname()[1])
 
 
-async def _main(latency: float, jitter: float) -> None:
-    server = ScriptedServer(latency=latency, jitter=jitter)
+async def _main(
+    latency: float, jitter: float, answer_tokens: int | None, token_chunks: bool
+) -> None:
+    server = ScriptedServer(
+        latency=latency, jitter=jitter, answer_tokens=answer_tokens, token_chunks=token_chunks
+    )
     async with trio.open_nursery() as nursery:
         port = await nursery.start(serve, server)
         print(port, flush=True)
@@ -374,17 +401,23 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def open_server_process(latency: float = 0.2, jitter: float = 0.5) -> Iterator[ServerProcess]:
+def open_server_process(
+    latency: float = 0.2,
+    jitter: float = 0.5,
+    *,
+    answer_tokens: int | None = None,
+    token_chunks: bool = False,
+) -> Iterator[ServerProcess]:
     """The scripted server in its own process for the duration of the block; it exits when
     its stdin closes, so it cannot outlive the block (or this process)."""
+    argv = [sys.executable, "-m", "conclave.benchmarks.http_server"]
+    argv += [f"--latency={latency}", f"--jitter={jitter}"]
+    if answer_tokens is not None:
+        argv.append(f"--answer-tokens={answer_tokens}")
+    if token_chunks:
+        argv.append("--token-chunks")
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "conclave.benchmarks.http_server",
-            f"--latency={latency}",
-            f"--jitter={jitter}",
-        ],
+        argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
@@ -411,8 +444,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per reply")
     parser.add_argument("--jitter", type=float, default=0.5, help="fraction of latency, ±")
+    parser.add_argument("--answer-tokens", type=int, help="pad every answer to this many tokens")
+    parser.add_argument(
+        "--token-chunks", action="store_true", help="stream replies one token per chunk"
+    )
     args = parser.parse_args(argv)
-    trio.run(_main, args.latency, args.jitter)
+    trio.run(_main, args.latency, args.jitter, args.answer_tokens, args.token_chunks)
     return 0
 
 

@@ -14,14 +14,20 @@ from __future__ import annotations
 import math
 import ssl
 from collections import deque
+from functools import cache
 
 import attrs
+import httpcore2  # noqa: F401  (see below)
 import httpx2
 import trio
 
 from conclave.config.schema.endpoint import HttpBackendConfig, Timeouts
 
-__all__ = ["EndpointGate", "GateStatistics", "http_client", "http_timeout"]
+# httpx2 imports its transport, httpcore2 (50-170 ms), when it makes its first client: in a
+# run that is when the first agent sends its first request, which then waits for it and
+# charges it to the run. Imported here, it is paid when the backend is imported.
+
+__all__ = ["EndpointGate", "GateStatistics", "http_client", "http_timeout", "tls_context"]
 
 _WINDOW = 60.0
 
@@ -92,11 +98,30 @@ def http_timeout(timeouts: Timeouts) -> httpx2.Timeout:
     return httpx2.Timeout(connect=timeouts.connect, read=None, write=timeouts.first_byte, pool=None)
 
 
+def tls_context(base_url: str) -> ssl.SSLContext:
+    """The TLS context for an endpoint's clients.
+
+    An ``https`` endpoint gets the system's trusted certificates, loaded once per process
+    and shared (loading them costs 25-120 ms of CPU, the first time most of a start-up's
+    wait before the first request). A plain ``http`` endpoint (a local server) never does
+    TLS, so it does not pay for them: its context verifies certificates and host names but
+    trusts none, so a redirect to ``https`` fails its handshake instead of going out
+    unverified."""
+    if base_url.startswith("https:"):
+        return _trusted()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+@cache
+def _trusted() -> ssl.SSLContext:
+    return httpx2.create_ssl_context()
+
+
 def http_client(
     config: HttpBackendConfig, *, verify: ssl.SSLContext | bool = True
 ) -> httpx2.AsyncClient:
     """An endpoint's HTTP client: keeps a connection per concurrent call alive. ``verify``
-    may be a TLS context already made (loading the CA bundle takes ~50 ms)."""
+    may be a TLS context already made (:func:`tls_context`)."""
     return httpx2.AsyncClient(
         verify=verify,
         timeout=http_timeout(config.timeouts),

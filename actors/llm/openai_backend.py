@@ -255,25 +255,28 @@ class _Reply:
         return self.finish is not None
 
     def add(self, chunk: dict[str, Any], sink: CompletionSink | None) -> None:
-        model = chunk.get("model")
-        if model and not self.model:
-            self.model = model
+        if not self.model:
+            model = chunk.get("model")
+            if model:
+                self.model = model
         usage = chunk.get("usage")
         if usage is not None:
             self.usage = _usage(usage)
         for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            content = delta.get("content")
+            delta = choice.get("delta")
+            content = delta.get("content") if delta else None
             if content:
                 self.text.append(content)
                 if sink is not None:
                     sink.text(content)
-            # vLLM, SGLang, DeepSeek and OpenRouter stream reasoning under one of these.
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning and sink is not None:
-                sink.reasoning(reasoning)
-            for call in delta.get("tool_calls") or ():
-                self._add_call(call, sink)
+            # Most of a stream is deltas of text alone: nothing else to look for in them.
+            if delta and (content is None or len(delta) > 1):
+                # vLLM, SGLang, DeepSeek and OpenRouter stream reasoning under one of these.
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(reasoning, str) and reasoning and sink is not None:
+                    sink.reasoning(reasoning)
+                for call in delta.get("tool_calls") or ():
+                    self._add_call(call, sink)
             finish = choice.get("finish_reason")
             if finish:
                 self.finish = finish

@@ -43,7 +43,7 @@ from conclave.actors.llm.http_errors import (
     status_diagnosis,
     unexpected_event,
 )
-from conclave.actors.llm.http_hooks import EndpointGate, http_client, http_timeout
+from conclave.actors.llm.http_hooks import EndpointGate, http_client, http_timeout, tls_context
 from conclave.actors.llm.protocol import Completion, CompletionRequest, CompletionSink
 from conclave.actors.llm.redaction import redact
 from conclave.actors.llm.retry import REQUEST_BACKOFF, Backoff, retry_after, too_long
@@ -53,6 +53,7 @@ from conclave.config.schema.endpoint import HttpBackendConfig, endpoint_host
 from conclave.config.secret import Secret
 
 __all__ = [
+    "DEADLINE_SLACK",
     "RETRY_COUNT_HEADER",
     "SdkBackend",
     "SdkClient",
@@ -62,6 +63,10 @@ __all__ = [
     "StreamedReply",
 ]
 
+
+DEADLINE_SLACK = 0.01
+"""How late, as a fraction of the wait, a stream's silence (``first_token``, ``stall``) may be
+called: its deadline is moved at most once per this much of the wait."""
 
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 """Both SDKs number each attempt of a request in this header (0 for the first)."""
@@ -141,7 +146,7 @@ class SdkProvider(ABC, Generic[C, K]):
         base_url = self.base_url(config)
         key = resolve_key(config, self._environ)
         gate = EndpointGate(requests_per_minute=config.requests_per_minute)
-        tls = httpx2.create_ssl_context()
+        tls = tls_context(base_url)
 
         def http() -> httpx2.AsyncClient:
             return http_client(config, verify=tls)
@@ -327,8 +332,12 @@ class SdkBackend(ABC, Generic[C, K]):
             )
         reply = self._reply()
         heard = _Heard(sink)
-        # One scope around the whole stream, its deadline moved on with each item: a scope
+        # One scope around the whole stream, its deadline moved on as items come: a scope
         # per item would be left while the SDK's generator keeps its own open across yields.
+        # Moving a deadline re-files it in trio's deadline queue, a quarter of an item's
+        # cost when a model streams token by token, so it moves only once it is more than
+        # DEADLINE_SLACK of the wait behind: a silence is called between 100 % and 101 %
+        # of its limit after the last item.
         with trio.CancelScope(deadline=trio.current_time() + timeouts.first_token) as waiting:
             try:
                 async with stream:
@@ -339,7 +348,9 @@ class SdkBackend(ABC, Generic[C, K]):
                             unexpected = unexpected_event(item, exc, protocol=self.PROTOCOL)
                             raise _Failed(unexpected) from None
                         limit = timeouts.stall if heard.tokens else timeouts.first_token
-                        waiting.deadline = trio.current_time() + limit
+                        due = trio.current_time() + limit
+                        if not due <= waiting.deadline <= due + limit * DEADLINE_SLACK:
+                            waiting.deadline = due + limit * DEADLINE_SLACK
             except self.SDK_ERROR as exc:
                 raise _Failed(self._diagnose(exc, started=True)) from None
             except json.JSONDecodeError as exc:

@@ -4,6 +4,8 @@ agent's connection), and calls one after another reuse the lane last given back.
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 import pytest
 import trio
@@ -93,3 +95,57 @@ async def test_a_server_that_keeps_the_body_open_after_done_does_not_hold_the_re
                 chunks = [chunk async for chunk in stream]
 
     assert chunks and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+async def _chunks(server: LoopbackServer, *parts: bytes) -> list[object]:
+    server.handler = lambda _request: SseReply(parts=parts)
+    async with ChatClient.openai(base_url=server.url, key="k", http=Lanes()) as chat:
+        stream = await chat.open(BODY, headers={}, timeout=TIMEOUT)
+        async with stream:
+            return [chunk async for chunk in stream]
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+async def test_lines_may_end_in_any_way_server_sent_events_allow(
+    server: LoopbackServer, end: bytes
+) -> None:
+    events = b'data: {"n": 1}' + end * 2 + b": a comment" + end + b"data: [DONE]" + end * 2
+
+    assert await _chunks(server, events) == [{"n": 1}]
+
+
+async def test_a_crlf_cut_between_its_two_bytes_ends_one_line_not_an_event(
+    server: LoopbackServer,
+) -> None:
+    # Were the CR taken for a line's end, the LF after it would be an empty line ending the
+    # event after its first data line.
+    chunks = await _chunks(server, b'data: {"n":\r', b"\ndata: 1}\r\n\r\n", b"data: [DONE]\r\n\r\n")
+
+    assert chunks == [{"n": 1}]
+
+
+async def test_an_events_data_lines_are_joined_into_one_json_document(
+    server: LoopbackServer,
+) -> None:
+    chunks = await _chunks(server, b'data: {"a":\ndata: [1,\ndata:2]}\n\ndata: [DONE]\n\n')
+
+    assert chunks == [{"a": [1, 2]}]
+
+
+async def test_a_last_event_without_its_blank_line_still_counts(server: LoopbackServer) -> None:
+    assert await _chunks(server, b'data: {"n": 1}') == [{"n": 1}]
+
+
+async def test_data_that_is_not_utf8_is_read_with_the_bad_bytes_replaced(
+    server: LoopbackServer,
+) -> None:
+    assert await _chunks(server, b'data: {"n": "\xff"}\n\n') == [{"n": "\ufffd"}]
+
+
+async def test_data_that_is_not_json_raises_the_standard_parsers_error(
+    server: LoopbackServer,
+) -> None:
+    with pytest.raises(json.JSONDecodeError) as raised:
+        await _chunks(server, b"data: [tru\n\n")
+
+    assert (raised.value.msg, raised.value.pos) == ("Expecting value", 1)

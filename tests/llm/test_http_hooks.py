@@ -3,10 +3,12 @@ time)."""
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
 import trio
 
-from conclave.actors.llm.http_hooks import EndpointGate
+from conclave.actors.llm.http_hooks import EndpointGate, tls_context
 from conclave.config.keys import is_local
 
 
@@ -73,3 +75,23 @@ async def test_a_cancelled_wait_counts_no_request(autojump_clock: trio.abc.Clock
 )
 def test_a_server_on_this_machine_is_local(url: str, local: bool) -> None:
     assert is_local(url) is local
+
+
+def test_an_https_endpoint_trusts_the_systems_certificates() -> None:
+    context = tls_context("https://api.openai.com/v1")
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0
+
+
+def test_https_endpoints_share_one_trust_store_loaded_once() -> None:
+    assert tls_context("https://a.example/v1") is tls_context("https://b.example/v1")
+
+
+def test_a_plain_http_endpoint_loads_no_trust_store_yet_still_verifies() -> None:
+    # A redirect to https from a local server fails its handshake rather than going out
+    # unverified.
+    context = tls_context("http://localhost:8000/v1")
+    assert context.cert_store_stats()["x509_ca"] == 0
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname

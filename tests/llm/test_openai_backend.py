@@ -75,6 +75,24 @@ async def test_tool_calls_are_assembled_per_index_from_interleaved_deltas(
     assert completion.stop_reason is StopReason.TOOL_USE
 
 
+async def test_a_delta_with_text_reasoning_and_a_tool_call_at_once_gives_all_three(
+    server: LoopbackServer,
+) -> None:
+    call = {"index": 0, "id": "call_a", "function": {"name": "vote", "arguments": "{}"}}
+    delta = {"content": "Hi", "reasoning_content": "hmm", "tool_calls": [call]}
+    server.script(
+        SseReply(parts=(openai_chunk(delta), openai_chunk({}, finish="stop"), sse_data("[DONE]")))
+    )
+    sink = Recorder()
+    async with open_backends() as pool:
+        backend = await pool.backend(openai_agent(server))
+        completion = await backend.complete(ask(tools=(VOTE,)), sink=sink)
+
+    assert completion.message.content == "Hi"
+    assert completion.message.tool_calls == (ToolCall(id="call_a", name="vote", arguments="{}"),)
+    assert sink.of("reasoning") == [("reasoning", "hmm")]
+
+
 async def test_events_cut_across_http_chunks_at_any_byte_are_reassembled(
     server: LoopbackServer,
 ) -> None:

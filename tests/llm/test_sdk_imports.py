@@ -76,3 +76,15 @@ def test_a_pool_for_an_openai_agent_imports_no_sdk_only_the_http_client(tmp_path
         "trio.run(main)\n"
     )
     assert _loaded_after(tmp_path, code) == ["httpx2"]
+
+
+def test_importing_the_openai_backend_imports_the_http_transport_too(tmp_path: Path) -> None:
+    # httpx2 would import it at its first client: during a run, as the first request left.
+    probe = (
+        "import sys\nimport conclave.actors.llm.openai_backend\nprint('httpcore2' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
