@@ -187,6 +187,7 @@ class Supervisor:
         self._control_receive: trio.MemoryReceiveChannel[_Control]
         self._control_send, self._control_receive = trio.open_memory_channel(math.inf)
         self._nursery: trio.Nursery | None = None
+        self._queued_starts = 0
         self.restart_count = 0
         """Restarts this supervisor made (not its nested supervisors'; the system sums those)."""
 
@@ -199,7 +200,9 @@ class Supervisor:
         if spec.id in self._ids:
             raise ValueError(f"supervisor {self.name} already has a child {spec.id!r}")
         self._ids.add(spec.id)
-        if self._nursery is None:
+        if self._nursery is None or self._queued_starts:
+            # Behind requests still queued (made before the supervisor ran), not ahead.
+            self._queued_starts += 1
             self._control_send.send_nowait(_StartRequest(spec))
             return
         self._launch(_Child(spec), first=True)
@@ -218,6 +221,7 @@ class Supervisor:
             except trio.WouldBlock:
                 return
             if isinstance(item, _StartRequest):
+                self._queued_starts -= 1
                 self._ids.discard(item.spec.id)
                 if item.spec.retire is not None:
                     item.spec.retire()
@@ -254,6 +258,7 @@ class Supervisor:
             if isinstance(item, _Shutdown):
                 return
             if isinstance(item, _StartRequest):
+                self._queued_starts -= 1
                 self._launch(_Child(item.spec), first=True)
             elif isinstance(item, _TerminateRequest):
                 await self._terminate(item)
