@@ -23,7 +23,8 @@ children are cancelled and given their kill timeouts).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -98,8 +99,17 @@ class Children:
         )
 
     async def terminate(self, address: Address) -> None:
-        """Stop a child gracefully (within its shutdown timeout) and retire it."""
-        await self.supervisor.terminate_child(str(address))
+        """Stop a child gracefully (within its shutdown timeout) and retire it; returns as
+        well once the owning incarnation's end has stopped every child (the supervisor
+        then answers no more requests)."""
+        async with trio.open_nursery() as nursery:
+
+            async def first(wait: Callable[[], Awaitable[object]]) -> None:
+                await wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(first, partial(self.supervisor.terminate_child, str(address)))
+            nursery.start_soon(first, self.closed.wait)
 
     def which_children(self) -> list[str]:
         """The current children's addresses, as strings, in start order."""

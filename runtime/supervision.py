@@ -133,12 +133,13 @@ class _Run:
 
 
 class _Child:
-    __slots__ = ("run", "spec", "stopping")
+    __slots__ = ("retired", "run", "spec", "stopping")
 
     def __init__(self, spec: ChildSpec) -> None:
         self.spec = spec
         self.run = _Run(0)
         self.stopping = False
+        self.retired = False
 
 
 @attrs.frozen
@@ -262,7 +263,8 @@ class Supervisor:
                 self._launch(_Child(item.spec), first=True)
             elif isinstance(item, _TerminateRequest):
                 await self._terminate(item)
-            elif item.run is item.child.run and not item.child.stopping:
+            elif item.run is item.child.run and not item.child.stopping and not item.child.retired:
+                # A child terminated while its crash was on its way here has left already.
                 await self._on_exit(item.child, item.run.error)
 
     async def _terminate(self, request: _TerminateRequest) -> None:
@@ -379,6 +381,7 @@ class Supervisor:
             )
 
     def _retire(self, child: _Child) -> None:
+        child.retired = True
         if child in self._children:
             self._children.remove(child)
         self._ids.discard(child.spec.id)

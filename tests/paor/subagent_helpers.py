@@ -24,6 +24,7 @@ from conclave.actors.paor.subagents import SubAgents, SubAgentSetup
 from conclave.config.schema import PaorConfig
 from conclave.runtime import Actor, ActorContext, ActorFactory, Address, Envelope
 from tests.paor.helpers import TableTools, call, reflect, text
+from tests.runtime.helpers import Crash
 
 CALL_TOKENS = Usage(input_tokens=10, output_tokens=5)
 """What every call of the :class:`RoleModel` costs: 15 tokens."""
@@ -124,7 +125,8 @@ class Host(Actor):
         self.context.start_soon(self._run, self.context)
 
     async def handle(self, envelope: Envelope) -> None:
-        return None
+        if isinstance(envelope.payload, Crash):
+            raise RuntimeError(envelope.payload.reason)
 
 
 HOST = Address("host", "h")

@@ -4,15 +4,30 @@ supervisor, in dependency order (independent ones at once), nested no deeper tha
 
 from __future__ import annotations
 
+from functools import partial
+
 import trio
+import trio.lowlevel
 from trio.testing import MockClock
 
 from conclave.actors.paor.report import PaorEnd, PaorOutcome
-from conclave.actors.paor.subagent_events import SubAgentFinished, SubAgentStarted
+from conclave.actors.paor.subagent_events import RunSubTask, SubAgentFinished, SubAgentStarted
+from conclave.actors.paor.subagents import SUBAGENT
+from conclave.actors.run.faults import with_faults
 from conclave.config.schema import PaorConfig
-from conclave.runtime import ChildStarted, ChildStopped, MemoryTap, open_actor_system
+from conclave.runtime import (
+    Address,
+    ChildExited,
+    ChildStarted,
+    ChildStopped,
+    Envelope,
+    MemoryTap,
+    SupervisorAction,
+    open_actor_system,
+)
 from tests.paor.helpers import TableTools
 from tests.paor.subagent_helpers import HOST, RoleModel, arguments, delegated, host
+from tests.runtime.helpers import Crash
 
 
 async def _run(model: RoleModel, tap: MemoryTap, **kw: object) -> PaorOutcome:
@@ -122,3 +137,76 @@ async def test_finished_sub_agents_are_stopped_and_their_addresses_freed(
 
     stopped = {e.child for e in tap.of_type(ChildStopped) if "children" in e.supervisor}
     assert stopped == {"subagent:h/1.1", "subagent:h/1.2"}
+
+
+class CrashExplorers:
+    """A fault plan: the explore sub-agent crashes on its task, ``times`` times."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+
+    def crash_during(self, actor: Address, envelope: Envelope) -> str | None:
+        if actor.kind == SUBAGENT and isinstance(envelope.payload, RunSubTask) and self.times:
+            self.times -= 1
+            return "crashed on purpose"
+        return None
+
+    def crash_after(self, actor: Address, envelope: Envelope) -> str | None:
+        return None
+
+    def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
+        return None
+
+
+async def test_an_explore_sub_agent_crashed_on_purpose_is_restarted_and_reports(
+    autojump_clock: MockClock,
+) -> None:
+    tap = MemoryTap()
+    plan = CrashExplorers(times=1)
+    model = RoleModel(delegated(("1", "explore:map the code", [])))
+    outcome = await _run(model, tap, wrap=partial(with_faults, plan=plan))
+
+    [report] = outcome.subagents
+    assert report.end is PaorEnd.GOAL_ACHIEVED and report.crashes == 1
+    exits = [e for e in tap.of_type(ChildExited) if e.child == "subagent:h/1.1"]
+    assert [(e.action, e.error) for e in exits] == [
+        (SupervisorAction.RESTART, "InjectedCrash: crashed on purpose")
+    ]
+    assert outcome.observations[0][0].success
+
+
+async def test_an_explore_sub_agent_that_crashes_again_is_reported_and_the_parent_goes_on(
+    autojump_clock: MockClock,
+) -> None:
+    tap = MemoryTap()
+    model = RoleModel(delegated(("1", "explore:map the code", [])))
+    outcome = await _run(model, tap, wrap=partial(with_faults, plan=CrashExplorers(times=2)))
+
+    [seen] = outcome.observations[0]
+    assert not seen.success
+    assert seen.output.startswith("The explore sub-agent for step 1 crashed 2 times")
+    assert "Its work is lost: go on without it" in seen.output
+    [finished] = tap.of_type(SubAgentFinished)
+    assert finished.end is None and finished.crashes == 2
+    # The parent went on: it reflected on that observation and completed.
+    assert outcome.end is PaorEnd.GOAL_ACHIEVED
+    assert "crashed 2 times" in outcome.reflections[0].progress
+
+
+async def test_a_crash_of_the_agent_stops_its_running_sub_agents(
+    autojump_clock: MockClock,
+) -> None:
+    tap = MemoryTap()
+    model = RoleModel(delegated(("1", "explore:map the code", [])), latency=10.0)
+    async with open_actor_system(taps=[tap]) as system:
+        system.spawn(HOST, host(model, TableTools(), []))
+        await trio.sleep(15)  # the parent planned; its sub-agent is in its first call
+        assert system.is_registered(Address(SUBAGENT, "h/1.1"))
+
+        await system.tell(HOST, Crash())
+        await trio.sleep(1)
+
+        stopped = [e for e in tap.of_type(ChildStopped) if e.child == "subagent:h/1.1"]
+        assert [e.supervisor for e in stopped] == ["host:h#1/children"]
+        # The restarted agent plans afresh and opens its own sub-agent (10 s on).
+        assert not system.is_registered(Address(SUBAGENT, "h/1.1"))
