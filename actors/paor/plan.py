@@ -13,13 +13,13 @@ delegate only where sub-agents may nest (``paor.max_depth``).
 
 from __future__ import annotations
 
-import enum
 import json
 from typing import Any
 
 import attrs
 
 from conclave.actors.llm.protocol import ToolSchema
+from conclave.config.schema.paor import SubAgentKind
 
 __all__ = [
     "SUBMIT_PLAN",
@@ -31,16 +31,6 @@ __all__ = [
     "parse_plan",
     "waves",
 ]
-
-
-class SubAgentKind(enum.Enum):
-    """Who carries out a delegated step."""
-
-    EXPLORE = "explore"
-    """Read-only tools, its own loop: understands code and returns a summary."""
-    WORKER = "worker"
-    """The agent's own tools, its own loop: carries out a sub-task (and may delegate further,
-    within ``paor.max_depth``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_PAOR_TOKENS",
     "LoopKind",
     "PaorConfig",
+    "SubAgentKind",
 ]
 
 MAX_PAOR_ITERATIONS = 1000
@@ -40,6 +41,16 @@ class LoopKind(enum.Enum):
     """One tool loop: the model calls tools until it ends the round."""
     PAOR = "paor"
     """Plan, act, observe, reflect, in iterations (docs/paor.md)."""
+
+
+class SubAgentKind(enum.Enum):
+    """Who carries out a delegated step of a PAOR plan."""
+
+    EXPLORE = "explore"
+    """Read-only tools, its own loop: understands code and returns a summary."""
+    WORKER = "worker"
+    """The agent's own tools, its own loop: carries out a sub-task (and may delegate further,
+    within ``paor.max_depth``)."""
 
 
 @attrs.frozen(kw_only=True)
