@@ -74,3 +74,16 @@ def test_with_max_depth_0_the_agent_does_the_work_itself(tmp_path: Path, repo: P
     assert code == ExitCode.OK, err
     answer = json.loads(out)["final_answer"]
     assert answer.startswith("Done: made 4 of 4 steps") and "Sub-agents" not in answer
+
+
+def test_an_agent_out_of_tokens_ends_the_run_with_its_progress_exit_5(
+    tmp_path: Path, repo: Path
+) -> None:
+    config = _delegating(tmp_path, repo, max_tokens=1)
+    code, out, err = _run(tmp_path, config, repo, "--output-format", "json")
+
+    assert code == ExitCode.MAX_ITERATIONS, err
+    result = json.loads(out)
+    assert result["termination"] == "max_iterations"
+    assert result["final_answer"].startswith("Stopped: its budget ran out")
+    assert "the round used" in result["final_answer"]
