@@ -251,8 +251,10 @@ class PaorLoop:
         budget = self._budget
         if self._tokens is not None:
             # The loop counts this transcript's tokens; the sub-agents' are charged here.
-            own = self._tokens - sum(report.tokens for report in self._subagents)
-            budget = attrs.evolve(budget, max_tokens=max(1, own))
+            own = max(1, self._tokens - sum(report.tokens for report in self._subagents))
+            if budget.max_tokens is not None:
+                own = min(own, budget.max_tokens)
+            budget = attrs.evolve(budget, max_tokens=own)
         return attrs.evolve(
             budget,
             max_steps=transcript.steps + budget.max_steps,

@@ -7,7 +7,10 @@ import pytest
 import trio
 from trio.testing import MockClock
 
+from conclave.actors.llm.protocol import ChatMessage
+from conclave.actors.loop import LoopBudget, Transcript
 from conclave.actors.paor.budget import Budget, share
+from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.report import PaorEnd, PaorOutcome
 from conclave.actors.paor.subagent_events import SubAgentStarted
 from conclave.config.schema import PaorConfig
@@ -97,3 +100,20 @@ async def test_the_result_reports_usage_per_sub_agent(autojump_clock: MockClock)
     assert "- h/1.1 (explore, step 1): goal_achieved, 60 tokens, 4 calls" in detail
     assert "- h/1.2 (explore, step 2): goal_achieved, 60 tokens, 4 calls" in detail
     assert "- h/1.1" not in outcome.summary()
+
+
+async def test_a_loop_budgets_own_token_cap_still_holds_under_a_larger_paor_budget(
+    autojump_clock: MockClock,
+) -> None:
+    model = RoleModel([{"id": "1", "action": "search", "tools": ["search"]}])
+    loop = PaorLoop(
+        backend=model,
+        tools=TableTools(),
+        budget=LoopBudget(max_tokens=20),
+        settings=PaorConfig(),
+        tokens=1000,
+    )
+    outcome = await loop.run(Transcript([ChatMessage(role="user", content="look")]))
+
+    assert outcome.end is PaorEnd.BUDGET_SPENT
+    assert "the round used 30 of its 20 tokens" in outcome.error
