@@ -9,10 +9,13 @@ delegation adds per sub-agent — spawning the child actor under the agent's sup
 the ask that monitors it, its PAOR round's machinery (four LLM calls: plan, a search, a
 note, a reflection), its report, and stopping it. Target: < 5 ms per sub-agent. Medians of
 the repeats; each row also gives the worst repeat, and the most sub-agents seen in flight at
-once (a wave's, when they overlap).
+once. A second table gives the model a latency (10 ms a call by default) and reports the
+wall time against its floor, the latency of the calls that must follow each other (the
+parent's plan and reflection, and four per wave): the steps of a wave really run at once
+(peak in flight: the wave's size) and the waves one after another.
 
     .venv/bin/python -m conclave.benchmarks.subagent_bench [--subagents 100] [--waves 1,10,100]
-        [--repeats R] [--json PATH]
+        [--latency 0.01] [--repeats R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -66,14 +69,17 @@ class _InstantModel:
     """Plays the parent (its plan delegates the waves) and each sub-agent (a plan of one
     search, the search, a note, a reflection), at once; its time is counted apart."""
 
-    def __init__(self, watch: _Stopwatch, subagents: int, waves: int) -> None:
+    def __init__(self, watch: _Stopwatch, subagents: int, waves: int, latency: float = 0.0) -> None:
         self._watch = watch
+        self._latency = latency
         self._plan = _waves_plan(subagents, waves)
         self._n = 0
 
     async def complete(
         self, request: CompletionRequest, *, sink: CompletionSink | None = None
     ) -> Completion:
+        if self._latency:
+            await trio.sleep(self._latency)
         started = time.perf_counter()
         self._n += 1
         watch = self._watch
@@ -152,11 +158,13 @@ class _Host(Actor):
         return None
 
 
-async def _delegate(subagents: int, waves: int) -> tuple[float, float, int, PaorOutcome]:
+async def _delegate(
+    subagents: int, waves: int, latency: float = 0.0
+) -> tuple[float, float, int, PaorOutcome]:
     """One round delegating ``subagents`` in ``waves``: (wall seconds, seconds outside
-    delegation, peak in flight, outcome)."""
+    delegation but for ``latency``, peak in flight, outcome)."""
     watch = _Stopwatch()
-    model, tools = _InstantModel(watch, subagents, waves), _InstantTools(watch)
+    model, tools = _InstantModel(watch, subagents, waves, latency), _InstantTools(watch)
     settings = PaorConfig(max_iterations=1, max_depth=1)
     outcomes: list[PaorOutcome] = []
     done = trio.Event()
@@ -208,11 +216,32 @@ def measure(subagents: int, waves: int, repeats: int) -> dict[str, Any]:
     }
 
 
-def run_benchmark(subagents: int, waves: Sequence[int], repeats: int) -> dict[str, Any]:
+def measure_latency(subagents: int, waves: int, latency: float) -> dict[str, Any]:
+    """One round with the model taking ``latency`` a call: its wall time and the floor."""
+    wall, _, peak, outcome = trio.run(_delegate, subagents, waves, latency)
+    if any(r.end is not PaorEnd.GOAL_ACHIEVED for r in outcome.subagents):
+        raise RuntimeError(f"not every sub-agent achieved its goal: {outcome.summary()}")
+    # The parent's plan and reflection, and each wave's four calls one after another.
+    floor = (2 + 4 * waves) * latency
+    return {
+        "subagents": subagents,
+        "waves": waves,
+        "latency_s": latency,
+        "peak_in_flight": peak,
+        "wall_s": wall,
+        "floor_s": floor,
+        "wall_over_floor": wall / floor,
+    }
+
+
+def run_benchmark(
+    subagents: int, waves: Sequence[int], repeats: int, latency: float
+) -> dict[str, Any]:
     rows = [measure(subagents, w, repeats) for w in waves]
     return {
         "machine": machine_info(),
         "rows": rows,
+        "with_latency": [measure_latency(subagents, w, latency) for w in waves],
         "target_ms": TARGET_MS,
         "met": all(row["meets_target"] for row in rows),
     }
@@ -232,6 +261,15 @@ def format_report(report: dict[str, Any]) -> str:
             f"{row['worst_ms_per_subagent']:>7.3f} {'< ' + format(row['target_ms'], 'g'):>7}"
             f"  {'yes' if row['meets_target'] else 'NO'}"
         )
+    timed = report["with_latency"]
+    if timed:
+        out += ["", f"with the model taking {timed[0]['latency_s'] * 1e3:g} ms a call:", ""]
+        out.append(f"{'sub-agents':>10} {'waves':>5} {'peak':>5} {'wall s':>7} {'floor s':>7}")
+        for row in timed:
+            out.append(
+                f"{row['subagents']:>10} {row['waves']:>5} {row['peak_in_flight']:>5} "
+                f"{row['wall_s']:>7.3f} {row['floor_s']:>7.3f}"
+            )
     return "\n".join(out)
 
 
@@ -247,10 +285,21 @@ def _counts(text: str) -> list[int]:
     return values
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds like 0.01, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 1, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="subagent_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--subagents", type=positive_int, default=100, metavar="N")
     p.add_argument("--waves", type=_counts, default=[1, 10, 100], metavar="W[,W...]")
+    p.add_argument("--latency", type=_seconds, default=0.01, metavar="S")
     p.add_argument("--repeats", type=positive_int, default=5, metavar="R")
     p.add_argument("--json", default="bench-results/subagent_bench.json", metavar="PATH")
     return p
@@ -266,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     return measure_and_report(
         args.json,
-        lambda: run_benchmark(args.subagents, args.waves, args.repeats),
+        lambda: run_benchmark(args.subagents, args.waves, args.repeats, args.latency),
         format_report,
         met=lambda report: bool(report["met"]),
     )

@@ -47,3 +47,10 @@ def test_more_waves_than_sub_agents_is_a_usage_error(capsys: pytest.CaptureFixtu
         subagent_bench.main(["--subagents", "2", "--waves", "3"])
     assert caught.value.code == 2
     assert "more waves than --subagents" in capsys.readouterr().err
+
+
+def test_with_a_model_latency_a_waves_sub_agents_are_in_flight_at_once() -> None:
+    row = subagent_bench.measure_latency(subagents=8, waves=2, latency=0.01)
+    assert row["peak_in_flight"] == 4
+    assert row["floor_s"] == pytest.approx((2 + 4 * 2) * 0.01)
+    assert row["wall_s"] >= row["floor_s"]
