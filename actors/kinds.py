@@ -17,6 +17,7 @@ import conclave.actors.events.loop
 import conclave.actors.human.events
 import conclave.actors.mcp.events
 import conclave.actors.paor.events
+import conclave.actors.paor.subagent_events
 import conclave.actors.planning.progress
 import conclave.actors.run.events
 import conclave.actors.session.entries
@@ -37,6 +38,7 @@ DOMAIN_MODULES = (
     conclave.actors.mcp.events,
     conclave.actors.planning.progress,
     conclave.actors.paor.events,
+    conclave.actors.paor.subagent_events,
     conclave.actors.run.events,
     conclave.actors.session.entries,
     conclave.actors.workspace.events,

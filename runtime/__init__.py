@@ -4,6 +4,7 @@ Knows nothing about LLMs; imports nothing from ``actors`` or ``ui``.
 """
 
 from conclave.runtime.actor import Actor, ActorContext, ActorFactory
+from conclave.runtime.children import Children, OnChildExit
 from conclave.runtime.codec import DecodeError, converter, decode, dumps, encode, loads
 from conclave.runtime.errors import (
     AskTimeout,
@@ -81,6 +82,7 @@ __all__ = [
     "ChildSpec",
     "ChildStarted",
     "ChildStopped",
+    "Children",
     "ConclaveRuntimeError",
     "DeadLetter",
     "DeadLetterCause",
@@ -108,6 +110,7 @@ __all__ = [
     "MailboxStatistics",
     "MemoryTap",
     "Message",
+    "OnChildExit",
     "Overflow",
     "Redirect",
     "RedirectLoop",

@@ -9,16 +9,18 @@ live in the incarnation's nursery and are cancelled when the incarnation ends.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from conclave.runtime.children import Children, OnChildExit
 from conclave.runtime.errors import StartFailed, TeardownTimeout
 from conclave.runtime.events import DeadLetterCause, Event
 from conclave.runtime.mailbox import Mailbox, MailboxStatistics
 from conclave.runtime.messages import Address, Envelope, Message
-from conclave.runtime.supervision import StopSignal
+from conclave.runtime.supervision import StopSignal, SupervisorSpec
 
 if TYPE_CHECKING:
     from conclave.runtime.system import ActorSystem
@@ -28,8 +30,8 @@ __all__ = ["Actor", "ActorContext", "ActorFactory"]
 
 class ActorContext:
     """What an actor incarnation may do: send, ask, reply, record events, update the
-    routing facts, look at its own mailbox, run background work, stop, and register
-    teardown hooks.
+    routing facts, look at its own mailbox, run background work, open child actors under
+    its own supervisor, stop, and register teardown hooks.
 
     This is the whole of the kernel an actor sees. The system itself stays private: an
     actor that could reach it could spawn, retire, re-route or read any other actor's
@@ -48,6 +50,7 @@ class ActorContext:
         self.incarnation = incarnation
         self._nursery = nursery
         self._stop = stop
+        self._children: Children | None = None
         self.exit_stack = contextlib.AsyncExitStack()
         """Closed when this incarnation ends, however it ends (see :meth:`on_teardown`).
         Enter containers, subprocesses and other resources the incarnation owns here."""
@@ -90,6 +93,28 @@ class ActorContext:
         An exception escaping it crashes the actor, like one escaping ``handle``.
         """
         self._nursery.start_soon(fn, *args)
+
+    def children(
+        self, spec: SupervisorSpec | None = None, *, on_exit: OnChildExit | None = None
+    ) -> Children:
+        """This incarnation's own supervisor, opened on the first call (later calls return
+        it; their arguments are ignored): child actors spawned through it are stopped and
+        retired when this incarnation ends, however it ends, and each exit of a child on its
+        own is reported to ``on_exit`` (see :mod:`runtime.children`). Its restarts escalated
+        crash this incarnation."""
+        if self._children is None:
+            self._children = Children(
+                self._system,
+                f"{self.address}#{self.incarnation}/children",
+                spec or SupervisorSpec(),
+                self._nursery,
+                on_exit,
+            )
+        return self._children
+
+    def _close_children(self, bound: float) -> None:
+        if self._children is not None:
+            self._children.close(bound=bound)
 
     def on_teardown(self, callback: Callable[..., Awaitable[object]], *args: Any) -> None:
         """Run ``await callback(*args)`` when this incarnation ends: after ``stopping()`` on a
@@ -163,8 +188,11 @@ async def run_incarnation(
     A graceful stop wakes the wait for more mail (:meth:`Mailbox.wake`) and never
     interrupts a handler in progress; only a hard cancel (shutdown timeout) does that.
 
-    However it ends, the asks it took and did not answer fail (:class:`CalleeStopped`), then
-    its teardown hooks run (:meth:`ActorContext.on_teardown`) within ``teardown_timeout``.
+    However it ends, its children (:meth:`ActorContext.children`) are stopped before its
+    background work is, the asks it took and did not answer fail (:class:`CalleeStopped`),
+    then its teardown hooks run (:meth:`ActorContext.on_teardown`) within
+    ``teardown_timeout``. After a crash or a cancellation the children's stop is bounded by
+    ``teardown_timeout`` too; after a graceful stop each child has its own shutdown timeout.
     """
     stop.on_request(mailbox.wake)
     task = trio.lowlevel.current_task()
@@ -178,37 +206,46 @@ async def run_incarnation(
     try:
         async with trio.open_nursery() as nursery:
             context = ActorContext(system, mailbox.address, incarnation, nursery, stop)
+            children_bound = teardown_timeout
             try:
-                actor = factory(context)
-            except Exception as exc:
-                raise StartFailed(mailbox.address, incarnation, exc, where="its factory") from exc
-            try:
-                await actor.started()
-            except Exception as exc:
-                raise StartFailed(mailbox.address, incarnation, exc) from exc
-            while not stop.requested:
                 try:
-                    envelope = await mailbox.receive()
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                if envelope is None:
-                    break  # woken by a graceful stop
-                if envelope.correlation_id is not None and not envelope.is_reply:
-                    system.took_request(envelope, taken)
-                try:
-                    await actor.handle(envelope)
+                    actor = factory(context)
                 except Exception as exc:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    system.dead_letter(envelope, DeadLetterCause.CRASHED, reason)
-                    raise
-                except trio.Cancelled:
-                    # Killed mid-message (shutdown timeout, Ctrl+C): it was never fully handled.
-                    system.dead_letter(
-                        envelope, DeadLetterCause.UNDELIVERABLE, "its handler was cancelled"
-                    )
-                    raise
-            await actor.stopping()
-            nursery.cancel_scope.cancel()
+                    raise StartFailed(
+                        mailbox.address, incarnation, exc, where="its factory"
+                    ) from exc
+                try:
+                    await actor.started()
+                except Exception as exc:
+                    raise StartFailed(mailbox.address, incarnation, exc) from exc
+                while not stop.requested:
+                    try:
+                        envelope = await mailbox.receive()
+                    except (trio.EndOfChannel, trio.ClosedResourceError):
+                        break
+                    if envelope is None:
+                        break  # woken by a graceful stop
+                    if envelope.correlation_id is not None and not envelope.is_reply:
+                        system.took_request(envelope, taken)
+                    try:
+                        await actor.handle(envelope)
+                    except Exception as exc:
+                        reason = f"{type(exc).__name__}: {exc}"
+                        system.dead_letter(envelope, DeadLetterCause.CRASHED, reason)
+                        raise
+                    except trio.Cancelled:
+                        # Killed mid-message (shutdown timeout, Ctrl+C): never fully handled.
+                        system.dead_letter(
+                            envelope, DeadLetterCause.UNDELIVERABLE, "its handler was cancelled"
+                        )
+                        raise
+                await actor.stopping()
+                children_bound = math.inf
+                nursery.cancel_scope.cancel()
+            finally:
+                # The children's supervisor is shielded from the nursery's cancellation: it
+                # must be told to stop them, or the nursery would wait for it forever.
+                context._close_children(children_bound)
         ending = "stopped"
     except BaseException as exc:
         crash = _crash_in(exc)

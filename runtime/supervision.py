@@ -133,12 +133,13 @@ class _Run:
 
 
 class _Child:
-    __slots__ = ("run", "spec", "stopping")
+    __slots__ = ("retired", "run", "spec", "stopping")
 
     def __init__(self, spec: ChildSpec) -> None:
         self.spec = spec
         self.run = _Run(0)
         self.stopping = False
+        self.retired = False
 
 
 @attrs.frozen
@@ -187,6 +188,7 @@ class Supervisor:
         self._control_receive: trio.MemoryReceiveChannel[_Control]
         self._control_send, self._control_receive = trio.open_memory_channel(math.inf)
         self._nursery: trio.Nursery | None = None
+        self._queued_starts = 0
         self.restart_count = 0
         """Restarts this supervisor made (not its nested supervisors'; the system sums those)."""
 
@@ -199,7 +201,9 @@ class Supervisor:
         if spec.id in self._ids:
             raise ValueError(f"supervisor {self.name} already has a child {spec.id!r}")
         self._ids.add(spec.id)
-        if self._nursery is None:
+        if self._nursery is None or self._queued_starts:
+            # Behind requests still queued (made before the supervisor ran), not ahead.
+            self._queued_starts += 1
             self._control_send.send_nowait(_StartRequest(spec))
             return
         self._launch(_Child(spec), first=True)
@@ -218,6 +222,7 @@ class Supervisor:
             except trio.WouldBlock:
                 return
             if isinstance(item, _StartRequest):
+                self._queued_starts -= 1
                 self._ids.discard(item.spec.id)
                 if item.spec.retire is not None:
                     item.spec.retire()
@@ -254,10 +259,12 @@ class Supervisor:
             if isinstance(item, _Shutdown):
                 return
             if isinstance(item, _StartRequest):
+                self._queued_starts -= 1
                 self._launch(_Child(item.spec), first=True)
             elif isinstance(item, _TerminateRequest):
                 await self._terminate(item)
-            elif item.run is item.child.run and not item.child.stopping:
+            elif item.run is item.child.run and not item.child.stopping and not item.child.retired:
+                # A child terminated while its crash was on its way here has left already.
                 await self._on_exit(item.child, item.run.error)
 
     async def _terminate(self, request: _TerminateRequest) -> None:
@@ -374,6 +381,7 @@ class Supervisor:
             )
 
     def _retire(self, child: _Child) -> None:
+        child.retired = True
         if child in self._children:
             self._children.remove(child)
         self._ids.discard(child.spec.id)

@@ -40,6 +40,7 @@ from conclave.actors.paor.events import (
     PaorFinished,
     PaorStateChanged,
 )
+from conclave.actors.paor.subagent_events import SubAgentFinished, SubAgentStarted
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
@@ -154,6 +155,8 @@ def _describe(event: Event, *, verbose: bool) -> str | None:
         )
     if isinstance(event, PaorFinished):
         return _paor_finished(event, verbose=verbose)
+    if isinstance(event, SubAgentStarted | SubAgentFinished):
+        return _subagent(event)
     if isinstance(event, RunEnded):
         return f"run ended: {event.termination}" + (
             f", winner {event.winner}" if event.winner else ""
@@ -268,6 +271,21 @@ def _tool_finished(event: ToolCallFinished, *, verbose: bool) -> str:
     if not verbose or not body.strip():
         return line
     return line + "".join(f"\n    | {text}" for text in body.splitlines())
+
+
+def _subagent(event: SubAgentStarted | SubAgentFinished) -> str:
+    """A PAOR agent's sub-agent starting on its step (with its share of the budget), or its
+    report reaching the agent (how it ended, what it used, its summary's first line)."""
+    who = f"{event.agent} sub-agent {event.subagent} ({event.agent_kind.value})"
+    if isinstance(event, SubAgentStarted):
+        shares = [f"{event.tokens} tokens"] if event.tokens is not None else []
+        shares += [f"{event.seconds:.1f}s"] if event.seconds is not None else []
+        share = f" (share: {', '.join(shares)})" if shares else ""
+        return _one_line(f"{who} started on step {event.step}{share}: {event.task}")
+    end = event.end.value if event.end is not None else "lost after crashing"
+    restarts = f", restarted {event.crashes}x" if event.crashes else ""
+    used = f"{event.tokens} tokens, {event.seconds:.1f}s{restarts}"
+    return f"{who} {end} ({used}): {_first_line(event.summary)}"
 
 
 def _paor_finished(event: PaorFinished, *, verbose: bool) -> str:

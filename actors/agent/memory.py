@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import trio
 
@@ -19,7 +21,7 @@ from conclave.actors.tools.protocol import NO_TOOLS, ToolExecutor
 from conclave.actors.workspace.grants import AgentWorkspace
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import LoopKind, OrchestratorConfig, PaorConfig
-from conclave.runtime import Address
+from conclave.runtime import ActorFactory, Address
 
 __all__ = ["AgentMemory", "AgentSetup", "AgentStatus"]
 
@@ -42,6 +44,8 @@ class AgentSetup:
     tools: ToolExecutor = NO_TOOLS
     """The agent's own tools, offered in every round beside the workflow tools. A round with
     tools follows the ``inject`` in-flight policy (see :mod:`actors.agent.policy`)."""
+    subagent_wrap: Callable[[ActorFactory], ActorFactory] | None = None
+    """Wraps the factory of each of its PAOR sub-agents (the run's fault plan, if any)."""
     workspace: AgentWorkspace | None = None
     """Where the agent works on files and what its tools may reach (owned by the run);
     ``None`` when it has no tools. Answers shown to the agent go through it, so their

@@ -32,6 +32,7 @@ from conclave.actors.paor.events import CorrectionApplied, PaorFinished, PaorSta
 from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
+from conclave.actors.paor.subagents import SubAgents, SubAgentSetup
 from conclave.config.schema import InFlightPolicy, LoopKind
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
 
     asks = isinstance(own, AskingTools) and may_ask(setup, presenting=False)
     loop = PaorLoop(
+        delegate=_subagents(rounds),
+        tokens=setup.paor.max_tokens,
+        seconds=setup.paor.max_seconds,
         backend=rounds.backend,
         tools=RoundTools((), own, context=context, agent=setup.agent),
         budget=rounds.budget,
@@ -114,3 +118,22 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
     if outcome.end is PaorEnd.FAILED:
         return Settled(outcome=RoundOutcome.FAILED, reason=outcome.error)
     return await submit_answer(rounds, summary, "paor", policy, "the PAOR round ended")
+
+
+def _subagents(rounds: Rounds) -> SubAgents | None:
+    """The round's sub-agents, under the agent's own supervisor; ``None`` when its plans
+    may not delegate (``paor.max_depth: 0``). They have the agent's tools, not ``ask_user``:
+    only the agent talks to the user."""
+    setup, context = rounds.setup, rounds.context
+    if setup.paor.max_depth < 1:
+        return None
+    shared = SubAgentSetup(
+        agent=setup.agent,
+        backend=rounds.backend,
+        tools=RoundTools((), setup.tools, context=context, agent=setup.agent),
+        budget=rounds.budget,
+        settings=setup.paor,
+        observer=rounds.observer(),
+        wrap=setup.subagent_wrap,
+    )
+    return SubAgents(context, shared, parent=setup.agent)

@@ -18,7 +18,8 @@ makes its configured tool steps, one per call. Which step is next is counted fro
 results already in the transcript, not kept in the backend, so an agent restarted mid-round
 (its transcript survives in its memory) goes on with the next step, never repeats one.
 In a PAOR round (``loop: paor``) the same steps are planned, made and reflected on
-(:mod:`actors.llm.scripted_paor`).
+(:mod:`actors.llm.scripted_paor`); configured ``subtasks`` are delegated to sub-agents,
+whose transcripts the script plays too (:mod:`actors.llm.scripted_delegation`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from conclave.actors.llm.protocol import (
     ToolCall,
     Usage,
 )
+from conclave.actors.llm.scripted_delegation import delegation_reply, scripted_steps
 from conclave.actors.llm.scripted_interactive import interactive_reply
 from conclave.actors.llm.scripted_paor import (
     answered,
@@ -133,12 +135,14 @@ class ScriptedBackend:
         offered = {t.name for t in request.tools}
         done = sum(1 for m in request.messages if _is_step_result(m))
         if view.presentation is None and in_paor(request.messages):
-            steps = policy.tool_steps
-            failed = sum(
-                1 for m in request.messages if _is_step_result(m) and m.content.startswith("Error:")
-            )
+            steps, _ = scripted_steps(policy, request.messages)
+            results = [m.content for m in request.messages if _is_step_result(m)]
+            failed = sum(1 for result in results if result.startswith("Error:"))
             message = (
-                paor_phase_reply(
+                delegation_reply(
+                    policy, request.messages, offered, results, failed, self._call_id()
+                )
+                or paor_phase_reply(
                     steps,
                     offered,
                     done,

@@ -3,5 +3,8 @@
 ``state`` holds the machine (the table of legal moves), ``driver`` runs a round's phases
 (``PaorLoop``), ``plan``, ``observe`` and ``reflect`` what each phase exchanges with the
 model, ``report`` how a round ends and its summary, ``corrections`` the user's corrections
-on their way in, ``events`` what a round records. docs/paor.md is the user's page.
+on their way in, ``events`` what a round records. ``subagents`` runs delegated steps as
+child actors (``subagent_prompts`` what they are told, ``subagent_events`` what passes and is
+recorded), ``budget`` what an agent may spend and its sub-agents used. docs/paor.md is the
+user's page.
 """

@@ -5,16 +5,21 @@ transcript, with the tools and terminal of the phase:
 
 - Planning offers only ``submit_plan`` (``ToolTerminal``); a plan that does not hold
   together goes back to the model, as a failed try.
-- Acting offers the agent's own tools, through its executor (permissions, sandboxes and
-  plan-mode rules apply unchanged), each call recorded; a reply without tool calls ends it.
-  Running out of steps ends Acting too: Reflect sees what was done.
+- Acting first runs the plan's delegated steps as sub-agents (the ``delegate``; see
+  :mod:`actors.paor.subagents`), each with its share of what is left of the budget, and
+  shows the model their reports. Then it offers the agent's own tools, through its executor
+  (permissions, sandboxes and plan-mode rules apply unchanged), each call recorded; a reply
+  without tool calls ends it. Running out of steps ends Acting too: Reflect sees what was
+  done. A plan with only delegated steps makes no Act call.
 - Observing makes no model call: the recorded results are shown to the model.
 - Reflecting offers only ``reflect`` (``ToolTerminal``), and its answer picks the next
   phase: Complete, Planning again, AwaitingUser (the question goes through the run's
   question desk, so a headless run pauses as for any question), or Failed.
 
 Each phase gets the loop budget's steps and tries afresh (the transcript's counters carry
-over the whole round, so each phase's budget is counted from where it starts).
+over the whole round, so each phase's budget is counted from where it starts). The round's
+tokens (its own calls' and its sub-agents') and its wall time are bounded by ``tokens`` and
+``seconds``: when either runs out the round ends ``budget_spent`` with its progress.
 
 Cancellation: the round's scope cancels the phase in progress; the transcript stays whole
 (see :func:`run_loop`), and no transition is recorded for the phase not finished.
@@ -22,9 +27,11 @@ Cancellation: the round's scope cancels the phase in progress; the transcript st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 import attrs
+import trio
 
 from conclave.actors.human.questions import Question
 from conclave.actors.llm.protocol import (
@@ -46,6 +53,7 @@ from conclave.actors.loop import (
 from conclave.actors.loop.checkpoint import CONTINUE, Checkpoint, CheckpointDecision, Inject
 from conclave.actors.loop.engine import QUIET
 from conclave.actors.loop.terminals import ToolTerminal
+from conclave.actors.paor.budget import Budget, Delegate, SubAgentReport
 from conclave.actors.paor.observe import Observation, RecordingTools, describe_observations
 from conclave.actors.paor.plan import SUBMIT_PLAN, BadPlan, Plan, parse_plan
 from conclave.actors.paor.reflect import REFLECT, BadReflection, Reflection, parse_reflection
@@ -94,9 +102,10 @@ class _Only:
 
 
 class _Failed(Exception):
-    def __init__(self, error: str) -> None:
+    def __init__(self, error: str, *, budget_spent: bool = False) -> None:
         super().__init__(error)
         self.error = error
+        self.budget_spent = budget_spent
 
 
 class PaorLoop:
@@ -115,6 +124,9 @@ class PaorLoop:
         sink: CompletionSink | None = None,
         corrections: Corrected | None = None,
         updates: Updates | None = None,
+        delegate: Delegate | None = None,
+        tokens: int | None = None,
+        seconds: float | None = None,
     ) -> None:
         self._backend = backend
         self._tools = RecordingTools(tools)
@@ -134,10 +146,24 @@ class PaorLoop:
         accounts for it."""
         self._replanned = False
         """Whether the one forced replan a stuck round gets was spent."""
+        self._delegate = delegate
+        self._subagents: list[SubAgentReport] = []
+        self._tokens = tokens
+        self._seconds = seconds
+        self._deadline = math.inf
 
     async def run(self, transcript: Transcript) -> PaorOutcome:
         """Iterate until the goal is achieved, the user is needed and cannot be asked, the
-        iterations run out, or an error ends the round."""
+        iterations or the budget run out, or an error ends the round."""
+        seconds = math.inf if self._seconds is None else self._seconds
+        self._deadline = trio.current_time() + seconds
+        with trio.move_on_at(self._deadline):
+            return await self._iterate(transcript)
+        if not self._machine.ended:
+            self._machine.move(PaorPhase.FAILED)
+        return self._outcome(PaorEnd.BUDGET_SPENT, f"its {seconds:g} s of wall time ran out")
+
+    async def _iterate(self, transcript: Transcript) -> PaorOutcome:
         machine = self._machine
         try:
             while True:
@@ -179,7 +205,8 @@ class PaorLoop:
                     return self._outcome(PaorEnd.MAX_ITERATIONS)
         except _Failed as failed:
             machine.move(PaorPhase.FAILED)
-            return self._outcome(PaorEnd.FAILED, failed.error)
+            end = PaorEnd.BUDGET_SPENT if failed.budget_spent else PaorEnd.FAILED
+            return self._outcome(end, failed.error)
 
     def _arrived(self, transcript: Transcript) -> tuple[ChatMessage, ...]:
         """What arrived since the last step boundary, as the messages that bring it in: the
@@ -225,11 +252,18 @@ class PaorLoop:
             reflections=tuple(self._reflections),
             observations=tuple(self._observations),
             error=error,
+            subagents=tuple(self._subagents),
         )
 
     def _phase_budget(self, transcript: Transcript) -> LoopBudget:
         """The loop budget, counted from where this phase starts."""
         budget = self._budget
+        if self._tokens is not None:
+            # The loop counts this transcript's tokens; the sub-agents' are charged here.
+            own = max(1, self._tokens - sum(report.tokens for report in self._subagents))
+            if budget.max_tokens is not None:
+                own = min(own, budget.max_tokens)
+            budget = attrs.evolve(budget, max_tokens=own)
         return attrs.evolve(
             budget,
             max_steps=transcript.steps + budget.max_steps,
@@ -254,7 +288,7 @@ class PaorLoop:
             tool_choice=ToolChoice.REQUIRED,
         )
         if outcome.end is not LoopEnd.FINAL:
-            raise _Failed(outcome.error)
+            raise _Failed(outcome.error, budget_spent=outcome.end is LoopEnd.TOKEN_BUDGET)
         assert isinstance(outcome.value, ToolCall)
         return outcome.value
 
@@ -264,7 +298,7 @@ class PaorLoop:
         while True:
             call = await self._final_call(transcript, SUBMIT_PLAN, budget)
             try:
-                plan = parse_plan(call.arguments, offered)
+                plan = parse_plan(call.arguments, offered, may_delegate=self._delegate is not None)
             except BadPlan as exc:
                 _refused(transcript, call, str(exc), budget)
                 continue
@@ -272,6 +306,11 @@ class PaorLoop:
             return plan
 
     async def _act(self, transcript: Transcript) -> None:
+        plan = self._plans[-1]
+        if plan.delegated and self._delegate is not None:
+            await self._run_delegated(plan, transcript)
+            if not plan.own:
+                return
         self._bring_in(transcript)
         outcome = await run_loop(
             transcript,
@@ -284,7 +323,31 @@ class PaorLoop:
             sink=self._sink,
         )
         if outcome.end not in (LoopEnd.FINAL, LoopEnd.STEPS_EXHAUSTED):
-            raise _Failed(outcome.error)
+            raise _Failed(outcome.error, budget_spent=outcome.end is LoopEnd.TOKEN_BUDGET)
+
+    async def _run_delegated(self, plan: Plan, transcript: Transcript) -> None:
+        """The plan's delegated steps, by sub-agents with their shares of what is left;
+        their reports are observations, and the model is shown them before it acts."""
+        assert self._delegate is not None
+        spent = transcript.tokens + sum(report.tokens for report in self._subagents)
+        left = Budget(
+            tokens=None if self._tokens is None else max(0, self._tokens - spent),
+            seconds=None
+            if self._seconds is None
+            else max(0.0, self._deadline - trio.current_time()),
+        )
+        reports = await self._delegate(
+            plan, self._machine.iteration, left, self._settings.subagent_share
+        )
+        self._subagents.extend(reports)
+        for report in reports:
+            self._tools.observe(report.observation())
+        if plan.own:
+            seen = tuple(report.observation() for report in reports)
+            heading = "What your sub-agents reported (now carry out your own steps)"
+            transcript.append(
+                ChatMessage(role="user", content=describe_observations(seen, heading=heading))
+            )
 
     async def _reflect(self, transcript: Transcript) -> Reflection:
         budget = self._phase_budget(transcript)

@@ -62,6 +62,10 @@ class RecordingTools:
         )
         return result
 
+    def observe(self, observation: Observation) -> None:
+        """Record what a sub-agent did (its report) among the iteration's observations."""
+        self._seen.append(observation)
+
     def take(self) -> tuple[Observation, ...]:
         """The observations since the last take."""
         seen, self._seen = tuple(self._seen), []

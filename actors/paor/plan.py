@@ -4,6 +4,11 @@ The tool's arguments are checked here; a plan that does not hold together (no st
 id twice, a dependency on a step that is not in the plan, a dependency cycle, which the
 message names, a tool the agent is not offered) goes back to the model with what was wrong,
 as any broken call does. :func:`waves` orders the steps by their dependencies.
+
+A step may be *delegated* (``delegate``: ``explore`` or ``worker``): a sub-agent of its own
+carries it out (:mod:`actors.paor.subagents`). Delegated steps depend only on delegated
+steps (they run before the agent's own steps, which may depend on them), and a plan may
+delegate only where sub-agents may nest (``paor.max_depth``).
 """
 
 from __future__ import annotations
@@ -14,8 +19,18 @@ from typing import Any
 import attrs
 
 from conclave.actors.llm.protocol import ToolSchema
+from conclave.config.schema.paor import SubAgentKind
 
-__all__ = ["SUBMIT_PLAN", "BadPlan", "Plan", "PlanStep", "find_cycle", "parse_plan", "waves"]
+__all__ = [
+    "SUBMIT_PLAN",
+    "BadPlan",
+    "Plan",
+    "PlanStep",
+    "SubAgentKind",
+    "find_cycle",
+    "parse_plan",
+    "waves",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -27,6 +42,8 @@ class PlanStep:
     """The tools it expects to call."""
     depends_on: tuple[str, ...] = ()
     """Ids of the steps that must be done first."""
+    delegate: SubAgentKind | None = None
+    """A sub-agent of this kind carries the step out; ``None``: the agent itself."""
 
 
 @attrs.frozen(kw_only=True)
@@ -34,13 +51,24 @@ class Plan:
     goal: str
     steps: tuple[PlanStep, ...]
 
+    @property
+    def delegated(self) -> tuple[PlanStep, ...]:
+        """The steps sub-agents carry out."""
+        return tuple(s for s in self.steps if s.delegate is not None)
+
+    @property
+    def own(self) -> tuple[PlanStep, ...]:
+        """The steps the agent carries out itself."""
+        return tuple(s for s in self.steps if s.delegate is None)
+
     def describe(self) -> str:
         """The plan as the model is shown it while acting: in dependency order."""
         lines = [f"Goal: {self.goal}"]
         for step in (s for wave in waves(self) for s in wave):
             after = f" (after {', '.join(step.depends_on)})" if step.depends_on else ""
             tools = f" [tools: {', '.join(step.tools)}]" if step.tools else ""
-            lines.append(f"{step.id}. {step.action}{tools}{after}")
+            by = f" [sub-agent: {step.delegate.value}]" if step.delegate else ""
+            lines.append(f"{step.id}. {step.action}{tools}{by}{after}")
         return "\n".join(lines)
 
 
@@ -52,7 +80,11 @@ SUBMIT_PLAN = ToolSchema(
     name="submit_plan",
     description=(
         "Submit the plan for the next iteration: the goal, and the steps to reach it, each "
-        "with the tools it will call and the ids of the steps it depends on."
+        "with the tools it will call and the ids of the steps it depends on. A step may be "
+        "delegated to a sub-agent of its own (delegate: explore, read-only, to understand "
+        "code and summarise it; worker, with your tools, to carry out a sub-task): its "
+        "action is the sub-agent's task, delegated steps run first (independent ones at "
+        "once) and depend only on delegated steps, and their results are shown to you."
     ),
     parameters={
         "type": "object",
@@ -67,6 +99,7 @@ SUBMIT_PLAN = ToolSchema(
                         "action": {"type": "string"},
                         "tools": {"type": "array", "items": {"type": "string"}},
                         "depends_on": {"type": "array", "items": {"type": "string"}},
+                        "delegate": {"type": "string", "enum": [k.value for k in SubAgentKind]},
                     },
                     "required": ["id", "action"],
                 },
@@ -78,8 +111,9 @@ SUBMIT_PLAN = ToolSchema(
 )
 
 
-def parse_plan(arguments: str, offered: frozenset[str]) -> Plan:
-    """The plan in a ``submit_plan`` call's arguments; raises :class:`BadPlan`."""
+def parse_plan(arguments: str, offered: frozenset[str], *, may_delegate: bool = True) -> Plan:
+    """The plan in a ``submit_plan`` call's arguments; raises :class:`BadPlan`.
+    ``may_delegate``: whether sub-agents may carry steps out here (``paor.max_depth``)."""
     try:
         data = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
@@ -103,6 +137,8 @@ def parse_plan(arguments: str, offered: frozenset[str]) -> Plan:
             raise BadPlan(
                 f"step {step.id} depends on {', '.join(unknown)}, which the plan does not have"
             )
+        if step.delegate is not None:
+            _check_delegated(step, steps, may_delegate=may_delegate)
         missing = [t for t in step.tools if t not in offered]
         if missing:
             available = ", ".join(sorted(offered)) or "none"
@@ -117,6 +153,21 @@ def parse_plan(arguments: str, offered: frozenset[str]) -> Plan:
             "for itself: drop one of these dependencies"
         )
     return Plan(goal=goal, steps=steps)
+
+
+def _check_delegated(step: PlanStep, steps: tuple[PlanStep, ...], *, may_delegate: bool) -> None:
+    if not may_delegate:
+        raise BadPlan(
+            f"step {step.id} is delegated, but sub-agents cannot nest deeper here "
+            "(paor.max_depth): carry the step out yourself (leave delegate out)"
+        )
+    own = {s.id for s in steps if s.delegate is None}
+    after_own = [d for d in step.depends_on if d in own]
+    if after_own:
+        raise BadPlan(
+            f"delegated step {step.id} depends on {', '.join(after_own)}, which you carry out "
+            "yourself; delegated steps run first and may depend only on delegated steps"
+        )
 
 
 def find_cycle(steps: tuple[PlanStep, ...]) -> list[str]:
@@ -170,13 +221,26 @@ def _step(index: int, raw: Any) -> PlanStep:
         raise BadPlan(f"steps[{index}] must be an object with id and action")
     ident, action = raw.get("id", str(index + 1)), raw.get("action")
     tools, depends = raw.get("tools", []), raw.get("depends_on", [])
+    delegate = raw.get("delegate")
     if not isinstance(ident, str | int) or isinstance(ident, bool):
         raise BadPlan(f"steps[{index}].id must be a string")
     if not isinstance(action, str) or not action.strip():
         raise BadPlan(f"steps[{index}].action must be a non-empty string")
     if not _strings(tools) or not _strings(depends):
         raise BadPlan(f"steps[{index}].tools and depends_on must be lists of strings")
-    return PlanStep(id=str(ident), action=action, tools=tuple(tools), depends_on=tuple(depends))
+    kinds = {k.value: k for k in SubAgentKind}
+    if delegate is not None and delegate not in kinds:
+        raise BadPlan(
+            f"steps[{index}].delegate must be one of {', '.join(kinds)} (or left out), "
+            f"got {delegate!r}"
+        )
+    return PlanStep(
+        id=str(ident),
+        action=action,
+        tools=tuple(tools),
+        depends_on=tuple(depends),
+        delegate=None if delegate is None else kinds[delegate],
+    )
 
 
 def _strings(value: Any) -> bool:

@@ -515,6 +515,7 @@ def _spawn_agent(
         history=spec.history,
         mode=spec.mode,
         tools=tooling.tools,
+        subagent_wrap=None if spec.faults is None else partial(with_faults, plan=spec.faults),
         workspace=tooling.workspace,
         transcript=transcript,
         questions=desk,

@@ -154,7 +154,7 @@ class RunStats:
 
     def _paor_finished(self, event: Event) -> None:
         assert isinstance(event, PaorFinished)
-        if event.end is PaorEnd.MAX_ITERATIONS:
+        if event.end in (PaorEnd.MAX_ITERATIONS, PaorEnd.BUDGET_SPENT):
             self.paor_limited.add(event.agent)
         else:
             self.paor_limited.discard(event.agent)

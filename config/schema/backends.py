@@ -10,8 +10,9 @@ import attrs
 
 from conclave.config.limits import MAX_ANSWERS, MAX_LATENCY_S
 from conclave.config.schema.anthropic import AnthropicBackendConfig
-from conclave.config.schema.checks import fraction, seconds, whole
+from conclave.config.schema.checks import InvalidValue, fraction, seconds, whole
 from conclave.config.schema.openai import OpenAIBackendConfig
+from conclave.config.schema.paor import SubAgentKind
 
 __all__ = [
     "BACKEND_TYPES",
@@ -20,6 +21,7 @@ __all__ = [
     "Misbehaviour",
     "OpenAIBackendConfig",
     "ScriptedBackendConfig",
+    "ScriptedSubTask",
     "ToolStep",
     "voted_agent_number",
 ]
@@ -95,6 +97,27 @@ class ToolStep:
     )
 
 
+def _check_text(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidValue(
+            f"{attr.name!r} must be a non-empty string; got {value!r}",
+            expected="a non-empty string",
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ScriptedSubTask:
+    """A step a scripted PAOR agent delegates to a sub-agent (``loop: paor``), and the tool
+    steps that sub-agent makes."""
+
+    id: str = attrs.field(validator=_check_text)
+    delegate: SubAgentKind = attrs.field(validator=attrs.validators.instance_of(SubAgentKind))
+    task: str = attrs.field(validator=_check_text)
+    depends_on: tuple[str, ...] = ()
+    """Ids of the sub-tasks it waits for."""
+    tool_steps: tuple[ToolStep, ...] = ()
+
+
 @attrs.frozen(kw_only=True)
 class ScriptedBackendConfig:
     """The embedded, offline backend; also the policy it plays."""
@@ -120,6 +143,8 @@ class ScriptedBackendConfig:
     hang_rate: float = attrs.field(default=0.0, validator=fraction)
     tool_steps: tuple[ToolStep, ...] = ()
     """Tool calls made, in order, before each ``new_answer``."""
+    subtasks: tuple[ScriptedSubTask, ...] = ()
+    """With ``loop: paor``: steps the plan delegates to sub-agents, before its own."""
     vote_tool_steps: tuple[ToolStep, ...] = ()
     """Tool calls made, in order, before each ``vote``."""
     presentation_tool_steps: tuple[ToolStep, ...] = ()

@@ -10,6 +10,7 @@ from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
 from conclave.actors.coordination.events import AnswerAdded, RunStarted, VoteAdded
 from conclave.actors.events.view import RunView
 from conclave.actors.llm.protocol import CallOutcome, CallPurpose, StopReason
+from conclave.actors.paor.subagent_events import SubAgentFinished, SubAgentStarted
 from conclave.actors.workspace.events import (
     ContextPathsChanged,
     FinalWorkspaceSaved,
@@ -18,6 +19,7 @@ from conclave.actors.workspace.events import (
 )
 from conclave.actors.workspace.writes import Writes
 from conclave.config.schema import FinalAnswerStrategy
+from conclave.config.schema.paor import SubAgentKind
 from conclave.runtime import ChildStopped, Event, HowStopped, TapFailed
 from conclave.ui.timeline import agent_table, describe
 
@@ -167,3 +169,39 @@ def test_workspace_steps_are_verbose_detail() -> None:
         "context paths changed: 1 new, 1 deleted (listed in /w/writes.txt)",
         "a1's workspace saved with the final answer at /w/final",
     ]
+
+
+def test_a_sub_agent_starting_names_its_step_task_and_share() -> None:
+    event = SubAgentStarted(
+        at=1.0,
+        agent="lead",
+        subagent="lead/1.look",
+        agent_kind=SubAgentKind.EXPLORE,
+        step="look",
+        task="understand this\ncodebase",
+        tokens=246,
+        seconds=24.75,
+    )
+    assert describe(event) == (
+        "lead sub-agent lead/1.look (explore) started on step look "
+        "(share: 246 tokens, 24.8s): understand this codebase"
+    )
+
+
+def test_a_sub_agent_lost_after_crashing_says_so() -> None:
+    event = SubAgentFinished(
+        at=1.0,
+        agent="lead",
+        subagent="lead/1.look",
+        agent_kind=SubAgentKind.EXPLORE,
+        step="look",
+        end=None,
+        summary="The explore sub-agent for step look crashed 2 times\nmore",
+        tokens=0,
+        seconds=0.5,
+        crashes=2,
+    )
+    assert describe(event) == (
+        "lead sub-agent lead/1.look (explore) lost after crashing (0 tokens, 0.5s, "
+        "restarted 2x): The explore sub-agent for step look crashed 2 times"
+    )

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import trio
-from trio.testing import wait_all_tasks_blocked
+from trio.testing import MockClock, wait_all_tasks_blocked
 
 from conclave.runtime import (
     ChildExited,
@@ -365,3 +365,27 @@ async def test_terminate_child_stops_the_child_and_retires_its_address(journal: 
         assert journal.of("stopping") == ["a"]
         assert system.root.which_children() == ["worker:b"]
         assert not system.is_registered(addr("a"))
+
+
+async def test_a_child_terminated_while_news_of_its_crash_is_queued_stays_retired(
+    autojump_clock: MockClock, journal: Journal, tap: MemoryTap
+) -> None:
+    """The supervisor is busy stopping another child; meanwhile a terminate is asked for a
+    child that then crashes. The crash's news, queued behind the terminate, must not
+    restart the child the terminate retired (it crashed the supervisor: the child was no
+    longer in its list)."""
+    async with open_actor_system(taps=[tap]) as system:
+        system.spawn(addr("slow"), worker(journal), shutdown=1.0)
+        system.spawn(addr("kid"), worker(journal))
+        await system.tell(addr("slow"), Hang())
+        await wait_all_tasks_blocked()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(system.root.terminate_child, "worker:slow")
+            await wait_all_tasks_blocked()
+            nursery.start_soon(system.root.terminate_child, "worker:kid")
+            await wait_all_tasks_blocked()
+            await system.tell(addr("kid"), Crash())
+
+        assert journal.starts("kid") == [1]
+        assert not system.is_registered(addr("kid"))
+        assert system.root.which_children() == []
