@@ -74,6 +74,14 @@ def test_without_options_the_default_is_a_choice_and_other_follows() -> None:
     assert answer(ENTER, question) == Reply(value="MIT")
 
 
+def test_a_default_without_options_is_marked_once() -> None:
+    card = QuestionCard("a1", parse_question(json.dumps(MINOR)))
+
+    rows = "".join(text for _, text, *_ in card._choice_fragments())
+    assert "1. spaces (default)" in rows
+    assert rows.count("default") == 1
+
+
 def test_options_show_their_descriptions_and_mark_the_default() -> None:
     card = QuestionCard("a1", QUESTION)
 
