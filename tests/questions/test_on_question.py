@@ -94,6 +94,16 @@ def test_pause_exits_4_with_the_question_in_the_result_and_the_log_dir(
     assert "conclave resume" in err
 
 
+def test_a_pause_says_on_stderr_what_the_answer_may_be(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, err = _run(tmp_path, capsys, "--on-question", "pause")
+
+    assert f"conclave:   {CRITICAL['context']}" in err
+    assert "conclave:   answers: keep (Keep them: safe), delete (Delete them); default keep" in err
+    assert "--answer VALUE (one of the answers, or your own words)" in err
+
+
 def test_without_the_flag_agents_cannot_ask(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
