@@ -104,6 +104,16 @@ def test_a_pause_says_on_stderr_what_the_answer_may_be(
     assert "--answer VALUE (one of the answers, or your own words)" in err
 
 
+def test_a_pause_points_at_conclave_resume_not_at_a_new_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, err = _run(tmp_path, capsys, "--on-question", "pause")
+
+    [session_line] = [line for line in err.splitlines() if line.startswith("conclave: session ")]
+    assert "its paused turn goes on with the conclave resume above" in session_line
+    assert "conclave run --resume" not in err
+
+
 def test_without_the_flag_agents_cannot_ask(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
