@@ -63,6 +63,16 @@ def test_an_empty_free_answer_is_refused_and_esc_goes_back_to_the_choices() -> N
     assert answer("3" + ENTER + ESC + UP + UP + ENTER) == Reply(value="keep")
 
 
+def test_with_the_field_open_the_hint_no_longer_says_esc_takes_the_default() -> None:
+    card = QuestionCard("a1", QUESTION)
+    assert "Esc takes the default" in card._notice()
+
+    card.choose(2)  # Other…: the field's own prompt says Esc goes back
+
+    assert card.field_open
+    assert "Esc takes the default" not in card._notice()
+
+
 def test_esc_takes_the_default() -> None:
     assert answer(ESC + ESC) == Reply(value="keep")
 
