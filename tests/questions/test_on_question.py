@@ -104,6 +104,18 @@ def test_a_pause_says_on_stderr_what_the_answer_may_be(
     assert "--answer VALUE (one of the answers, or your own words)" in err
 
 
+def test_a_pause_on_a_question_without_options_asks_for_your_own_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = _asking_config(tmp_path, MINOR)
+    args = ["run", "--config", str(cfg), "--log-dir", str(tmp_path / "run")]
+    main([*args, "--on-question", "pause", TASK])
+    err = capsys.readouterr().err
+
+    assert "conclave:   default spaces\n" in err
+    assert "--answer VALUE (your own words)" in err
+
+
 def test_a_pause_points_at_conclave_resume_not_at_a_new_turn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -85,9 +85,9 @@ def keep_question(
         lines.append(f"conclave:   {asked.context}")
     if answers := _answers(asked):
         lines.append(f"conclave:   {answers}")
+    value = "one of the answers, or your own words" if asked.options else "your own words"
     lines.append(
-        f"conclave: go on with: conclave resume {display_path(log_dir)} --answer VALUE "
-        "(one of the answers, or your own words)"
+        f"conclave: go on with: conclave resume {display_path(log_dir)} --answer VALUE ({value})"
     )
     print("\n".join(lines), file=sys.stderr)
 
