@@ -24,6 +24,7 @@ __all__ = [
     "PAUSED_FILE",
     "QUESTION_FILE",
     "SessionTurn",
+    "answers_line",
     "keep_question",
     "on_question_gate",
     "pending_json",
@@ -83,7 +84,7 @@ def keep_question(
     ]
     if asked.context:
         lines.append(f"conclave:   {asked.context}")
-    if answers := _answers(asked):
+    if answers := answers_line(asked):
         lines.append(f"conclave:   {answers}")
     value = "one of the answers, or your own words" if asked.options else "your own words"
     lines.append(
@@ -92,7 +93,7 @@ def keep_question(
     print("\n".join(lines), file=sys.stderr)
 
 
-def _answers(question: Question) -> str:
+def answers_line(question: Question) -> str:
     """The answers ``question`` offers and its default, as one line: without them, the person
     would have to open ``question.json`` to learn what ``--answer`` may be."""
     shown = []
