@@ -36,7 +36,7 @@ from conclave.config.interpolation import (
     mentions_variables,
 )
 from conclave.config.problems import Problem, closest
-from conclave.config.schema.checks import InvalidItem, InvalidValue
+from conclave.config.schema.checks import InvalidItem, InvalidItems, InvalidValue
 from conclave.config.secret import MASK, Secret
 
 __all__ = ["INVALID", "SchemaWalker", "describe", "supports"]
@@ -395,17 +395,24 @@ class SchemaWalker:
                 continue
             try:
                 validator(instance, fields[name], getattr(instance, name))
+            except InvalidItems as exc:
+                for item in exc.items:
+                    self._item_problem(item, value_node, path)
             except InvalidItem as exc:
-                at, where = value_node, path
-                if isinstance(value_node, yaml.SequenceNode) and exc.index < len(value_node.value):
-                    at, where = value_node.value[exc.index], f"{path}[{exc.index}]"
-                self.problem(at, where, str(exc), expected=exc.expected)
+                self._item_problem(exc, value_node, path)
             except ValueError as exc:
                 expected = exc.expected if isinstance(exc, InvalidValue) else None
                 self.problem(value_node, path, str(exc), expected=expected)
             except Exception as exc:
                 if not bad:
                     self.problem(value_node, path, str(exc))
+
+    def _item_problem(self, exc: InvalidItem, value_node: yaml.Node, path: str) -> None:
+        """``exc`` at the list item it names, else at the list."""
+        at, where = value_node, path
+        if isinstance(value_node, yaml.SequenceNode) and exc.index < len(value_node.value):
+            at, where = value_node.value[exc.index], f"{path}[{exc.index}]"
+        self.problem(at, where, str(exc), expected=exc.expected)
 
     def _converted(self, field: Any, value: Any, node: yaml.Node, path: str) -> Any:
         """``value`` through the field's converter (a plain function), as ``__init__`` would

@@ -21,6 +21,7 @@ import trio
 from conclave.actors.events.base import DomainEvent
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, QuestionAsked
 from conclave.actors.human.questions import (
+    NO_DEFAULT,
     Assumption,
     PendingQuestion,
     Question,
@@ -104,7 +105,7 @@ class QuestionDesk:
             )
         )
         if reply.source is ReplySource.DEFAULT:
-            assumed = Assumption(question=question.question, assumption=reply.value)
+            assumed = Assumption(question=question.question, assumption=reply.value or NO_DEFAULT)
             self.assume(agent, assumed, record)
         return reply
 

@@ -26,6 +26,7 @@ from conclave.actors.tools.arguments import ArgumentError, parse_arguments
 __all__ = [
     "ANSWER_PREFIXES",
     "ASK_USER",
+    "NO_DEFAULT",
     "RECORD_ASSUMPTION",
     "Assumption",
     "PendingQuestion",
@@ -217,13 +218,21 @@ def _question(args: dict[str, Any]) -> Question:
 
 
 _DEFAULT_TAKEN = "Nobody could answer now; your default was taken: "
+_NO_DEFAULT_TAKEN = "Nobody could answer now, and your question has no default: "
 _USER_ANSWERED = "The user answered: "
-ANSWER_PREFIXES = (_USER_ANSWERED, _DEFAULT_TAKEN)
+ANSWER_PREFIXES = (_USER_ANSWERED, _DEFAULT_TAKEN, _NO_DEFAULT_TAKEN)
 """How every :func:`reply_text` begins (the scripted backend reads an answer back by it)."""
+NO_DEFAULT = "(no default: the agent decides, taking the safest course)"
+"""The assumption recorded when a question without a default meets nobody to answer."""
 
 
 def reply_text(reply: Reply) -> str:
     """What the agent reads back: the answer, and whether a person gave it."""
+    if reply.source is ReplySource.DEFAULT and not reply.value:
+        return (
+            f"{_NO_DEFAULT_TAKEN}decide yourself, taking the safest course, go on, and say in "
+            "your answer what the user still needs to decide."
+        )
     if reply.source is ReplySource.DEFAULT:
         return (
             f"{_DEFAULT_TAKEN}{reply.value}\n"

@@ -23,6 +23,7 @@ __all__ = [
     "PlanStore",
     "execution_task",
     "read_execution_task",
+    "read_revision_task",
     "revision_history",
     "revision_task",
 ]
@@ -81,12 +82,20 @@ def revision_history(
     return (*history, Turn(task=task, final_answer=plan_json(plan), run_id=run_id))
 
 
+_REVISE = (
+    "Revise the plan you proposed above according to this feedback, and answer with the "
+    "complete revised plan in the same JSON format.\n\nFeedback: "
+)
+
+
 def revision_task(feedback: str) -> str:
     """The task of a revision run: the person's feedback on the plan just proposed."""
-    return (
-        "Revise the plan you proposed above according to this feedback, and answer with the "
-        f"complete revised plan in the same JSON format.\n\nFeedback: {feedback.strip()}"
-    )
+    return f"{_REVISE}{feedback.strip()}"
+
+
+def read_revision_task(task: str) -> str | None:
+    """The feedback in a task :func:`revision_task` made; ``None`` for any other task."""
+    return task.removeprefix(_REVISE) if task.startswith(_REVISE) else None
 
 
 class PlanStore:

@@ -6,7 +6,8 @@ reply into one, reading the mode from the prompt as a model would (the plan-mode
 :mod:`actors.prompts.modes` in the system message):
 
 - a round's ``new_answer`` content becomes a plan whose steps are the text's lines (content
-  that already is a plan stays as it is);
+  that already is a plan stays as it is); in a revision run (the person's feedback on a
+  plan), it is the conversation's last plan with a step for the feedback;
 - a presentation's text becomes one plan: under ``synthesize`` the answers' plans merged
   (steps in order, without repeats), otherwise the presenter's own plan.
 
@@ -29,7 +30,7 @@ import attrs
 
 from conclave.actors.coordination.label import Label
 from conclave.actors.llm.protocol import ChatMessage
-from conclave.actors.planning.flow import read_execution_task
+from conclave.actors.planning.flow import read_execution_task, read_revision_task
 from conclave.actors.planning.plan import Plan, PlanStep, parse_plan, plan_json
 from conclave.actors.planning.progress import UPDATE_PLAN, StepStatus
 from conclave.actors.prompts.coordination import parse_prompt
@@ -59,8 +60,9 @@ def as_plan_reply(messages: Sequence[ChatMessage], reply: ChatMessage) -> ChatMe
         else:
             chosen = own or (plans[0] if plans else plan_from_text(view.task, reply.content))
         return attrs.evolve(reply, content=tagged(chosen))
+    revised = _revised(messages, view.task)
     calls = tuple(
-        attrs.evolve(call, arguments=_planned_arguments(view.task, call.arguments))
+        attrs.evolve(call, arguments=_planned_arguments(view.task, call.arguments, revised))
         if call.name == "new_answer"
         else call
         for call in reply.tool_calls
@@ -68,9 +70,30 @@ def as_plan_reply(messages: Sequence[ChatMessage], reply: ChatMessage) -> ChatMe
     return attrs.evolve(reply, tool_calls=calls)
 
 
-def _planned_arguments(task: str, arguments: str) -> str:
-    """new_answer's arguments with the content made a plan; malformed ones stay malformed
-    (the scripted backend injects them on purpose)."""
+def _revised(messages: Sequence[ChatMessage], task: str) -> Plan | None:
+    """In a revision run, the plan the conversation last proposed with a step for the
+    feedback, as a model revising it would answer; ``None`` in any other run. (Composed from
+    the revision task's text, the plan's goal and steps read the revision's instructions.)"""
+    feedback = read_revision_task(task)
+    if feedback is None:
+        return None
+    proposed = (parse_plan(m.content) for m in reversed(messages) if m.role == "assistant")
+    previous = next((plan for plan in proposed if plan is not None), None)
+    if previous is None:
+        return None
+    step = PlanStep(
+        step_number=len(previous.steps) + 1,
+        action=f"Address the feedback: {feedback}",
+        reason="The user asked for it when revising the plan",
+        estimated_time="5 min",
+    )
+    steps = (*previous.steps, step)
+    return attrs.evolve(previous, steps=steps, estimated_total_time=f"{5 * len(steps)} min")
+
+
+def _planned_arguments(task: str, arguments: str, revised: Plan | None = None) -> str:
+    """new_answer's arguments with the content made a plan (``revised``, when given);
+    malformed ones stay malformed (the scripted backend injects them on purpose)."""
     try:
         parsed = json.loads(arguments)
     except ValueError:
@@ -79,7 +102,7 @@ def _planned_arguments(task: str, arguments: str) -> str:
         return arguments
     content = parsed["content"]
     if parse_plan(content) is None:
-        parsed["content"] = tagged(plan_from_text(task, content))
+        parsed["content"] = tagged(revised or plan_from_text(task, content))
     return json.dumps(parsed, ensure_ascii=False)
 
 

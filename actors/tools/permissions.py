@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,6 +47,8 @@ READ_ONLY_PROGRAMS = frozenset(
 READ_ONLY_GIT = frozenset({"status", "diff", "log", "show"})
 _SHELL_SYNTAX = frozenset(";&|<>`$(){}\n\\")
 """Any of these makes a command more than one program run plainly: it asks."""
+_COMMAND_SEPARATORS = re.compile(r"&&|\|\||[;&|\n]")
+"""Where a list or a pipeline splits into its commands."""
 
 
 class Verdict(enum.Enum):
@@ -158,14 +161,14 @@ class Permissions:
     ) -> Ruling:
         """Whether a call of ``tool`` touching ``subjects`` runs, asks or never runs."""
         for rule in self.deny:
-            if rule.matches(tool, subjects.texts, paths=subjects.paths):
+            if _denies(rule, tool, subjects):
                 return Ruling(
                     verdict=Verdict.DENY,
                     reason=f"the permissions.deny rule {rule.text!r} forbids it",
                 )
         if read_only:
             return Ruling(verdict=Verdict.ALLOW)
-        if any(rule.matches(tool, subjects.texts, paths=subjects.paths) for rule in self.allow):
+        if any(_allows(rule, tool, subjects) for rule in self.allow):
             return Ruling(verdict=Verdict.ALLOW)
         if session is not None and session.covers(tool, subjects):
             return Ruling(verdict=Verdict.ALLOW)
@@ -186,6 +189,29 @@ class Permissions:
     def _declared(self, subjects: Subjects) -> bool:
         declared = {os.path.normpath(path) for path in self.declared_files or ()}
         return any(os.path.normpath(text) in declared for text in subjects.texts)
+
+
+def _allows(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
+    """Whether allow ``rule`` covers the call. A command pattern covers one plain command, as
+    Claude Code's prefix rules do: ``git status*`` must not let ``git status; rm -rf ~`` run.
+    Shell syntax the pattern writes itself (``npm test | tee *``) is the person's choice."""
+    if not rule.matches(tool, subjects.texts, paths=subjects.paths):
+        return False
+    if subjects.paths or rule.pattern is None:
+        return True
+    written = set(rule.pattern)
+    return not any(c in _SHELL_SYNTAX and c not in written for t in subjects.texts for c in t)
+
+
+def _denies(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
+    """Whether deny ``rule`` refuses the call: a command pattern refuses a list or pipeline
+    holding a matching command too (``git push*`` refuses ``cd repo && git push``)."""
+    if rule.matches(tool, subjects.texts, paths=subjects.paths):
+        return True
+    if subjects.paths or rule.pattern is None:
+        return False
+    parts = (part.strip() for text in subjects.texts for part in _COMMAND_SEPARATORS.split(text))
+    return rule.matches(tool, tuple(part for part in parts if part), paths=False)
 
 
 def _why(tool: str, subjects: Subjects, mode: PermissionMode) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["InvalidItem", "InvalidValue", "fraction", "seconds", "whole"]
+__all__ = ["InvalidItem", "InvalidItems", "InvalidValue", "fraction", "seconds", "whole"]
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -34,6 +34,15 @@ class InvalidItem(InvalidValue):
     def __init__(self, message: str, *, expected: str, index: int) -> None:
         super().__init__(message, expected=expected)
         self.index = index
+
+
+class InvalidItems(ValueError):
+    """Every refused item of a list, so that each is reported at its own line at once (a
+    config's problems are all shown together); the message is the first item's."""
+
+    def __init__(self, items: tuple[InvalidItem, ...]) -> None:
+        super().__init__(str(items[0]))
+        self.items = items
 
 
 def _number(value: object) -> bool:

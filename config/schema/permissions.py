@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from conclave.config.schema.checks import InvalidItem
+from conclave.config.schema.checks import InvalidItem, InvalidItems
 
 __all__ = ["PermissionMode", "PermissionsConfig", "ToolRule", "parse_rule"]
 
@@ -77,11 +77,14 @@ def _glob(pattern: str, *, paths: bool) -> re.Pattern[str]:
 def _rules(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple):
         raise ValueError(f"{attr.name} must be a list of rules ({RULE_FORMAT})")
+    refused = []
     for index, item in enumerate(value):
         try:
             parse_rule(item)
         except ValueError as exc:
-            raise InvalidItem(str(exc), expected=RULE_FORMAT, index=index) from None
+            refused.append(InvalidItem(str(exc), expected=RULE_FORMAT, index=index))
+    if refused:
+        raise InvalidItems(tuple(refused))
 
 
 @attrs.frozen(kw_only=True)

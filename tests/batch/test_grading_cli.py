@@ -178,3 +178,23 @@ def test_resume_after_compare_modes_skips_each_mode_apart(
     )
 
     assert [r["mode"] for r in results(tmp_path / "out.jsonl")] == ["multi", "single"]
+
+
+def test_grading_a_file_without_any_expected_answer_says_nothing_will_be_graded(
+    tmp_path: Path, capsys: Capsys, config: Path
+) -> None:
+    lines = [{"id": "q1", "task": "t", "target": "4"}, {"id": "q2", "task": "u", "target": "5"}]
+    source = write_tasks(tmp_path / "tasks.jsonl", lines)
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", config, "--grade", "exact")
+
+    assert "--grade exact: no line has an expected answer" in ran.err
+    assert "--target-field KEY" in ran.err
+    assert [r["correct"] for r in results(tmp_path / "out.jsonl")] == [None, None]
+
+
+def test_grading_a_file_with_expected_answers_gives_no_such_warning(
+    tmp_path: Path, capsys: Capsys, config: Path
+) -> None:
+    ran, _ = _graded(tmp_path, capsys, config, "exact", ("4", "4"))
+
+    assert "no line has an expected answer" not in ran.err

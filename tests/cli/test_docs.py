@@ -3,6 +3,7 @@ exit code and every field of the JSON result, and the README links it."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -49,3 +50,16 @@ def test_the_readme_links_the_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
 
     assert "(docs/exit-codes.md)" in readme
+
+
+def test_the_resume_synopsis_names_every_option_of_conclave_resume() -> None:
+    from conclave.ui.cli import build_parser
+
+    [resume] = [
+        action.choices["resume"]
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    ]
+    [synopsis] = re.findall(r"`(conclave resume RUN_DIR --answer VALUE \[[^`]*)`", PAGE)
+    options = {o for a in resume._actions for o in a.option_strings if o.startswith("--")}
+    assert {o for o in options - {"--help"} if o not in synopsis} == set()

@@ -51,6 +51,13 @@ def test_a_malformed_rule_is_refused_at_its_own_item() -> None:
     assert "TOOL(PATTERN)" in problem
 
 
+def test_every_malformed_rule_of_a_list_is_refused_at_once() -> None:
+    text = AGENTS + "permissions:\n  allow:\n    - '(x)'\n    - read_file\n    - 'foo bar'\n"
+    problems = _problems(text)
+    assert [p.split(": ")[0] for p in problems] == ["c.yaml:5:7", "c.yaml:7:7"]
+    assert [p.split(": ")[1] for p in problems] == ["permissions.allow[0]", "permissions.allow[2]"]
+
+
 def test_the_permission_mode_flag_wins_over_the_config() -> None:
     parser = argparse.ArgumentParser()
     add_run_flags(parser)

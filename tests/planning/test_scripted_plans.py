@@ -8,6 +8,7 @@ import json
 
 from conclave.actors.coordination.protocol import AnswerView
 from conclave.actors.llm.protocol import ChatMessage, ToolCall
+from conclave.actors.planning.flow import revision_history, revision_task
 from conclave.actors.planning.plan import Plan, PlanStep, parse_plan
 from conclave.actors.planning.scripted_plans import (
     as_plan_reply,
@@ -184,3 +185,33 @@ def test_a_tool_call_while_presenting_is_untouched() -> None:
     )
 
     assert as_plan_reply(_presentation("winner_present", answers), step) is step
+
+
+def _revising(feedback: str, plan: Plan) -> list[ChatMessage]:
+    return round_messages(
+        me="agent2",
+        agents=2,
+        task=revision_task(feedback),
+        answers=[],
+        tools=["new_answer", "vote"],
+        persona="",
+        history=revision_history((), TASK, plan),
+        mode=CollaborationMode.PLAN,
+    )
+
+
+def test_a_revision_keeps_the_plans_goal_and_steps_and_adds_one_for_the_feedback() -> None:
+    proposed = _plan(TASK, "Read first.", "Fix links.")
+    composed = f"On “{revision_task('add a step for tests')}”, agent2's view:\n1. Other idea."
+
+    reply = as_plan_reply(_revising("add a step for tests", proposed), _answer(composed))
+
+    revised = parse_plan(_content(reply))
+    assert revised is not None
+    assert revised.goal == TASK
+    assert [step.action for step in revised.steps] == [
+        "Read first.",
+        "Fix links.",
+        "Address the feedback: add a step for tests",
+    ]
+    assert [step.step_number for step in revised.steps] == [1, 2, 3]

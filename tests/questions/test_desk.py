@@ -10,11 +10,14 @@ from conclave.actors.events.base import DomainEvent
 from conclave.actors.human.desk import QuestionDesk
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered
 from conclave.actors.human.questions import (
+    ANSWER_PREFIXES,
+    NO_DEFAULT,
     PendingQuestion,
     Question,
     Reply,
     ReplySource,
     Severity,
+    reply_text,
 )
 from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.run.clock import RunClock
@@ -73,3 +76,23 @@ async def test_a_default_taken_for_nobody_is_recorded_as_an_assumption(
     assert assumed == AssumptionRecorded(
         at=assumed.at, agent="a", question="Which?", assumption="d"
     )
+
+
+async def test_a_question_without_a_default_is_assumed_as_the_agents_own_choice(
+    autojump_clock: object,
+) -> None:
+    events: list[DomainEvent] = []
+    undecided = Question(question="Which?", severity=Severity.MAJOR)
+    await QuestionDesk(Nobody(), clock=None, halt=_never).ask("a", undecided, events.append)
+
+    assumed = events[-1]
+    assert isinstance(assumed, AssumptionRecorded)
+    assert assumed.assumption == NO_DEFAULT
+
+
+def test_the_agent_is_told_a_question_without_a_default_is_its_own_to_decide() -> None:
+    text = reply_text(Reply(value="", source=ReplySource.DEFAULT))
+
+    assert text.startswith(ANSWER_PREFIXES)
+    assert "no default" in text
+    assert "safest" in text

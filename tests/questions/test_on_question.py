@@ -94,6 +94,38 @@ def test_pause_exits_4_with_the_question_in_the_result_and_the_log_dir(
     assert "conclave resume" in err
 
 
+def test_a_pause_says_on_stderr_what_the_answer_may_be(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, err = _run(tmp_path, capsys, "--on-question", "pause")
+
+    assert f"conclave:   {CRITICAL['context']}" in err
+    assert "conclave:   answers: keep (Keep them: safe), delete (Delete them); default keep" in err
+    assert "--answer VALUE (one of the answers, or your own words)" in err
+
+
+def test_a_pause_on_a_question_without_options_asks_for_your_own_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = _asking_config(tmp_path, MINOR)
+    args = ["run", "--config", str(cfg), "--log-dir", str(tmp_path / "run")]
+    main([*args, "--on-question", "pause", TASK])
+    err = capsys.readouterr().err
+
+    assert "conclave:   default spaces\n" in err
+    assert "--answer VALUE (your own words)" in err
+
+
+def test_a_pause_points_at_conclave_resume_not_at_a_new_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, err = _run(tmp_path, capsys, "--on-question", "pause")
+
+    [session_line] = [line for line in err.splitlines() if line.startswith("conclave: session ")]
+    assert "its paused turn goes on with the conclave resume above" in session_line
+    assert "conclave run --resume" not in err
+
+
 def test_without_the_flag_agents_cannot_ask(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -63,6 +63,16 @@ def test_an_empty_free_answer_is_refused_and_esc_goes_back_to_the_choices() -> N
     assert answer("3" + ENTER + ESC + UP + UP + ENTER) == Reply(value="keep")
 
 
+def test_with_the_field_open_the_hint_no_longer_says_esc_takes_the_default() -> None:
+    card = QuestionCard("a1", QUESTION)
+    assert "Esc takes the default" in card._notice()
+
+    card.choose(2)  # Other…: the field's own prompt says Esc goes back
+
+    assert card.field_open
+    assert "Esc takes the default" not in card._notice()
+
+
 def test_esc_takes_the_default() -> None:
     assert answer(ESC + ESC) == Reply(value="keep")
 
@@ -72,6 +82,14 @@ def test_without_options_the_default_is_a_choice_and_other_follows() -> None:
 
     assert [c.label for c in card_choices(question)] == ["MIT", OTHER]
     assert answer(ENTER, question) == Reply(value="MIT")
+
+
+def test_a_default_without_options_is_marked_once() -> None:
+    card = QuestionCard("a1", parse_question(json.dumps(MINOR)))
+
+    rows = "".join(text for _, text, *_ in card._choice_fragments())
+    assert "1. spaces (default)" in rows
+    assert rows.count("default") == 1
 
 
 def test_options_show_their_descriptions_and_mark_the_default() -> None:

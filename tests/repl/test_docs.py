@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -20,3 +21,17 @@ def test_the_mode_error_is_quoted_as_the_repl_prints_it() -> None:
     from conclave.ui.repl.commands import invalid_mode
 
     assert invalid_mode("X") in PAGE
+
+
+def test_the_synopsis_names_every_option_of_conclave_repl() -> None:
+    from conclave.ui.cli import build_parser
+
+    [repl] = [
+        action.choices["repl"]
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    ]
+    synopsis = PAGE.split("```\nconclave repl ", 1)[1].split("```", 1)[0]
+    options = {o for a in repl._actions for o in a.option_strings if o.startswith("--")}
+    missing = {o for o in options - {"--help"} if o not in synopsis}
+    assert not missing

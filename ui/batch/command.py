@@ -83,6 +83,8 @@ def batch_command(args: argparse.Namespace) -> int:
     source = display_path(args.tasks)
     for bad in setup.bad:
         print(f"conclave batch: {bad.render(source)}", file=sys.stderr)
+    if ungraded := _nothing_to_grade(args, setup):
+        print(f"conclave batch: {ungraded}", file=sys.stderr)
     if args.dry_run:
         print(
             f"conclave batch: {source}: {plural(len(setup.tasks), 'good line')}, "
@@ -433,6 +435,22 @@ def _write_summary_json(
             f"conclave batch: --summary-json {display_path(path)}: {exc.strerror or exc}",
             file=sys.stderr,
         )
+
+
+def _nothing_to_grade(args: argparse.Namespace, setup: BatchSetup) -> str | None:
+    """Why ``--grade`` will grade nothing, when no line has an expected answer: a dataset
+    that names it otherwise (``target``, ``answer``) would end with an empty accuracy column
+    and no word why."""
+    grader = setup.grader
+    if grader is None or grader.method is Grade.MODEL or not setup.tasks:
+        return None
+    if any(task.expected is not None or task.grader is not None for task in setup.tasks):
+        return None
+    return (
+        f"--grade {args.grade}: no line has an expected answer (the field "
+        f"{args.target_field!r}), so nothing will be graded; --target-field KEY names the "
+        "field that holds it"
+    )
 
 
 def exit_code(

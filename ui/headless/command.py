@@ -192,8 +192,16 @@ def _run_turn(
         exit_code = _print(result, progress, fmt, code, planned)
         if session is not None and recorded:
             # Last, after the answer: a reader finds the answer right below the timeline.
-            _warn(f"session {session.id} (go on with: conclave run --resume {session.id} TASK)")
+            _warn(_session_line(session.id, paused=result.termination is Termination.PAUSED))
         return exit_code
+
+
+def _session_line(session_id: str, *, paused: bool) -> str:
+    """Where the run was recorded and how to go on: a paused turn goes on with
+    ``conclave resume`` (a new turn would leave it unanswered)."""
+    if paused:
+        return f"session {session_id} (its paused turn goes on with the conclave resume above)"
+    return f"session {session_id} (go on with: conclave run --resume {session_id} TASK)"
 
 
 def _paused_turn(session: SessionRecorder, turn_id: int | None) -> UserTurn | None:

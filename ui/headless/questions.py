@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from conclave.actors.human.questions import PendingQuestion, QuestionGate
+from conclave.actors.human.questions import PendingQuestion, Question, QuestionGate
 from conclave.actors.human.unanswered import OnQuestion, gate_for
 from conclave.actors.run.result import RunResult
 from conclave.ui.text import display_path
@@ -24,6 +24,7 @@ __all__ = [
     "PAUSED_FILE",
     "QUESTION_FILE",
     "SessionTurn",
+    "answers_line",
     "keep_question",
     "on_question_gate",
     "pending_json",
@@ -77,12 +78,32 @@ def keep_question(
     _write_synced(Path(log_dir) / PAUSED_FILE, paused)
     _write_synced(Path(log_dir) / QUESTION_FILE, pending_json(pending))
     asked = pending.question
-    print(
+    lines = [
         f"conclave: paused: needs the user. {pending.agent} asks ({asked.severity.value}): "
-        f"{asked.question}\n"
-        f"conclave: go on with: conclave resume {display_path(log_dir)} --answer VALUE",
-        file=sys.stderr,
+        f"{asked.question}"
+    ]
+    if asked.context:
+        lines.append(f"conclave:   {asked.context}")
+    if answers := answers_line(asked):
+        lines.append(f"conclave:   {answers}")
+    value = "one of the answers, or your own words" if asked.options else "your own words"
+    lines.append(
+        f"conclave: go on with: conclave resume {display_path(log_dir)} --answer VALUE ({value})"
     )
+    print("\n".join(lines), file=sys.stderr)
+
+
+def answers_line(question: Question) -> str:
+    """The answers ``question`` offers and its default, as one line: without them, the person
+    would have to open ``question.json`` to learn what ``--answer`` may be."""
+    shown = []
+    for option in question.options:
+        about = ": ".join(part for part in (option.label, option.description) if part)
+        shown.append(option.value if about == option.value else f"{option.value} ({about})")
+    parts = [f"answers: {', '.join(shown)}"] if shown else []
+    if question.default:
+        parts.append(f"default {question.default}")
+    return "; ".join(parts)
 
 
 def _write_synced(path: Path, data: Any) -> None:

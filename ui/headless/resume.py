@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from conclave.actors.agent.resume import ResumeError, resume_point
+from conclave.actors.human.questions import parse_question
 from conclave.actors.session.store import session_path
+from conclave.actors.tools.arguments import ArgumentError
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.command import run_command
-from conclave.ui.headless.questions import PAUSED_FILE
+from conclave.ui.headless.questions import PAUSED_FILE, QUESTION_FILE, answers_line
 from conclave.ui.headless.result import print_json_error
 from conclave.ui.sessions import sessions_root
 
@@ -34,6 +36,8 @@ def resume_command(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     try:
         paused = _paused(run_dir)
+        if not args.answer.strip():
+            raise ResumeError(_empty_answer(run_dir))
         point = resume_point(run_dir, args.answer)
     except ResumeError as exc:
         message = f"conclave resume: {exc}"
@@ -78,7 +82,7 @@ def _paused(run_dir: Path) -> dict[str, Any]:
     path = run_dir / PAUSED_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise ResumeError(
             f"{run_dir} is not a paused run (no {PAUSED_FILE}): give the log directory that "
             "`conclave run --on-question pause` named when it paused"
@@ -88,6 +92,22 @@ def _paused(run_dir: Path) -> dict[str, Any]:
     if not (isinstance(data, dict) and {"task", "cwd", "flags"} <= data.keys()):
         raise ResumeError(f"{path} is damaged: it lacks the task, cwd or flags")
     return data
+
+
+def _empty_answer(run_dir: Path) -> str:
+    """Why an empty ``--answer`` is refused, with what the question offers when its file can
+    be read: an empty answer is no answer (the REPL's card refuses one too)."""
+    offered = ""
+    try:
+        asked = json.loads((run_dir / QUESTION_FILE).read_text(encoding="utf-8"))["question"]
+        offered = answers_line(parse_question(json.dumps(asked)))
+    except (OSError, ValueError, KeyError, TypeError, ArgumentError):
+        pass
+    return (
+        f"--answer is empty: give the answer to the question in {QUESTION_FILE}"
+        + (f" ({offered})" if offered else "")
+        + ", or your own words"
+    )
 
 
 def _next_log_dir(run_dir: Path) -> Path:

@@ -136,7 +136,8 @@ class ChoiceCard:
         return choice_fragments(self._labels(), self.selected, self._take)
 
     def _notice(self) -> str:
-        return self.notice or self._hint
+        # The open field's prompt says what Enter and Esc do there; the hint is for choosing.
+        return self.notice or ("" if self.field_open else self._hint)
 
     def _key_bindings(self, editing: Condition) -> KeyBindings:
         bindings = KeyBindings()

@@ -59,9 +59,8 @@ def card_choices(question: Question) -> tuple[Choice, ...]:
         Choice(label=o.label, value=o.value, description=o.description) for o in question.options
     ]
     if not choices and question.default:
-        choices.append(
-            Choice(label=question.default, value=question.default, description="default")
-        )
+        # Marked "(default)" by the card like any preselected default; no description.
+        choices.append(Choice(label=question.default, value=question.default))
     return (*choices, Choice(label=OTHER, value=None))
 
 
