@@ -94,5 +94,6 @@ async def test_dear_snapshots_are_published_less_often(
                 await service._tick(live)
     # every DEAR_S / PUBLISH_SHARE = 0.2 s, not every PUBLISH_INTERVAL (0.05 s: 40 in 2 s)
     assert DEAR_S / PUBLISH_SHARE > PUBLISH_INTERVAL
-    assert 9 <= live.taken <= 11
+    # At least DEAR_S each: a loaded machine makes a snapshot dearer, and the ticks fewer.
+    assert 4 <= live.taken <= 11
     assert len(posted) == live.taken
