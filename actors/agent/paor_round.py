@@ -88,6 +88,8 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         return texts
 
     asks = isinstance(own, AskingTools) and may_ask(setup, presenting=False)
+    # Where record_assumption stands for ask_user, a reflection's question is assumed too.
+    assume = own.assume if isinstance(own, AskingTools) and not own.may_ask else None
     loop = PaorLoop(
         delegate=_subagents(rounds),
         tokens=setup.paor.max_tokens,
@@ -98,6 +100,7 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         settings=setup.paor,
         on_move=moved,
         ask=ask if asks else None,
+        assume=assume,
         observer=rounds.observer(),
         sink=rounds.stream,
         corrections=corrected,

@@ -14,7 +14,10 @@ transcript, with the tools and terminal of the phase:
 - Observing makes no model call: the recorded results are shown to the model.
 - Reflecting offers only ``reflect`` (``ToolTerminal``), and its answer picks the next
   phase: Complete, Planning again, AwaitingUser (the question goes through the run's
-  question desk, so a headless run pauses as for any question), or Failed.
+  question desk, so a headless run pauses as for any question), or Failed. Where the
+  agent may not ask (a multi-agent answer round, whose agents record assumptions instead
+  of asking), the question is recorded as an assumption and the round plans again, told
+  to take the safest course.
 
 Each phase gets the loop budget's steps and tries afresh (the transcript's counters carry
 over the whole round, so each phase's budget is counted from where it starts). The round's
@@ -62,10 +65,13 @@ from conclave.actors.paor.state import OnMove, PaorMachine, PaorPhase
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 from conclave.config.schema.paor import PaorConfig
 
-__all__ = ["STUCK_AFTER", "Ask", "Corrected", "PaorLoop", "Updates"]
+__all__ = ["STUCK_AFTER", "Ask", "Assume", "Corrected", "PaorLoop", "Updates"]
 
 Ask = Callable[[Question], Awaitable[str]]
 """Puts a question to the user and returns what the model should read back."""
+Assume = Callable[[Question], str]
+"""Records a question that may not be asked as an assumption (a multi-agent answer round)
+and returns what the model should read back: go on with the safest course."""
 Corrected = Callable[[int, int], list[str]]
 """Takes the user's corrections that arrived, given the iteration and the step."""
 Updates = Callable[[], tuple[ChatMessage, ...]]
@@ -120,6 +126,7 @@ class PaorLoop:
         settings: PaorConfig,
         on_move: OnMove | None = None,
         ask: Ask | None = None,
+        assume: Assume | None = None,
         observer: LoopObserver = QUIET,
         sink: CompletionSink | None = None,
         corrections: Corrected | None = None,
@@ -134,6 +141,7 @@ class PaorLoop:
         self._settings = settings
         self._machine = PaorMachine(on_move)
         self._ask = ask
+        self._assume = assume
         self._observer = observer
         self._sink = sink
         self._plans: list[Plan] = []
@@ -193,7 +201,10 @@ class PaorLoop:
                         transcript.append(ChatMessage(role="user", content=_REPLAN))
                     else:
                         question = _stuck_question(reflection)
-                if question:
+                if question and self._assume is not None:
+                    said = self._assume(Question(question=question))
+                    transcript.append(ChatMessage(role="user", content=said))
+                elif question:
                     machine.move(PaorPhase.AWAITING_USER)
                     if self._ask is None:
                         machine.move(PaorPhase.FAILED)

@@ -50,9 +50,10 @@ class PaorOutcome:
         """Concise: what was done and what is left (and, short of the goal, the last
         observations). ``verbose`` adds every plan, observation and reflection."""
         last = self.reflections[-1] if self.reflections else None
+        done = plural(self.iterations, "iteration")
         head = {
             PaorEnd.GOAL_ACHIEVED: "Done",
-            PaorEnd.MAX_ITERATIONS: f"Stopped after {plural(self.iterations, 'iteration')} (the limit)",
+            PaorEnd.MAX_ITERATIONS: f"Stopped after {done} (the limit)",
             PaorEnd.FAILED: "Failed",
             PaorEnd.NEEDS_USER: "Stopped: needs the user",
             PaorEnd.BUDGET_SPENT: "Stopped: its budget ran out",
