@@ -24,6 +24,10 @@ over the whole round, so each phase's budget is counted from where it starts). T
 tokens (its own calls' and its sub-agents') and its wall time are bounded by ``tokens`` and
 ``seconds``: when either runs out the round ends ``budget_spent`` with its progress.
 
+A round that goes on from a transcript holding iterations already (resumed after a pause, or
+its actor restarted) reads them back (:mod:`actors.paor.earlier`): its iterations count on
+from them, ``max_iterations`` included, and its summary reports them.
+
 Cancellation: the round's scope cancels the phase in progress; the transcript stays whole
 (see :func:`run_loop`), and no transition is recorded for the phase not finished.
 """
@@ -57,6 +61,7 @@ from conclave.actors.loop.checkpoint import CONTINUE, Checkpoint, CheckpointDeci
 from conclave.actors.loop.engine import QUIET
 from conclave.actors.loop.terminals import ToolTerminal
 from conclave.actors.paor.budget import Budget, Delegate, SubAgentReport
+from conclave.actors.paor.earlier import earlier_iterations
 from conclave.actors.paor.observe import Observation, RecordingTools, describe_observations
 from conclave.actors.paor.plan import SUBMIT_PLAN, BadPlan, Plan, parse_plan
 from conclave.actors.paor.reflect import REFLECT, BadReflection, Reflection, parse_reflection
@@ -139,6 +144,7 @@ class PaorLoop:
         self._tools = RecordingTools(tools)
         self._budget = budget
         self._settings = settings
+        self._on_move = on_move
         self._machine = PaorMachine(on_move)
         self._ask = ask
         self._assume = assume
@@ -162,7 +168,13 @@ class PaorLoop:
 
     async def run(self, transcript: Transcript) -> PaorOutcome:
         """Iterate until the goal is achieved, the user is needed and cannot be asked, the
-        iterations or the budget run out, or an error ends the round."""
+        iterations or the budget run out, or an error ends the round. A transcript that
+        holds iterations already (a resumed round's) goes on counting from them."""
+        earlier = earlier_iterations(transcript.messages)
+        self._machine = PaorMachine(self._on_move, iteration=earlier.iterations)
+        self._plans = list(earlier.plans)
+        self._reflections = list(earlier.reflections)
+        self._observations = list(earlier.observations)
         seconds = math.inf if self._seconds is None else self._seconds
         self._deadline = trio.current_time() + seconds
         with trio.move_on_at(self._deadline):
