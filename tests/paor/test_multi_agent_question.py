@@ -20,8 +20,10 @@ from conclave.ui.exit_codes import ExitCode
 QUESTION = "Which dir?"
 
 
-def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict[str, Any]]:
-    asking = {"type": "scripted", "latency": 0, "paor_question": QUESTION}
+def _run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], **backend: Any
+) -> tuple[Path, dict[str, Any]]:
+    asking = {"type": "scripted", "latency": 0, **(backend or {"paor_question": QUESTION})}
     agents = [
         {"id": "w1", "loop": "paor", "backend": asking},
         {"id": "w2", "backend": {"type": "scripted", "latency": 0}},
@@ -74,3 +76,15 @@ def test_the_model_is_told_to_go_on_with_the_safest_course(
     told = [line["content"] for line in lines if line["role"] == "user"]
     assert ASSUMED_INSTEAD in told
     assert "safest course" in ASSUMED_INSTEAD
+
+
+def test_a_stuck_rounds_question_is_recorded_as_an_assumption_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, result = _run(tmp_path, capsys, paor_stuck=2)
+
+    [assumed] = result["assumptions"]
+    assert assumed["agent"] == "w1"
+    assert assumed["question"].startswith("I am stuck and a new plan did not help.")
+    [finished] = [e for e in _events(log) if e["kind"] == "paor_finished"]
+    assert finished["end"] == "goal_achieved"
