@@ -51,6 +51,7 @@ from conclave.actors.workspace.events import (
 )
 from conclave.actors.workspace.writes import Writes
 from conclave.config.schema.endpoint import CHARS_PER_TOKEN_ESTIMATE
+from conclave.config.wording import plural
 from conclave.runtime import (
     ChildExited,
     ChildStopped,
@@ -292,7 +293,8 @@ def _paor_finished(event: PaorFinished, *, verbose: bool) -> str:
     """The round's end and its summary's first line; with ``verbose``, the whole summary and
     every plan, observation and reflection, indented."""
     summary = event.summary.splitlines()[0] if event.summary else ""
-    line = f"{event.agent} paor {event.end.value} after {event.iterations} iterations: {summary}"
+    after = plural(event.iterations, "iteration")
+    line = f"{event.agent} paor {event.end.value} after {after}: {summary}"
     if not verbose:
         return line
     body = [*event.summary.splitlines()[1:], *event.detail.splitlines()]

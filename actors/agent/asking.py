@@ -15,7 +15,10 @@ from conclave.actors.agent.memory import AgentSetup
 from conclave.actors.human.desk import QuestionDesk, Recorder
 from conclave.actors.human.questions import (
     ASK_USER,
+    ASSUMED_INSTEAD,
+    NO_DEFAULT,
     RECORD_ASSUMPTION,
+    Assumption,
     Question,
     Reply,
     parse_assumption,
@@ -82,6 +85,19 @@ class AskingTools:
             return ToolResult(ok=True, output="Recorded. Go on with that assumption.")
         reply = await self.ask(question, call_id=call.id)
         return ToolResult(ok=True, output=reply_text(reply))
+
+    @property
+    def may_ask(self) -> bool:
+        """Whether it offers ``ask_user`` (else ``record_assumption``)."""
+        return self._own is ASK_USER
+
+    def assume(self, question: Question) -> str:
+        """Record, instead of asking, that the agent goes on with the safest course; what
+        the model reads back (for a question not made through ``record_assumption``: a PAOR
+        reflection's ``needs_user``)."""
+        assumed = Assumption(question=question.question, assumption=NO_DEFAULT)
+        self._desk.assume(self._agent, assumed, self._record)
+        return ASSUMED_INSTEAD
 
     async def ask(self, question: Question, *, call_id: str = "") -> Reply:
         """Put ``question`` to the user through the desk (also for a question in text)."""

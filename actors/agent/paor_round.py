@@ -88,6 +88,8 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         return texts
 
     asks = isinstance(own, AskingTools) and may_ask(setup, presenting=False)
+    # Where record_assumption stands for ask_user, a reflection's question is assumed too.
+    assume = own.assume if isinstance(own, AskingTools) and not own.may_ask else None
     loop = PaorLoop(
         delegate=_subagents(rounds),
         tokens=setup.paor.max_tokens,
@@ -98,6 +100,7 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
         settings=setup.paor,
         on_move=moved,
         ask=ask if asks else None,
+        assume=assume,
         observer=rounds.observer(),
         sink=rounds.stream,
         corrections=corrected,
@@ -123,17 +126,18 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
 def _subagents(rounds: Rounds) -> SubAgents | None:
     """The round's sub-agents, under the agent's own supervisor; ``None`` when its plans
     may not delegate (``paor.max_depth: 0``). They have the agent's tools, not ``ask_user``:
-    only the agent talks to the user."""
+    only the agent talks to the user. Their tool calls are recorded under their paths."""
     setup, context = rounds.setup, rounds.context
     if setup.paor.max_depth < 1:
         return None
     shared = SubAgentSetup(
         agent=setup.agent,
         backend=rounds.backend,
-        tools=RoundTools((), setup.tools, context=context, agent=setup.agent),
+        tools=setup.tools,
         budget=rounds.budget,
         settings=setup.paor,
         observer=rounds.observer(),
         wrap=setup.subagent_wrap,
+        recorded=lambda path, tools: RoundTools((), tools, context=context, agent=path),
     )
     return SubAgents(context, shared, parent=setup.agent)

@@ -41,10 +41,17 @@ from conclave.actors.events.loop import LlmRetry, LlmTryFailed, ToolCallFinished
 from conclave.actors.llm.protocol import CallOutcome
 from conclave.actors.paor.events import PaorStateChanged
 from conclave.actors.paor.state import PaorPhase
+from conclave.actors.paor.subagent_events import (
+    SubAgentFinished,
+    SubAgentStarted,
+    agent_of,
+    is_subagent,
+)
 from conclave.actors.planning.progress import PlanExecutionStarted, PlanStepUpdated, StepProgress
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.termination import Termination
 from conclave.config.schema import FinalAnswerStrategy
+from conclave.config.wording import plural
 from conclave.runtime import Event
 
 __all__ = ["AgentView", "RunPhase", "RunView"]
@@ -102,16 +109,22 @@ class AgentView:
     paor_phase: PaorPhase | None = None
     """The phase of its PAOR round (``loop: paor``); ``None`` for a free loop's agent."""
     paor_iteration: int = 0
+    subagents: tuple[str, ...] = ()
+    """The paths of its PAOR round's sub-agents running now, in the order they started."""
     excluded: str | None = None
     """Why it was excluded, if it was."""
 
     def paor_status(self) -> str | None:
-        """``acting, iteration 2`` while a PAOR round is in a phase; ``None`` when the agent
-        runs no PAOR round, or its round has ended."""
+        """``acting, iteration 2`` while a PAOR round is in a phase, with ``· 2 sub-agents
+        running`` while its sub-agents work; ``None`` when the agent runs no PAOR round, or
+        its round has ended."""
         phase = self.paor_phase
         if phase is None or phase in (PaorPhase.COMPLETE, PaorPhase.FAILED, PaorPhase.IDLE):
             return None
-        return f"{phase.value.replace('_', ' ')}, iteration {self.paor_iteration}"
+        status = f"{phase.value.replace('_', ' ')}, iteration {self.paor_iteration}"
+        if self.subagents:
+            status += f" · {plural(len(self.subagents), 'sub-agent')} running"
+        return status
 
     def elapsed(self, now: float) -> float:
         """Seconds it has been working, as of ``now`` (a time on the run's clock)."""
@@ -241,14 +254,35 @@ class RunView:
         self._update(event.agent, failed_tries=failed, failing=event.error)
 
     def _tool_started(self, event: ToolCallStarted) -> None:
-        self._update(event.agent, tool=event.tool)
+        if not is_subagent(event.agent):  # a sub-agent's call is not what its agent runs
+            self._update(event.agent, tool=event.tool)
 
     def _tool_finished(self, event: ToolCallFinished) -> None:
+        if is_subagent(event.agent):  # counted as its agent's: the row is the agent's
+            name = agent_of(event.agent)
+            self._update(name, tool_calls=self._agent(name).tool_calls + 1)
+            return
         agent = self._agent(event.agent)
         self.agents[event.agent] = attrs.evolve(agent, tool=None, tool_calls=agent.tool_calls + 1)
 
+    def _subagent_started(self, event: SubAgentStarted) -> None:
+        running = self._agent(event.agent).subagents
+        self._update(event.agent, subagents=(*running, event.subagent))
+
+    def _subagent_finished(self, event: SubAgentFinished) -> None:
+        running = self._agent(event.agent).subagents
+        self._update(event.agent, subagents=tuple(p for p in running if p != event.subagent))
+
     def _paor_moved(self, event: PaorStateChanged) -> None:
-        self._update(event.agent, paor_phase=event.target, paor_iteration=event.iteration)
+        # Sub-agents run only while their agent acts: none is left once it moves on (a
+        # cancelled round's record no sub_agent_finished).
+        running = self._agent(event.agent).subagents if event.target is PaorPhase.ACTING else ()
+        self._update(
+            event.agent,
+            paor_phase=event.target,
+            paor_iteration=event.iteration,
+            subagents=running,
+        )
 
     def _answer_added(self, event: AnswerAdded) -> None:
         self.answers.append(Answer(label=event.label, agent=event.agent, content=event.content))
@@ -331,6 +365,8 @@ _STEPS: dict[type[Event], Callable[[RunView, Any], None]] = {
     ToolCallFinished: RunView._tool_finished,
     AnswerAdded: RunView._answer_added,
     PaorStateChanged: RunView._paor_moved,
+    SubAgentStarted: RunView._subagent_started,
+    SubAgentFinished: RunView._subagent_finished,
     VoteAdded: RunView._vote_added,
     VotesCleared: RunView._votes_cleared,
     AgentExcluded: RunView._agent_excluded,

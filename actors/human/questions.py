@@ -26,6 +26,7 @@ from conclave.actors.tools.arguments import ArgumentError, parse_arguments
 __all__ = [
     "ANSWER_PREFIXES",
     "ASK_USER",
+    "ASSUMED_INSTEAD",
     "NO_DEFAULT",
     "RECORD_ASSUMPTION",
     "Assumption",
@@ -220,8 +221,17 @@ def _question(args: dict[str, Any]) -> Question:
 _DEFAULT_TAKEN = "Nobody could answer now; your default was taken: "
 _NO_DEFAULT_TAKEN = "Nobody could answer now, and your question has no default: "
 _USER_ANSWERED = "The user answered: "
-ANSWER_PREFIXES = (_USER_ANSWERED, _DEFAULT_TAKEN, _NO_DEFAULT_TAKEN)
-"""How every :func:`reply_text` begins (the scripted backend reads an answer back by it)."""
+_NOT_ASKED = "Nobody is asked in this round: "
+ANSWER_PREFIXES = (_USER_ANSWERED, _DEFAULT_TAKEN, _NO_DEFAULT_TAKEN, _NOT_ASKED)
+"""How every :func:`reply_text` and :data:`ASSUMED_INSTEAD` begin (the scripted backend
+reads an answer back by it)."""
+ASSUMED_INSTEAD = (
+    f"{_NOT_ASKED}several agents answer it, and they record assumptions instead of asking. "
+    "Your question is recorded as an assumption the user will see. Decide yourself, taking "
+    "the safest course, go on, and say in your answer what you assumed."
+)
+"""What an agent of a multi-agent answer round reads back for a question it could not ask
+(a PAOR reflection's ``needs_user``)."""
 NO_DEFAULT = "(no default: the agent decides, taking the safest course)"
 """The assumption recorded when a question without a default meets nobody to answer."""
 

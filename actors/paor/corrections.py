@@ -5,7 +5,9 @@ A :class:`Corrections` box is owned by the run: the run's handle puts a correcti
 next step boundary, where the transcript is whole. A correction for nobody in particular goes
 to every PAOR agent. One that no round took stays for the agent's next PAOR round; when the
 run ends, the box is closed and says what was never taken (the run records each as
-``correction_unused``, so the user learns it came too late rather than nothing). Plain
+``correction_unused``, so the user learns it came too late rather than nothing). Once the
+run's answer rounds are over (its vote decided, its answer being presented) no PAOR round
+is left to take one, and the run's handle refuses it at once (:class:`NoRoundLeft`). Plain
 synchronous methods: nothing here waits, so nothing here is cancelled.
 """
 
@@ -15,7 +17,18 @@ from collections import defaultdict
 
 import attrs
 
-__all__ = ["Corrections", "UnusedCorrection"]
+__all__ = ["Corrections", "NoRoundLeft", "UnusedCorrection"]
+
+
+class NoRoundLeft(ValueError):
+    """A correction that no PAOR round could take: the run's answer rounds are over (its
+    vote is decided, its answer is being presented), so it would only end ``unused``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no PAOR round is left in this run (its answer rounds are over: voting or the "
+            "presentation): the correction would change nothing, so it was not sent"
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -14,12 +14,19 @@ transcript, with the tools and terminal of the phase:
 - Observing makes no model call: the recorded results are shown to the model.
 - Reflecting offers only ``reflect`` (``ToolTerminal``), and its answer picks the next
   phase: Complete, Planning again, AwaitingUser (the question goes through the run's
-  question desk, so a headless run pauses as for any question), or Failed.
+  question desk, so a headless run pauses as for any question), or Failed. Where the
+  agent may not ask (a multi-agent answer round, whose agents record assumptions instead
+  of asking), the question is recorded as an assumption and the round plans again, told
+  to take the safest course.
 
 Each phase gets the loop budget's steps and tries afresh (the transcript's counters carry
 over the whole round, so each phase's budget is counted from where it starts). The round's
 tokens (its own calls' and its sub-agents') and its wall time are bounded by ``tokens`` and
 ``seconds``: when either runs out the round ends ``budget_spent`` with its progress.
+
+A round that goes on from a transcript holding iterations already (resumed after a pause, or
+its actor restarted) reads them back (:mod:`actors.paor.earlier`): its iterations count on
+from them, ``max_iterations`` included, and its summary reports them.
 
 Cancellation: the round's scope cancels the phase in progress; the transcript stays whole
 (see :func:`run_loop`), and no transition is recorded for the phase not finished.
@@ -54,6 +61,7 @@ from conclave.actors.loop.checkpoint import CONTINUE, Checkpoint, CheckpointDeci
 from conclave.actors.loop.engine import QUIET
 from conclave.actors.loop.terminals import ToolTerminal
 from conclave.actors.paor.budget import Budget, Delegate, SubAgentReport
+from conclave.actors.paor.earlier import earlier_iterations
 from conclave.actors.paor.observe import Observation, RecordingTools, describe_observations
 from conclave.actors.paor.plan import SUBMIT_PLAN, BadPlan, Plan, parse_plan
 from conclave.actors.paor.reflect import REFLECT, BadReflection, Reflection, parse_reflection
@@ -62,10 +70,13 @@ from conclave.actors.paor.state import OnMove, PaorMachine, PaorPhase
 from conclave.actors.tools.protocol import ToolExecutor, ToolResult
 from conclave.config.schema.paor import PaorConfig
 
-__all__ = ["STUCK_AFTER", "Ask", "Corrected", "PaorLoop", "Updates"]
+__all__ = ["STUCK_AFTER", "Ask", "Assume", "Corrected", "PaorLoop", "Updates"]
 
 Ask = Callable[[Question], Awaitable[str]]
 """Puts a question to the user and returns what the model should read back."""
+Assume = Callable[[Question], str]
+"""Records a question that may not be asked as an assumption (a multi-agent answer round)
+and returns what the model should read back: go on with the safest course."""
 Corrected = Callable[[int, int], list[str]]
 """Takes the user's corrections that arrived, given the iteration and the step."""
 Updates = Callable[[], tuple[ChatMessage, ...]]
@@ -120,6 +131,7 @@ class PaorLoop:
         settings: PaorConfig,
         on_move: OnMove | None = None,
         ask: Ask | None = None,
+        assume: Assume | None = None,
         observer: LoopObserver = QUIET,
         sink: CompletionSink | None = None,
         corrections: Corrected | None = None,
@@ -132,8 +144,10 @@ class PaorLoop:
         self._tools = RecordingTools(tools)
         self._budget = budget
         self._settings = settings
+        self._on_move = on_move
         self._machine = PaorMachine(on_move)
         self._ask = ask
+        self._assume = assume
         self._observer = observer
         self._sink = sink
         self._plans: list[Plan] = []
@@ -154,7 +168,13 @@ class PaorLoop:
 
     async def run(self, transcript: Transcript) -> PaorOutcome:
         """Iterate until the goal is achieved, the user is needed and cannot be asked, the
-        iterations or the budget run out, or an error ends the round."""
+        iterations or the budget run out, or an error ends the round. A transcript that
+        holds iterations already (a resumed round's) goes on counting from them."""
+        earlier = earlier_iterations(transcript.messages)
+        self._machine = PaorMachine(self._on_move, iteration=earlier.iterations)
+        self._plans = list(earlier.plans)
+        self._reflections = list(earlier.reflections)
+        self._observations = list(earlier.observations)
         seconds = math.inf if self._seconds is None else self._seconds
         self._deadline = trio.current_time() + seconds
         with trio.move_on_at(self._deadline):
@@ -193,7 +213,10 @@ class PaorLoop:
                         transcript.append(ChatMessage(role="user", content=_REPLAN))
                     else:
                         question = _stuck_question(reflection)
-                if question:
+                if question and self._assume is not None:
+                    said = self._assume(Question(question=question))
+                    transcript.append(ChatMessage(role="user", content=said))
+                elif question:
                     machine.move(PaorPhase.AWAITING_USER)
                     if self._ask is None:
                         machine.move(PaorPhase.FAILED)

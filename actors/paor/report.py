@@ -11,6 +11,7 @@ import attrs
 from conclave.actors.paor.observe import Observation, describe_observations
 from conclave.actors.paor.plan import Plan
 from conclave.actors.paor.reflect import Reflection
+from conclave.config.wording import plural
 
 if TYPE_CHECKING:
     from conclave.actors.paor.budget import SubAgentReport
@@ -49,9 +50,10 @@ class PaorOutcome:
         """Concise: what was done and what is left (and, short of the goal, the last
         observations). ``verbose`` adds every plan, observation and reflection."""
         last = self.reflections[-1] if self.reflections else None
+        done = plural(self.iterations, "iteration")
         head = {
             PaorEnd.GOAL_ACHIEVED: "Done",
-            PaorEnd.MAX_ITERATIONS: f"Stopped after {self.iterations} iterations (the limit)",
+            PaorEnd.MAX_ITERATIONS: f"Stopped after {done} (the limit)",
             PaorEnd.FAILED: "Failed",
             PaorEnd.NEEDS_USER: "Stopped: needs the user",
             PaorEnd.BUDGET_SPENT: "Stopped: its budget ran out",

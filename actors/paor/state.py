@@ -66,11 +66,12 @@ OnMove = Callable[[PaorPhase, PaorPhase, int], None]
 
 class PaorMachine:
     """The phase of one PAOR round and its iteration count (an iteration starts with each
-    move into ``PLANNING``, counting from 1)."""
+    move into ``PLANNING``, counting from 1). ``iteration``: how many the round made before
+    (a resumed round goes on counting from them)."""
 
-    def __init__(self, on_move: OnMove | None = None) -> None:
+    def __init__(self, on_move: OnMove | None = None, *, iteration: int = 0) -> None:
         self.phase = PaorPhase.IDLE
-        self.iteration = 0
+        self.iteration = iteration
         self._on_move = on_move
 
     @property

@@ -8,7 +8,15 @@ from conclave.actors.paor.plan import SubAgentKind
 from conclave.actors.paor.report import PaorEnd
 from conclave.runtime import Message, message
 
-__all__ = ["RunSubTask", "SubAgentFinished", "SubAgentStarted", "SubTaskDone"]
+__all__ = [
+    "SEPARATOR",
+    "RunSubTask",
+    "SubAgentFinished",
+    "SubAgentStarted",
+    "SubTaskDone",
+    "agent_of",
+    "is_subagent",
+]
 
 
 @message(kind="paor_run_sub_task")
@@ -29,6 +37,21 @@ class RunSubTask(Message):
 @message(kind="paor_sub_task_done")
 class SubTaskDone(Message):
     report: SubAgentReport
+
+
+SEPARATOR = "/"
+"""Between the levels of a sub-agent's path; never in an agent id (config refuses it)."""
+
+
+def is_subagent(agent: str) -> bool:
+    """Whether an event's ``agent`` names a sub-agent (its path) rather than a run's agent:
+    a sub-agent's tool calls are recorded under its path."""
+    return SEPARATOR in agent
+
+
+def agent_of(agent: str) -> str:
+    """The run's agent a sub-agent's path starts with (an agent's own name unchanged)."""
+    return agent.split(SEPARATOR, 1)[0]
 
 
 @message()

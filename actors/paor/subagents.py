@@ -37,6 +37,7 @@ from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.plan import Plan, PlanStep, SubAgentKind, waves
 from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.actors.paor.subagent_events import (
+    SEPARATOR,
     RunSubTask,
     SubAgentFinished,
     SubAgentStarted,
@@ -82,6 +83,10 @@ class SubAgentSetup:
     observer: LoopObserver = QUIET
     wrap: Callable[[ActorFactory], ActorFactory] | None = None
     """Wraps each sub-agent's factory (fault injection in tests and chaos runs)."""
+    recorded: Callable[[str, ToolExecutor], ToolExecutor] | None = None
+    """Given a sub-agent's path and its tools, the tools whose calls are recorded under that
+    path (``w1/1.look``), so the event log, replay and the timeline tell its calls from its
+    parent's."""
     retries: int = 1
     """Asks made again of a sub-agent restarted after a crash, before it is reported."""
 
@@ -160,9 +165,10 @@ class SubAgent(Actor):
         delegate = None
         if not explore and task.depth < setup.settings.max_depth:
             delegate = SubAgents(self.context, setup, parent=self._path, depth=task.depth)
+        tools = ReadOnlyTools(setup.tools) if explore else setup.tools
         loop = PaorLoop(
             backend=setup.backend,
-            tools=ReadOnlyTools(setup.tools) if explore else setup.tools,
+            tools=setup.recorded(self._path, tools) if setup.recorded is not None else tools,
             budget=setup.budget,
             settings=setup.settings,
             observer=setup.observer,
@@ -228,7 +234,7 @@ class SubAgents:
     ) -> None:
         assert step.delegate is not None
         setup = self._setup
-        path = f"{self._parent}/{iteration}.{step.id}"
+        path = f"{self._parent}{SEPARATOR}{iteration}.{step.id}"
         address = Address(SUBAGENT, path)
         memory = _Memory()
 

@@ -25,9 +25,9 @@ from conclave.actors.coordination.protocol import (
     OverrideDecision,
     StopWork,
 )
-from conclave.actors.coordination.state import CoordinationState
+from conclave.actors.coordination.state import CoordinationState, Phase
 from conclave.actors.human.unanswered import OnQuestion
-from conclave.actors.paor.corrections import Corrections
+from conclave.actors.paor.corrections import Corrections, NoRoundLeft
 from conclave.actors.paor.events import CorrectionUnused
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
@@ -109,7 +109,12 @@ class RunHandle:
         plan accounts for it; one that comes after its round ended waits for its next PAOR
         round, and is recorded ``CorrectionUnused`` if the run ends first. Raises
         ``ValueError`` for an empty text, an agent that is unknown or does not run PAOR, or a
-        run that has ended (see :class:`~actors.paor.corrections.Corrections`)."""
+        run that has ended (see :class:`~actors.paor.corrections.Corrections`), and
+        :class:`~actors.paor.corrections.NoRoundLeft` once the answer rounds are over (the
+        vote is decided, the answer presented): no PAOR round is left to take it."""
+        rounds_over = self.state.phase is not Phase.COORDINATING
+        if rounds_over and self.corrections.paor and self._result is None:
+            raise NoRoundLeft
         self.corrections.put(text, agent)
 
     def fail(self, reason: str) -> None:

@@ -10,6 +10,8 @@ import pytest
 from trio.testing import MockClock
 
 from conclave.actors.agent.events import RoundStarted
+from conclave.actors.coordination.events import VotingComplete
+from conclave.actors.paor.corrections import NoRoundLeft
 from conclave.actors.paor.events import (
     CorrectionApplied,
     CorrectionUnused,
@@ -146,3 +148,15 @@ async def test_a_correction_in_a_run_without_paor_agents_is_refused(
         with pytest.raises(ValueError, match="no agent of this run runs PAOR"):
             handle.correct("x")
         handle.cancel()
+
+
+async def test_a_correction_once_the_vote_is_decided_is_refused_as_no_round_is_left(
+    autojump_clock: MockClock,
+) -> None:
+    tap = WaitingTap()
+    async with open_run(RunSpec(task=TASK, config=_config()), taps=[tap]) as handle:
+        await tap.wait_for(VotingComplete)
+        with pytest.raises(NoRoundLeft, match="no PAOR round is left in this run"):
+            handle.correct("search only in src/utils")
+        await handle.result()
+    assert tap.of_type(CorrectionUnused) == []

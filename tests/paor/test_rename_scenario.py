@@ -139,7 +139,7 @@ def test_progress_is_concise_by_default_and_verbose_adds_every_step(
     code, out, err = _run(tmp_path, config, repo)
     assert code == ExitCode.OK, err
     assert out.startswith("Done: made 4 of 4 steps")
-    assert "paor paor goal_achieved after 1 iterations: Done: made 4 of 4 steps" in err
+    assert "paor paor goal_achieved after 1 iteration: Done: made 4 of 4 steps" in err
     assert "Iteration 1" not in err + out
     _, _, verbose = _run(tmp_path, config, repo, "--verbose")
     for detail in (

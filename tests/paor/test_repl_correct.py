@@ -97,19 +97,36 @@ def test_a_line_typed_while_a_run_without_paor_agents_works_is_queued_as_the_nex
     play(scenario, tmp_path, conclave=config(1, latency=2.0))
 
 
-def test_a_correction_that_came_after_the_last_paor_round_is_shown_as_not_used(
+def test_a_line_typed_at_the_vote_prompt_is_queued_as_the_next_turn_saying_why(
     tmp_path: Path,
 ) -> None:
     async def scenario(session: Session) -> None:
         session.type("a task")
         await session.until(lambda: session.state.override is not None, "the vote's end")
         session.type("use ripgrep")
-        await session.until(lambda: "correction sent" in session.state.notice, "the notice")
-        session.press(ENTER)
-        await session.until(lambda: "correction not used" in session.transcript(), "the line")
-        assert (
-            "agent-1: correction not used, it came after the agent's last PAOR round: "
-            "use ripgrep" in session.transcript()
+        await session.until(lambda: "no PAOR round is left" in session.state.notice, "the note")
+        assert session.state.notice == (
+            "no PAOR round is left in this run (voting is over): the line is queued as the "
+            "next turn, not sent as a correction"
         )
+        assert session.state.queued == ["use ripgrep"]
+        session.press(ENTER)
+        await session.finish(1, "the queued turn")
+        assert "correction not used" not in session.transcript()
+        assert "> use ripgrep" in session.transcript()
+        assert session.state.usage.runs == 2
+
+    play(scenario, tmp_path, conclave=_paor(latency=0.1))
+
+
+def test_correct_at_the_vote_prompt_is_refused_with_the_reason(tmp_path: Path) -> None:
+    async def scenario(session: Session) -> None:
+        session.type("a task")
+        await session.until(lambda: session.state.override is not None, "the vote's end")
+        session.type("/correct use ripgrep")
+        await session.until(lambda: "no PAOR round is left" in session.state.notice, "the note")
+        assert session.state.notice.endswith("so it was not sent")
+        assert session.state.queued == []
+        session.press(ENTER)
 
     play(scenario, tmp_path, conclave=_paor(latency=0.1))

@@ -11,7 +11,9 @@ thread (:data:`Post`). A run's events are folded where they are recorded
 start and end.
 
 One run at a time. A turn submitted while a run executes is queued and sent when it ends;
-a line typed while a run with PAOR agents works is a correction for them instead.
+a line typed while a run with PAOR agents works is a correction for them instead, until
+their answer rounds are over (at the vote prompt, during the presentation): then no PAOR
+round is left to take it, and the line, said so at once, is queued as the next turn.
 Cancelling a run keeps its partial result (shown, and kept in history if it has an answer)
 and drops the queued turns. :class:`Quit` cancels any run and returns only once its event
 log is closed.
@@ -44,6 +46,7 @@ from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.llm.pool import BackendPool, open_backends
 from conclave.actors.llm.protocol import LLMBackend
 from conclave.actors.mcp.session import McpSession, open_session_servers
+from conclave.actors.paor.corrections import NoRoundLeft
 from conclave.actors.paor.events import CorrectionUnused
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.events import SandboxOpened
@@ -316,13 +319,17 @@ class ReplService:
 
     def _corrected(self, submit: Submit) -> bool:
         """A line typed while a run works goes to its PAOR agents as a correction, and the
-        screen says so; ``False`` when the run has none (or has ended): then it is the next
-        turn, queued, as in any run."""
+        screen says so; ``False`` when the run has none (or has ended), or none of its PAOR
+        rounds is left (the vote prompt, the presentation: the screen says so at once): then
+        it is the next turn, queued, as in any run."""
         handle = self._handle
         if handle is None:
             return False
         try:
             handle.correct(submit.task)
+        except NoRoundLeft:
+            self.tell(_NO_ROUND_LEFT)
+            return False
         except ValueError:
             return False
         shown = submit.shown_task or submit.task
@@ -664,6 +671,11 @@ class ReplService:
         self._window = None
         self.show(override=None)
 
+
+_NO_ROUND_LEFT = (
+    "no PAOR round is left in this run (voting is over): the line is queued as the next "
+    "turn, not sent as a correction"
+)
 
 _STATUS = {
     CollaborationMode.DEFAULT: "Running",
