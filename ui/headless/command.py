@@ -83,9 +83,11 @@ def run_command(
     flags = RunFlags.from_args(args)
     root = sessions_root()
     try:
+        # The session first: ``-c`` where there is none is the usage error, whatever stdin
+        # held (an empty stdin there would otherwise hide it behind exit 1).
+        chosen = chosen_session(root, args)
         task = resolve_task(args)
         resolved = resolve(flags)
-        chosen = chosen_session(root, args)
         resumed = resumed_conversation(root, chosen)
         agents = [agent.id for agent in resolved.base.agents]
         restored = None if resumed is None else restored_modes(resumed, agents, warn=_warn)
