@@ -28,6 +28,7 @@ from conclave.actors.events import EventHub
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
+from conclave.actors.run.lineage import run_id as lineage_run_id
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
 from conclave.actors.session.entries import UserTurn
@@ -238,7 +239,7 @@ def _replays(resume: ResumePoint, task: str, config: ConclaveConfig) -> None:
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
     """A plan-mode turn's plan: the session's next plan version (decided by the next turn,
     headless)."""
-    run_id = Path(result.log_dir).name if result.log_dir is not None else ""
+    run_id = lineage_run_id(Path(result.log_dir)) if result.log_dir is not None else ""
     try:
         session.plan(version=session.plan_versions + 1, plan=plan_json(plan), run_id=run_id)
     except SessionError as exc:
