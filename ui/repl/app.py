@@ -579,6 +579,7 @@ async def run_session(
     repl.bind(loop)
     repl.state.models = {agent.id: model_of(agent) for agent in resolved.base.agents}
     repl.state.priced = any(price_of(agent) is not None for agent in resolved.base.agents)
+    repl.state.permission_mode = resolved.base.permissions.mode
     finished: asyncio.Future[Any] = loop.create_future()
 
     def runtime_done(outcome: Any) -> None:

@@ -67,6 +67,7 @@ from conclave.ui.repl.protocol import (
     Override,
     Quit,
     Resume,
+    SetPermissionMode,
     Submit,
 )
 from conclave.ui.repl.render import answer_block, tool_finished_line, tool_started_line
@@ -401,6 +402,13 @@ class ReplService:
                 self.sessions.cleared()
         elif isinstance(command, Compact | Resume):
             self._session_command(command)
+        elif isinstance(command, SetPermissionMode):
+            # The runs started from now on: a run's config is fixed when it starts.
+            base = self.resolved.base
+            permissions = attrs.evolve(base.permissions, mode=command.mode)
+            self.resolved = attrs.evolve(
+                self.resolved, base=attrs.evolve(base, permissions=permissions)
+            )
 
     def _session_command(self, command: Compact | Resume) -> None:
         """``/compact`` and ``/resume`` wait for no run: they change the history a run uses."""

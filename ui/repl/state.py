@@ -22,6 +22,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.config.modes import AgentMode, CollaborationMode, ModeSource, ModeState
 from conclave.config.schema import AgentConfig, ScriptedBackendConfig
+from conclave.config.schema.permissions import PermissionMode
 
 if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
     from conclave.actors.events.view import RunView
@@ -140,6 +141,10 @@ class ReplState:
     """The configured agents, in config order: the tab bar."""
     modes: ModeState = attrs.Factory(ModeState)
     """The bar: collaboration mode (``/mode``, Shift+Tab), agent mode, refinement."""
+
+    permission_mode: PermissionMode = PermissionMode.BYPASS
+    """What a tool call of the next run asks in (``--permission-mode``, the config's
+    ``permissions.mode``, ``/permissions``); the status line shows it unless ``bypass``."""
 
     running: bool = False
     status: str = ""
