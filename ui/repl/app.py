@@ -300,8 +300,11 @@ class Repl:
             refused = change()
         finally:
             self.state.changing_by = ModeSource.COMMAND
-        self.state.notice = refused or ""
-        self.state.on_change()
+        if refused:
+            self.state.tell(refused)
+        else:
+            self.state.notice = ""
+            self.state.on_change()
 
     def _typed(self, _buffer: Buffer) -> None:
         self.state.notice = ""

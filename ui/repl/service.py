@@ -435,6 +435,7 @@ class ReplService:
         finally:
             self._running = False
             self.show(running=False, status="")
+            self._post(self.state.run_stopped)
             self._post(self._switch_after_run)
             self._idle.set()
 
@@ -502,6 +503,7 @@ class ReplService:
         finally:
             self._running = False
             self.show(running=False, status="")
+            self._post(self.state.run_stopped)
             self._post(self._switch_after_run)
             self._idle.set()
 

@@ -185,7 +185,10 @@ class ReplState:
     row_number: str = ""
     """The digits typed so far in the open dialog: row 12 is ``1`` then ``2``."""
     notice: str = ""
-    """A one-line message under the input (a refusal, an error), until the next key."""
+    """A one-line message under the input (a refusal, an error), until the next key, or
+    until the run ends for one said while it worked (:meth:`run_stopped`)."""
+    notice_of_run: bool = False
+    """:attr:`notice` was said while a run worked: it is about that run."""
     transcript: list[StyleAndTextTuples] = attrs.Factory(list)
     """Every block printed above the prompt, in order (``/clear`` forgets them)."""
     on_change: Callable[[], None] = lambda: None
@@ -270,4 +273,14 @@ class ReplState:
 
     def tell(self, notice: str) -> None:
         self.notice = notice
+        self.notice_of_run = self.running
         self.on_change()
+
+    def run_stopped(self) -> None:
+        """The run on screen has stopped (called after :attr:`running` went ``False``): a
+        notice said while it worked ("correction sent...", a toggle refused, "cancelling the
+        run") was about it, and would read as current if it stayed; it goes. One said since
+        stays."""
+        if self.notice_of_run:
+            self.notice, self.notice_of_run = "", False
+            self.on_change()
