@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conclave.config.secret import Secret
+from conclave.config.loader import load_config
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.questions import CONFIG_COPY, config_snapshot
@@ -82,16 +82,21 @@ def test_a_paused_run_without_a_copy_whose_config_is_gone_is_refused_saying_what
     assert json.loads(out)["error"] == err.strip()
 
 
+def _keyed(tmp_path: Path, api_key: str) -> Path:
+    path = tmp_path / "keyed.yaml"
+    backend = f"{{type: openai, model: m, base_url: 'https://example.com/v1', api_key: {api_key}}}"
+    path.write_text(f"agents:\n- id: a\n  backend: {backend}\n", encoding="utf-8")
+    return path
+
+
 def test_a_config_holding_a_key_written_out_is_not_kept(tmp_path: Path) -> None:
-    key = "sk-written-out-0123456789"
-    Secret(key)  # as loading the config made it: the run's keys are known by value
-    config = tmp_path / "keyed.yaml"
-    config.write_text(f"agents:\n- id: a\n  backend: {{type: openai, api_key: {key}}}\n")
-    assert config_snapshot(config) is None
+    path = _keyed(tmp_path, "sk-written-out-0123456789")
+    assert config_snapshot(path, load_config(path)) is None
 
 
-def test_a_config_whose_keys_are_variables_is_kept(tmp_path: Path) -> None:
-    Secret("sk-from-the-environment-0123")
-    config = tmp_path / "vars.yaml"
-    config.write_text("agents:\n- id: a\n  backend: {type: openai, api_key: ${KEY}}\n")
-    assert config_snapshot(config) == config.read_text()
+def test_a_config_whose_keys_are_variables_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KEY", "sk-from-the-environment-0123")
+    path = _keyed(tmp_path, "'${KEY}'")
+    assert config_snapshot(path, load_config(path)) == path.read_text(encoding="utf-8")

@@ -105,7 +105,7 @@ def run_command(
             modes = flags.over(restored)  # the session's modes, but for the flags given
         config = resolved.for_flags(modes)
         pauses = getattr(args, "on_question", None) == OnQuestion.PAUSE.value
-        config_text = config_snapshot(resolved.found.path) if pauses else None
+        config_text = config_snapshot(resolved.found.path, config) if pauses else None
         log_dir = resolve_log_dir(args.log_dir)
         if resume is not None:
             _replays(resume, task, config)

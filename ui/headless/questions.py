@@ -6,8 +6,8 @@ file's text as the run read it, so a resume needs neither the file nor it unchan
 
 The copy is the file's text, not the loaded config: its ``${VAR}`` stay references, read
 again from the environment of the resume, so no key the environment held is written to disk.
-A file holding a key written out is not copied (the log directory holds no secret,
-docs/security.md): such a run resumes from its original file."""
+A file holding one of the run's secrets written out is not copied (the log directory holds
+no secret, docs/security.md): such a run resumes from its original file."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ import attrs
 from conclave.actors.human.questions import PendingQuestion, Question, QuestionGate
 from conclave.actors.human.unanswered import OnQuestion, gate_for
 from conclave.actors.run.result import RunResult
-from conclave.config.secret import MIN_SECRET_LENGTH, secrets_in_use
+from conclave.config.run_secrets import run_secrets
+from conclave.config.schema import ConclaveConfig
 from conclave.ui.text import display_path
 
 __all__ = [
@@ -69,19 +70,19 @@ def pending_json(question: PendingQuestion) -> dict[str, Any]:
     return attrs.asdict(question, value_serializer=_plain)
 
 
-def config_snapshot(path: Path | None) -> str | None:
-    """The text of the config file at ``path``, for a pause to keep; ``None`` for the
-    scripted default (``path`` ``None``), a file that cannot be read, and one holding a key
-    written out rather than as ``${VAR}``. Read it once the run's config is loaded (its keys
-    are then known by value: :func:`~config.secret.secrets_in_use`)."""
+def config_snapshot(path: Path | None, config: ConclaveConfig) -> str | None:
+    """The text of the config file at ``path`` (loaded as ``config``), for a pause to keep;
+    ``None`` for the scripted default (``path`` ``None``), a file that cannot be read, and one
+    holding any of the run's secrets (:func:`~config.run_secrets.run_secrets`: a key, an MCP
+    server's token) written out rather than as ``${VAR}``."""
     if path is None:
         return None
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
-    keys = (key for key in secrets_in_use() if len(key) >= MIN_SECRET_LENGTH)
-    return None if any(key in text for key in keys) else text
+    secrets = run_secrets(config, os.environ).values
+    return None if any(secret in text for secret in secrets) else text
 
 
 def keep_question(

@@ -65,7 +65,7 @@ def resume_command(args: argparse.Namespace) -> int:
 def _flags(run_dir: Path, paused: dict[str, Any]) -> dict[str, Any]:
     """The paused run's flags, its ``--config`` the copy of its config it kept
     (:data:`CONFIG_COPY`), so the resume does not depend on the file. A paused run without
-    one (paused before copies were kept, or its file held a key written out) reads its
+    one (paused before copies were kept, or its file held a secret written out) reads its
     original file, whose absence is refused saying whose it was and where."""
     flags = dict(paused["flags"])
     copy = run_dir / CONFIG_COPY
