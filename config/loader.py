@@ -84,6 +84,8 @@ def read_config(
     try:
         with p.open("rb") as file:
             raw = file.read(MAX_CONFIG_BYTES + 1)
+    except IsADirectoryError:
+        raise ConfigError(_a_directory(p)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config {p}: {exc.strerror or exc}") from None
     if len(raw) > MAX_CONFIG_BYTES:
@@ -156,6 +158,16 @@ def _walk_root(walker: SchemaWalker, node: yaml.Node | None) -> ConclaveConfig |
         return config
     walker.errors += unloaded_problems(walker, node)
     return None
+
+
+def _a_directory(path: Path) -> str:
+    """Why a directory is no config, and the YAML files in it that may be the one meant."""
+    try:
+        found = sorted(f.name for f in path.iterdir() if f.suffix in {".yaml", ".yml"})
+    except OSError:
+        found = []
+    hint = f" (in it: {', '.join(found[:3])}{', ...' if len(found) > 3 else ''})" if found else ""
+    return f"config {path} is a directory; pass a config file (.yaml){hint}"
 
 
 def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:

@@ -32,6 +32,7 @@ from conclave.actors.events import DomainEvent, SubscriberDropped
 from conclave.actors.events.view import RunView
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
+from conclave.actors.run.lineage import run_id as lineage_run_id
 from conclave.actors.run.result import RunResult
 from conclave.runtime import (
     ChildExited,
@@ -83,8 +84,9 @@ class RunProgress(Protocol):
 
 def run_id_of(spec: RunSpec) -> str:
     """The name of the run's log directory (``.conclave/runs/<run_id>``), so a stream and
-    its log are found from each other; a random id for a run without a log."""
-    return spec.log_dir.name if spec.log_dir is not None else secrets.token_hex(6)
+    its log are found from each other (a resumed run's behind its paused run's:
+    :func:`~actors.run.lineage.run_id`); a random id for a run without a log."""
+    return lineage_run_id(spec.log_dir) if spec.log_dir is not None else secrets.token_hex(6)
 
 
 class RunClock:

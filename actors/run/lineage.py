@@ -14,14 +14,18 @@ resume killed mid-copy would leave a log that is neither.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from conclave.actors.run.events import RunResumed
 from conclave.runtime.eventlog import EventLogError, open_event_log
 
-__all__ = ["EVENTS", "LineageError", "lineage", "resumed_from"]
+__all__ = ["EVENTS", "LineageError", "lineage", "resumed_from", "run_id"]
 
 EVENTS = "events.jsonl"
+
+_RESUMED = re.compile(r"resumed-[0-9]+")
+"""The name of a resumed run's log directory inside its paused run's (``RUN_DIR/resumed-N``)."""
 
 _HEAD = 8
 """Events read at most to find ``run_resumed``: it is recorded right after ``log_opened``."""
@@ -44,6 +48,18 @@ def resumed_from(log_dir: Path) -> Path | None:
     except EventLogError:
         return None
     return None
+
+
+def run_id(log_dir: Path) -> str:
+    """The run's id: its log directory's name, behind its paused runs' ids for a resumed
+    run (``20261123-160024-f2ea2e/resumed-1``): ``resumed-1`` alone names the first resume
+    of every paused run, and a session or a stream would not tell them apart."""
+    parts = [log_dir.name]
+    parent = log_dir.parent
+    while _RESUMED.fullmatch(parts[0]) and parent.name:
+        parts.insert(0, parent.name)
+        parent = parent.parent
+    return "/".join(parts)
 
 
 def lineage(log_dir: Path) -> tuple[Path, ...]:

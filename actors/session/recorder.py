@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from conclave.actors.agent.events import LlmRequestFinished
+from conclave.actors.run.lineage import run_id
 from conclave.actors.run.result import RunResult
 from conclave.actors.session.entries import (
     AssistantReply,
@@ -88,7 +89,7 @@ class SessionRecorder:
         return self._append(
             RunRecorded(
                 turn_id=turn.id,
-                run_id=Path(log_dir).name if log_dir is not None else "",
+                run_id=run_id(Path(log_dir)) if log_dir is not None else "",
                 log_dir=str(log_dir) if log_dir is not None else None,
                 termination=result.termination,
                 winner=result.winner,

@@ -38,6 +38,10 @@ class PathGrant:
     single_file: bool = False
     """The grant is one file (a context path ``FILE:w``): writing, editing and deleting
     ``root`` itself is what it grants. A directory's root is never written as a file."""
+    writable_later: bool = False
+    """Read-only now, writable in the final presentation: a writable context path (``:w``,
+    ``permission: write``) during the answer rounds. A refused write says so, naming the
+    phase: a plain "read-only" contradicts the ``:w`` the user gave."""
 
     def holds(self, path: str) -> bool:
         return _within(path, str(self.root))
@@ -123,6 +127,12 @@ class PathPolicy:
         if grant is None:
             raise PathRefused(self._outside(resolved, spelled, "write"))
         named = _named(resolved, spelled)
+        if not grant.writable and grant.writable_later:
+            raise PathRefused(
+                f"{named} is in {grant.describe()}, which is writable only in the final "
+                "presentation: in the answer rounds it is read-only. Make the change in "
+                f"{self._writable_roots()} now; the final presentation writes it there"
+            )
         if not grant.writable:
             raise PathRefused(
                 f"{named} is in {grant.describe()}, which is read-only: "

@@ -125,6 +125,7 @@ class AgentWorkspace:
             ContextGrant(
                 root=c.path,
                 writable=self.writes_open and c.writable,
+                writable_later=c.writable and not self.writes_open,
                 protected=c.protected,
                 label="a context path",
                 single_file=not c.path.is_dir(),

@@ -6,6 +6,11 @@ name and the argument that says what it touches (a file tool's ``path``, ``run_s
 ``write_file(docs/**)``, ``mcp__git__*``. A deny rule wins over everything, an allow rule over
 the mode. Plan mode writes nothing whatever they say. How a call is decided is
 :mod:`actors.tools.permissions`; who answers an ask is :mod:`actors.human.tool_approval`.
+
+A rule naming no tool would do nothing, silently (a ``deny`` typo lets the call through), so
+it is refused at its line: its name must be a built-in tool's (:data:`BUILTIN_TOOLS`), a
+wildcard matching one, or an MCP tool's (``mcp__SERVER__TOOL``). An MCP server's tools are
+known only once it starts, so of those only the ``mcp__`` shape is checked offline.
 """
 
 from __future__ import annotations
@@ -16,9 +21,20 @@ from typing import Any
 
 import attrs
 
+from conclave.config.problems import closest
 from conclave.config.schema.checks import InvalidItem, InvalidItems
 
-__all__ = ["PermissionMode", "PermissionsConfig", "ToolRule", "parse_rule"]
+__all__ = ["BUILTIN_TOOLS", "PermissionMode", "PermissionsConfig", "ToolRule", "parse_rule"]
+
+BUILTIN_TOOLS = (
+    *("read_file", "list_directory", "glob", "search"),
+    *("write_file", "edit_file", "delete_file", "run_shell"),
+    *("launch_run", "ask_user", "record_assumption", "update_plan"),
+    *("new_answer", "vote", "submit_plan", "reflect"),
+)
+"""Every built-in tool's name (the actors' specs define them; a spec checks the two agree):
+the config cannot import the actors."""
+MCP_PREFIX = "mcp__"
 
 
 class PermissionMode(enum.Enum):
@@ -74,15 +90,45 @@ def _glob(pattern: str, *, paths: bool) -> re.Pattern[str]:
     return re.compile("".join(table.get(part, re.escape(part)) for part in parts), re.DOTALL)
 
 
+def unknown_tool(rule: ToolRule) -> str | None:
+    """Why ``rule`` names no tool (with the closest built-in name), or ``None``."""
+    tool = rule.tool
+    if tool.startswith(MCP_PREFIX):
+        if len(tool) > len(MCP_PREFIX):
+            return None
+        return f"{rule.text!r} names no MCP tool: write mcp__SERVER__TOOL or mcp__SERVER__*"
+    if "*" in tool:
+        wildcard = _glob(tool, paths=False)
+        if any(wildcard.fullmatch(name) for name in BUILTIN_TOOLS):
+            return None
+        if MCP_PREFIX.startswith(tool.split("*", 1)[0]):
+            return None  # may match an MCP tool's name
+        return f"{rule.text!r} matches no tool: no built-in tool's name matches {tool!r}"
+    if tool in BUILTIN_TOOLS:
+        return None
+    near = closest(tool, BUILTIN_TOOLS)
+    if near is None and tool.startswith("mcp"):
+        near = MCP_PREFIX + tool.removeprefix("mcp").lstrip("_")
+    hint = f"did you mean {near!r}? " if near else ""
+    return (
+        f"{rule.text!r} names no tool: {tool!r} is not a built-in tool ({hint}an MCP server's "
+        "tool is written mcp__SERVER__TOOL)"
+    )
+
+
 def _rules(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple):
         raise ValueError(f"{attr.name} must be a list of rules ({RULE_FORMAT})")
     refused = []
     for index, item in enumerate(value):
         try:
-            parse_rule(item)
+            rule = parse_rule(item)
         except ValueError as exc:
             refused.append(InvalidItem(str(exc), expected=RULE_FORMAT, index=index))
+            continue
+        if (why := unknown_tool(rule)) is not None:
+            expected = "a built-in tool's name or mcp__SERVER__TOOL"
+            refused.append(InvalidItem(why, expected=expected, index=index))
     if refused:
         raise InvalidItems(tuple(refused))
 

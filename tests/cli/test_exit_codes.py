@@ -132,6 +132,17 @@ def test_a_missing_config_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFix
     assert "cannot read config" in capsys.readouterr().err
 
 
+def test_a_directory_as_config_exits_2_asking_for_a_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "team.yaml").write_text("agents: []\n")
+    code = main(["run", "--config", str(tmp_path), TASK])
+
+    assert code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"config {tmp_path} is a directory; pass a config file (.yaml) (in it: team.yaml)" in err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

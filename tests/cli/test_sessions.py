@@ -4,6 +4,7 @@ config's ``mode:`` sets the starting mode."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -81,6 +82,16 @@ def test_continue_without_a_session_is_a_usage_error_saying_what_to_do(
     assert main(["run", "--config", str(fast_config), "-c", "task"]) == ExitCode.USAGE
     assert "no session yet; start one without --continue" in capsys.readouterr().err
     assert _sessions() == []
+
+
+def test_continue_without_a_session_and_an_empty_stdin_is_the_usage_error(
+    fast_config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # `conclave -c </dev/null`
+    assert main(["run", "--config", str(fast_config), "-c"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "no session yet; start one without --continue" in err
+    assert "stdin was empty" not in err
 
 
 def test_an_unknown_resume_id_is_a_usage_error_naming_the_list_command(

@@ -7,11 +7,18 @@ import argparse
 
 import pytest
 
+from conclave.actors.coordination.workflow import NEW_ANSWER, VOTE
+from conclave.actors.human.questions import ASK_USER, RECORD_ASSUMPTION
+from conclave.actors.interactive.session import LAUNCH_RUN
+from conclave.actors.paor.plan import SUBMIT_PLAN
+from conclave.actors.paor.reflect import REFLECT
+from conclave.actors.planning.progress import UPDATE_PLAN
+from conclave.actors.tools.catalogue import ALL_TOOLS
 from conclave.config.flags import add_run_flags
 from conclave.config.loader import read_config_text
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import RunFlags, resolve
-from conclave.config.schema.permissions import PermissionMode, parse_rule
+from conclave.config.schema.permissions import BUILTIN_TOOLS, PermissionMode, parse_rule
 
 AGENTS = "agents:\n  - id: a\n"
 
@@ -56,6 +63,40 @@ def test_every_malformed_rule_of_a_list_is_refused_at_once() -> None:
     problems = _problems(text)
     assert [p.split(": ")[0] for p in problems] == ["c.yaml:5:7", "c.yaml:7:7"]
     assert [p.split(": ")[1] for p in problems] == ["permissions.allow[0]", "permissions.allow[2]"]
+
+
+def test_a_rule_naming_no_tool_is_refused_at_its_item_with_the_closest_name() -> None:
+    [problem] = _problems(AGENTS + "permissions:\n  deny: [read_file, wirte_file]\n")
+    assert problem.startswith("c.yaml:4:21: permissions.deny[1]: 'wirte_file' names no tool")
+    assert "did you mean 'write_file'?" in problem
+
+
+def test_a_rule_with_a_pattern_is_checked_by_its_tools_name() -> None:
+    [problem] = _problems(AGENTS + "permissions:\n  allow: ['run_shel(git status*)']\n")
+    assert "did you mean 'run_shell'?" in problem
+
+
+def test_a_wildcard_matching_no_tool_is_refused() -> None:
+    [problem] = _problems(AGENTS + "permissions:\n  deny: ['wirte*']\n")
+    assert "'wirte*' matches no tool" in problem
+
+
+def test_an_mcp_tool_with_one_underscore_is_refused_with_the_mcp_spelling() -> None:
+    [problem] = _problems(AGENTS + "permissions:\n  deny: [mcp_git__push]\n")
+    assert "did you mean 'mcp__git__push'?" in problem
+
+
+@pytest.mark.parametrize("rule", ["mcp__git__push", "mcp__git__*", "mcp*", "*", "write*"])
+def test_mcp_tools_and_wildcards_that_may_match_a_tool_are_read(rule: str) -> None:
+    text = AGENTS + f"permissions:\n  deny: ['{rule}']\n"
+    config = read_config_text(text, source="c.yaml", environ={}).config
+    assert [r.text for r in config.permissions.deny_rules()] == [rule]
+
+
+def test_the_built_in_tool_names_are_the_tools_specs() -> None:
+    schemas = [LAUNCH_RUN, ASK_USER, RECORD_ASSUMPTION, NEW_ANSWER, VOTE, SUBMIT_PLAN, REFLECT]
+    names = {spec.name for spec in ALL_TOOLS} | {s.name for s in schemas} | {UPDATE_PLAN}
+    assert set(BUILTIN_TOOLS) == names
 
 
 def test_the_permission_mode_flag_wins_over_the_config() -> None:

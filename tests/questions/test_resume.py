@@ -24,6 +24,7 @@ from conclave.actors.session.store import read_session, session_path
 from conclave.config.loader import load_config
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.headless.questions import CONFIG_COPY
 from conclave.ui.sessions import sessions_root
 from tests.cli.helpers import TASK, conclave, start, write_config
 from tests.questions.helpers import CRITICAL, MINOR, Person
@@ -296,13 +297,13 @@ def test_a_question_asked_in_a_round_of_a_multi_agent_run_is_refused_saying_why(
 def test_a_paused_run_whose_config_changed_is_refused_saying_what_differs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], differs: str
 ) -> None:
-    cfg = _presenting(tmp_path, answers=2)
-    log = _paused(tmp_path, capsys, cfg)
-    data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    log = _paused(tmp_path, capsys, _presenting(tmp_path, answers=2))
+    kept = log / CONFIG_COPY  # the config the resume reads: the copy the pause kept
+    data = yaml.safe_load(kept.read_text(encoding="utf-8"))
     renamed = change.pop("rename", None)
     data["agents"] = [a | {"id": "a9"} if a["id"] == renamed else a for a in data["agents"]]
     data["orchestrator"] |= change
-    cfg.write_text(yaml.safe_dump(data), encoding="utf-8")
+    kept.write_text(yaml.safe_dump(data), encoding="utf-8")
 
     code = main(["resume", str(log), "--answer", "keep"])
 

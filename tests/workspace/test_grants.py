@@ -237,6 +237,22 @@ def test_the_root_of_a_directory_context_path_is_still_not_a_file(tmp_path: Path
         _policy(workspaces, "a1").for_write(str(context.path))
 
 
+def test_a_write_to_a_writable_context_path_before_the_presentation_names_the_phase(
+    tmp_path: Path,
+) -> None:
+    context = _writable(tmp_path)
+    policy = _policy(_workspaces(tmp_path, context), "a1")
+
+    with pytest.raises(PathRefused) as refused:
+        policy.for_write(str(context.path / "a.txt"))
+
+    message = str(refused.value)
+    assert f"is in a context path ({context.path}), which is writable only in the final " in (
+        message
+    )
+    assert "presentation: in the answer rounds it is read-only" in message
+
+
 def test_a_refused_write_names_the_context_path_once(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()

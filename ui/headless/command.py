@@ -25,9 +25,11 @@ import trio
 from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.coordination.restore import RestoreError, restored_state
 from conclave.actors.events import EventHub
+from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
+from conclave.actors.run.lineage import run_id as lineage_run_id
 from conclave.actors.run.result import RunResult, Termination
 from conclave.actors.run.turn import Turn
 from conclave.actors.session.entries import UserTurn
@@ -43,7 +45,12 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.live_status import LiveStatus, wants_live_status
 from conclave.ui.headless.plan_output import PlannedResult, plan_of
-from conclave.ui.headless.questions import SessionTurn, keep_question, on_question_gate
+from conclave.ui.headless.questions import (
+    SessionTurn,
+    config_snapshot,
+    keep_question,
+    on_question_gate,
+)
 from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
@@ -83,9 +90,11 @@ def run_command(
     flags = RunFlags.from_args(args)
     root = sessions_root()
     try:
+        # The session first: ``-c`` where there is none is the usage error, whatever stdin
+        # held (an empty stdin there would otherwise hide it behind exit 1).
+        chosen = chosen_session(root, args)
         task = resolve_task(args)
         resolved = resolve(flags)
-        chosen = chosen_session(root, args)
         resumed = resumed_conversation(root, chosen)
         agents = [agent.id for agent in resolved.base.agents]
         restored = None if resumed is None else restored_modes(resumed, agents, warn=_warn)
@@ -95,6 +104,8 @@ def run_command(
         else:
             modes = flags.over(restored)  # the session's modes, but for the flags given
         config = resolved.for_flags(modes)
+        pauses = getattr(args, "on_question", None) == OnQuestion.PAUSE.value
+        config_text = config_snapshot(resolved.found.path, config) if pauses else None
         log_dir = resolve_log_dir(args.log_dir)
         if resume is not None:
             _replays(resume, task, config)
@@ -114,7 +125,17 @@ def run_command(
     try:
         with open_chosen_session(root, chosen, warn=_warn) as session:
             return _run_turn(
-                task, config, modes, restored, flags, log_dir, session, args, resume, paused_turn
+                task,
+                config,
+                modes,
+                restored,
+                flags,
+                log_dir,
+                session,
+                args,
+                resume,
+                paused_turn,
+                config_text,
             )
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
@@ -131,10 +152,12 @@ def _run_turn(
     args: argparse.Namespace,
     resume: ResumePoint | None,
     paused_turn: int | None,
+    config_text: str | None,
 ) -> int:
     """Run ``task`` as the session's next turn (its history shown to the agents, in the
     modes it left off in, ``restored``, but for the flags given); the turn is recorded
-    before the run starts, the run once it ends."""
+    before the run starts, the run once it ends. ``config_text``: the config file's text,
+    kept by a pause."""
     fmt: str = args.output_format
     turn = None
     if session is not None:
@@ -188,7 +211,7 @@ def _run_turn(
                 if session is None or turn is None
                 else SessionTurn(session=session.id, turn=turn.id)
             )
-            keep_question(result, task, args, where)
+            keep_question(result, task, args, where, config_text)
         exit_code = _print(result, progress, fmt, code, planned)
         if session is not None and recorded:
             # Last, after the answer: a reader finds the answer right below the timeline.
@@ -236,7 +259,7 @@ def _replays(resume: ResumePoint, task: str, config: ConclaveConfig) -> None:
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
     """A plan-mode turn's plan: the session's next plan version (decided by the next turn,
     headless)."""
-    run_id = Path(result.log_dir).name if result.log_dir is not None else ""
+    run_id = lineage_run_id(Path(result.log_dir)) if result.log_dir is not None else ""
     try:
         session.plan(version=session.plan_versions + 1, plan=plan_json(plan), run_id=run_id)
     except SessionError as exc:

@@ -25,7 +25,7 @@ from conclave.actors.session.store import session_path
 from conclave.actors.tools.arguments import ArgumentError
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.command import run_command
-from conclave.ui.headless.questions import PAUSED_FILE, QUESTION_FILE, answers_line
+from conclave.ui.headless.questions import CONFIG_COPY, PAUSED_FILE, QUESTION_FILE, answers_line
 from conclave.ui.headless.result import print_json_error
 from conclave.ui.sessions import sessions_root
 
@@ -39,6 +39,7 @@ def resume_command(args: argparse.Namespace) -> int:
         if not args.answer.strip():
             raise ResumeError(_empty_answer(run_dir))
         point = resume_point(run_dir, args.answer)
+        flags = _flags(run_dir, paused)
     except ResumeError as exc:
         message = f"conclave resume: {exc}"
         print(message, file=sys.stderr)
@@ -48,7 +49,7 @@ def resume_command(args: argparse.Namespace) -> int:
     os.chdir(paused["cwd"])  # relative paths in the flags (--config, --context) mean there
     session = _session(paused)
     run = argparse.Namespace(
-        **paused["flags"],
+        **flags,
         task=paused["task"],
         log_dir=str(_next_log_dir(run_dir)),
         output_format=args.output_format,
@@ -59,6 +60,25 @@ def resume_command(args: argparse.Namespace) -> int:
     )
     turn = paused.get("turn") if session is not None else None
     return run_command(run, resume=point, paused_turn=turn if isinstance(turn, int) else None)
+
+
+def _flags(run_dir: Path, paused: dict[str, Any]) -> dict[str, Any]:
+    """The paused run's flags, its ``--config`` the copy of its config it kept
+    (:data:`CONFIG_COPY`), so the resume does not depend on the file. A paused run without
+    one (paused before copies were kept, or its file held a secret written out) reads its
+    original file, whose absence is refused saying whose it was and where."""
+    flags = dict(paused["flags"])
+    copy = run_dir / CONFIG_COPY
+    if copy.is_file():
+        return flags | {"config": str(copy)}
+    config = flags.get("config")
+    where = Path(paused["cwd"]) / config if isinstance(config, str) else None
+    if where is not None and not where.is_file():
+        raise ResumeError(
+            f"the paused run's config {config} is gone (it was {where}; {run_dir} keeps no "
+            f"{CONFIG_COPY}): put the config back there to resume, or run the task again"
+        )
+    return flags
 
 
 def _session(paused: dict[str, Any]) -> str | None:

@@ -300,8 +300,11 @@ class Repl:
             refused = change()
         finally:
             self.state.changing_by = ModeSource.COMMAND
-        self.state.notice = refused or ""
-        self.state.on_change()
+        if refused:
+            self.state.tell(refused)
+        else:
+            self.state.notice = ""
+            self.state.on_change()
 
     def _typed(self, _buffer: Buffer) -> None:
         self.state.notice = ""
@@ -579,6 +582,7 @@ async def run_session(
     repl.bind(loop)
     repl.state.models = {agent.id: model_of(agent) for agent in resolved.base.agents}
     repl.state.priced = any(price_of(agent) is not None for agent in resolved.base.agents)
+    repl.state.permission_mode = resolved.base.permissions.mode
     finished: asyncio.Future[Any] = loop.create_future()
 
     def runtime_done(outcome: Any) -> None:

@@ -15,7 +15,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion, Path
 from prompt_toolkit.document import Document
 
 from conclave.config.modes import AgentMode, CollaborationMode
-from conclave.ui.repl.protocol import ClearHistory, Correct
+from conclave.config.schema.permissions import PermissionMode
+from conclave.ui.repl.protocol import ClearHistory, Correct, SetPermissionMode
 from conclave.ui.repl.session_commands import compact_command, resume_command
 from conclave.ui.repl.state import BUSY, Dialog, ReplState
 
@@ -211,6 +212,33 @@ def _answers(repl: Repl, argument: str) -> None:
     repl.say("\n".join(lines))
 
 
+def _permissions(repl: Repl, argument: str) -> None:
+    """Show the permission mode, or set the next runs' (not the running one's: a run's config
+    is fixed when it starts)."""
+    state = repl.state
+    names = ", ".join(mode.value for mode in PermissionMode)
+    if not argument:
+        repl.say(f"permission mode: {state.permission_mode.value} (/permissions MODE: {names})")
+        return
+    try:
+        mode = PermissionMode(argument.strip())
+    except ValueError:
+        repl.error(f'invalid permission mode "{argument.strip()}". Valid modes: {names}')
+        return
+    if state.running:
+        state.tell(BUSY)
+        return
+    if state.interactive:
+        repl.error(
+            "the interactive agent's permission mode is set when the REPL starts: "
+            "start it again with --permission-mode"
+        )
+        return
+    state.permission_mode = mode
+    repl.send(SetPermissionMode(mode=mode))
+    repl.say(f"permission mode: {mode.value}")
+
+
 def _quit(repl: Repl, argument: str) -> None:
     repl.quit()
 
@@ -263,6 +291,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
         help="correct the running run's PAOR agents (or agent ID); the next plan follows it",
         run=_correct,
     ),
+    SlashCommand(
+        name="permissions",
+        usage="/permissions [MODE]",
+        help="show or set what tool calls ask: ask, accept-edits, bypass",
+        run=_permissions,
+    ),
     SlashCommand(name="help", usage="/help", help="commands and keys", run=_help),
     SlashCommand(name="quit", usage="/quit", help="cancel any run and quit", run=_quit),
     SlashCommand(name="exit", usage="/exit", help="as /quit", run=_quit),
@@ -282,7 +316,8 @@ def run_command(repl: Repl, line: str) -> None:
 
 
 class SlashCompleter(Completer):
-    """Command names after ``/``; modes after ``/mode``; agent ids after ``/agents``; paths
+    """Command names after ``/``; modes after ``/mode`` and ``/permissions``; agent ids after
+    ``/agents``; paths
     after ``@`` anywhere in a line (``@file`` attaches the file)."""
 
     def __init__(self, state: ReplState) -> None:
@@ -310,10 +345,11 @@ class SlashCompleter(Completer):
                         display_meta=command.help,
                     )
             return
-        if name == "mode":
-            for mode in CollaborationMode:
-                if mode.value.startswith(argument):
-                    yield Completion(mode.value, start_position=-len(argument))
+        if name in ("mode", "permissions"):
+            values = CollaborationMode if name == "mode" else PermissionMode
+            for value in (mode.value for mode in values):
+                if value.startswith(argument):
+                    yield Completion(value, start_position=-len(argument))
         elif name == "answers" and self.state.view is not None:
             labels = [a.label for a in self.state.view.answers]
             for label in labels[-100:]:

@@ -33,6 +33,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.widgets import SearchToolbar
 
 from conclave.config.modes import AgentMode, CollaborationMode
+from conclave.config.schema.permissions import PermissionMode
 from conclave.ui.repl.plan_steps import plan_steps_text, shows_plan_steps
 from conclave.ui.repl.state import DIALOG_ROWS, Dialog, ReplState
 
@@ -301,8 +302,9 @@ class ProgressBlock:
 
 def status_line(state: ReplState) -> StyleAndTextTuples:
     """The model (the active agent's in single-agent mode, else every one configured), the
-    context the latest run's largest prompt used, and what the session has cost (``-`` when no
-    configured backend has a price)."""
+    context the latest run's largest prompt used, what the session has cost (``-`` when no
+    configured backend has a price), and the permission mode unless it is the default
+    (``bypass``: nothing asks), as a mode that asks changes what a run does."""
     if state.modes.agent_mode is AgentMode.SINGLE:
         named = [state.models.get(state.active_agent, "?")]
     else:
@@ -320,6 +322,8 @@ def status_line(state: ReplState) -> StyleAndTextTuples:
         parts.append("cost unknown (unpriced models)")
     else:
         parts.append(f"cost ${spent + running:.4f}")
+    if state.permission_mode is not PermissionMode.BYPASS:
+        parts.append(f"permissions {state.permission_mode.value}")
     return [("class:status", " · ".join(parts))]
 
 

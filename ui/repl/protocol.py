@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 
 from conclave.config.modes import ModeState
+from conclave.config.schema.permissions import PermissionMode
 
 __all__ = [
     "Cancel",
@@ -17,6 +18,7 @@ __all__ = [
     "Override",
     "Quit",
     "Resume",
+    "SetPermissionMode",
     "Submit",
 ]
 
@@ -82,8 +84,26 @@ class Correct:
 
 
 @attrs.frozen(kw_only=True)
+class SetPermissionMode:
+    """``/permissions MODE``: the runs started from now on ask in ``mode``."""
+
+    mode: PermissionMode
+
+
+@attrs.frozen(kw_only=True)
 class Quit:
     """Cancel any run, wait until its log is closed, and end the service."""
 
 
-Command = Submit | Cancel | Override | Continue | ClearHistory | Compact | Resume | Correct | Quit
+Command = (
+    Submit
+    | Cancel
+    | Override
+    | Continue
+    | ClearHistory
+    | Compact
+    | Resume
+    | Correct
+    | SetPermissionMode
+    | Quit
+)

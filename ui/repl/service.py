@@ -70,6 +70,7 @@ from conclave.ui.repl.protocol import (
     Override,
     Quit,
     Resume,
+    SetPermissionMode,
     Submit,
 )
 from conclave.ui.repl.render import answer_block, tool_finished_line, tool_started_line
@@ -408,6 +409,13 @@ class ReplService:
                 self.sessions.cleared()
         elif isinstance(command, Compact | Resume):
             self._session_command(command)
+        elif isinstance(command, SetPermissionMode):
+            # The runs started from now on: a run's config is fixed when it starts.
+            base = self.resolved.base
+            permissions = attrs.evolve(base.permissions, mode=command.mode)
+            self.resolved = attrs.evolve(
+                self.resolved, base=attrs.evolve(base, permissions=permissions)
+            )
 
     def _session_command(self, command: Compact | Resume) -> None:
         """``/compact`` and ``/resume`` wait for no run: they change the history a run uses."""
@@ -434,6 +442,7 @@ class ReplService:
         finally:
             self._running = False
             self.show(running=False, status="")
+            self._post(self.state.run_stopped)
             self._post(self._switch_after_run)
             self._idle.set()
 
@@ -501,6 +510,7 @@ class ReplService:
         finally:
             self._running = False
             self.show(running=False, status="")
+            self._post(self.state.run_stopped)
             self._post(self._switch_after_run)
             self._idle.set()
 

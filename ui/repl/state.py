@@ -22,6 +22,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from conclave.config.modes import AgentMode, CollaborationMode, ModeSource, ModeState
 from conclave.config.schema import AgentConfig, ScriptedBackendConfig
+from conclave.config.schema.permissions import PermissionMode
 
 if TYPE_CHECKING:  # the runtime is loaded after the prompt is up (start-up time)
     from conclave.actors.events.view import RunView
@@ -141,6 +142,10 @@ class ReplState:
     modes: ModeState = attrs.Factory(ModeState)
     """The bar: collaboration mode (``/mode``, Shift+Tab), agent mode, refinement."""
 
+    permission_mode: PermissionMode = PermissionMode.BYPASS
+    """What a tool call of the next run asks in (``--permission-mode``, the config's
+    ``permissions.mode``, ``/permissions``); the status line shows it unless ``bypass``."""
+
     running: bool = False
     status: str = ""
     """What the running turn is ("Running", "Planning", "Executing plan"), or ``""``."""
@@ -180,7 +185,10 @@ class ReplState:
     row_number: str = ""
     """The digits typed so far in the open dialog: row 12 is ``1`` then ``2``."""
     notice: str = ""
-    """A one-line message under the input (a refusal, an error), until the next key."""
+    """A one-line message under the input (a refusal, an error), until the next key, or
+    until the run ends for one said while it worked (:meth:`run_stopped`)."""
+    notice_of_run: bool = False
+    """:attr:`notice` was said while a run worked: it is about that run."""
     transcript: list[StyleAndTextTuples] = attrs.Factory(list)
     """Every block printed above the prompt, in order (``/clear`` forgets them)."""
     on_change: Callable[[], None] = lambda: None
@@ -265,4 +273,14 @@ class ReplState:
 
     def tell(self, notice: str) -> None:
         self.notice = notice
+        self.notice_of_run = self.running
         self.on_change()
+
+    def run_stopped(self) -> None:
+        """The run on screen has stopped (called after :attr:`running` went ``False``): a
+        notice said while it worked ("correction sent...", a toggle refused, "cancelling the
+        run") was about it, and would read as current if it stayed; it goes. One said since
+        stays."""
+        if self.notice_of_run:
+            self.notice, self.notice_of_run = "", False
+            self.on_change()
