@@ -29,7 +29,6 @@ agent whose lines were queued, when the batch fails); the run goes on without it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 from collections import OrderedDict
@@ -75,8 +74,8 @@ class TranscriptFile:
     pieces of long texts its lines hold so far, the lines not written yet, and the write
     error that stopped it.
 
-    With ``Flushing.WHEN_IDLE`` it must be made inside ``trio.run`` (it watches the
-    scheduler through an instrument) and closed (:meth:`close`) when its agents have
+    With ``Flushing.WHEN_IDLE`` it must be made inside ``trio.run`` (the run's
+    :class:`_IdleWriter` writes it) and closed (:meth:`close`) when its agents have
     stopped; a failure of a batch written while trio is idle is reported to the agents whose
     lines it held by a callback trio runs next, never from inside the scheduler's hook."""
 
@@ -87,16 +86,18 @@ class TranscriptFile:
         self._pending: list[bytes] = []
         self._writers: dict[int, TranscriptLog] = {}
         """The agents whose lines are queued, by ``id``: they hear a failed batch."""
-        self._flusher: _FlushWhenIdle | None = None
-        if flushing is Flushing.WHEN_IDLE:
-            self._flusher = _FlushWhenIdle(self, trio.lowlevel.current_trio_token())
-            trio.lowlevel.add_instrument(self._flusher)
+        self._idle: _IdleWriter | None = (
+            _IdleWriter.of_this_run() if flushing is Flushing.WHEN_IDLE else None
+        )
 
     def write(self, log: TranscriptLog, line: bytes) -> None:
         """Write ``log``'s ``line`` now, or queue it (``Flushing.WHEN_IDLE``)."""
-        if self._flusher is None:
+        idle = self._idle
+        if idle is None:
             self._write_out(line, [log], report=TranscriptLog.stopped)
             return
+        if not self._pending:
+            idle.queued[id(self)] = self
         self._pending.append(line)
         self._writers[id(log)] = log
         if len(self._pending) >= MAX_PENDING_LINES:
@@ -109,6 +110,8 @@ class TranscriptFile:
             return
         lines, writers = self._pending, list(self._writers.values())
         self._pending, self._writers = [], {}
+        if self._idle is not None:
+            self._idle.queued.pop(id(self), None)
         self._write_out(b"".join(lines), writers, report or TranscriptLog.stopped)
 
     def _write_out(
@@ -127,45 +130,56 @@ class TranscriptFile:
             except OSError as exc:
                 _OPEN_FILES.forget(self.path)
                 self.failure = f"cannot write the transcript {self.path}: {exc.strerror or exc}"
-                self._stop_flushing()
+                self._idle = None
         for log in writers:
             report(log, self.failure)
 
     def close(self) -> None:
         """Write the queued lines and close the file (the run has ended: its agents write
-        no more); with ``Flushing.WHEN_IDLE`` it stops watching the scheduler."""
+        no more); a later line is written at once."""
         self.flush()
-        self._stop_flushing()
+        self._idle = None
         _OPEN_FILES.forget(self.path)
 
-    def _stop_flushing(self) -> None:
-        flusher, self._flusher = self._flusher, None
-        if flusher is not None:
-            # Outside trio.run (closed after it ended) the instrument went with the run.
-            with contextlib.suppress(RuntimeError, KeyError):
-                trio.lowlevel.remove_instrument(flusher)
+
+_IDLE_WRITER: trio.lowlevel.RunVar[_IdleWriter] = trio.lowlevel.RunVar("transcript_idle_writer")
 
 
-class _FlushWhenIdle(trio.abc.Instrument):
-    """Writes a transcript file's queue when trio is about to wait with no task ready."""
+class _IdleWriter(trio.abc.Instrument):
+    """Writes the queues of a trio run's transcript files when trio is about to wait with no
+    task ready. One per ``trio.run``, and it looks only at files with lines queued: a batch
+    of 200 runs, one file each, costs trio's idle moments nothing more than one does."""
 
-    def __init__(self, file: TranscriptFile, token: trio.lowlevel.TrioToken) -> None:
-        self._file = file
+    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
         self._token = token
+        self.queued: dict[int, TranscriptFile] = {}
+        """Files with lines queued, by ``id``, in the order they queued their first."""
+
+    @classmethod
+    def of_this_run(cls) -> _IdleWriter:
+        try:
+            return _IDLE_WRITER.get()
+        except LookupError:
+            writer = cls(trio.lowlevel.current_trio_token())
+            trio.lowlevel.add_instrument(writer)
+            _IDLE_WRITER.set(writer)
+            return writer
 
     def before_io_wait(self, timeout: float) -> None:
-        if timeout > 0:
+        if timeout > 0 and self.queued:
             # A report records an event, which may wake a task: trio would not see it in
             # this hook (its wait is already decided), so it runs as a callback, which wakes trio.
-            self._file.flush(report=self._report_soon)
+            for file in list(self.queued.values()):
+                file.flush(report=self._report_soon)
 
     def _report_soon(self, log: TranscriptLog, error: str) -> None:
         self._token.run_sync_soon(log.stopped, error)
 
     def after_run(self) -> None:
-        # The run ended without closing the file: its lines are written, nobody is left to
-        # hear a failure (the file keeps it).
-        self._file.flush(report=lambda log, error: None)
+        # Files nobody closed: their lines are written, nobody is left to hear a failure
+        # (the file keeps it).
+        for file in list(self.queued.values()):
+            file.flush(report=lambda log, error: None)
 
 
 class TranscriptLog:

@@ -59,6 +59,22 @@ async def test_the_queued_lines_are_written_in_order_when_trio_waits(tmp_path: P
     file.close()
 
 
+async def test_the_files_of_several_runs_in_one_process_are_each_written_when_trio_waits(
+    tmp_path: Path,
+) -> None:
+    paths = [tmp_path / f"run{i}" / "transcripts.jsonl" for i in range(3)]
+    files = [_file(path) for path in paths]
+    for i, file in enumerate(files[:2]):
+        _say(TranscriptLog(file, agent="a1", on_failure=print), f"run {i}")
+
+    await trio.sleep(0.01)
+
+    assert [_contents(path) for path in paths[:2]] == [["run 0"], ["run 1"]]
+    assert not paths[2].exists()
+    for file in files:
+        file.close()
+
+
 async def test_a_full_queue_is_written_at_once_however_busy_trio_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
