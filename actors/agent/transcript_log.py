@@ -152,8 +152,8 @@ _IDLE_WRITER: trio.lowlevel.RunVar[_IdleWriter] = trio.lowlevel.RunVar("transcri
 
 class _IdleWriter(trio.abc.Instrument):
     """Writes the queues of a trio run's transcript files when trio is about to wait with no
-    task ready. One per ``trio.run``, and it looks only at files with lines queued: a batch
-    of 200 runs, one file each, costs trio's idle moments nothing more than one does."""
+    task ready. One per ``trio.run``, and it looks only at files with lines queued: in a
+    batch of 200 runs, an idle moment costs one call, not one per run's file."""
 
     def __init__(self, token: trio.lowlevel.TrioToken) -> None:
         self._token = token
