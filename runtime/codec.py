@@ -24,6 +24,8 @@ __all__ = [
     "dumps",
     "dumps_bytes",
     "encode",
+    "encode_envelope",
+    "encode_float",
     "encode_without",
     "json_line",
     "loads",
@@ -76,15 +78,33 @@ def _structure_message(data: Any, declared: type[Message]) -> Message:
     return result
 
 
-def _unstructure_float(value: float) -> float | str:
+def encode_float(value: float) -> float | str:
     """JSON has no infinity or NaN (orjson writes them as null): carry them as "inf", "-inf"
     or "nan", which cattrs' ``float()`` turns back into the same float."""
     return value if math.isfinite(value) else repr(value)
 
 
-converter.register_unstructure_hook(float, _unstructure_float)
+def encode_envelope(envelope: Envelope) -> dict[str, Any]:
+    """What cattrs' generated function returns for an envelope (a spec holds them equal,
+    field by field), written out: every message a run sends is logged with its envelope, and
+    cattrs reaches the optional sender and correlation id through its union dispatch, which
+    made this an eighth slower."""
+    sender, recipient, timestamp = envelope.sender, envelope.recipient, envelope.timestamp
+    return {
+        "id": envelope.id,
+        "sender": None if sender is None else {"kind": sender.kind, "key": sender.key},
+        "recipient": {"kind": recipient.kind, "key": recipient.key},
+        "payload": _unstructure_message(envelope.payload),
+        "correlation_id": envelope.correlation_id,
+        "timestamp": timestamp if math.isfinite(timestamp) else repr(timestamp),
+        "is_reply": envelope.is_reply,
+    }
+
+
+converter.register_unstructure_hook(float, encode_float)
 converter.register_unstructure_hook_func(_is_message_type, _unstructure_message)
 converter.register_structure_hook_func(_is_message_type, _structure_message)
+converter.register_unstructure_hook(Envelope, encode_envelope)
 
 _structure_envelope_dict = make_dict_structure_fn(
     Envelope, converter, _cattrs_forbid_extra_keys=True

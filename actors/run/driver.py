@@ -209,6 +209,13 @@ async def _open_run(
         if spec.log_dir is not None
         else None
     )
+    # One for the run's agents (a long text any of them writes is written once), written
+    # while the run waits, as its event log is.
+    transcript = (
+        TranscriptFile(spec.log_dir / TRANSCRIPTS, flushing=Flushing.WHEN_IDLE)
+        if spec.log_dir is not None
+        else None
+    )
     listeners: list[EventTap] = [stats, usage, *taps]
     listeners += [hub] if hub is not None else []
     listeners += [log] if log is not None else []
@@ -261,6 +268,7 @@ async def _open_run(
                 services,
                 agents_supervisor,
                 run_child,
+                transcript,
             )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(handle._live, start)
@@ -271,6 +279,8 @@ async def _open_run(
     finally:
         if log is not None:
             log.close()
+        if transcript is not None:
+            transcript.close()
         # Every agent has stopped: their transcripts take no more lines, and a batch keeps
         # the descriptors of live agents' files only (see actors/agent/transcript_log.py).
         for memory in memories.values():
@@ -358,14 +368,13 @@ async def _start(
     services: RunServices,
     agents_supervisor: Supervisor,
     run_child: ChildSpec,
+    transcript: TranscriptFile | None,
 ) -> None:
     """Spawn the agents, each with its tools (its sandbox opened here), then start every
     actor of the run at once, so the coordinator's first message finds every agent.
     Cancellation (the run cancelled while 20,000 agents are spawned) takes effect within
     :data:`SPAWNS_PER_CHECKPOINT` agents; nothing spawned starts."""
     await services.start(system)
-    # One for the run's agents: a long text any of them writes is written once.
-    transcript = TranscriptFile(spec.log_dir / TRANSCRIPTS) if spec.log_dir is not None else None
     for spawned, agent in enumerate(spec.config.agents, start=1):
         backend = await backends(agent)
         tooling = await services.agent_tools(agent.id)

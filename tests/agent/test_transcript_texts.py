@@ -18,7 +18,13 @@ from conclave.actors.agent.transcript_log import (
     TranscriptLog,
     read_transcripts,
 )
-from conclave.actors.agent.transcript_texts import PIECES_KEY, PieceError, PieceReader, PieceWriter
+from conclave.actors.agent.transcript_texts import (
+    PIECES_KEY,
+    TEXT_MIN_CHARS,
+    PieceError,
+    PieceReader,
+    PieceWriter,
+)
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage, ToolCall
 from conclave.actors.run.driver import RunSpec, drive
 from conclave.runtime.codec import json_line
@@ -114,6 +120,26 @@ def test_arguments_that_would_not_encode_back_exactly_are_written_as_sent(
 
     [said] = read_transcripts(path)
     assert said["tool_calls"][0]["arguments"] == arguments
+
+
+def test_a_text_just_long_enough_is_written_once_and_shorter_lines_as_they_are(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "transcripts.jsonl"
+    log = _log(path)
+    shortest = "é" * TEXT_MIN_CHARS  # two bytes a character: the line is twice as long
+    for content in (shortest, shortest, "short", "short"):
+        log.write(1, CallPurpose.ROUND, ChatMessage(role="user", content=content))
+
+    lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]
+    assert [PIECES_KEY in line for line in lines] == [True, True, False, False]
+    assert len(json.dumps(lines[1])) < 200  # the second holds a reference, not the text
+    assert [line["content"] for line in read_transcripts(path)] == [
+        shortest,
+        shortest,
+        "short",
+        "short",
+    ]
 
 
 def test_reading_a_damaged_line_names_it(tmp_path: Path) -> None:
