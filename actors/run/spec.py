@@ -18,7 +18,6 @@ from conclave.actors.human.questions import QuestionGate
 from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.llm.protocol import LLMBackend
-from conclave.actors.llm.scripted import ScriptedBackend
 from conclave.actors.mcp.session import McpSession
 from conclave.actors.run.faults import FaultPlan
 from conclave.actors.run.turn import Turn
@@ -37,6 +36,10 @@ def build_backend(agent: AgentConfig) -> LLMBackend:
             f"agent {agent.id!r}: a {policy.type} backend comes from the backend pool; "
             "leave RunSpec.backend_factory unset to use it"
         )
+    # Imported here: the scripted backend and its scripts (some 30 modules) are for tests
+    # and demos; a run on a real backend must not load them before its first request.
+    from conclave.actors.llm.scripted import ScriptedBackend
+
     return ScriptedBackend(
         agent_id=agent.id, persona=agent.persona, policy=policy, seed=policy.seed
     )
