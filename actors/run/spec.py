@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,12 +19,14 @@ from conclave.actors.human.questions import QuestionGate
 from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.llm.protocol import LLMBackend
-from conclave.actors.mcp.session import McpSession
 from conclave.actors.run.faults import FaultPlan
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+
+if TYPE_CHECKING:  # a run opens MCP sessions only when its config names servers (run.services)
+    from conclave.actors.mcp.session import McpSession
 
 __all__ = ["RunSpec", "build_backend"]
 

@@ -18,8 +18,11 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "conclave.actors.agent.paor_round",
     "conclave.actors.paor.driver",
     "conclave.actors.paor.subagents",
+    "conclave.actors.mcp.session",
+    "conclave.actors.interactive.project",
 )
-"""Modules a run whose agents use no scripted backend and no PAOR loop does not need."""
+"""Modules a run needs only for what this one does not do (scripted agents, PAOR, MCP
+servers) or only once it is over (keeping an interactive project's files)."""
 
 _STOP_AT_FIRST_CONNECT = """
 import gc, json, os, sys
@@ -61,7 +64,7 @@ def _at_first_request(tmp_path: Path) -> tuple[set[str], list[bool]]:
     return set(seen["modules"]), list(seen["collections"])
 
 
-def test_a_run_on_the_openai_backend_loads_no_scripted_backend_nor_paor_before_its_first_request(
+def test_a_run_on_the_openai_backend_loads_only_what_it_uses_before_its_first_request(
     tmp_path: Path,
 ) -> None:
     loaded, _ = _at_first_request(tmp_path)
