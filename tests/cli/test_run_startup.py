@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+from conclave.ui.cli import _COMMANDS, build_parser
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "conclave.actors.llm.scripted",
@@ -20,9 +23,13 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "conclave.actors.paor.subagents",
     "conclave.actors.mcp.session",
     "conclave.actors.interactive.project",
+    "conclave.ui.batch.arguments",
+    "conclave.ui.serve.arguments",
+    "conclave.benchmarks.bench_args",
 )
 """Modules a run needs only for what this one does not do (scripted agents, PAOR, MCP
-servers) or only once it is over (keeping an interactive project's files)."""
+servers, other commands' options) or only once it is over (keeping an interactive
+project's files)."""
 
 _STOP_AT_FIRST_CONNECT = """
 import gc, json, os, sys
@@ -79,3 +86,11 @@ def test_the_collector_does_not_run_while_the_runtime_loads_nor_after_until_the_
     _, collections = _at_first_request(tmp_path)
 
     assert True not in collections
+
+
+@pytest.mark.parametrize("command", sorted(_COMMANDS))
+def test_the_parser_built_for_a_named_command_holds_that_command_alone(command: str) -> None:
+    parser = build_parser(command)
+
+    names = [name for action in parser._actions for name in getattr(action, "choices", None) or ()]
+    assert names == [command]
