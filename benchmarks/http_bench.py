@@ -9,8 +9,10 @@ fresh process against a fresh server:
 
 * ``conclave run --config`` as a user runs it: ``process_wall_s`` from spawn to exit,
   start-up, imports and exit included; ``first_request_s`` from spawn to the server's
-  first request (the start-up); ``process_cpu_s``; ``peak_rss_mb``;
-  ``command_requests`` served;
+  first request (the start-up); ``first_request_cpu_s``, the CPU the same command spends
+  before its first request leaves (the median of :data:`CPU_REPEATS` more processes, each
+  stopped at its first connect: steadier than the wall on a shared machine);
+  ``process_cpu_s``; ``peak_rss_mb``; ``command_requests`` served;
 * the run alone, measured inside a client process with the backend already imported,
   ``runs`` times (each against a fresh server; the figures are the median run's, and
   ``requests_per_run`` lists every run's count, since one run alone hides the runs where
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,6 +91,20 @@ LOOPBACK_KEY = Secret("sk-bench-loopback")
 """Sent to the loopback server, which ignores it."""
 RUNS = {10: 3, 50: 5, 200: 3}
 """Client runs per size (3 for a size not named here)."""
+CPU_REPEATS = 3
+"""Processes per ``first_request_cpu_s``."""
+_STOPPED_AT_FIRST_CONNECT = """
+import os, sys, time
+def stop(event, args):
+    if event == "socket.connect":
+        print(time.process_time(), flush=True)
+        os._exit(0)
+sys.addaudithook(stop)
+from conclave.ui.entry import main
+sys.argv[0] = "conclave"
+sys.exit(main())
+"""
+"""``conclave`` whose audit hook prints its CPU seconds and ends it at its first connect."""
 
 
 @attrs.frozen(kw_only=True)
@@ -301,8 +318,20 @@ def _command_run(case: Case, scratch: Path) -> tuple[Finished, dict[str, Any], d
         before = server.stats()
         finished = _timed_process(argv, scratch)
         served = _since(before, server.stats())
+        served["first_request_cpu_s"] = _first_request_cpu(config, scratch)
     result: dict[str, Any] = json.loads(finished.stdout)
     return finished, result, served
+
+
+def _first_request_cpu(config: Path, scratch: Path) -> float:
+    """The median CPU seconds of :data:`CPU_REPEATS` ``conclave run --config`` processes up
+    to their first connect, where each is stopped (the request never leaves)."""
+    cpu = []
+    for i in range(CPU_REPEATS):
+        argv = [sys.executable, "-c", _STOPPED_AT_FIRST_CONNECT, "run", "--config", str(config)]
+        argv += ["--output-format", "json", "--log-dir", str(scratch / f"cpu{i}"), TASK]
+        cpu.append(float(_timed_process(argv, scratch).stdout.split()[-1]))
+    return statistics.median(cpu)
 
 
 def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -344,6 +373,7 @@ def measure(case: Case, log_root: Path, runs: int = 1) -> dict[str, Any]:
         "peak_rss_mb": round(command.peak_rss_kb / 1024, 1),
         "command_requests": served_command["requests"],
         "first_request_s": round(served_command["first_request_at"] - command.spawned_at, 3),
+        "first_request_cpu_s": round(served_command["first_request_cpu_s"], 3),
         "sdk_import_s": got["sdk_import_s"],
         "wall_s": round(got["wall_s"], 3),
         "ideal_s": round(ideal, 3),
@@ -406,7 +436,8 @@ def _figure(target: Target, now: float | None) -> dict[str, Any]:
 
 
 COLUMNS = (
-    "agents", "visibility", "process_wall_s", "first_request_s", "process_cpu_s", "peak_rss_mb",
+    "agents", "visibility", "process_wall_s", "first_request_s", "first_request_cpu_s",
+    "process_cpu_s", "peak_rss_mb",
     "sdk_import_s",
     "wall_s", "ideal_s", "wall_over_ideal", "requests", "command_requests", "scripted_requests",
     "requests_per_run",

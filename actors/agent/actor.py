@@ -31,8 +31,7 @@ import trio
 
 from conclave.actors.agent.events import AgentStatusChanged, RoundRestarted, RoundStarted
 from conclave.actors.agent.memory import AgentMemory, AgentSetup, AgentStatus
-from conclave.actors.agent.paor_round import runs_paor
-from conclave.actors.agent.policy import round_policy
+from conclave.actors.agent.policy import round_policy, runs_paor
 from conclave.actors.agent.protocol import ResumeRound, RoundOutcome, RoundSettled
 from conclave.actors.agent.rounds import Rounds, Settled, Work
 from conclave.actors.coordination.protocol import (

@@ -90,7 +90,7 @@ class AgentMemory:
     round: int = 0
     generation: int = 0
     paor: bool = False
-    """The round runs PAOR (:func:`~actors.agent.paor_round.runs_paor`): it follows
+    """The round runs PAOR (:func:`~actors.agent.policy.runs_paor`): it follows
     ``inject``, tools or not (see :mod:`actors.agent.policy`)."""
     stale: bool = False
     """Answers arrived after this round's prompt was built (``finish``/``cancel`` rounds)."""

@@ -26,26 +26,19 @@ from conclave.actors.agent.protocol import RoundOutcome
 from conclave.actors.agent.round_tools import RoundTools
 from conclave.actors.agent.settled import Settled
 from conclave.actors.human.questions import Question, reply_text
-from conclave.actors.llm.protocol import ChatMessage, ToolSchema
+from conclave.actors.llm.protocol import ChatMessage
 from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.events import CorrectionApplied, PaorFinished, PaorStateChanged
 from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.actors.paor.report import PaorEnd
 from conclave.actors.paor.state import PaorPhase
 from conclave.actors.paor.subagents import SubAgents, SubAgentSetup
-from conclave.config.schema import InFlightPolicy, LoopKind
+from conclave.config.schema import InFlightPolicy
 
 if TYPE_CHECKING:
     from conclave.actors.agent.rounds import Rounds
 
-__all__ = ["paor_round", "runs_paor"]
-
-
-def runs_paor(loop: LoopKind, workflow: tuple[ToolSchema, ...]) -> bool:
-    """Whether a round with these workflow tools runs PAOR: the agent's loop is ``paor``
-    and the round may answer but not vote."""
-    names = {t.name for t in workflow}
-    return loop is LoopKind.PAOR and "new_answer" in names and "vote" not in names
+__all__ = ["paor_round"]
 
 
 async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:

@@ -20,9 +20,17 @@ follows ``inject`` too.
 
 from __future__ import annotations
 
-from conclave.config.schema import InFlightPolicy
+from conclave.actors.llm.protocol import ToolSchema
+from conclave.config.schema import InFlightPolicy, LoopKind
 
-__all__ = ["round_policy"]
+__all__ = ["round_policy", "runs_paor"]
+
+
+def runs_paor(loop: LoopKind, workflow: tuple[ToolSchema, ...]) -> bool:
+    """Whether a round with these workflow tools runs PAOR: the agent's loop is ``paor``
+    and the round may answer but not vote."""
+    names = {t.name for t in workflow}
+    return loop is LoopKind.PAOR and "new_answer" in names and "vote" not in names
 
 
 def round_policy(

@@ -38,7 +38,7 @@ from conclave.actors.agent.asking import (
 )
 from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
-from conclave.actors.agent.paor_round import paor_round, runs_paor
+from conclave.actors.agent.policy import runs_paor
 from conclave.actors.agent.progress_report import out_of_steps_report, submit_answer
 from conclave.actors.agent.protocol import RoundOutcome
 from conclave.actors.agent.resume import ResumePoint
@@ -163,6 +163,10 @@ class Rounds:
 
     async def _run(self, workflow: tuple[ToolSchema, ...], policy: InFlightPolicy) -> Settled:
         if runs_paor(self.setup.loop, workflow):
+            # PAOR and its sub-agents (some 40 modules) load with the first PAOR round, not
+            # with every run: a run's start-up before its first request pays for them otherwise.
+            from conclave.actors.agent.paor_round import paor_round
+
             return await paor_round(self, policy)
         memory = self.memory
         transcript = memory.transcript

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,13 +19,14 @@ from conclave.actors.human.questions import QuestionGate
 from conclave.actors.human.tool_approval import ToolApprover
 from conclave.actors.llm.pool import BackendPool
 from conclave.actors.llm.protocol import LLMBackend
-from conclave.actors.llm.scripted import ScriptedBackend
-from conclave.actors.mcp.session import McpSession
 from conclave.actors.run.faults import FaultPlan
 from conclave.actors.run.turn import Turn
 from conclave.actors.tools.permissions import SessionAllowances
 from conclave.config.modes import CollaborationMode
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
+
+if TYPE_CHECKING:  # a run opens MCP sessions only when its config names servers (run.services)
+    from conclave.actors.mcp.session import McpSession
 
 __all__ = ["RunSpec", "build_backend"]
 
@@ -37,6 +39,10 @@ def build_backend(agent: AgentConfig) -> LLMBackend:
             f"agent {agent.id!r}: a {policy.type} backend comes from the backend pool; "
             "leave RunSpec.backend_factory unset to use it"
         )
+    # Imported here: the scripted backend and its scripts (some 30 modules) are for tests
+    # and demos; a run on a real backend must not load them before its first request.
+    from conclave.actors.llm.scripted import ScriptedBackend
+
     return ScriptedBackend(
         agent_id=agent.id, persona=agent.persona, policy=policy, seed=policy.seed
     )

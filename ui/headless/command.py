@@ -26,7 +26,6 @@ from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.coordination.restore import RestoreError, restored_state
 from conclave.actors.events import EventHub
 from conclave.actors.human.unanswered import OnQuestion
-from conclave.actors.interactive.project import keep_in_project
 from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.lineage import run_id as lineage_run_id
@@ -195,6 +194,9 @@ def _run_turn(
                 print_json_error("cancelled before the run started", code)
             return code
         result, progress = ran
+        # Imported once the run is over, so its start-up does not load it.
+        from conclave.actors.interactive.project import keep_in_project
+
         keep_in_project(Path.cwd(), spec.log_dir, result.workspace_path)
         recorded = (
             session is not None and turn is not None and _record(session, turn, result, tokens)
