@@ -316,12 +316,39 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
     }
 
 
-async def _measure(server: _Server, clients: int, repeats: int) -> dict[str, Any]:
+_BUSY = (
+    "import os\n"
+    "os.sched_setaffinity(0, {%d})\n"
+    "while True:\n"
+    "    [str(i) * 20 for i in range(20000)]\n"
+)
+"""A process that keeps one core busy, allocating as the clients do."""
+
+
+async def _alone_beside_busy_core(server: _Server, core: int) -> dict[str, Any]:
+    """A run nobody watches while another process keeps ``core`` (the clients' core) busy:
+    what the server pays when the clients' core is taken, without a single watcher (the
+    machine's other work then runs on the server's core instead)."""
+    busy = await trio.lowlevel.open_process([sys.executable, "-c", _BUSY % core])
+    try:
+        return await _alone(server)
+    finally:
+        busy.kill()
+        with trio.CancelScope(shield=True):
+            await busy.wait()
+
+
+async def _measure(
+    server: _Server, clients: int, repeats: int, busy_core: int | None
+) -> dict[str, Any]:
     alone: list[dict[str, Any]] = []
     watched: list[dict[str, Any]] = []
+    busy: list[dict[str, Any]] = []
     for _ in range(repeats):
         alone.append(await _alone(server))
         watched.append(await _watched(server, clients))
+        if busy_core is not None:
+            busy.append(await _alone_beside_busy_core(server, busy_core))
 
     def median(runs: list[dict[str, Any]], key: str) -> float:
         return statistics.median(float(run[key]) for run in runs)
@@ -349,6 +376,9 @@ async def _measure(server: _Server, clients: int, repeats: int) -> dict[str, Any
         "p50_ms": median(watched, "p50_ms"),
         "p99_ms": median(watched, "p99_ms"),
         "frames": median(watched, "frames"),
+        "busy_core": busy,
+        "busy_core_server_cpu_s": median(busy, "server_cpu_s") if busy else None,
+        "busy_core_duration_s": median(busy, "duration_s") if busy else None,
     }
 
 
@@ -370,6 +400,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the clients on the last core only and the server on the others (the "
         "clients stand for other machines: this keeps them off the server's core)",
     )
+    parser.add_argument(
+        "--busy-control",
+        action="store_true",
+        help="also run, in each repeat, a run nobody watches while a process keeps the "
+        "clients' core (the last) busy: what taking that core costs the server without a "
+        "watcher",
+    )
     parser.add_argument("--json", default="bench-results/serve_bench.json", metavar="PATH")
     args = parser.parse_args(argv)
     problem = check_report_path(args.json)
@@ -389,7 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             os.sched_setaffinity(server.process.pid, server_cores)
             os.sched_setaffinity(0, {client_core})
         try:
-            figures = trio.run(_measure, server, args.clients, args.repeats)
+            busy_core = max(os.sched_getaffinity(0)) if args.busy_control else None
+            figures = trio.run(_measure, server, args.clients, args.repeats, busy_core)
         finally:
             server.stop()
     load_after = os.getloadavg()
@@ -436,6 +474,17 @@ def main(argv: list[str] | None = None) -> int:
                 for a, w in zip(figures["alone"], figures["watched"], strict=True)
             ),
         ),
+        *(
+            [
+                (
+                    "control: no clients, their core kept busy: run (median s), server CPU (s)",
+                    f"{figures['busy_core_duration_s']:.2f}, "
+                    f"{figures['busy_core_server_cpu_s']:.2f}",
+                )
+            ]
+            if figures["busy_core"]
+            else []
+        ),
         (f"clients' CPU per run, all {args.clients} (median s)", f"{figures['client_cpu_s']:.2f}"),
         ("lines delivered per watched run (all clients)", f"{watched['lines']:,}"),
         ("frames delivered per watched run (all clients)", f"{figures['frames']:,.0f}"),
@@ -460,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
             "client_read_bytes": _READ_BYTES,
             "client_nice": args.client_nice,
             "separate_cores": args.separate_cores,
+            "busy_control": args.busy_control,
         },
         "figures": figures,
         "target_overhead_pct": TARGET_OVERHEAD_PCT,

@@ -68,3 +68,18 @@ def test_separate_cores_keeps_the_clients_off_the_servers_cores(tmp_path: Path) 
     assert report["parameters"]["separate_cores"] is True
     assert report["figures"]["watched"][0]["clients_done"] == 3
     assert re.search(r"clients on a core of their own +\| yes", done.stdout)
+
+
+def test_the_busy_control_runs_an_unwatched_run_beside_a_busy_core_in_every_repeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "serve.json"
+    argv = ["--agents", "10", "--clients", "2", "--repeats", "2", "--busy-control"]
+
+    assert serve_bench.main([*argv, "--json", str(out)]) == 0
+
+    report = json.loads(out.read_text())
+    assert report["parameters"]["busy_control"] is True
+    assert len(report["figures"]["busy_core"]) == 2
+    assert report["figures"]["busy_core_server_cpu_s"] > 0
+    assert "control: no clients, their core kept busy" in capsys.readouterr().out
