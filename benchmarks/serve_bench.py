@@ -52,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,7 @@ other cores."""
 FILED_OVERHEAD_PCT = 85
 """The overhead issue 24 measured (noisy), clients on the server's cores."""
 _RESULT = '{"type": "result"'
+_ENDED = re.compile(r"conclave serve: run (\S+) ended: ")
 _MAX_FRAME = 2**26
 _READ_BYTES = 256 * 1024
 """The clients' socket reads: trio-websocket's default (4 KiB) would make the clients, not
@@ -115,18 +117,47 @@ class _Server:
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
         )
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().split("listening on ")[1].strip()
         self.token = self.process.stdout.readline().split("token: ")[1].strip()
+        self._ended: set[str] = set()
+        self._ended_changed = threading.Condition()
+        threading.Thread(target=self._read_log, daemon=True).start()
+
+    def _read_log(self) -> None:
+        """Note each ``run ... ended`` line of the server's log (stderr), as it comes."""
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            found = _ENDED.match(line)
+            if found:
+                with self._ended_changed:
+                    self._ended.add(found.group(1))
+                    self._ended_changed.notify_all()
+
+    async def ended(self, run_id: str) -> None:
+        """Until the server says ``run_id`` ended: after its last frame was written to
+        every caught-up watcher (the server says it after the run's feed finished)."""
+
+        def wait() -> None:
+            with self._ended_changed:
+                self._ended_changed.wait_for(lambda: run_id in self._ended)
+
+        await trio.to_thread.run_sync(wait)
 
     def cpu(self) -> float:
         """The server's CPU seconds so far (user and system), from ``/proc``."""
+        return sum(self.cpu_split())
+
+    def cpu_split(self) -> tuple[float, float]:
+        """The server's CPU seconds so far in its own code (user) and in the kernel's
+        (system: mostly copying frames into the clients' sockets), from ``/proc``."""
         with open(f"/proc/{self.process.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
 
     def stop(self) -> None:
         self.process.terminate()
@@ -195,38 +226,42 @@ async def _until_result(ws: WebSocketConnection, frames: list[_Frame], next_seq:
             return text[last:]
 
 
+def _cpu_since(server: _Server, before: tuple[float, float]) -> dict[str, float]:
+    user, system = (now - then for now, then in zip(server.cpu_split(), before, strict=True))
+    return {"server_cpu_s": user + system, "server_user_s": user, "server_system_s": system}
+
+
 async def _alone(server: _Server) -> dict[str, Any]:
-    """A run nobody watches: its duration and the server's CPU seconds."""
-    cpu = server.cpu()
+    """A run nobody watches: its duration and the server's CPU seconds from its start to
+    its end (the server's log says when), not counting how the result is fetched."""
     async with await _connect(server) as ws:
         await _frame(ws)  # welcome
+        cpu = server.cpu_split()
         start = {"type": "start_run", "task": "Name three uses of a paperclip", "watch": False}
         await ws.send_message(json.dumps(start))
         run_id = json.loads(await _frame(ws))["run_id"]
-    while True:  # poll the welcome frame's list of runs: cheap, unlike a snapshot
-        await trio.sleep(0.25)
-        async with await _connect(server) as ws:
-            runs = json.loads(await _frame(ws))["runs"]
-            if any(run["run_id"] == run_id and run["status"] == "ended" for run in runs):
-                await ws.send_message(json.dumps({"type": "subscribe", "run_id": run_id}))
-                lines = (await _frame(ws)).split("\n")
-                result = json.loads(lines[-1] if len(lines) > 1 else await _frame(ws))
-                return {
-                    "duration_s": float(result["duration_s"]),
-                    "server_cpu_s": server.cpu() - cpu,
-                }
+        await server.ended(run_id)
+        figures = _cpu_since(server, cpu)
+        await ws.send_message(json.dumps({"type": "subscribe", "run_id": run_id}))
+        lines = (await _frame(ws)).split("\n")
+        result = json.loads(lines[-1] if len(lines) > 1 else await _frame(ws))
+    return {"duration_s": float(result["duration_s"]), **figures}
 
 
 async def _watched(server: _Server, clients: int) -> dict[str, Any]:
-    """A run C clients watch from its start: its duration, the server's and the clients' CPU
-    seconds, and every line's latency."""
+    """A run C clients watch from its start: its duration, the server's CPU seconds (from its
+    start to its end, once every client has its ``result`` line, before they disconnect:
+    connecting and leaving are not watching), the clients' CPU seconds, and every line's
+    latency."""
     frames: list[_Frame] = []
     run_id: list[str] = []
     known = trio.Event()
     ready = 0
     all_ready = trio.Event()
     results: list[str] = []
+    all_done = trio.Event()
     cpu: list[float] = []
+    server_cpu: list[tuple[float, float]] = []
 
     async def client(index: int) -> None:
         nonlocal ready
@@ -237,7 +272,8 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
                 all_ready.set()
             if index == 0:
                 await all_ready.wait()
-                cpu.extend((server.cpu(), time.process_time()))
+                server_cpu.append(server.cpu_split())
+                cpu.append(time.process_time())
                 start = {"type": "start_run", "task": "Name three uses of a paperclip"}
                 await ws.send_message(json.dumps(start))
                 frame = await _frame(ws)
@@ -251,19 +287,26 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
                 assert snapshot is not None, "the first frame after subscribe is a snapshot"
                 first_seq = int(snapshot.group(1))  # (the rest is a view of 1,000 agents)
             results.append(await _until_result(ws, frames, first_seq))
+            if len(results) == clients:
+                await server.ended(run_id[0])
+                server_cpu.append(server.cpu_split())
+                cpu.append(time.process_time())
+                all_done.set()
+            await all_done.wait()
 
     async with trio.open_nursery() as nursery:
         for index in range(clients):
             nursery.start_soon(client, index)
-    server_cpu, client_cpu = server.cpu() - cpu[0], time.process_time() - cpu[1]
     if len(set(results)) != 1:
         raise SystemExit("the clients got different result lines")
     origin = max(frame.origin for frame in frames)  # ``time`` is cut to the millisecond
     latencies = sorted(latency for frame in frames for latency in frame.latencies(origin))
     return {
         "duration_s": float(json.loads(results[0])["duration_s"]),
-        "server_cpu_s": server_cpu,
-        "client_cpu_s": client_cpu,
+        "server_cpu_s": sum(server_cpu[1]) - sum(server_cpu[0]),
+        "server_user_s": server_cpu[1][0] - server_cpu[0][0],
+        "server_system_s": server_cpu[1][1] - server_cpu[0][1],
+        "client_cpu_s": cpu[1] - cpu[0],
         "lines": len(latencies),
         "frames": len(frames),
         "p50_ms": 1000 * latencies[len(latencies) // 2],
@@ -273,12 +316,39 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
     }
 
 
-async def _measure(server: _Server, clients: int, repeats: int) -> dict[str, Any]:
+_BUSY = (
+    "import os\n"
+    "os.sched_setaffinity(0, {%d})\n"
+    "while True:\n"
+    "    [str(i) * 20 for i in range(20000)]\n"
+)
+"""A process that keeps one core busy, allocating as the clients do."""
+
+
+async def _alone_beside_busy_core(server: _Server, core: int) -> dict[str, Any]:
+    """A run nobody watches while another process keeps ``core`` (the clients' core) busy:
+    what the server pays when the clients' core is taken, without a single watcher (the
+    machine's other work then runs on the server's core instead)."""
+    busy = await trio.lowlevel.open_process([sys.executable, "-c", _BUSY % core])
+    try:
+        return await _alone(server)
+    finally:
+        busy.kill()
+        with trio.CancelScope(shield=True):
+            await busy.wait()
+
+
+async def _measure(
+    server: _Server, clients: int, repeats: int, busy_core: int | None
+) -> dict[str, Any]:
     alone: list[dict[str, Any]] = []
     watched: list[dict[str, Any]] = []
+    busy: list[dict[str, Any]] = []
     for _ in range(repeats):
         alone.append(await _alone(server))
         watched.append(await _watched(server, clients))
+        if busy_core is not None:
+            busy.append(await _alone_beside_busy_core(server, busy_core))
 
     def median(runs: list[dict[str, Any]], key: str) -> float:
         return statistics.median(float(run[key]) for run in runs)
@@ -296,10 +366,19 @@ async def _measure(server: _Server, clients: int, repeats: int) -> dict[str, Any
         ],
         "alone_server_cpu_s": median(alone, "server_cpu_s"),
         "watched_server_cpu_s": median(watched, "server_cpu_s"),
+        "server_cpu_overhead_pct": 100
+        * (median(watched, "server_cpu_s") / median(alone, "server_cpu_s") - 1),
+        "alone_server_user_s": median(alone, "server_user_s"),
+        "watched_server_user_s": median(watched, "server_user_s"),
+        "alone_server_system_s": median(alone, "server_system_s"),
+        "watched_server_system_s": median(watched, "server_system_s"),
         "client_cpu_s": median(watched, "client_cpu_s"),
         "p50_ms": median(watched, "p50_ms"),
         "p99_ms": median(watched, "p99_ms"),
         "frames": median(watched, "frames"),
+        "busy_core": busy,
+        "busy_core_server_cpu_s": median(busy, "server_cpu_s") if busy else None,
+        "busy_core_duration_s": median(busy, "duration_s") if busy else None,
     }
 
 
@@ -321,6 +400,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the clients on the last core only and the server on the others (the "
         "clients stand for other machines: this keeps them off the server's core)",
     )
+    parser.add_argument(
+        "--busy-control",
+        action="store_true",
+        help="also run, in each repeat, a run nobody watches while a process keeps the "
+        "clients' core (the last) busy: what taking that core costs the server without a "
+        "watcher",
+    )
     parser.add_argument("--json", default="bench-results/serve_bench.json", metavar="PATH")
     args = parser.parse_args(argv)
     problem = check_report_path(args.json)
@@ -340,7 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             os.sched_setaffinity(server.process.pid, server_cores)
             os.sched_setaffinity(0, {client_core})
         try:
-            figures = trio.run(_measure, server, args.clients, args.repeats)
+            busy_core = max(os.sched_getaffinity(0)) if args.busy_control else None
+            figures = trio.run(_measure, server, args.clients, args.repeats, busy_core)
         finally:
             server.stop()
     load_after = os.getloadavg()
@@ -368,6 +455,36 @@ def main(argv: list[str] | None = None) -> int:
             f"server CPU per run, {args.clients} clients (median s)",
             f"{figures['watched_server_cpu_s']:.2f}",
         ),
+        (
+            "server CPU overhead (median watched / median alone)",
+            f"{figures['server_cpu_overhead_pct']:+.1f} %",
+        ),
+        (
+            "server CPU per run, user / system: no clients (median s)",
+            f"{figures['alone_server_user_s']:.2f} / {figures['alone_server_system_s']:.2f}",
+        ),
+        (
+            f"server CPU per run, user / system: {args.clients} clients (median s)",
+            f"{figures['watched_server_user_s']:.2f} / {figures['watched_server_system_s']:.2f}",
+        ),
+        (
+            "server CPU per run, each repeat: no clients / clients (s)",
+            ", ".join(
+                f"{a['server_cpu_s']:.2f}/{w['server_cpu_s']:.2f}"
+                for a, w in zip(figures["alone"], figures["watched"], strict=True)
+            ),
+        ),
+        *(
+            [
+                (
+                    "control: no clients, their core kept busy: run (median s), server CPU (s)",
+                    f"{figures['busy_core_duration_s']:.2f}, "
+                    f"{figures['busy_core_server_cpu_s']:.2f}",
+                )
+            ]
+            if figures["busy_core"]
+            else []
+        ),
         (f"clients' CPU per run, all {args.clients} (median s)", f"{figures['client_cpu_s']:.2f}"),
         ("lines delivered per watched run (all clients)", f"{watched['lines']:,}"),
         ("frames delivered per watched run (all clients)", f"{figures['frames']:,.0f}"),
@@ -392,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
             "client_read_bytes": _READ_BYTES,
             "client_nice": args.client_nice,
             "separate_cores": args.separate_cores,
+            "busy_control": args.busy_control,
         },
         "figures": figures,
         "target_overhead_pct": TARGET_OVERHEAD_PCT,

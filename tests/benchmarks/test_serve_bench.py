@@ -32,7 +32,22 @@ def test_a_tiny_run_delivers_every_line_to_every_client_and_reports_the_overhead
     assert (report["filed_overhead_pct"], report["target_overhead_pct"]) == (85, 10)
     printed = capsys.readouterr().out
     assert "fan-out latency p50 (ms)" in printed
+    assert "server CPU overhead (median watched / median alone)" in printed
     assert "+85 %, <= 10 % with clients on other cores" in printed
+
+
+def test_the_servers_cpu_is_split_into_its_own_code_and_the_kernels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "serve.json"
+    argv = ["--agents", "10", "--clients", "2", "--repeats", "1", "--json", str(out)]
+
+    assert serve_bench.main(argv) == 0
+
+    figures = json.loads(out.read_text())["figures"]
+    for run in (*figures["alone"], *figures["watched"]):
+        assert run["server_cpu_s"] == pytest.approx(run["server_user_s"] + run["server_system_s"])
+    assert "server CPU per run, user / system: 2 clients" in capsys.readouterr().out
 
 
 def test_separate_cores_keeps_the_clients_off_the_servers_cores(tmp_path: Path) -> None:
@@ -53,3 +68,18 @@ def test_separate_cores_keeps_the_clients_off_the_servers_cores(tmp_path: Path) 
     assert report["parameters"]["separate_cores"] is True
     assert report["figures"]["watched"][0]["clients_done"] == 3
     assert re.search(r"clients on a core of their own +\| yes", done.stdout)
+
+
+def test_the_busy_control_runs_an_unwatched_run_beside_a_busy_core_in_every_repeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "serve.json"
+    argv = ["--agents", "10", "--clients", "2", "--repeats", "2", "--busy-control"]
+
+    assert serve_bench.main([*argv, "--json", str(out)]) == 0
+
+    report = json.loads(out.read_text())
+    assert report["parameters"]["busy_control"] is True
+    assert len(report["figures"]["busy_core"]) == 2
+    assert report["figures"]["busy_core_server_cpu_s"] > 0
+    assert "control: no clients, their core kept busy" in capsys.readouterr().out
