@@ -323,12 +323,11 @@ class Router:
             self.after_delivery(envelope)
 
     def release(self) -> None:
-        """The system is shut down for good (:attr:`closed`): drop the callbacks into it and
-        its nursery. They are the system's own bound methods and the system holds this
-        router, so kept they would leave the pair (and every rule, fact and tap they reach)
-        in a reference cycle for the garbage collector to find."""
+        """The system is shut down for good (:attr:`closed`): drop the callbacks into it.
+        They are the system's own bound methods and the system holds this router, so kept
+        they would leave the pair (and every rule, fact and tap they reach) in a reference
+        cycle for the garbage collector to find."""
         self._record = self._dead_letter = self._fail_ask = _system_closed
-        self.nursery = None
 
     def drop_held(self) -> None:
         """Dead-letter everything held (the system is shutting down)."""

@@ -235,8 +235,6 @@ class Supervisor:
         left in cycles for the garbage collector (0.5-0.75 s per pass in a process that had
         run ten 1,000-agent runs)."""
         self._children.clear()
-        self._ids.clear()
-        self._queued_starts = 0
         self._record = None
         while True:
             try:
