@@ -8,7 +8,7 @@ import trio
 
 from conclave.runtime import MailboxSpec, SupervisorSpec, open_actor_system
 from tests.cyclic_garbage import collector_paused, cyclic_garbage
-from tests.runtime.helpers import Journal, Note, addr, worker
+from tests.runtime.helpers import Crash, Journal, Note, addr, worker
 
 RUNTIME_CLASSES = {
     "conclave.runtime.system.ActorSystem",
@@ -43,3 +43,21 @@ async def test_a_closed_system_leaves_no_runtime_object_in_a_reference_cycle(
         garbage = cyclic_garbage()
 
     assert not RUNTIME_CLASSES & garbage.keys(), garbage.most_common(20)
+
+
+async def _system_whose_actor_crashed_and_restarted() -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(Journal()))
+        await system.tell(addr("a"), Crash())
+        await trio.sleep(0.1)
+
+
+async def test_a_crash_leaves_no_runtime_object_in_a_reference_cycle_with_its_traceback(
+    autojump_clock: object,
+) -> None:
+    with collector_paused():
+        await _system_whose_actor_crashed_and_restarted()
+        garbage = cyclic_garbage()
+
+    assert not RUNTIME_CLASSES & garbage.keys(), garbage.most_common(20)
+    assert garbage["builtins.RuntimeError"] == 0
