@@ -21,6 +21,7 @@ __all__ = [
     "check_report_path",
     "measure_and_report",
     "positive_int",
+    "positive_ints",
     "write_report",
 ]
 
@@ -152,6 +153,19 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
+
+
+def positive_ints(text: str) -> list[int]:
+    """An argparse type: whole numbers of at least 1, separated by commas (``1,10,100``)."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole numbers separated by commas, like 1,10,100, got {text!r}"
+        ) from None
+    if any(value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
+    return values
 
 
 def measure_and_report(

@@ -37,6 +37,7 @@ from conclave.actors.loop import LoopBudget, Transcript
 from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.report import PaorEnd
 from conclave.actors.tools.protocol import ToolResult
+from conclave.benchmarks.bench_args import positive_ints
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema import PaorConfig
 
@@ -161,21 +162,9 @@ def format_report(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected whole numbers like 15,100, got {text!r}"
-        ) from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
-    return values
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paor_bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=_counts, default=[15, 100], metavar="N[,N...]")
+    p.add_argument("--iterations", type=positive_ints, default=[15, 100], metavar="N[,N...]")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--json", default="bench-results/paor_bench.json", metavar="PATH")
     return p

@@ -44,7 +44,7 @@ from conclave.actors.paor.report import PaorEnd, PaorOutcome
 from conclave.actors.paor.subagent_prompts import read_subtask
 from conclave.actors.paor.subagents import SubAgents, SubAgentSetup
 from conclave.actors.tools.protocol import ToolResult
-from conclave.benchmarks.bench_args import measure_and_report, positive_int
+from conclave.benchmarks.bench_args import measure_and_report, positive_int, positive_ints
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema import PaorConfig
 from conclave.runtime import Actor, ActorContext, Address, Envelope, open_actor_system
@@ -276,18 +276,6 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected whole numbers like 1,10,100, got {text!r}"
-        ) from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
-    return values
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -301,7 +289,7 @@ def _seconds(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="subagent_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--subagents", type=positive_int, default=100, metavar="N")
-    p.add_argument("--waves", type=_counts, default=[1, 10, 100], metavar="W[,W...]")
+    p.add_argument("--waves", type=positive_ints, default=[1, 10, 100], metavar="W[,W...]")
     p.add_argument("--latency", type=_seconds, default=0.01, metavar="S")
     p.add_argument("--repeats", type=positive_int, default=5, metavar="R")
     p.add_argument("--json", default="bench-results/subagent_bench.json", metavar="PATH")

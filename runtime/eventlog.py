@@ -91,7 +91,15 @@ from conclave.runtime.codec import (
     json_line,
 )
 from conclave.runtime.eventlog_texts import TEXTS_KEY, TextError, TextReader, TextWriter
-from conclave.runtime.events import EVENT_LOG_FORMAT, Delivered, Event, Held, LogOpened, Redirected
+from conclave.runtime.events import (
+    EVENT_LOG_FORMAT,
+    Delivered,
+    Event,
+    Held,
+    LogOpened,
+    Redirected,
+    Released,
+)
 from conclave.runtime.messages import Address, Envelope, find_message_class
 
 __all__ = [
@@ -414,17 +422,18 @@ class JsonlEventLog:
             known = self._older.get(key) or self._held.get(key)
         referred = known is not None and (known is recipient or known == recipient)
         data: dict[str, Any]
-        if cls is Delivered:
-            # Written out: nearly half a run's events are deliveries (a spec holds these
-            # equal to the codec's encoding, which takes twice as long).
+        written_out = _WRITTEN_OUT.get(cls)
+        if written_out is not None:
+            # Written out: deliveries are nearly half a run's events, and every held message
+            # is logged held then released (a spec holds these equal to the codec's
+            # encoding, which takes two to five times as long).
+            data = {"kind": written_out, "at": encode_float(event.at)}
+            if not referred:
+                data["envelope"] = encode_envelope(envelope)
+            if cls is Held:
+                data["reason"] = event.reason  # type: ignore[attr-defined]
             if referred:
-                data = {"kind": _DELIVERED, "at": encode_float(event.at), "envelope_ref": key}
-            else:
-                data = {
-                    "kind": _DELIVERED,
-                    "at": encode_float(event.at),
-                    "envelope": encode_envelope(envelope),
-                }
+                data["envelope_ref"] = key  # last, where the codec's encoding puts it
         elif referred:
             data = encode_without(event, "envelope")
             data["envelope_ref"] = key
@@ -526,7 +535,8 @@ def _describe(exc: BaseException) -> str:
 
 
 _CARRIES_ENVELOPE: dict[type[Event], bool] = {}
-_DELIVERED = Delivered.kind
+_WRITTEN_OUT: dict[type[Event], str] = {cls: cls.kind for cls in (Delivered, Held, Released)}
+"""Envelope events whose lines :meth:`JsonlEventLog._encode_mention` builds itself."""
 
 
 def _carries_envelope(cls: type[Event]) -> bool:

@@ -1,9 +1,10 @@
 """A benchmark's ``main`` (``measure_and_report``): a bad ``--json`` stops it before
 measuring, a report that cannot be written is said with exit 1 and the table still printed,
-and a missed target exits 1."""
+and a missed target exits 1; the argument types say what they expected."""
 
 from __future__ import annotations
 
+import argparse
 import errno
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from conclave.benchmarks import bench_args
-from conclave.benchmarks.bench_args import measure_and_report
+from conclave.benchmarks.bench_args import measure_and_report, positive_ints
 
 
 def _table(report: dict[str, Any]) -> str:
@@ -57,3 +58,16 @@ def test_a_written_report_exits_by_whether_its_target_was_met(tmp_path: Path) ->
     assert measure_and_report(str(out), lambda: {"figure": 1}, _table) == 0
     assert out.read_text() == '{\n  "figure": 1\n}\n'
     assert measure_and_report(str(out), lambda: {"figure": 2}, _table, met=lambda r: False) == 1
+
+
+def test_a_list_of_counts_is_whole_numbers_separated_by_commas() -> None:
+    assert positive_ints("1,10,100") == [1, 10, 100]
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("1;10", "separated by commas"), ("1,x", "separated by commas"), ("5,0", ">= 1")],
+)
+def test_a_bad_list_of_counts_says_what_was_expected(given: str, said: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=said):
+        positive_ints(given)
