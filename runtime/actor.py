@@ -248,9 +248,7 @@ async def run_incarnation(
                 context._close_children(children_bound)
         ending = "stopped"
     except BaseException as exc:
-        crash = _crash_in(exc)
-        if crash is not None:
-            ending = f"crashed ({type(crash).__name__}: {crash})"
+        ending = _ending_of(exc)
         raise
     finally:
         if mailbox.reader is task:
@@ -270,6 +268,14 @@ async def _teardown(context: ActorContext, bound: float, *, raise_on_timeout: bo
         await context.exit_stack.aclose()
     if scope.cancelled_caught and raise_on_timeout:
         raise TeardownTimeout(context.address, context.incarnation, bound)
+
+
+def _ending_of(exc: BaseException) -> str:
+    """How an incarnation that raised ``exc`` ended. A function of its own so the crash is
+    never a local of :func:`run_incarnation`, whose frame its traceback holds: that cycle
+    would keep the incarnation (and the system its frame reaches) for the collector."""
+    crash = _crash_in(exc)
+    return "was cancelled" if crash is None else f"crashed ({type(crash).__name__}: {crash})"
 
 
 def _crash_in(exc: BaseException) -> BaseException | None:

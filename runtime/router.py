@@ -322,6 +322,13 @@ class Router:
         if not box.was_drained(envelope):  # else its actor retired and dead-lettered it
             self.after_delivery(envelope)
 
+    def release(self) -> None:
+        """The system is shut down for good (:attr:`closed`): drop the callbacks into it.
+        They are the system's own bound methods and the system holds this router, so kept
+        they would leave the pair (and every rule, fact and tap they reach) in a reference
+        cycle for the garbage collector to find."""
+        self._record = self._dead_letter = self._fail_ask = _system_closed
+
     def drop_held(self) -> None:
         """Dead-letter everything held (the system is shutting down)."""
         for item in self._held.values():
@@ -330,6 +337,11 @@ class Router:
         self._held.clear()
         self._held_watching.clear()
         self._held_on_any_change.clear()
+
+
+def _system_closed(*_: object) -> None:
+    """The callbacks of a released router: nothing is routed once the system is closed."""
+    raise SystemClosed("the actor system is shut down")
 
 
 _DELIVER = Deliver()

@@ -227,6 +227,21 @@ class Supervisor:
                 if item.spec.retire is not None:
                     item.spec.retire()
 
+    def release(self) -> None:
+        """Forget every child and every queued request, and stop recording: called once the
+        system that owns this supervisor has shut down for good. Children's specs close over
+        the system (which holds this supervisor) and over their actors' state; released,
+        a run's whole tree is freed by reference counting as soon as it is dropped, rather than
+        left in cycles for the garbage collector (0.5-0.75 s per pass in a process that had
+        run ten 1,000-agent runs)."""
+        self._children.clear()
+        self._record = None
+        while True:
+            try:
+                self._control_receive.receive_nowait()
+            except trio.WouldBlock:
+                return
+
     async def terminate_child(self, child_id: str) -> None:
         """Stop a child gracefully (within its shutdown timeout) and forget it."""
         done = trio.Event()

@@ -310,11 +310,16 @@ class ActorSystem(Asks):
         )
 
     def _close(self) -> None:
-        """Dead-letter whatever is still queued or held: nothing vanishes silently."""
+        """Dead-letter whatever is still queued or held: nothing vanishes silently. Then
+        release the supervisors and the router, whose references back to this system would
+        otherwise keep the whole run (actors, their state, the taps) in reference cycles."""
         self._router.drop_held()
         for address in list(self._mailboxes):
             self._retire(address)
         self._router.closed = True
+        self._router.release()
+        for supervisor in self._supervisors:
+            supervisor.release()
 
 
 def _tap_name(tap: EventTap) -> str:

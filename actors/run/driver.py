@@ -277,6 +277,9 @@ async def _open_run(
                     handle.cancel()
                 await handle.result()
     finally:
+        # The handle holds the usage tap: kept, this back-reference would leave the pair,
+        # and the run's state they reach, in a reference cycle for the collector.
+        usage.on_budget_reached = None
         if log is not None:
             log.close()
         if transcript is not None:
