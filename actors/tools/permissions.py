@@ -54,6 +54,8 @@ _WRAPPERS = frozenset({"builtin", "command", "env", "exec", "nohup", "sudo", "ti
 """Programs that run the rest of their words as a command (their own ``-options`` and, for
 ``env``, ``NAME=value`` words skipped)."""
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+_WRITES_BY_OPTION = {"rg": ("--pre",), "tree": ("-o",)}
+"""Options that make a read-only program run another program or write a file."""
 
 
 class Verdict(enum.Enum):
@@ -80,6 +82,8 @@ def is_read_only_command(command: str) -> bool:
     except ValueError:
         return False
     if not words:
+        return False
+    if any(word.startswith(_WRITES_BY_OPTION.get(words[0], ())) for word in words[1:]):
         return False
     if words[0] == "git":
         writes_output = any(word.startswith("--output") for word in words)

@@ -172,3 +172,10 @@ def test_a_command_deny_rule_sees_through_how_the_command_is_written() -> None:
     ):
         assert _verdict(permissions, "run_shell", command=command) is Verdict.DENY, command
     assert _verdict(permissions, "run_shell", command="FOO=1 git status") is Verdict.ALLOW
+
+
+def test_read_only_programs_with_an_option_that_runs_or_writes_are_not_read_only() -> None:
+    assert not is_read_only_command("rg --pre ./convert.sh TODO")
+    assert not is_read_only_command("rg --pre=./convert.sh TODO")
+    assert not is_read_only_command("tree -o listing.txt")
+    assert is_read_only_command("rg -n TODO src")
