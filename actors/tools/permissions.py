@@ -47,8 +47,15 @@ READ_ONLY_PROGRAMS = frozenset(
 READ_ONLY_GIT = frozenset({"status", "diff", "log", "show"})
 _SHELL_SYNTAX = frozenset(";&|<>`$(){}\n\\")
 """Any of these makes a command more than one program run plainly: it asks."""
-_COMMAND_SEPARATORS = re.compile(r"&&|\|\||[;&|\n]")
-"""Where a list or a pipeline splits into its commands."""
+_COMMAND_SEPARATORS = re.compile(r"&&|\|\||[;&|\n(){}`]")
+"""Where a list, a pipeline, a subshell, a group or a substitution splits into commands."""
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS = frozenset({"builtin", "command", "env", "exec", "nohup", "sudo", "time"})
+"""Programs that run the rest of their words as a command (their own ``-options`` and, for
+``env``, ``NAME=value`` words skipped)."""
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+_WRITES_BY_OPTION = {"rg": ("--pre",), "tree": ("-o",)}
+"""Options that make a read-only program run another program or write a file."""
 
 
 class Verdict(enum.Enum):
@@ -75,6 +82,8 @@ def is_read_only_command(command: str) -> bool:
     except ValueError:
         return False
     if not words:
+        return False
+    if any(word.startswith(_WRITES_BY_OPTION.get(words[0], ())) for word in words[1:]):
         return False
     if words[0] == "git":
         writes_output = any(word.startswith("--output") for word in words)
@@ -204,14 +213,56 @@ def _allows(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
 
 
 def _denies(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
-    """Whether deny ``rule`` refuses the call: a command pattern refuses a list or pipeline
-    holding a matching command too (``git push*`` refuses ``cd repo && git push``)."""
+    """Whether deny ``rule`` refuses the call: a command pattern refuses any command the
+    call's command holds (``git push*`` refuses ``cd repo && git push``, ``(git push)``,
+    ``echo $(git push)``), also as it runs once quoting, ``NAME=value`` words, wrappers
+    (``env``, ``command``...), a program's directory and ``sh -c`` are seen through
+    (``FOO=1 /usr/bin/git 'push'``, ``sh -c 'git push'``)."""
     if rule.matches(tool, subjects.texts, paths=subjects.paths):
         return True
     if subjects.paths or rule.pattern is None:
         return False
-    parts = (part.strip() for text in subjects.texts for part in _COMMAND_SEPARATORS.split(text))
-    return rule.matches(tool, tuple(part for part in parts if part), paths=False)
+    commands = tuple(c for text in subjects.texts for c in _commands_within(text, depth=3))
+    return rule.matches(tool, commands, paths=False)
+
+
+def _commands_within(text: str, *, depth: int) -> list[str]:
+    """The commands ``text`` runs, each as written and as its words run (see
+    :func:`_denies`); a shell's ``-c`` script is read ``depth`` levels deep."""
+    found = []
+    for part in _COMMAND_SEPARATORS.split(text):
+        part = part.strip()
+        if not part:
+            continue
+        found.append(part)
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            words = part.split()
+        words = _unwrapped(words)
+        if not words:
+            continue
+        found.append(" ".join(words))
+        script = words[2] if len(words) > 2 and words[1].startswith("-") else None
+        if words[0] in _SHELLS and script is not None and "c" in words[1] and depth > 0:
+            found += _commands_within(script, depth=depth - 1)
+        if words[0] == "eval" and depth > 0:
+            found += _commands_within(" ".join(words[1:]), depth=depth - 1)
+    return found
+
+
+def _unwrapped(words: list[str]) -> list[str]:
+    """``words`` without leading ``NAME=value`` words and wrappers, the program by its name."""
+    while words:
+        if _ASSIGNMENT.match(words[0]):
+            words = words[1:]
+        elif os.path.basename(words[0]) in _WRAPPERS:
+            words = words[1:]
+            while words and (words[0].startswith("-") or _ASSIGNMENT.match(words[0])):
+                words = words[1:]
+        else:
+            return [os.path.basename(words[0]), *words[1:]]
+    return words
 
 
 def _why(tool: str, subjects: Subjects, mode: PermissionMode) -> str:

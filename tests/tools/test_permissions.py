@@ -151,3 +151,31 @@ def test_commands_that_can_write_are_not_read_only() -> None:
     assert [c for c in writes if is_read_only_command(c)] == []
     assert is_read_only_command("git diff HEAD~1")
     assert not is_read_only_command("git diff --output=patch.txt")
+
+
+def test_a_command_deny_rule_sees_through_how_the_command_is_written() -> None:
+    permissions = _mode(PermissionMode.BYPASS, deny=("run_shell(git push*)",))
+    for command in (
+        "FOO=1 git push",
+        "/usr/bin/git push origin",
+        "'git' \"push\"",
+        "git  push",
+        "env -i GIT_DIR=.git git push",
+        "command git push",
+        "sh -c 'git push'",
+        'bash -lc "cd repo && git push"',
+        "echo $(git push)",
+        "echo `git push`",
+        "(git push)",
+        "{ git push; }",
+        "eval git push",
+    ):
+        assert _verdict(permissions, "run_shell", command=command) is Verdict.DENY, command
+    assert _verdict(permissions, "run_shell", command="FOO=1 git status") is Verdict.ALLOW
+
+
+def test_read_only_programs_with_an_option_that_runs_or_writes_are_not_read_only() -> None:
+    assert not is_read_only_command("rg --pre ./convert.sh TODO")
+    assert not is_read_only_command("rg --pre=./convert.sh TODO")
+    assert not is_read_only_command("tree -o listing.txt")
+    assert is_read_only_command("rg -n TODO src")
