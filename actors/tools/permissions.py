@@ -4,7 +4,8 @@ The ``permissions`` config section (:mod:`config.schema.permissions`) and what a
 allowed for the session decide, in this order: a ``deny`` rule refuses (in every mode); a
 read-only tool runs; an ``allow`` rule or a session allowance lets the call run; ``bypass``
 lets everything run; ``accept-edits`` lets file writes run (inside the plan's declared files
-when an executing plan declares them); a read-only shell command (``git status``, ``ls``)
+when an executing plan declares them; never git's own files, which can make a read-only git
+command run a program); a read-only shell command (``git status``, ``ls``)
 runs; everything else asks. Pure: the asking is :mod:`actors.human.tool_approval`'s.
 """
 
@@ -54,6 +55,10 @@ _WRAPPERS = frozenset({"builtin", "command", "env", "exec", "nohup", "sudo", "ti
 """Programs that run the rest of their words as a command (their own ``-options`` and, for
 ``env``, ``NAME=value`` words skipped)."""
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+_GIT_CONTROL_FILES = frozenset({".gitattributes", ".gitconfig"})
+"""With anything under a ``.git`` directory: files that can make a read-only git command run a
+program (``core.fsmonitor`` runs on ``git status``; a diff driver or ``textconv`` on ``git
+diff``, ``log`` and ``show``), so writing one is never just an edit."""
 _WRITES_BY_OPTION = {"rg": ("--pre",), "tree": ("-o",)}
 """Options that make a read-only program run another program or write a file."""
 
@@ -184,6 +189,12 @@ class Permissions:
         if self.mode is PermissionMode.BYPASS:
             return Ruling(verdict=Verdict.ALLOW)
         if self.mode is PermissionMode.ACCEPT_EDITS and tool in FILE_EDITS:
+            if _controls_git(subjects):
+                return Ruling(
+                    verdict=Verdict.ASK,
+                    reason=f"{tool} writes {subjects.shown}, which can make read-only git "
+                    "commands run programs",
+                )
             if self.declared_files is None or self._declared(subjects):
                 return Ruling(verdict=Verdict.ALLOW)
             return Ruling(
@@ -198,6 +209,14 @@ class Permissions:
     def _declared(self, subjects: Subjects) -> bool:
         declared = {os.path.normpath(path) for path in self.declared_files or ()}
         return any(os.path.normpath(text) in declared for text in subjects.texts)
+
+
+def _controls_git(subjects: Subjects) -> bool:
+    for text in subjects.texts:
+        parts = Path(text).parts
+        if ".git" in parts[:-1] or (parts and parts[-1] in _GIT_CONTROL_FILES):
+            return True
+    return False
 
 
 def _allows(rule: ToolRule, tool: str, subjects: Subjects) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conclave.actors.tools.permissions import (
     Permissions,
     SessionAllowances,
@@ -83,6 +85,21 @@ def test_accept_edits_asks_before_writing_a_file_the_plan_does_not_declare() -> 
     permissions = Permissions(mode=PermissionMode.ACCEPT_EDITS, declared_files=("src/a.py",))
     assert _verdict(permissions, "write_file", path="./src/a.py") is Verdict.ALLOW
     assert _verdict(permissions, "write_file", path="src/b.py") is Verdict.ASK
+
+
+@pytest.mark.parametrize(
+    "path", [".git/config", "repo/.git/hooks/x", ".gitattributes", "/work/space/sub/.gitattributes"]
+)
+def test_accept_edits_asks_before_writing_a_file_that_can_make_git_run_a_program(
+    path: str,
+) -> None:
+    # core.fsmonitor runs on `git status`, a textconv driver on `git diff`: both read-only.
+    assert _verdict(EDITS, "write_file", path=path) is Verdict.ASK
+
+
+def test_accept_edits_lets_a_file_merely_named_like_git_be_written() -> None:
+    assert _verdict(EDITS, "write_file", path="docs/git.md") is Verdict.ALLOW
+    assert _verdict(EDITS, "write_file", path=".github/workflows/ci.yml") is Verdict.ALLOW
 
 
 def test_a_read_only_shell_command_does_not_ask() -> None:
