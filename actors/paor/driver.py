@@ -202,7 +202,11 @@ class PaorLoop:
                 machine.move(PaorPhase.REFLECTING)
                 reflection = await self._reflect(transcript)
                 self._reflections.append(reflection)
-                self._bring_in(transcript)  # one that came during the reflection still counts
+                if machine.iteration < self._settings.max_iterations:
+                    # One that came during the reflection still counts. On the last
+                    # iteration no plan is left to follow it: it stays in the box for the
+                    # agent's next PAOR round (or is reported unused), rather than taken here.
+                    self._bring_in(transcript)
                 if reflection.goal_achieved and not self._corrected:
                     machine.move(PaorPhase.COMPLETE)
                     return self._outcome(PaorEnd.GOAL_ACHIEVED)

@@ -315,3 +315,17 @@ async def test_questions_do_not_take_a_round_past_its_iterations(
     outcome = await loop.run(_transcript())
     assert outcome.end is PaorEnd.MAX_ITERATIONS
     assert moves[-1] == (P.AWAITING_USER, P.FAILED, 2)
+
+
+async def test_a_correction_during_the_last_reflection_is_left_for_the_agents_next_round(
+    autojump_clock: MockClock,
+) -> None:
+    queued = ["search only in src/utils"]
+
+    def corrections(iteration: int, step: int) -> list[str]:
+        return [queued.pop()] if step >= 4 and queued else []  # after the reflection
+
+    loop, _, _, _ = _loop(iteration(nxt="edit"), corrections=corrections, max_iterations=1)
+    outcome = await loop.run(_transcript())
+    assert outcome.end is PaorEnd.MAX_ITERATIONS
+    assert queued == ["search only in src/utils"]
