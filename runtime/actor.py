@@ -188,9 +188,9 @@ async def run_incarnation(
     A graceful stop wakes the wait for more mail (:meth:`Mailbox.wake`) and never
     interrupts a handler in progress; only a hard cancel (shutdown timeout) does that.
 
-    However it ends, its children (:meth:`ActorContext.children`) are stopped before its
-    background work is, the asks it took and did not answer fail (:class:`CalleeStopped`),
-    then its teardown hooks run (:meth:`ActorContext.on_teardown`) within
+    However it ends, its children (:meth:`ActorContext.children`) are stopped while its
+    background work is cancelled (both after ``stopping()`` on a graceful stop), the asks it
+    took and did not answer fail (:class:`CalleeStopped`), then its teardown hooks run (:meth:`ActorContext.on_teardown`) within
     ``teardown_timeout``. After a crash or a cancellation the children's stop is bounded by
     ``teardown_timeout`` too; after a graceful stop each child has its own shutdown timeout.
     """
