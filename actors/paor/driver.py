@@ -175,6 +175,10 @@ class PaorLoop:
         self._plans = list(earlier.plans)
         self._reflections = list(earlier.reflections)
         self._observations = list(earlier.observations)
+        if earlier.iterations >= self._settings.max_iterations:
+            # Resumed after its last iteration asked the user: the answer would have ended
+            # the round there (see _iterate), so it ends here, with no iteration past it.
+            return self._outcome(PaorEnd.MAX_ITERATIONS)
         seconds = math.inf if self._seconds is None else self._seconds
         self._deadline = trio.current_time() + seconds
         with trio.move_on_at(self._deadline):
