@@ -193,8 +193,10 @@ class PaorLoop:
             while True:
                 machine.move(PaorPhase.PLANNING)
                 self._bring_in(transcript)
-                self._corrected = False
                 self._plans.append(await self._plan(transcript))
+                # The accepted plan was made with every correction brought in so far in view
+                # (one that came while planning too: it entered before the plan's call).
+                self._corrected = False
                 machine.move(PaorPhase.ACTING)
                 await self._act(transcript)
                 machine.move(PaorPhase.OBSERVING)

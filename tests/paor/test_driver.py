@@ -356,3 +356,19 @@ async def test_a_round_resumed_after_its_last_iteration_asked_ends_at_max_iterat
     outcome = await loop.run(_paused_on_a_question_in_iteration_1())
     assert (outcome.end, outcome.iterations) == (PaorEnd.MAX_ITERATIONS, 1)
     assert backend.requests == [] and moves == []
+
+
+async def test_a_correction_that_comes_while_planning_is_followed_by_that_plan(
+    autojump_clock: MockClock,
+) -> None:
+    queued = ["search only in src/utils"]
+
+    def corrections(iteration: int, step: int) -> list[str]:
+        return [queued.pop()] if step == 1 and queued else []  # after a refused plan
+
+    replies = [plan("grep"), *iteration(achieved=True)]
+    loop, backend, _, _ = _loop(replies, corrections=corrections)
+    outcome = await loop.run(_transcript())
+    assert "- search only in src/utils" in backend.requests[1].messages[-1].content
+    # The accepted plan was made with the correction in view: the round may complete.
+    assert (outcome.end, outcome.iterations) == (PaorEnd.GOAL_ACHIEVED, 1)
