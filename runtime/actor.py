@@ -51,6 +51,8 @@ class ActorContext:
         self._nursery = nursery
         self._stop = stop
         self._children: Children | None = None
+        self._children_bound: float | None = None
+        """Set once the incarnation ends: how long its children's stop may take."""
         self.exit_stack = contextlib.AsyncExitStack()
         """Closed when this incarnation ends, however it ends (see :meth:`on_teardown`).
         Enter containers, subprocesses and other resources the incarnation owns here."""
@@ -101,7 +103,8 @@ class ActorContext:
         it; their arguments are ignored): child actors spawned through it are stopped and
         retired when this incarnation ends, however it ends, and each exit of a child on its
         own is reported to ``on_exit`` (see :mod:`runtime.children`). Its restarts escalated
-        crash this incarnation."""
+        crash this incarnation. Opened first while this incarnation ends (by work unwinding
+        from its cancellation), it is closed already: a spawn raises ``RuntimeError``."""
         if self._children is None:
             self._children = Children(
                 self._system,
@@ -110,9 +113,14 @@ class ActorContext:
                 self._nursery,
                 on_exit,
             )
+            if self._children_bound is not None:
+                # First opened by work unwinding as the incarnation ends: closed at once, or
+                # its shielded supervisor would keep the incarnation from ever ending.
+                self._children.close(bound=self._children_bound)
         return self._children
 
     def _close_children(self, bound: float) -> None:
+        self._children_bound = bound
         if self._children is not None:
             self._children.close(bound=bound)
 
@@ -188,11 +196,12 @@ async def run_incarnation(
     A graceful stop wakes the wait for more mail (:meth:`Mailbox.wake`) and never
     interrupts a handler in progress; only a hard cancel (shutdown timeout) does that.
 
-    However it ends, its children (:meth:`ActorContext.children`) are stopped before its
-    background work is, the asks it took and did not answer fail (:class:`CalleeStopped`),
-    then its teardown hooks run (:meth:`ActorContext.on_teardown`) within
-    ``teardown_timeout``. After a crash or a cancellation the children's stop is bounded by
-    ``teardown_timeout`` too; after a graceful stop each child has its own shutdown timeout.
+    However it ends, its children (:meth:`ActorContext.children`) are stopped while its
+    background work is cancelled (both after ``stopping()`` on a graceful stop), the asks it
+    took and did not answer fail (:class:`CalleeStopped`), then its teardown hooks run
+    (:meth:`ActorContext.on_teardown`) within ``teardown_timeout``. After a crash or a
+    cancellation the children's stop is bounded by ``teardown_timeout`` too; after a
+    graceful stop each child has its own shutdown timeout.
     """
     stop.on_request(mailbox.wake)
     task = trio.lowlevel.current_task()

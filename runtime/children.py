@@ -111,10 +111,6 @@ class Children:
             nursery.start_soon(first, partial(self.supervisor.terminate_child, str(address)))
             nursery.start_soon(first, self.closed.wait)
 
-    def which_children(self) -> list[str]:
-        """The current children's addresses, as strings, in start order."""
-        return self.supervisor.which_children()
-
     def close(self, *, bound: float = math.inf) -> None:
         """Stop every child (the owning incarnation ends); returns at once.
 

@@ -175,6 +175,10 @@ class PaorLoop:
         self._plans = list(earlier.plans)
         self._reflections = list(earlier.reflections)
         self._observations = list(earlier.observations)
+        if earlier.iterations >= self._settings.max_iterations:
+            # Resumed after its last iteration asked the user: the answer would have ended
+            # the round there (see _iterate), so it ends here, with no iteration past it.
+            return self._outcome(PaorEnd.MAX_ITERATIONS)
         seconds = math.inf if self._seconds is None else self._seconds
         self._deadline = trio.current_time() + seconds
         with trio.move_on_at(self._deadline):
@@ -189,8 +193,10 @@ class PaorLoop:
             while True:
                 machine.move(PaorPhase.PLANNING)
                 self._bring_in(transcript)
-                self._corrected = False
                 self._plans.append(await self._plan(transcript))
+                # The accepted plan was made with every correction brought in so far in view
+                # (one that came while planning too: it entered before the plan's call).
+                self._corrected = False
                 machine.move(PaorPhase.ACTING)
                 await self._act(transcript)
                 machine.move(PaorPhase.OBSERVING)
@@ -202,7 +208,11 @@ class PaorLoop:
                 machine.move(PaorPhase.REFLECTING)
                 reflection = await self._reflect(transcript)
                 self._reflections.append(reflection)
-                self._bring_in(transcript)  # one that came during the reflection still counts
+                if machine.iteration < self._settings.max_iterations:
+                    # One that came during the reflection still counts. On the last
+                    # iteration no plan is left to follow it: it stays in the box for the
+                    # agent's next PAOR round (or is reported unused), rather than taken here.
+                    self._bring_in(transcript)
                 if reflection.goal_achieved and not self._corrected:
                     machine.move(PaorPhase.COMPLETE)
                     return self._outcome(PaorEnd.GOAL_ACHIEVED)

@@ -174,7 +174,7 @@ class SubAgent(Actor):
             observer=setup.observer,
             delegate=delegate,
             tokens=task.budget.tokens,
-            seconds=task.budget.seconds,
+            seconds=_seconds_left(task.budget, memory.started),
         )
         outcome = await loop.run(transcript)
         seconds = trio.current_time() - memory.started
@@ -304,6 +304,15 @@ class SubAgents:
                 continue
             assert isinstance(done, SubTaskDone)
             return attrs.evolve(done.report, crashes=crashes)
+
+
+def _seconds_left(budget: Budget, started: float) -> float | None:
+    """What is left of a sub-agent's wall-time share: a restarted one goes on from its
+    transcript, so the time its crashed incarnations took counts (its tokens are in the
+    transcript and count already)."""
+    if budget.seconds is None:
+        return None
+    return max(0.0, budget.seconds - (trio.current_time() - started))
 
 
 def _crashed(

@@ -315,3 +315,60 @@ async def test_questions_do_not_take_a_round_past_its_iterations(
     outcome = await loop.run(_transcript())
     assert outcome.end is PaorEnd.MAX_ITERATIONS
     assert moves[-1] == (P.AWAITING_USER, P.FAILED, 2)
+
+
+async def test_a_correction_during_the_last_reflection_is_left_for_the_agents_next_round(
+    autojump_clock: MockClock,
+) -> None:
+    queued = ["search only in src/utils"]
+
+    def corrections(iteration: int, step: int) -> list[str]:
+        return [queued.pop()] if step >= 4 and queued else []  # after the reflection
+
+    loop, _, _, _ = _loop(iteration(nxt="edit"), corrections=corrections, max_iterations=1)
+    outcome = await loop.run(_transcript())
+    assert outcome.end is PaorEnd.MAX_ITERATIONS
+    assert queued == ["search only in src/utils"]
+
+
+def _paused_on_a_question_in_iteration_1() -> Transcript:
+    """A round's transcript as a resume rebuilds it: iteration 1 asked, the user answered."""
+    messages = [ChatMessage(role="user", content="rename f to g")]
+    for reply, result in (
+        (plan("search"), "Plan accepted."),
+        (call("search", pattern="f("), "a.py:1: f()"),
+        (reflect(needs_user="which dir?"), "Noted."),
+    ):
+        messages += [reply, ChatMessage(role="tool", content=result, tool_call_id=_id(reply))]
+    messages.append(ChatMessage(role="user", content="The user answered: src"))
+    return Transcript(messages)
+
+
+def _id(reply: ChatMessage) -> str:
+    [tool_call] = reply.tool_calls
+    return tool_call.id
+
+
+async def test_a_round_resumed_after_its_last_iteration_asked_ends_at_max_iterations(
+    autojump_clock: MockClock,
+) -> None:
+    loop, backend, _, moves = _loop([], max_iterations=1)
+    outcome = await loop.run(_paused_on_a_question_in_iteration_1())
+    assert (outcome.end, outcome.iterations) == (PaorEnd.MAX_ITERATIONS, 1)
+    assert backend.requests == [] and moves == []
+
+
+async def test_a_correction_that_comes_while_planning_is_followed_by_that_plan(
+    autojump_clock: MockClock,
+) -> None:
+    queued = ["search only in src/utils"]
+
+    def corrections(iteration: int, step: int) -> list[str]:
+        return [queued.pop()] if step == 1 and queued else []  # after a refused plan
+
+    replies = [plan("grep"), *iteration(achieved=True)]
+    loop, backend, _, _ = _loop(replies, corrections=corrections)
+    outcome = await loop.run(_transcript())
+    assert "- search only in src/utils" in backend.requests[1].messages[-1].content
+    # The accepted plan was made with the correction in view: the round may complete.
+    assert (outcome.end, outcome.iterations) == (PaorEnd.GOAL_ACHIEVED, 1)

@@ -3,6 +3,8 @@ is left, is charged what they used, and its result reports usage per sub-agent."
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import trio
 from trio.testing import MockClock
@@ -13,10 +15,13 @@ from conclave.actors.paor.budget import Budget, share
 from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.report import PaorEnd, PaorOutcome
 from conclave.actors.paor.subagent_events import SubAgentStarted
+from conclave.actors.paor.subagents import SUBAGENT
+from conclave.actors.run.faults import with_faults
 from conclave.config.schema import PaorConfig
-from conclave.runtime import MemoryTap, open_actor_system
+from conclave.runtime import Address, Envelope, MemoryTap, open_actor_system
 from tests.paor.helpers import TableTools
 from tests.paor.subagent_helpers import HOST, RoleModel, delegated, host
+from tests.runtime.helpers import Crash
 
 TWO = delegated(("1", "explore:map a", []), ("2", "explore:map b", []))
 
@@ -117,3 +122,38 @@ async def test_a_loop_budgets_own_token_cap_still_holds_under_a_larger_paor_budg
 
     assert outcome.end is PaorEnd.BUDGET_SPENT
     assert "the round used 30 of its 20 tokens" in outcome.error
+
+
+class _CrashSubAgentsOnCue:
+    """A fault plan: a sub-agent crashes when it is sent ``Crash`` (mid-work)."""
+
+    def crash_during(self, actor: Address, envelope: Envelope) -> str | None:
+        crash = actor.kind == SUBAGENT and isinstance(envelope.payload, Crash)
+        return "crashed on cue" if crash else None
+
+    def crash_after(self, actor: Address, envelope: Envelope) -> str | None:
+        return None
+
+    def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
+        return None
+
+
+async def test_a_restarted_sub_agent_has_only_what_is_left_of_its_wall_time_share(
+    autojump_clock: MockClock,
+) -> None:
+    outcomes: list[PaorOutcome] = []
+    model = RoleModel(delegated(("1", "explore:map a", [])))
+    wrap = partial(with_faults, plan=_CrashSubAgentsOnCue())
+    async with open_actor_system(taps=[MemoryTap()]) as system:
+        done = trio.Event()
+        tools = TableTools({"search": "found"})
+        system.spawn(HOST, host(model, tools, outcomes, seconds=10.0, wrap=wrap, done=done))
+        # The parent planned in 1 s: its sub-agent's share is 4.5 s. Crash it 2.5 s in.
+        await trio.sleep(3.5)
+        await system.tell(Address(SUBAGENT, "h/1.1"), Crash())
+        await done.wait()
+
+    # Its restart has the 2 s left of its share, not 4.5 s afresh.
+    [report] = outcomes[0].subagents
+    assert report.crashes == 1 and report.end is PaorEnd.BUDGET_SPENT
+    assert report.seconds <= 4.5

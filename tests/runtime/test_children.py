@@ -212,3 +212,33 @@ async def test_children_cannot_be_opened_after_their_incarnation_ended(journal: 
         else:
             raise AssertionError("a closed incarnation opened a child")
         assert not system.is_registered(addr("late"))
+
+
+async def test_children_first_opened_while_the_incarnation_ends_are_closed_at_once(
+    journal: Journal,
+) -> None:
+    refused: list[str] = []
+
+    class LateOpener(Actor):
+        async def started(self) -> None:
+            self.context.start_soon(self._work)
+
+        async def _work(self) -> None:
+            try:
+                await trio.sleep_forever()
+            finally:  # cancelled as the incarnation ends: its children are being closed
+                children = self.context.children()
+                try:
+                    children.spawn(addr("late"), worker(journal))
+                except RuntimeError as exc:
+                    refused.append(str(exc))
+                else:
+                    children.close()  # else nothing would, and the incarnation would never end
+
+    async with open_actor_system() as system:
+        system.spawn(PARENT, LateOpener, restart=Restart.TEMPORARY)
+        await wait_all_tasks_blocked()
+        await system.root.terminate_child(str(PARENT))
+
+        assert not system.is_registered(PARENT) and not system.is_registered(addr("late"))
+        assert len(refused) == 1 and "closed" in refused[0]
