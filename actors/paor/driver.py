@@ -226,6 +226,13 @@ class PaorLoop:
                 if question and self._assume is not None:
                     said = self._assume(Question(question=question))
                     transcript.append(ChatMessage(role="user", content=said))
+                elif question and machine.iteration >= self._settings.max_iterations:
+                    # No iteration is left to use an answer: the person is not asked for
+                    # one the round would throw away; the question is what is left.
+                    machine.move(PaorPhase.FAILED)
+                    return self._outcome(
+                        PaorEnd.MAX_ITERATIONS, f"it needs the user to answer: {question}"
+                    )
                 elif question:
                     machine.move(PaorPhase.AWAITING_USER)
                     if self._ask is None:

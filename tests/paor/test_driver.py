@@ -307,14 +307,33 @@ async def test_a_correction_between_iterations_enters_before_the_next_plan(
 async def test_questions_do_not_take_a_round_past_its_iterations(
     autojump_clock: MockClock,
 ) -> None:
+    asked: list[str] = []
+
     async def ask(question: Question) -> str:
+        asked.append(question.question)
         return "The user answered: go on"
 
-    replies = [*iteration(needs_user="more?"), *iteration(needs_user="more?")]
+    replies = [*iteration(needs_user="more?"), *iteration(needs_user="which dir?")]
     loop, _, _, moves = _loop(replies, ask=ask, max_iterations=2)
     outcome = await loop.run(_transcript())
     assert outcome.end is PaorEnd.MAX_ITERATIONS
-    assert moves[-1] == (P.AWAITING_USER, P.FAILED, 2)
+    assert moves[-1] == (P.REFLECTING, P.FAILED, 2)
+
+
+async def test_a_question_on_the_last_iteration_is_not_asked_but_reported_as_left(
+    autojump_clock: MockClock,
+) -> None:
+    asked: list[str] = []
+
+    async def ask(question: Question) -> str:
+        asked.append(question.question)
+        return "The user answered: go on"
+
+    replies = [*iteration(needs_user="more?"), *iteration(needs_user="which dir?")]
+    loop, _, _, _ = _loop(replies, ask=ask, max_iterations=2)
+    outcome = await loop.run(_transcript())
+    assert asked == ["more?"]
+    assert "Why: it needs the user to answer: which dir?" in outcome.summary()
 
 
 async def test_a_correction_during_the_last_reflection_is_left_for_the_agents_next_round(
