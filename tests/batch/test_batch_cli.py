@@ -281,6 +281,34 @@ def test_log_dir_keeps_one_event_log_per_run(
     }
 
 
+@pytest.mark.parametrize("flag", ["--log-dir", "--cache"])
+def test_a_directory_flag_that_cannot_be_created_is_refused_before_any_run(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, flag: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    (tmp_path / "plain").write_text("a file", encoding="utf-8")
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, flag, "plain/sub")
+
+    assert ran.code == 2
+    assert f"{flag} plain/sub: cannot create it (Not a directory)" in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("flag", ["--log-dir", "--cache"])
+def test_a_directory_flag_naming_a_file_is_refused_before_any_run(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, flag: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    (tmp_path / "plain").write_text("a file", encoding="utf-8")
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, flag, "plain")
+
+    assert ran.code == 2
+    assert f"{flag} plain: is a file, not a directory" in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_results_may_not_be_written_over_the_tasks_file(tmp_path: Path, capsys: Capsys) -> None:
     source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
 

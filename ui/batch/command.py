@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import secrets
 import sys
@@ -92,6 +93,10 @@ def batch_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE if setup.bad else ExitCode.OK
+    for flag, directory in (("--log-dir", args.log_dir), ("--cache", args.cache)):
+        if directory is not None and (refused := _unwritable_directory(flag, directory)):
+            print(f"conclave batch: {refused}", file=sys.stderr)
+            return ExitCode.USAGE
     out = Path(args.out)
     shown = display_path(out)
     try:
@@ -128,6 +133,23 @@ def batch_command(args: argparse.Namespace) -> int:
             results.close()
     finally:
         lock.release()
+
+
+def _unwritable_directory(flag: str, directory: str) -> str | None:
+    """Create ``directory`` now and say why it cannot hold files, if it cannot: every run
+    writes there, and a log directory that cannot be made would fail each run in turn (a
+    cache that cannot be written, miss every call) without a word of why."""
+    path = Path(directory)
+    shown = f"{flag} {display_path(path)}"
+    if path.exists() and not path.is_dir():
+        return f"{shown}: is a file, not a directory; pass a directory (created if missing)"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{shown}: cannot create it ({exc.strerror or exc}); pass a writable directory"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{shown}: cannot write in it (permission denied); pass a writable directory"
+    return None
 
 
 def _judge_for(setup: BatchSetup, line: TaskLine) -> JudgeRequest | None:
