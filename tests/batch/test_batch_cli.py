@@ -309,6 +309,23 @@ def test_a_directory_flag_naming_a_file_is_refused_before_any_run(
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    ("summary", "said"),
+    [(".", "--summary-json . is a directory"), ("no/s.json", "its directory does not exist")],
+)
+def test_a_summary_json_path_that_cannot_be_written_is_refused_before_any_run(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, summary: str, said: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config,
+                "--summary-json", summary)  # fmt: skip
+
+    assert ran.code == 2
+    assert said in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_results_may_not_be_written_over_the_tasks_file(tmp_path: Path, capsys: Capsys) -> None:
     source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
 

@@ -97,6 +97,9 @@ def batch_command(args: argparse.Namespace) -> int:
         if directory is not None and (refused := _unwritable_directory(flag, directory)):
             print(f"conclave batch: {refused}", file=sys.stderr)
             return ExitCode.USAGE
+    if args.summary_json is not None and (refused := _unwritable_file(args.summary_json)):
+        print(f"conclave batch: {refused}", file=sys.stderr)
+        return ExitCode.USAGE
     out = Path(args.out)
     shown = display_path(out)
     try:
@@ -149,6 +152,18 @@ def _unwritable_directory(flag: str, directory: str) -> str | None:
         return f"{shown}: cannot create it ({exc.strerror or exc}); pass a writable directory"
     if not os.access(path, os.W_OK | os.X_OK):
         return f"{shown}: cannot write in it (permission denied); pass a writable directory"
+    return None
+
+
+def _unwritable_file(summary_json: str) -> str | None:
+    """Why ``--summary-json`` could not be written when the batch ends, said before any run:
+    found only at the end, after every run, the figures would be lost."""
+    path = Path(summary_json)
+    shown = f"--summary-json {display_path(path)}"
+    if path.is_dir():
+        return f"{shown} is a directory; pass the path of a file, such as summary.json"
+    if not path.parent.is_dir():
+        return f"{shown}: its directory does not exist; create it or pass another path"
     return None
 
 
