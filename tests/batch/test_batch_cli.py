@@ -71,6 +71,20 @@ def test_a_failed_task_is_kept_on_resume_and_fails_the_exit_code(
     assert len(results(tmp_path / "out.jsonl")) == 1
 
 
+def test_the_first_failed_run_says_why_on_stderr(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    failing = {"task": "t", "overrides": FAILING}
+    source = write_tasks(tmp_path / "tasks.jsonl", [{"id": "x", **failing}, {"id": "y", **failing}])
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, "--concurrency", "1")
+
+    reason = results(tmp_path / "out.jsonl")[0]["failure_reason"]
+    assert reason
+    assert f"x (multi) failed: {reason}; every failed run's reason is" in ran.err
+    assert "y (multi) failed" not in ran.err
+
+
 def test_retry_failed_runs_again_the_tasks_whose_newest_line_did_not_complete(
     tmp_path: Path, fast_config: Path, capsys: Capsys
 ) -> None:

@@ -311,7 +311,15 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         if outcome.cache is not None:
             count_cache(session.cache, (outcome.node, outcome.pid), outcome.cache)
         session.finished += 1
-        session.failed += result["termination"] == "failed"
+        if result["termination"] == "failed":
+            if not session.failed:
+                # Said once: a batch failing wholesale (a wrong key, an endpoint down) would
+                # otherwise say only how many failed, and why only inside RESULTS.
+                progress.say(
+                    f"{line.id} ({variant.name}) failed: {result.get('failure_reason')}; every "
+                    "failed run's reason is its line's failure_reason"
+                )
+            session.failed += 1
         limit = failure_limit(args.max_failures) if args.max_failures is not None else None
         if (
             limit is not None
