@@ -265,6 +265,13 @@ def test_a_missing_tasks_file_is_a_usage_error_naming_it(tmp_path: Path, capsys:
     assert "cannot read missing.jsonl" in ran.err
 
 
+def test_a_missing_csv_tasks_file_is_not_called_json_lines(tmp_path: Path, capsys: Capsys) -> None:
+    ran = batch(capsys, "missing.csv", "--out", "out.jsonl")
+
+    assert ran.code == 2
+    assert "pass the path of a tasks file (JSON Lines, or CSV with a header row)" in ran.err
+
+
 def test_workers_share_the_batch_and_the_parent_writes_every_line_once(
     tmp_path: Path, fast_config: Path, capsys: Capsys
 ) -> None:
