@@ -68,7 +68,9 @@ __all__ = [
     "require_ray",
 ]
 
-INSTALL_HINT = "pip install 'conclave[ray]'"
+INSTALL_HINT = (
+    "pip install -e '.[ray]' in Conclave's source tree (PyPI's conclave is another project)"
+)
 
 LOCAL_OBJECT_STORE_BYTES = 100 * 2**20
 """The object store of a local cluster started for a batch: jobs and outcomes are a few

@@ -26,5 +26,6 @@ def version_refusal(wanted: str, node: str) -> str | None:
         return None
     return (
         f"the Ray worker on {node} runs Conclave {installed}, this batch {wanted}; install "
-        "the same version on every node (pip install conclave==" + wanted + ")"
+        f"the same version on every node (pip install -e . in Conclave's source tree at {wanted}; "
+        "PyPI's conclave is another project)"
     )

@@ -71,6 +71,20 @@ def test_a_failed_task_is_kept_on_resume_and_fails_the_exit_code(
     assert len(results(tmp_path / "out.jsonl")) == 1
 
 
+def test_the_first_failed_run_says_why_on_stderr(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    failing = {"task": "t", "overrides": FAILING}
+    source = write_tasks(tmp_path / "tasks.jsonl", [{"id": "x", **failing}, {"id": "y", **failing}])
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, "--concurrency", "1")
+
+    reason = results(tmp_path / "out.jsonl")[0]["failure_reason"]
+    assert reason
+    assert f"x (multi) failed: {reason}; every failed run's reason is" in ran.err
+    assert "y (multi) failed" not in ran.err
+
+
 def test_retry_failed_runs_again_the_tasks_whose_newest_line_did_not_complete(
     tmp_path: Path, fast_config: Path, capsys: Capsys
 ) -> None:
@@ -251,6 +265,13 @@ def test_a_missing_tasks_file_is_a_usage_error_naming_it(tmp_path: Path, capsys:
     assert "cannot read missing.jsonl" in ran.err
 
 
+def test_a_missing_csv_tasks_file_is_not_called_json_lines(tmp_path: Path, capsys: Capsys) -> None:
+    ran = batch(capsys, "missing.csv", "--out", "out.jsonl")
+
+    assert ran.code == 2
+    assert "pass the path of a tasks file (JSON Lines, or CSV with a header row)" in ran.err
+
+
 def test_workers_share_the_batch_and_the_parent_writes_every_line_once(
     tmp_path: Path, fast_config: Path, capsys: Capsys
 ) -> None:
@@ -279,6 +300,51 @@ def test_log_dir_keeps_one_event_log_per_run(
     assert {r["log_dir"] for r in results(tmp_path / "out.jsonl")} == {
         str(Path("logs") / p.parent.name) for p in logs
     }
+
+
+@pytest.mark.parametrize("flag", ["--log-dir", "--cache"])
+def test_a_directory_flag_that_cannot_be_created_is_refused_before_any_run(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, flag: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    (tmp_path / "plain").write_text("a file", encoding="utf-8")
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, flag, "plain/sub")
+
+    assert ran.code == 2
+    assert f"{flag} plain/sub: cannot create it (Not a directory)" in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("flag", ["--log-dir", "--cache"])
+def test_a_directory_flag_naming_a_file_is_refused_before_any_run(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, flag: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    (tmp_path / "plain").write_text("a file", encoding="utf-8")
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, flag, "plain")
+
+    assert ran.code == 2
+    assert f"{flag} plain: is a file, not a directory" in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("summary", "said"),
+    [(".", "--summary-json . is a directory"), ("no/s.json", "its directory does not exist")],
+)
+def test_a_summary_json_path_that_cannot_be_written_is_refused_before_any_run(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, summary: str, said: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config,
+                "--summary-json", summary)  # fmt: skip
+
+    assert ran.code == 2
+    assert said in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 def test_results_may_not_be_written_over_the_tasks_file(tmp_path: Path, capsys: Capsys) -> None:

@@ -96,6 +96,19 @@ def test_an_html_path_that_cannot_be_written_is_a_usage_error_with_nothing_print
     assert ran.out == ""
 
 
+def test_an_html_path_naming_a_directory_is_a_usage_error_saying_so(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    out = _compared(tmp_path, capsys)
+    (tmp_path / "reports").mkdir()
+
+    ran = report(capsys, out, "--html", "reports")
+
+    assert ran.code == 2
+    assert "--html reports is a directory; pass the path of a file" in ran.err
+    assert ran.out == ""
+
+
 def test_a_failed_html_write_leaves_the_earlier_report_whole_and_no_stray_file(
     tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,7 +38,7 @@ def test_without_ray_installed_engine_ray_says_how_to_install_it_and_exits_2(
 
     assert ran.code == 2
     assert "--engine ray needs Ray, which is not installed" in ran.err
-    assert "pip install 'conclave[ray]'" in ran.err
+    assert "pip install -e '.[ray]' in Conclave's source tree" in ran.err
     assert "Traceback" not in ran.err
     assert not (tmp_path / "out.jsonl").exists()
 

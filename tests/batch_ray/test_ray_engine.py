@@ -287,8 +287,8 @@ async def test_a_worker_running_another_conclave_refuses_the_job_without_running
     assert ran.outcome is None
     assert ran.refused == (
         f"the Ray worker on {socket.gethostname()} runs Conclave {installed_version()}, this "
-        "batch 0.0.0-other; install the same version on every node (pip install "
-        "conclave==0.0.0-other)"
+        "batch 0.0.0-other; install the same version on every node (pip install -e . in "
+        "Conclave's source tree at 0.0.0-other; PyPI's conclave is another project)"
     )
 
 

@@ -105,7 +105,7 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         choices=ENGINES,
         default="local",
         help="where the runs execute: local (this machine) or ray (Ray actors on a cluster; "
-        "pip install 'conclave[ray]')",
+        "pip install -e '.[ray]')",
     )
     p.add_argument(
         "--address",

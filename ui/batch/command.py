@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import secrets
 import sys
@@ -92,6 +93,13 @@ def batch_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE if setup.bad else ExitCode.OK
+    for flag, directory in (("--log-dir", args.log_dir), ("--cache", args.cache)):
+        if directory is not None and (refused := _unwritable_directory(flag, directory)):
+            print(f"conclave batch: {refused}", file=sys.stderr)
+            return ExitCode.USAGE
+    if args.summary_json is not None and (refused := _unwritable_file(args.summary_json)):
+        print(f"conclave batch: {refused}", file=sys.stderr)
+        return ExitCode.USAGE
     out = Path(args.out)
     shown = display_path(out)
     try:
@@ -128,6 +136,35 @@ def batch_command(args: argparse.Namespace) -> int:
             results.close()
     finally:
         lock.release()
+
+
+def _unwritable_directory(flag: str, directory: str) -> str | None:
+    """Create ``directory`` now and say why it cannot hold files, if it cannot: every run
+    writes there, and a log directory that cannot be made would fail each run in turn (a
+    cache that cannot be written, miss every call) without a word of why."""
+    path = Path(directory)
+    shown = f"{flag} {display_path(path)}"
+    if path.exists() and not path.is_dir():
+        return f"{shown}: is a file, not a directory; pass a directory (created if missing)"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{shown}: cannot create it ({exc.strerror or exc}); pass a writable directory"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{shown}: cannot write in it (permission denied); pass a writable directory"
+    return None
+
+
+def _unwritable_file(summary_json: str) -> str | None:
+    """Why ``--summary-json`` could not be written when the batch ends, said before any run:
+    found only at the end, after every run, the figures would be lost."""
+    path = Path(summary_json)
+    shown = f"--summary-json {display_path(path)}"
+    if path.is_dir():
+        return f"{shown} is a directory; pass the path of a file, such as summary.json"
+    if not path.parent.is_dir():
+        return f"{shown}: its directory does not exist; create it or pass another path"
+    return None
 
 
 def _judge_for(setup: BatchSetup, line: TaskLine) -> JudgeRequest | None:
@@ -274,7 +311,15 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         if outcome.cache is not None:
             count_cache(session.cache, (outcome.node, outcome.pid), outcome.cache)
         session.finished += 1
-        session.failed += result["termination"] == "failed"
+        if result["termination"] == "failed":
+            if not session.failed:
+                # Said once: a batch failing wholesale (a wrong key, an endpoint down) would
+                # otherwise say only how many failed, and why only inside RESULTS.
+                progress.say(
+                    f"{line.id} ({variant.name}) failed: {result.get('failure_reason')}; every "
+                    "failed run's reason is its line's failure_reason"
+                )
+            session.failed += 1
         limit = failure_limit(args.max_failures) if args.max_failures is not None else None
         if (
             limit is not None

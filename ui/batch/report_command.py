@@ -54,6 +54,13 @@ def report_command(args: argparse.Namespace) -> int:
         # Written before the tables are printed: a path that cannot be written is a usage
         # error with nothing on stdout, as every other bad input is.
         out = Path(args.html)
+        if out.is_dir():
+            print(
+                f"conclave report: --html {display_path(out)} is a directory; pass the path "
+                "of a file, such as report.html",
+                file=sys.stderr,
+            )
+            return ExitCode.USAGE
         page = render_html(
             data, out, sources=[display_path(p) for p in paths], category_field=args.category_field
         )

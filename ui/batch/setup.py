@@ -125,7 +125,7 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
     except OSError as exc:
         raise UsageError(
             f"cannot read {display_path(tasks_path)} ({exc.strerror or exc}); pass the path "
-            "of a JSON Lines file of tasks"
+            "of a tasks file (JSON Lines, or CSV with a header row)"
         ) from None
     grader, extractor = _grading_flags(args)
     judge = load_judge(args.judge) if args.judge is not None else None
