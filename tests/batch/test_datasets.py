@@ -52,6 +52,20 @@ def test_a_csv_row_with_the_wrong_number_of_cells_is_a_bad_line(
     assert "qa.csv:3: 3 cells where the header row has 2; the line was skipped" in ran.err
 
 
+@pytest.mark.parametrize(("header", "named"), [("id;task", "';'"), ("id\ttask", "tabs")])
+def test_a_csv_file_split_by_another_delimiter_is_refused_naming_it(
+    tmp_path: Path, answering: Path, capsys: Capsys, header: str, named: str
+) -> None:
+    (tmp_path / "semi.csv").write_text(f"{header}\n1{header[2]}x\n", encoding="utf-8")
+
+    ran = batch(capsys, "semi.csv", "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    assert f"semi.csv:1: the header row is one column, {header!r}" in ran.err
+    assert f"seems to use {named} as its delimiter" in ran.err
+    assert "must be comma-separated" in ran.err and "missing" not in ran.err
+
+
 def test_a_line_missing_its_id_or_task_is_told_which_flag_names_its_field(
     tmp_path: Path, answering: Path, capsys: Capsys
 ) -> None:
