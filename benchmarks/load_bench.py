@@ -33,7 +33,7 @@ from functools import cache, partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import attrs
 import trio
@@ -483,13 +483,14 @@ def measure_storm(
 # ---------------------------------------------------------------------------- output
 
 
-def _progress(done: int, total: int, label: str) -> None:
+def _bar(stream: TextIO, done: int, total: int, label: str) -> None:
+    """One frame of a progress bar, redrawn in place with ``\\r``: for a terminal only."""
     width = 24
     filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:60]:<60}")
+    stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:60]:<60}")
     if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+        stream.write("\n")
+    stream.flush()
 
 
 def _table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -510,12 +511,24 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _run_all(items: Sequence[tuple[str, Callable[[], dict[str, Any]]]]) -> list[dict[str, Any]]:
+def _run_all(
+    items: Sequence[tuple[str, Callable[[], dict[str, Any]]]], stream: TextIO | None = None
+) -> list[dict[str, Any]]:
+    """Every case's row, in order. Progress goes to ``stream`` (stderr): a bar redrawn in
+    place on a terminal; elsewhere (a file, a pipe) one plain line per finished case, since
+    ``\\r`` frames would pile up in it."""
+    out = sys.stderr if stream is None else stream
+    on_terminal = out.isatty()
     rows = []
     for i, (label, fn) in enumerate(items):
-        _progress(i, len(items), label)
+        if on_terminal:
+            _bar(out, i, len(items), label)
         rows.append(fn())
-    _progress(len(items), len(items), "done")
+        if not on_terminal:
+            out.write(f"{i + 1}/{len(items)} {label}\n")
+            out.flush()
+    if on_terminal:
+        _bar(out, len(items), len(items), "done")
     return rows
 
 

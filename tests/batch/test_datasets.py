@@ -52,18 +52,92 @@ def test_a_csv_row_with_the_wrong_number_of_cells_is_a_bad_line(
     assert "qa.csv:3: 3 cells where the header row has 2; the line was skipped" in ran.err
 
 
-def test_a_line_missing_its_id_or_task_is_told_which_flag_names_its_field(
+@pytest.mark.parametrize(("header", "named"), [("id;task", "';'"), ("id\ttask", "tabs")])
+def test_a_csv_file_split_by_another_delimiter_is_refused_naming_it(
+    tmp_path: Path, answering: Path, capsys: Capsys, header: str, named: str
+) -> None:
+    (tmp_path / "semi.csv").write_text(f"{header}\n1{header[2]}x\n", encoding="utf-8")
+
+    ran = batch(capsys, "semi.csv", "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    assert f"semi.csv:1: the header row is one column, {header!r}" in ran.err
+    assert f"seems to use {named} as its delimiter" in ran.err
+    assert "must be comma-separated" in ran.err and "missing" not in ran.err
+
+
+def test_a_line_missing_its_task_is_told_which_flag_names_its_field(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "chat.jsonl", [{"id": 1, "messages": []}])
+
+    no_task = batch(capsys, source, "--dry-run", "--config", answering)
+
+    assert no_task.code == 2
+    assert 'the key "task" is missing' in no_task.err and "with --input-field" in no_task.err
+
+
+def test_a_dataset_with_no_ids_numbers_its_lines(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "noid.csv").write_text(
+        "question,answer\nWhat is 6 times 7?,42\n\nWhat is 40 plus 2?,42\n", encoding="utf-8"
+    )
+
+    ran = batch(
+        capsys, "noid.csv", "--out", "n.jsonl", "--config", answering,
+        "--input-field", "question", "--target-field", "answer",
+    )  # fmt: skip
+
+    assert ran.code == 0, ran.err
+    assert sorted((r["id"], r["line"]) for r in results(tmp_path / "n.jsonl")) == [
+        ("line-2", 2),
+        ("line-4", 4),
+    ]
+
+
+def test_a_numbered_dataset_resumes_by_its_line_numbers(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "noid.jsonl", [{"task": "first"}])
+    batch(capsys, source, "--out", "n.jsonl", "--config", answering)
+    write_tasks(source, [{"task": "first"}, {"task": "second"}])
+
+    ran = batch(capsys, source, "--out", "n.jsonl", "--config", answering)
+
+    assert ran.code == 0, ran.err
+    assert [r["id"] for r in results(tmp_path / "n.jsonl")] == ["line-1", "line-2"]
+
+
+def test_a_dataset_where_only_some_lines_have_ids_names_the_lines_without(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(
+        tmp_path / "some.jsonl", [{"id": "a", "task": "x"}, {"task": "y"}, {"task": "z"}]
+    )
+
+    ran = batch(capsys, source, "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    for line in (2, 3):
+        assert f'some.jsonl:{line}: the key "id" is missing, though other lines have one' in (
+            ran.err
+        )
+    assert "some.jsonl:1:" not in ran.err
+
+
+def test_a_named_id_field_no_line_has_is_an_error_not_numbered(
     tmp_path: Path, answering: Path, capsys: Capsys
 ) -> None:
     (tmp_path / "qa.csv").write_text("question,answer\nWhat is 6 times 7?,42\n", encoding="utf-8")
-    source = write_tasks(tmp_path / "chat.jsonl", [{"id": 1, "messages": []}])
 
-    no_id = batch(capsys, "qa.csv", "--dry-run", "--config", answering)
-    no_task = batch(capsys, source, "--dry-run", "--config", answering)
+    ran = batch(
+        capsys, "qa.csv", "--dry-run", "--config", answering, "--id-field", "uid",
+        "--input-field", "question",
+    )  # fmt: skip
 
-    assert no_id.code == no_task.code == 2
-    assert 'qa.csv:2: the key "id" is missing' in no_id.err and "with --id-field" in no_id.err
-    assert 'the key "task" is missing' in no_task.err and "with --input-field" in no_task.err
+    assert ran.code == 2
+    assert 'qa.csv:2: the key "uid" is missing' in ran.err and "with --id-field" in ran.err
 
 
 def test_a_jsonl_dataset_maps_its_fields_and_keeps_the_rest_as_metadata(

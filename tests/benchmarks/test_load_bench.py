@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +125,32 @@ def test_a_big_run_with_a_target_says_it_and_whether_it_was_met(
     assert row["target"] == "<= 100.0"
     assert row["met"] is True
     assert row["cpu_s"] > 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _two_cases() -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    return [("first", lambda: {"case": 1}), ("second", lambda: {"case": 2})]
+
+
+def test_progress_into_a_file_is_one_plain_line_per_finished_case() -> None:
+    stream = io.StringIO()
+
+    rows = load_bench._run_all(_two_cases(), stream)
+
+    assert rows == [{"case": 1}, {"case": 2}]
+    assert stream.getvalue() == "1/2 first\n2/2 second\n"
+
+
+def test_progress_on_a_terminal_is_a_bar_redrawn_in_place() -> None:
+    stream = _Terminal()
+
+    load_bench._run_all(_two_cases(), stream)
+
+    frames = stream.getvalue()
+    assert frames.count("\r") == 3
+    assert frames.endswith("\n")
+    assert "2/2 done" in frames

@@ -379,6 +379,20 @@ async def test_runs_beyond_max_runs_are_refused_as_busy(tmp_path: Path) -> None:
     assert error["request_id"] == "second"
 
 
+async def test_the_busy_refusal_counts_one_run_in_the_singular(tmp_path: Path) -> None:
+    config = scripted_config(2, latency=0.3)
+    async with serving(tmp_path, config=config, max_runs=1) as server, connect(server) as client:
+        run_id = await client.start_run()
+        await client.send(type="start_run", task=TASK, request_id="second")
+        error = await client.next()
+        while error["type"] != "error":
+            error = await client.next()
+        await client.send(type="cancel", run_id=run_id)
+        await client.until("result")
+
+    assert error["message"].startswith("1 run is running, the most this server runs at once")
+
+
 async def test_stopping_the_server_cancels_runs_and_clients_get_their_last_lines(
     tmp_path: Path,
 ) -> None:

@@ -88,7 +88,10 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
         help="the field holding the expected answer (expected)",
     )
     p.add_argument(
-        "--id-field", default="id", metavar="KEY", help="the field holding the task's id (id)"
+        "--id-field",
+        metavar="KEY",
+        help="the field holding the task's id (id; a dataset with no id at all is numbered: "
+        "line-7)",
     )
     p.add_argument(
         "--concurrency", type=positive_count, default=8, metavar="N", help="runs at once (8)"

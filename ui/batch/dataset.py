@@ -4,7 +4,8 @@ row a task), and chat-message inputs.
 Both formats come out as numbered rows (the line number an editor shows), each a mapping of
 field to value or the reason it is not one; :mod:`ui.batch.tasks` then checks the fields.
 A ``.csv`` file is CSV; anything else is JSON Lines. CSV values are text (an empty cell is
-no value), and a row's line number is the line it starts on.
+no value), and a row's line number is the line it starts on. CSV is comma-separated: a header
+that is one column holding ``;`` or a tab is refused as a file using another delimiter.
 
 A chat input is a list of ``{"role", "content"}`` messages, as chat datasets hold them:
 ``system`` messages (first) become the task's opening instructions, the ``user`` and
@@ -81,11 +82,32 @@ def _csv_rows(path: Path) -> Iterator[Row]:
             continue
         if header is None:
             header = [cell.strip() for cell in row]
+            other = _other_delimiter(header)
+            if other is not None:
+                reason = (
+                    f"the header row is one column, {header[0][:60]!r}: the file seems to use "
+                    f"{other} as its delimiter, but a CSV file must be comma-separated (save "
+                    "it with commas, or as JSON Lines), so none of its rows were read"
+                )
+                yield number, reason
+                return
             continue
         if len(row) != len(header):
             yield number, f"{len(row)} cells where the header row has {len(header)}"
             continue
         yield number, {k: v for k, v in zip(header, row, strict=True) if k and v != ""}
+
+
+_OTHER_DELIMITERS = {";": "';'", "\t": "tabs"}
+
+
+def _other_delimiter(header: list[str]) -> str | None:
+    """How a one-column header shows the file is not comma-separated (``id;task``), if it
+    does. Not sniffed and used instead: a guess that splits cells wrongly would run every
+    task with the wrong text, where refusing costs one re-save."""
+    if len(header) != 1:
+        return None
+    return next((name for mark, name in _OTHER_DELIMITERS.items() if mark in header[0]), None)
 
 
 def chat_task(messages: Any) -> tuple[str, tuple[Turn, ...]]:

@@ -120,7 +120,12 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
             bases[name] = resolved.for_flags(state)
     tasks_path = Path(args.tasks)
     try:
-        fields = Fields(id=args.id_field, input=args.input_field, target=args.target_field)
+        fields = Fields(
+            id=args.id_field or "id",
+            id_named=args.id_field is not None,
+            input=args.input_field,
+            target=args.target_field,
+        )
         lines, bad = read_tasks(tasks_path, fields)
     except OSError as exc:
         raise UsageError(

@@ -3,10 +3,18 @@
 
 Reading never stops at a bad line: each is reported with its line number and skipped, so one
 typo in a thousand lines costs one task, not the batch. A line is bad when it is not JSON,
-not an object, lacks ``id`` or ``task``, has a key that is a misspelling of one listed above
-(``expcted``: kept as metadata it would silently go ungraded), repeats an ``id`` seen on an
-earlier line (the first one runs), names a grader or an extraction that does not exist, or
-carries ``overrides`` the config validator refuses. Blank lines are skipped silently.
+not an object, lacks ``task``, lacks ``id`` while other lines have one, has a key that is
+a misspelling of one listed above (``expcted``: kept as metadata it would silently go
+ungraded), repeats an ``id`` seen on an earlier line (the first one runs), names a grader
+or an extraction that does not exist, or carries ``overrides`` the config validator refuses.
+Blank lines are skipped silently.
+
+A dataset with no id at all (no line has ``id``, and ``--id-field`` was not given: GSM8K and
+most Hugging Face exports) is numbered instead: each line's id is ``line-N``, N its 1-based
+line number, as lm-eval and inspect count on the position. It is stable while the file is
+not reordered: resuming matches results by id, so after reordering, a task now on a line
+that was done counts as done. A dataset where some lines have ids and others not is an
+error on each line without one, as guessing there could make two tasks share an id.
 
 ``overrides`` edit the config as the config file would: ``{"orchestrator": {...}}`` sets
 those orchestrator fields, ``{"agents": [...]}`` replaces the agents. They are checked with
@@ -81,6 +89,9 @@ class Fields:
     ``--target-field``), for datasets whose names differ from Conclave's."""
 
     id: str = "id"
+    id_named: bool = False
+    """True when ``--id-field`` named :attr:`id`: then every line must have it, as a
+    dataset without the field named is a mistake, not a dataset to number."""
     input: str = "task"
     target: str = "expected"
 
@@ -95,11 +106,15 @@ def read_tasks(path: Path, fields: Fields | None = None) -> tuple[list[TaskLine]
     good: list[TaskLine] = []
     bad: list[BadLine] = []
     seen: dict[str, int] = {}
-    for number, row in read_rows(path):
+    rows = list(read_rows(path))
+    has_ids = fields.id_named or any(
+        not isinstance(row, str) and fields.id in row for _, row in rows
+    )
+    for number, row in rows:
         parsed = (
             BadLine(line=number, reason=row)
             if isinstance(row, str)
-            else _parse(number, row, fields)
+            else _parse(number, row, fields, numbered=not has_ids)
         )
         if isinstance(parsed, BadLine):
             bad.append(parsed)
@@ -119,7 +134,12 @@ def read_tasks(path: Path, fields: Fields | None = None) -> tuple[list[TaskLine]
     return good, bad
 
 
-def _parse(number: int, data: Mapping[str, Any], fields: Fields) -> TaskLine | BadLine:
+def _parse(
+    number: int, data: Mapping[str, Any], fields: Fields, *, numbered: bool
+) -> TaskLine | BadLine:
+    """The line's task, or why it is bad; ``numbered``: the dataset has no ids, so a line's
+    id is ``line-N``."""
+
     def bad(reason: str) -> BadLine:
         return BadLine(line=number, reason=reason)
 
@@ -140,12 +160,21 @@ def _parse(number: int, data: Mapping[str, Any], fields: Fields) -> TaskLine | B
         return bad(f'"metadata" must be an object, got {_kind(given_metadata)}')
     metadata.update(given_metadata)
     id_key, input_key = fields.id, fields.input
-    if id_key not in data:
+    if numbered:
+        id_: Any = f"line-{number}"
+    elif id_key not in data and fields.id_named:
         return bad(
             f'the key "{id_key}" is missing; give the line an id (a string or a whole number), '
             "or name the field that holds it with --id-field"
         )
-    id_ = data[id_key]
+    elif id_key not in data:
+        return bad(
+            f'the key "{id_key}" is missing, though other lines have one; give every line an '
+            "id (a string or a whole number), or none (each line is then numbered: line-7), "
+            "or name the field that holds it with --id-field"
+        )
+    else:
+        id_ = data[id_key]
     if isinstance(id_, bool) or not isinstance(id_, str | int) or str(id_).strip() == "":
         return bad(f'"{id_key}" must be a non-empty string or a whole number, got {_kind(id_)}')
     task = data.get(input_key)

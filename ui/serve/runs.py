@@ -52,6 +52,7 @@ from conclave.config.modes import AgentMode, ModeState, UnknownAgent
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig
 from conclave.config.schema import ConclaveConfig
+from conclave.config.wording import plural
 from conclave.runtime import ConclaveRuntimeError
 from conclave.ui.progress import RunClock, StreamJson
 from conclave.ui.serve.asking import (
@@ -394,7 +395,8 @@ class RunRegistry:
         if self._active >= self.settings.max_runs:
             raise ProtocolError(
                 ErrorCode.BUSY,
-                f"{self._active} runs are running, the most this server runs at once "
+                f"{plural(self._active, 'run')} {'is' if self._active == 1 else 'are'} running, "
+                "the most this server runs at once "
                 "(--max-runs); wait for one to end, or cancel one",
                 request_id=rid,
             )
