@@ -361,8 +361,8 @@ def _unpriced(config: ConclaveConfig) -> tuple[str, ...]:
     if len(unpriced) == len(config.agents):
         raise UsageError(
             "--max-cost: no agent's backend has a price, so nothing would count against the "
-            "budget; add price: {input_per_mtok: ..., output_per_mtok: ...} to the openai or "
-            "anthropic backend sections, or drop --max-cost"
+            "budget; add price: {input_per_mtok: ..., output_per_mtok: ...} to the backend "
+            "sections (a scripted one's is pretend, to try the limit offline), or drop --max-cost"
         )
     return unpriced
 

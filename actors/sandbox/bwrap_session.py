@@ -10,8 +10,9 @@ first; stdin from ``/dev/null``), then SIGKILLs every other process of the sandb
 repeating until none is left alive, and only then writes ``<nonce>:<exit code>`` on
 stdout. So nothing a command leaves behind (in the background, in a new session)
 outlives its call, nor writes output after the end marker. stdout and stderr share the
-one pipe, so output interleaves as the command wrote it; the nonce is random per
-session, so a command cannot forge the end.
+one pipe, so output interleaves as the command wrote it; the nonce is drawn afresh for
+each command, so a command cannot forge its own end, even knowing an earlier command's
+marker.
 
 A session that cannot finish a command in time (a timeout, a cancellation) is killed
 whole, its pid namespace with it; its owner starts another for the next command. A session
@@ -66,7 +67,6 @@ class BwrapSession:
         child.stdin.close()
         child.stdout.close()
         self._buffer = bytearray()
-        self._marker = f"{secrets.token_hex(16)}:".encode()
         self._ended = False
         self.key = key
         """What the sandbox was made from (its command line, its mounts' identities): a
@@ -107,22 +107,24 @@ class BwrapSession:
         the sandbox up, or a command killed the session shell), what it wrote is the output
         and bubblewrap's exit status the code; the session is then not :attr:`usable`.
         Cancellation leaves the command running: the caller kills the session."""
-        nonce = self._marker[:-1].decode()
+        # Fresh per command: a command that learned an earlier marker cannot end its own.
+        nonce = secrets.token_hex(16)
+        marker = f"{nonce}:".encode()
         try:
             await self._stdin.send_all(statement(argv, cwd=cwd, nonce=nonce))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._ended = True  # it ended before reading: its message is on stdout
         while True:
-            at = self._buffer.find(self._marker)
+            at = self._buffer.find(marker)
             end = self._buffer.find(b"\n", at) if at >= 0 else -1
             if end >= 0:
                 output.add(bytes(self._buffer[:at]))
-                code = int(self._buffer[at + len(self._marker) : end])
+                code = int(self._buffer[at + len(marker) : end])
                 del self._buffer[: end + 1]
                 return code
             if at < 0:
                 # Keep a tail that could be the start of the marker; the rest is output.
-                cut = max(0, len(self._buffer) - len(self._marker) + 1)
+                cut = max(0, len(self._buffer) - len(marker) + 1)
                 output.add(bytes(self._buffer[:cut]))
                 del self._buffer[:cut]
             chunk = await self._stdout.receive_some(65536)

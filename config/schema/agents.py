@@ -8,7 +8,7 @@ import attrs
 
 from conclave.config.schema.backends import BackendConfig, ScriptedBackendConfig
 from conclave.config.schema.checks import InvalidValue
-from conclave.config.schema.endpoint import HttpBackendConfig, Price
+from conclave.config.schema.endpoint import Price
 from conclave.config.schema.mcp import McpServerConfig, check_unique_servers
 from conclave.config.schema.paor import LoopKind, PaorConfig
 
@@ -45,7 +45,6 @@ class AgentConfig:
 
 
 def price_of(agent: AgentConfig) -> Price | None:
-    """The agent's price per million tokens, if its backend section gives one (the
-    scripted backend costs nothing and has no price)."""
-    backend = agent.backend
-    return backend.price if isinstance(backend, HttpBackendConfig) else None
+    """The agent's price per million tokens, if its backend section gives one (a scripted
+    backend's is pretend: it lets cost limits be tried offline)."""
+    return agent.backend.price

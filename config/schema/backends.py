@@ -11,6 +11,7 @@ import attrs
 from conclave.config.limits import MAX_ANSWERS, MAX_LATENCY_S
 from conclave.config.schema.anthropic import AnthropicBackendConfig
 from conclave.config.schema.checks import InvalidValue, fraction, seconds, whole
+from conclave.config.schema.endpoint import Price
 from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.schema.paor import SubAgentKind
 
@@ -166,6 +167,10 @@ class ScriptedBackendConfig:
     paor_stuck: int = attrs.field(default=0, validator=whole(0, 100))
     """With ``loop: paor``: how many of a round's first reflections say it is stuck. The
     first forces a new plan; a second asks the user for another approach."""
+    price: Price | None = None
+    """Dollars per million of the tokens its replies report, as an HTTP backend's ``price``:
+    the calls cost nothing, but a priced scripted agent lets ``--max-cost``, cost columns
+    and dollar figures be tried offline."""
 
 
 BackendConfig = ScriptedBackendConfig | OpenAIBackendConfig | AnthropicBackendConfig

@@ -1,6 +1,6 @@
 """Stopping a batch: Ctrl+C and SIGTERM as real signals to a real ``conclave batch``
 process, then resuming; ``--max-cost`` against priced calls to a loopback OpenAI-compatible
-server (the scripted backend has no price)."""
+server, and against a scripted backend's pretend price, offline."""
 
 from __future__ import annotations
 
@@ -116,3 +116,28 @@ def test_max_cost_stops_starting_runs_once_the_batch_has_spent_it(
     assert len(results(tmp_path / "out.jsonl")) == 3  # 2 runs spend less, the 3rd reaches it
     row = ran.out.strip().splitlines()[1].split()
     assert row[:6] == ["single-norefine", "20", "3", "0", "0", "17"]
+
+
+def test_max_cost_stops_a_batch_of_priced_scripted_runs_offline(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    price = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
+    agents = [{"id": "s", "backend": {"type": "scripted", "latency": 0, "price": price}}]
+    config = tmp_path / "priced-scripted.yaml"
+    config.write_text(yaml.safe_dump({"agents": agents}), encoding="utf-8")
+    one = batch(
+        capsys, write_tasks(tmp_path / "one.jsonl", tasks(1)), "--out", "one-out.jsonl",
+        "--config", config, "--agent-mode", "single", "--refinement", "off",
+    )  # fmt: skip
+    cost = results(tmp_path / "one-out.jsonl")[0]["cost_usd"]
+    assert one.code == 0 and cost > 0
+
+    ran = batch(
+        capsys, write_tasks(tmp_path / "tasks.jsonl", tasks(5)), "--out", "out.jsonl",
+        "--config", config, "--concurrency", "1", "--agent-mode", "single",
+        "--refinement", "off", "--max-cost", str(cost / 2),
+    )  # fmt: skip
+
+    assert ran.code == 3
+    assert "reached" in ran.err and "starting no more runs" in ran.err
+    assert len(results(tmp_path / "out.jsonl")) == 1  # the run in flight finishes, no other

@@ -18,7 +18,7 @@ from conclave.config.secret import Secret
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.summary import summary
-from tests.cli.helpers import TASK, write_config
+from tests.cli.helpers import TASK, parse_json, write_config
 
 
 def _openai(agent_id: str, *, price: Price | None = None) -> AgentConfig:
@@ -153,3 +153,40 @@ def test_the_text_summary_says_the_cost_limit_counted_calls_at_an_estimate() -> 
     assert summary(result).endswith(
         "; the cost limit counted 2 calls whose server reported no usage at an estimate"
     )
+
+
+def _priced_scripted(tmp_path: Path) -> Path:
+    price = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
+    agents = [{"id": f"s{i}", "seed": i, "latency": 0, "price": price} for i in (1, 2)]
+    return write_config(tmp_path / "priced-scripted.yaml", agents)
+
+
+def test_a_scripted_run_with_a_price_reports_what_it_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _priced_scripted(tmp_path)
+
+    code = main(["run", "--config", str(config), "--output-format", "json", TASK])
+
+    data = parse_json(capsys.readouterr().out)
+    assert code == ExitCode.OK
+    assert data["cost_usd"] > 0
+    assert data["usage"]["total"]["cost_usd"] == data["cost_usd"]
+
+
+def test_max_cost_below_a_priced_scripted_runs_cost_stops_it_with_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _priced_scripted(tmp_path)
+    main(["run", "--config", str(config), "--output-format", "json", TASK])
+    whole_run = parse_json(capsys.readouterr().out)["cost_usd"]
+
+    code = main(
+        ["run", "--config", str(config), "--output-format", "json", "--max-cost",
+         str(whole_run / 4), TASK]
+    )  # fmt: skip
+
+    data = parse_json(capsys.readouterr().out)
+    assert code == ExitCode.TIMEOUT
+    assert data["termination"] == "max_cost"
+    assert data["cost_usd"] < whole_run

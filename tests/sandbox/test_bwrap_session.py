@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import gc
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
+import pytest
 import trio
 
 from conclave.actors.events.loop import ToolCallFinished
 from conclave.actors.run.driver import RunSpec, run
-from conclave.actors.sandbox import Mount, open_sandbox
+from conclave.actors.sandbox import Mount, bwrap_session, open_sandbox
 from conclave.actors.sandbox.local import LocalSandbox
 from conclave.config.schema import (
     AgentConfig,
@@ -43,6 +45,44 @@ def bubblewraps(workspace: Path) -> list[int]:
         if argv[0].endswith(b"bwrap") and shown and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def spied_nonces(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The nonces of the statements sent to session shells, in order, as they are sent."""
+    nonces: list[str] = []
+    real = bwrap_session.statement
+
+    def spy(argv: Sequence[str], *, cwd: Path, nonce: str) -> bytes:
+        nonces.append(nonce)
+        return real(argv, cwd=cwd, nonce=nonce)
+
+    monkeypatch.setattr(bwrap_session, "statement", spy)
+    return nonces
+
+
+async def test_consecutive_commands_end_with_different_markers(
+    bwrap: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nonces = spied_nonces(monkeypatch)
+    sandbox = confined(workspace)
+    await sandbox.run_shell("true", cwd=workspace, timeout=10)
+    await sandbox.run_shell("true", cwd=workspace, timeout=10)
+    assert len(nonces) == 2 and nonces[0] != nonces[1]
+    await sandbox.aclose()
+
+
+async def test_a_command_printing_the_previous_marker_neither_ends_early_nor_fakes_its_code(
+    bwrap: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nonces = spied_nonces(monkeypatch)
+    sandbox = confined(workspace)
+    await sandbox.run_shell("true", cwd=workspace, timeout=10)
+    forged = f"{nonces[0]}:0"
+    outcome = await sandbox.run_shell(
+        f"echo before; echo {forged}; echo after; exit 7", cwd=workspace, timeout=10
+    )
+    assert (outcome.output, outcome.exit_code) == (f"before\n{forged}\nafter\n", 7)
+    await sandbox.aclose()
 
 
 async def test_commands_share_one_bubblewrap_started_at_the_first(

@@ -51,9 +51,8 @@ class RunSnapshot:
     context_tokens: int = 0
     """The largest prompt-plus-reply of any agent's latest call: the context in use."""
     cost_usd: float | None = 0.0
-    """What the run's calls have cost so far; ``None`` once a call had no price (the
-    scripted backend, an HTTP backend without ``price:``) or reported no usage, as a run's
-    result counts it."""
+    """What the run's calls have cost so far; ``None`` once a call had no price (a
+    backend without ``price:``) or reported no usage, as a run's result counts it."""
     ended: bool = False
     """Whether ``run_ended`` was applied: the session's totals include the run from then."""
 
