@@ -141,3 +141,21 @@ def test_max_cost_stops_a_batch_of_priced_scripted_runs_offline(
     assert ran.code == 3
     assert "reached" in ran.err and "starting no more runs" in ran.err
     assert len(results(tmp_path / "out.jsonl")) == 1  # the run in flight finishes, no other
+
+
+def test_a_max_cost_below_a_cent_is_said_back_as_given_not_as_zero(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    price = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}
+    agents = [{"id": "s", "backend": {"type": "scripted", "latency": 0, "price": price}}]
+    config = tmp_path / "priced-scripted.yaml"
+    config.write_text(yaml.safe_dump({"agents": agents}), encoding="utf-8")
+
+    ran = batch(
+        capsys, write_tasks(tmp_path / "tasks.jsonl", tasks(3)), "--out", "out.jsonl",
+        "--config", config, "--concurrency", "1", "--agent-mode", "single",
+        "--refinement", "off", "--max-cost", "0.000001",
+    )  # fmt: skip
+
+    assert ran.code == 3
+    assert "--max-cost $0.000001 reached" in ran.err

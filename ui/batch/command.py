@@ -245,7 +245,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
     if args.max_cost is not None and session.spent >= args.max_cost and runs:
         session.budget_hit = True
         print(
-            f"conclave batch: --max-cost ${args.max_cost:.2f} already reached by the runs in "
+            f"conclave batch: --max-cost ${_limit(args.max_cost)} already reached by the runs in "
             f"{display_path(args.out)} (${session.spent:.4f} spent); starting no runs, raise "
             "--max-cost to go on",
             file=sys.stderr,
@@ -337,7 +337,7 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
             session.budget_hit = True
             engine.stop_starting()
             progress.say(
-                f"--max-cost ${args.max_cost:.2f} reached (${session.spent:.4f} spent by the "
+                f"--max-cost ${_limit(args.max_cost)} reached (${session.spent:.4f} spent by the "
                 "batch); starting no more runs, those in flight finish"
             )
 
@@ -513,3 +513,9 @@ def exit_code(
     if any(row.timed_out or row.not_run for row in rows):
         return ExitCode.TIMEOUT
     return ExitCode.OK
+
+
+def _limit(usd: float) -> str:
+    """A ``--max-cost`` as said back: cents, or as many decimals as a smaller one needs (a
+    limit of $0.000001 must not read $0.00)."""
+    return f"{usd:.2f}" if usd >= 0.01 else f"{usd:.8f}".rstrip("0")
