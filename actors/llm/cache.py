@@ -34,9 +34,9 @@ from conclave.actors.llm.protocol import (
     LLMBackend,
     Usage,
 )
+from conclave.config.atomic_file import write_atomically
 from conclave.config.canonical import canonical_json
 from conclave.config.schema import AgentConfig
-from conclave.runtime.atomic_file import write_atomically
 from conclave.runtime.codec import converter
 
 __all__ = ["KEY_VERSION", "CacheStatistics", "CachedBackend", "ResponseCache", "cache_scope"]

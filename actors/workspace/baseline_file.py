@@ -8,7 +8,7 @@ too, so the resumed run's ``writes`` (and its list and diff) cover the whole run
 written before the pause included, measured from the same files. The run directories it
 excluded are kept with it: the resumed run does not count them as the user's files either.
 
-Written atomically (:func:`~conclave.runtime.atomic_file.write_atomically`): a crash
+Written atomically (:func:`~conclave.config.atomic_file.write_atomically`): a crash
 leaves the file whole or absent, and an absent or unreadable one only means the resumed
 run measures from the resume on, as it would have without it.
 """
@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 
 from conclave.actors.workspace.file_index import FileIndex, FileState
-from conclave.runtime.atomic_file import write_atomically
+from conclave.config.atomic_file import write_atomically
 
 __all__ = ["BASELINE_FILE", "KeptBaseline", "keep_baseline", "kept_baseline"]
 

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from conclave.runtime.atomic_file import write_atomically
+from conclave.config.atomic_file import write_atomically
 from conclave.ui.batch.compare import paired_rows, paired_table
 from conclave.ui.batch.report_data import load_results
 from conclave.ui.batch.report_html import render_html

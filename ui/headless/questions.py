@@ -24,9 +24,9 @@ import attrs
 from conclave.actors.human.questions import PendingQuestion, Question, QuestionGate
 from conclave.actors.human.unanswered import OnQuestion, gate_for
 from conclave.actors.run.result import RunResult
+from conclave.config.atomic_file import write_atomically
 from conclave.config.run_secrets import run_secrets
 from conclave.config.schema import ConclaveConfig
-from conclave.runtime.atomic_file import write_atomically
 from conclave.ui.text import display_path
 
 __all__ = [
