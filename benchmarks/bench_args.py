@@ -1,10 +1,9 @@
 """The flags of ``conclave bench``, and the checks of its paths, kept apart so ``conclave
---help`` imports nothing heavy (argparse, os, stat and tempfile only)."""
+--help`` imports nothing heavy (the standard library and ``config.atomic_file`` only)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import stat
@@ -13,6 +12,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from conclave.config.atomic_file import write_atomically
 
 __all__ = [
     "ReportPathChanged",
@@ -117,31 +118,18 @@ class ReportPathChanged(Exception):
 
 
 def write_report(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically: a temporary file in the same directory,
-    renamed over it, so a reader sees the old report or the new one, never half of one.
-    Raises :class:`ReportPathChanged` if ``path`` has become something a report must not
-    replace while the benchmark ran; the ``OSError`` of a full or failing disk is raised as is,
-    with the temporary file removed."""
+    """Replace ``path`` with ``text`` atomically (see
+    :func:`~conclave.config.atomic_file.write_atomically`), so a reader sees the old report or
+    the new one, never half of one. Raises :class:`ReportPathChanged` if ``path`` has become
+    something a report must not replace while the benchmark ran; the ``OSError`` of a full or
+    failing disk is raised as is, with the temporary file removed."""
     problem = _not_a_regular_file(path)
     if problem:
         raise ReportPathChanged(
             f"--json {path} {problem}: it changed while measuring, so the report was not "
             "written; the tables above hold the figures"
         )
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp's 0600 is for the window before this
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, text)
 
 
 def positive_int(text: str) -> int:

@@ -36,16 +36,15 @@ from conclave.actors.agent.asking import (
     own_tools,
     reach,
 )
-from conclave.actors.agent.events import AnswersInjected, TranscriptFailed
+from conclave.actors.agent.events import AnswersInjected
 from conclave.actors.agent.memory import AgentMemory, AgentSetup
 from conclave.actors.agent.policy import runs_paor
 from conclave.actors.agent.progress_report import out_of_steps_report, submit_answer
 from conclave.actors.agent.protocol import RoundOutcome
-from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.agent.round_tools import RoundTools
 from conclave.actors.agent.settled import Settled
 from conclave.actors.agent.telemetry import CallEvents, StreamEvents
-from conclave.actors.agent.transcript_log import TranscriptLog
+from conclave.actors.agent.transcripts import Transcripts
 from conclave.actors.coordination.label import Label
 from conclave.actors.coordination.protocol import (
     AgentFailing,
@@ -60,8 +59,7 @@ from conclave.actors.coordination.protocol import (
     SubmitVote,
 )
 from conclave.actors.coordination.workflow import NewAnswer, Vote, WorkflowTerminal
-from conclave.actors.human.events import QuestionAnswered
-from conclave.actors.human.questions import Question, ReplySource
+from conclave.actors.human.questions import Question
 from conclave.actors.llm.errors import LLMError
 from conclave.actors.llm.protocol import (
     CallOutcome,
@@ -118,6 +116,7 @@ class Rounds:
         self.memory = memory
         self.backend = _Guarded(backend)
         self.stream = StreamEvents(context, setup.agent)
+        self.transcripts = Transcripts(context, setup, memory)
         orchestrator = setup.orchestrator
         self.budget = LoopBudget(
             max_steps=orchestrator.max_steps_per_round,
@@ -144,15 +143,15 @@ class Rounds:
             memory.merge(self.seen(snapshot.answers))
             memory.snapshot_visible = snapshot.visible
             memory.stale = False
-        resumed = self._take_resumed(CallPurpose.ROUND)
+        resumed = self.transcripts.take_resumed(CallPurpose.ROUND)
         if resumed is not None:
-            memory.transcript = self._resumed(resumed)
+            memory.transcript = self.transcripts.resumed(resumed)
             memory.prompt_length = resumed.prompt_length
             memory.shown = {v.label for v in memory.view.values()}  # its prompt showed them
         else:
             prompt = self._round_prompt(workflow, short=False)
             memory.shown = {v.label for v in memory.view.values()}  # the prompt shows them all
-            memory.transcript = self._transcript(prompt, CallPurpose.ROUND)
+            memory.transcript = self.transcripts.new(prompt, CallPurpose.ROUND)
             memory.prompt_length = len(prompt)
         memory.prompt_built = True
         return await self._run(workflow, policy)
@@ -200,7 +199,9 @@ class Rounds:
             elif outcome.end is LoopEnd.CONTEXT_OVERFLOW and not memory.shortened:
                 memory.shortened = True
                 prompt = self._round_prompt(workflow, short=True)
-                self._reprompt(transcript, prompt, memory.prompt_length, CallPurpose.ROUND)
+                self.transcripts.reprompt(
+                    transcript, prompt, memory.prompt_length, CallPurpose.ROUND
+                )
                 memory.prompt_length = len(prompt)
                 continue
             elif outcome.end is LoopEnd.CONTEXT_OVERFLOW:
@@ -461,13 +462,13 @@ class Rounds:
                 act=act,
             )
 
-        resumed = self._take_resumed(CallPurpose.PRESENT)
+        resumed = self.transcripts.take_resumed(CallPurpose.PRESENT)
         if resumed is not None:
-            transcript = self._resumed(resumed)
+            transcript = self.transcripts.resumed(resumed)
             prompt_length = resumed.prompt_length
         else:
             first = prompt(answers)
-            transcript = self._transcript(first, CallPurpose.PRESENT)
+            transcript = self.transcripts.new(first, CallPurpose.PRESENT)
             prompt_length = len(first)
         shortened = False
         while True:
@@ -494,7 +495,9 @@ class Rounds:
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW and not shortened:
                 shortened = True
                 shorter = tuple(_shorter(v) for v in answers)
-                self._reprompt(transcript, prompt(shorter), prompt_length, CallPurpose.PRESENT)
+                self.transcripts.reprompt(
+                    transcript, prompt(shorter), prompt_length, CallPurpose.PRESENT
+                )
                 continue
             if outcome.end is LoopEnd.CONTEXT_OVERFLOW:
                 transcript.failed_tries += 1
@@ -506,31 +509,6 @@ class Rounds:
 
     # -- questions --------------------------------------------------------------------------
 
-    def _take_resumed(self, purpose: CallPurpose) -> ResumePoint | None:
-        """The paused run's point to go on from, once, if it paused in work of ``purpose``."""
-        resumed = self.memory.resumed
-        if resumed is None or resumed.purpose is not purpose:
-            return None
-        self.memory.resumed = None
-        return resumed
-
-    def _resumed(self, resumed: ResumePoint) -> Transcript:
-        """The paused round's or presentation's transcript, its question answered now."""
-        self.context.record(
-            QuestionAnswered(
-                at=trio.current_time(),
-                agent=self.setup.agent,
-                question_id=resumed.question_id,
-                answer=resumed.answer,
-                source=ReplySource.USER,
-            )
-        )
-        workspace = self.setup.workspace
-        messages = (
-            resumed.messages if workspace is None else resumed.moved_to(workspace.layout.root)
-        )
-        return self._transcript(list(messages), resumed.purpose)
-
     async def _answer_in_text(
         self, own: ToolExecutor, question: Question, transcript: Transcript
     ) -> None:
@@ -538,44 +516,6 @@ class Rounds:
         user message (the reply that asked is in the transcript already)."""
         assert isinstance(own, AskingTools)  # only an asking terminal with ask_user finds one
         transcript.append(answer_message(await own.ask(question)))
-
-    # -- transcripts ------------------------------------------------------------------------
-
-    def _transcript(self, prompt: list[ChatMessage], purpose: CallPurpose) -> Transcript:
-        """A transcript from ``prompt`` on, each message written to the transcript file."""
-        log = self._log()
-        if log is None:
-            return Transcript(prompt)
-        return Transcript(prompt, on_append=partial(log.write, self.memory.round, purpose))
-
-    def _reprompt(
-        self, transcript: Transcript, prompt: list[ChatMessage], length: int, purpose: CallPurpose
-    ) -> None:
-        """Replace the transcript's prompt (its first ``length`` messages), keeping what
-        followed it; the transcript file gets the new prompt."""
-        transcript.messages[:length] = prompt
-        log = self._log()
-        if log is not None:
-            for message in prompt:
-                log.write(self.memory.round, purpose, message)
-
-    def _log(self) -> TranscriptLog | None:
-        memory, file = self.memory, self.setup.transcript
-        if file is None:
-            return None
-        if memory.transcript_log is None:
-            memory.transcript_log = TranscriptLog(
-                file,
-                agent=self.setup.agent,
-                on_failure=partial(_transcript_failed, self.context, self.setup.agent),
-            )
-        return memory.transcript_log
-
-
-def _transcript_failed(context: ActorContext, agent: str, error: str) -> None:
-    """The transcript file outlives the incarnation that opened it; recording through its
-    context still works then (see :meth:`ActorContext.record`)."""
-    context.record(TranscriptFailed(at=trio.current_time(), agent=agent, error=error))
 
 
 def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:

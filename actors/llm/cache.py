@@ -20,8 +20,6 @@ import contextlib
 import contextvars
 import hashlib
 import json
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from conclave.actors.llm.protocol import (
     LLMBackend,
     Usage,
 )
+from conclave.config.atomic_file import write_atomically
 from conclave.config.canonical import canonical_json
 from conclave.config.schema import AgentConfig
 from conclave.runtime.codec import converter
@@ -93,9 +92,7 @@ class ResponseCache:
     def _write(self, key: str, completion: Completion) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        temporary.write_text(json.dumps(converter.unstructure(completion)), encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomically(path, json.dumps(converter.unstructure(completion)))
 
     async def lookup(self, key: str) -> Completion | None:
         """The recorded reply for ``key``; counts a hit or a miss. File access runs in a

@@ -8,22 +8,22 @@ too, so the resumed run's ``writes`` (and its list and diff) cover the whole run
 written before the pause included, measured from the same files. The run directories it
 excluded are kept with it: the resumed run does not count them as the user's files either.
 
-Written atomically (a temporary file, synced, then renamed): a crash leaves the file whole
-or absent, and an absent or unreadable one only means the resumed run measures from the
-resume on, as it would have without it.
+Written atomically (:func:`~conclave.config.atomic_file.write_atomically`): a crash
+leaves the file whole or absent, and an absent or unreadable one only means the resumed
+run measures from the resume on, as it would have without it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from conclave.actors.workspace.file_index import FileIndex, FileState
+from conclave.config.atomic_file import write_atomically
 
 __all__ = ["BASELINE_FILE", "KeptBaseline", "keep_baseline", "kept_baseline"]
 
@@ -46,13 +46,7 @@ def keep_baseline(index: FileIndex, excluded: tuple[Path, ...], log_dir: Path) -
         "files": {path: _state_json(state) for path, state in index.files.items()},
         "kept": {path: base64.b64encode(text).decode("ascii") for path, text in index.kept.items()},
     }
-    target = log_dir / BASELINE_FILE
-    partial = target.with_name(target.name + ".partial")
-    with partial.open("w", encoding="utf-8") as out:
-        json.dump(data, out)
-        out.flush()
-        os.fsync(out.fileno())
-    partial.replace(target)
+    write_atomically(log_dir / BASELINE_FILE, json.dumps(data))
 
 
 def kept_baseline(log_dir: Path) -> KeptBaseline | None:

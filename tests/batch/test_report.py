@@ -5,6 +5,7 @@ a real browser)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -118,7 +119,7 @@ def test_a_failed_html_write_leaves_the_earlier_report_whole_and_no_stray_file(
     def disk_full(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("conclave.ui.batch.report_command.os.replace", disk_full)
+    monkeypatch.setattr(os, "replace", disk_full)
     ran = report(capsys, out, "--html", "report.html")
 
     assert ran.code == 2 and "No space left on device" in ran.err

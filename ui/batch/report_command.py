@@ -7,12 +7,10 @@ provenance, so a report needs neither the tasks nor the configs."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from conclave.config.atomic_file import write_atomically
 from conclave.ui.batch.compare import paired_rows, paired_table
 from conclave.ui.batch.report_data import load_results
 from conclave.ui.batch.report_html import render_html
@@ -80,16 +78,6 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _write_whole(out: Path, page: str) -> None:
-    """``page`` as ``out``, whole or not at all: written beside it, then renamed over it, so
-    a failed write (a full disk) leaves no half page and an earlier report intact."""
-    fd, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(page)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # as any new file; mkstemp's 0600 is for now
-        os.replace(temporary, out)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+    """``page`` as ``out``, whole or not at all: a failed write (a full disk) leaves no half
+    page and an earlier report intact."""
+    write_atomically(out, page)

@@ -24,6 +24,7 @@ import attrs
 from conclave.actors.human.questions import PendingQuestion, Question, QuestionGate
 from conclave.actors.human.unanswered import OnQuestion, gate_for
 from conclave.actors.run.result import RunResult
+from conclave.config.atomic_file import write_atomically
 from conclave.config.run_secrets import run_secrets
 from conclave.config.schema import ConclaveConfig
 from conclave.ui.text import display_path
@@ -144,15 +145,7 @@ def _write_synced(path: Path, data: Any, *, text: bool = False) -> None:
     """Replace ``path`` atomically with ``data`` as JSON (``text``: ``data`` is the text),
     synced to disk: a crash (a ``kill -9``, a power cut) leaves the old file or the new,
     never half of one."""
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("w", encoding="utf-8") as out:
-        if text:
-            out.write(data)
-        else:
-            json.dump(data, out, ensure_ascii=False, indent=2)
-        out.flush()
-        os.fsync(out.fileno())
-    partial.replace(path)
+    write_atomically(path, data if text else json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _is_json(value: object) -> bool:
