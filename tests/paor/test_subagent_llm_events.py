@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from conclave.actors.agent.events import LlmRequestFinished, LlmRequestStarted
 from conclave.actors.events.loop import LlmTryFailed
 from conclave.actors.events.view import RunView
@@ -23,6 +25,7 @@ from conclave.runtime.eventlog import read_event_log
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.repl.live import LiveRun
+from conclave.ui.timeline import usage_unknown
 from tests.paor.test_subagent_tool_events import _log
 
 
@@ -113,3 +116,15 @@ def test_the_live_runs_cost_counts_a_sub_agents_calls_at_its_agents_price() -> N
     live.apply(_finished("w1/1.look", input_tokens=0, output_tokens=100_000))
 
     assert live.snapshot().cost_usd == 3.0
+
+
+def test_a_sub_agents_call_without_usage_says_its_agents_usage_is_unknown() -> None:
+    call = attrs.evolve(
+        _finished("w1/1.look", input_tokens=0, output_tokens=0), usage_reported=False
+    )
+    view = RunView.from_events([call])
+
+    line = usage_unknown(call, view)
+
+    assert line is not None
+    assert line.startswith("w1's server reports no usage: its tokens and cost are unknown")
