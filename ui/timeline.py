@@ -40,7 +40,7 @@ from conclave.actors.paor.events import (
     PaorFinished,
     PaorStateChanged,
 )
-from conclave.actors.paor.subagent_events import SubAgentFinished, SubAgentStarted
+from conclave.actors.paor.subagent_events import SubAgentFinished, SubAgentStarted, agent_of
 from conclave.actors.planning.plan import parse_plan
 from conclave.actors.run.events import RunEnded, SandboxOpened
 from conclave.actors.workspace.events import (
@@ -307,11 +307,11 @@ def usage_unknown(event: Event, view: RunView) -> str | None:
     ``--max-cost`` counts its calls at an estimate. ``None`` for any other event."""
     if type(event) is not LlmRequestFinished or event.usage_reported:
         return None
-    agent = view.agents.get(event.agent)
+    agent = view.agents.get(agent_of(event.agent))  # a sub-agent's calls are its agent's
     if agent is None or agent.calls_without_usage != 1:
         return None
     return neutralise(
-        f"{event.agent}'s server reports no usage: its tokens and cost are unknown "
+        f"{agent.agent}'s server reports no usage: its tokens and cost are unknown "
         f"(--max-cost counts its calls at an estimate, a token per {CHARS_PER_TOKEN_ESTIMATE} "
         "characters)"
     )

@@ -119,7 +119,7 @@ async def paor_round(rounds: Rounds, policy: InFlightPolicy) -> Settled:
 def _subagents(rounds: Rounds) -> SubAgents | None:
     """The round's sub-agents, under the agent's own supervisor; ``None`` when its plans
     may not delegate (``paor.max_depth: 0``). They have the agent's tools, not ``ask_user``:
-    only the agent talks to the user. Their tool calls are recorded under their paths."""
+    only the agent talks to the user. Their tool and LLM calls are recorded under their paths."""
     setup, context = rounds.setup, rounds.context
     if setup.paor.max_depth < 1:
         return None
@@ -129,7 +129,7 @@ def _subagents(rounds: Rounds) -> SubAgents | None:
         tools=setup.tools,
         budget=rounds.budget,
         settings=setup.paor,
-        observer=rounds.observer(),
+        observed=rounds.observer,
         wrap=setup.subagent_wrap,
         recorded=lambda path, tools: RoundTools((), tools, context=context, agent=path),
     )

@@ -217,9 +217,11 @@ class Rounds:
             if settled is not None:
                 return settled
 
-    def observer(self) -> LoopObserver:
-        """A round's observer: its calls' events, and the agent's health."""
-        return _Health(CallEvents(self.context, self.setup.agent, CallPurpose.ROUND), self._health)
+    def observer(self, agent: str | None = None) -> LoopObserver:
+        """A round's observer: its calls' events, recorded under ``agent`` (a sub-agent's
+        path) or the agent's id, and the agent's health (its sub-agents' calls are its own)."""
+        name = self.setup.agent if agent is None else agent
+        return _Health(CallEvents(self.context, name, CallPurpose.ROUND), self._health)
 
     async def submit(
         self, call: NewAnswer | Vote, reply: ChatMessage, policy: InFlightPolicy

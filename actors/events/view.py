@@ -232,11 +232,13 @@ class RunView:
             self.presenter = event.agent
 
     def _llm_started(self, event: LlmRequestStarted) -> None:
-        self._update(event.agent, llm_calls=self._agent(event.agent).llm_calls + 1)
+        name = agent_of(event.agent)  # a sub-agent's calls are counted as its agent's
+        self._update(name, llm_calls=self._agent(name).llm_calls + 1)
 
     def _llm_finished(self, event: LlmRequestFinished) -> None:
-        agent = self._agent(event.agent)
-        self.agents[event.agent] = attrs.evolve(
+        name = agent_of(event.agent)
+        agent = self._agent(name)
+        self.agents[name] = attrs.evolve(
             agent,
             input_tokens=agent.input_tokens + event.input_tokens,
             output_tokens=agent.output_tokens + event.output_tokens,
@@ -247,11 +249,12 @@ class RunView:
         )
 
     def _llm_retry(self, event: LlmRetry) -> None:
-        self._update(event.agent, llm_retries=self._agent(event.agent).llm_retries + 1)
+        name = agent_of(event.agent)
+        self._update(name, llm_retries=self._agent(name).llm_retries + 1)
 
     def _try_failed(self, event: LlmTryFailed) -> None:
-        failed = self._agent(event.agent).failed_tries + 1
-        self._update(event.agent, failed_tries=failed, failing=event.error)
+        name = agent_of(event.agent)
+        self._update(name, failed_tries=self._agent(name).failed_tries + 1, failing=event.error)
 
     def _tool_started(self, event: ToolCallStarted) -> None:
         if not is_subagent(event.agent):  # a sub-agent's call is not what its agent runs

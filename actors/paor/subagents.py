@@ -80,7 +80,9 @@ class SubAgentSetup:
     budget: LoopBudget
     """Each phase's steps and tries."""
     settings: PaorConfig
-    observer: LoopObserver = QUIET
+    observed: Callable[[str], LoopObserver] | None = None
+    """Given a sub-agent's path, the observer that records its LLM calls under that path, as
+    ``recorded`` does its tool calls; ``None``: they are not recorded."""
     wrap: Callable[[ActorFactory], ActorFactory] | None = None
     """Wraps each sub-agent's factory (fault injection in tests and chaos runs)."""
     recorded: Callable[[str, ToolExecutor], ToolExecutor] | None = None
@@ -171,7 +173,7 @@ class SubAgent(Actor):
             tools=setup.recorded(self._path, tools) if setup.recorded is not None else tools,
             budget=setup.budget,
             settings=setup.settings,
-            observer=setup.observer,
+            observer=setup.observed(self._path) if setup.observed is not None else QUIET,
             delegate=delegate,
             tokens=task.budget.tokens,
             seconds=_seconds_left(task.budget, memory.started),

@@ -23,6 +23,7 @@ import attrs
 from conclave.actors.agent.events import LlmRequestFinished
 from conclave.actors.llm.pricing import UsageLedger, UsageSummary
 from conclave.actors.llm.protocol import CallOutcome, Usage
+from conclave.actors.paor.subagent_events import agent_of
 from conclave.config.schema import AgentConfig
 from conclave.config.schema.agents import price_of
 from conclave.config.schema.endpoint import Price
@@ -106,12 +107,13 @@ class UsageTap:
     def record(self, event: Event) -> None:
         if type(event) is not LlmRequestFinished or event.outcome is not CallOutcome.OK:
             return
+        agent = agent_of(event.agent)  # a sub-agent's calls are its agent's, at its price
         if not event.usage_reported:
             estimate = Usage(
                 input_tokens=event.estimated_input_tokens,
                 output_tokens=event.estimated_output_tokens,
             )
-            self.ledger.record(event.agent, None, self._prices.get(event.agent), estimate=estimate)
+            self.ledger.record(agent, None, self._prices.get(agent), estimate=estimate)
             self._check_budget()
             return
         usage = Usage(
@@ -121,7 +123,7 @@ class UsageTap:
             cache_write_tokens=event.cache_write_tokens,
             reasoning_tokens=event.reasoning_tokens,
         )
-        self.ledger.record(event.agent, usage, self._prices.get(event.agent))
+        self.ledger.record(agent, usage, self._prices.get(agent))
         self._check_budget()
 
     def _check_budget(self) -> None:

@@ -25,6 +25,7 @@ from conclave.actors.events.loop import TextDelta
 from conclave.actors.events.view import RunPhase, RunView
 from conclave.actors.llm.pricing import cost_usd
 from conclave.actors.llm.protocol import Usage
+from conclave.actors.paor.subagent_events import agent_of
 from conclave.config.schema import ConclaveConfig
 from conclave.config.schema.agents import price_of
 from conclave.ui.repl.render import ProgressSummary, summarise
@@ -85,7 +86,7 @@ class LiveRun:
             self._charge(event)
 
     def _charge(self, event: LlmRequestFinished) -> None:
-        agent = self._agents.get(event.agent)
+        agent = self._agents.get(agent_of(event.agent))  # a sub-agent's calls are its agent's
         if self._cost is None or agent is None:
             return
         price = price_of(agent)
