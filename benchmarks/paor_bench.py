@@ -41,23 +41,24 @@ from conclave.benchmarks.bench_args import positive_ints
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema import PaorConfig
 
-__all__ = ["TARGET_MS", "main", "measure"]
+__all__ = ["TARGET_MS", "InstantTools", "Stopwatch", "call_message", "main", "measure"]
 
 TARGET_MS = 2.0
 """PAOR overhead per iteration, model and tool time excluded."""
 _TASK = "Find all usages of function old_total and rename it to compute_total"
 
 
-class _Stopwatch:
+class Stopwatch:
     """Time spent outside PAOR: in the model and in the tool."""
 
-    seconds = 0.0
+    def __init__(self) -> None:
+        self.seconds = 0.0
 
 
 class _InstantModel:
     """Replays a model's four replies an iteration, at once; its time is counted apart."""
 
-    def __init__(self, watch: _Stopwatch) -> None:
+    def __init__(self, watch: Stopwatch) -> None:
         self._watch = watch
         self._n = 0
 
@@ -72,21 +73,23 @@ class _InstantModel:
                 "goal": "rename",
                 "steps": [{"id": "1", "action": "search", "tools": ["search"]}],
             }
-            message = _call(self._n, "submit_plan", plan)
+            message = call_message(self._n, "submit_plan", plan)
         elif offered == ["reflect"]:
-            message = _call(
+            message = call_message(
                 self._n, "reflect", {"goal_achieved": False, "progress": f"step {self._n}"}
             )
         elif request.messages[-1].role == "tool":
             message = ChatMessage(role="assistant", content="searched")
         else:
-            message = _call(self._n, "search", {"pattern": f"old_total{self._n}"})
+            message = call_message(self._n, "search", {"pattern": f"old_total{self._n}"})
         self._watch.seconds += time.perf_counter() - started
         return Completion(message=message)
 
 
-class _InstantTools:
-    def __init__(self, watch: _Stopwatch) -> None:
+class InstantTools:
+    """One read-only ``search`` tool that answers at once; its time is counted apart."""
+
+    def __init__(self, watch: Stopwatch) -> None:
         self._watch = watch
         self._schemas = (
             ToolSchema(name="search", description="search", parameters={}, read_only=True),
@@ -105,18 +108,18 @@ class _InstantTools:
         return result
 
 
-def _call(n: int, name: str, arguments: object) -> ChatMessage:
+def call_message(n: int, name: str, arguments: object) -> ChatMessage:
     call = ToolCall(id=f"c{n}", name=name, arguments=json.dumps(arguments))
     return ChatMessage(role="assistant", tool_calls=(call,))
 
 
 async def _round(iterations: int) -> tuple[float, float, int]:
     """One round of ``iterations``: (wall seconds, seconds outside PAOR, moves recorded)."""
-    watch = _Stopwatch()
+    watch = Stopwatch()
     moves: list[object] = []
     loop = PaorLoop(
         backend=_InstantModel(watch),
-        tools=_InstantTools(watch),
+        tools=InstantTools(watch),
         budget=LoopBudget(),
         settings=PaorConfig(max_iterations=iterations),
         on_move=lambda s, t, i: moves.append((s, t, i)),

@@ -21,7 +21,6 @@ parent's plan and reflection, and four per wave): the steps of a wave really run
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -34,8 +33,6 @@ from conclave.actors.llm.protocol import (
     Completion,
     CompletionRequest,
     CompletionSink,
-    ToolCall,
-    ToolSchema,
     Usage,
 )
 from conclave.actors.loop import LoopBudget, Transcript
@@ -43,9 +40,9 @@ from conclave.actors.paor.driver import PaorLoop
 from conclave.actors.paor.report import PaorEnd, PaorOutcome
 from conclave.actors.paor.subagent_prompts import read_subtask
 from conclave.actors.paor.subagents import SubAgents, SubAgentSetup
-from conclave.actors.tools.protocol import ToolResult
 from conclave.benchmarks.bench_args import measure_and_report, positive_int, positive_ints
 from conclave.benchmarks.machine import machine_info
+from conclave.benchmarks.paor_bench import InstantTools, Stopwatch, call_message
 from conclave.config.schema import PaorConfig
 from conclave.runtime import Actor, ActorContext, Address, Envelope, open_actor_system
 
@@ -56,11 +53,11 @@ TARGET_MS = 5.0
 _USAGE = Usage(input_tokens=100, output_tokens=20)
 
 
-class _Stopwatch:
+class _Stopwatch(Stopwatch):
     """Time spent outside delegation (in the model and the tool), and sub-agents in flight."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
+        super().__init__()
         self.in_flight = 0
         self.peak = 0
 
@@ -87,44 +84,26 @@ class _InstantModel:
         sub = read_subtask(request.messages)
         if offered == ["submit_plan"]:
             if sub is None:
-                message = _call(self._n, "submit_plan", self._plan)
+                message = call_message(self._n, "submit_plan", self._plan)
             else:
                 watch.in_flight += 1
                 watch.peak = max(watch.peak, watch.in_flight)
                 step = {"id": "1", "action": "search", "tools": ["search"]}
-                message = _call(self._n, "submit_plan", {"goal": sub[1], "steps": [step]})
+                message = call_message(self._n, "submit_plan", {"goal": sub[1], "steps": [step]})
         elif offered == ["reflect"]:
             if sub is not None:
                 watch.in_flight -= 1
-            message = _call(self._n, "reflect", {"goal_achieved": True, "progress": "found it"})
+            message = call_message(
+                self._n, "reflect", {"goal_achieved": True, "progress": "found it"}
+            )
         elif request.messages[-1].role == "tool" and request.messages[-1].content.startswith(
             "util.py"
         ):
             message = ChatMessage(role="assistant", content="searched")
         else:
-            message = _call(self._n, "search", {"pattern": "old_total"})
+            message = call_message(self._n, "search", {"pattern": "old_total"})
         watch.seconds += time.perf_counter() - started
         return Completion(message=message, usage=_USAGE)
-
-
-class _InstantTools:
-    def __init__(self, watch: _Stopwatch) -> None:
-        self._watch = watch
-        self._schemas = (
-            ToolSchema(name="search", description="search", parameters={}, read_only=True),
-        )
-
-    def schemas(self) -> tuple[ToolSchema, ...]:
-        return self._schemas
-
-    def withheld(self) -> tuple[ToolSchema, ...]:
-        return ()
-
-    async def execute(self, call: ToolCall) -> ToolResult:
-        started = time.perf_counter()
-        result = ToolResult(ok=True, output="util.py:1: def old_total(xs):")
-        self._watch.seconds += time.perf_counter() - started
-        return result
 
 
 def _waves_plan(subagents: int, waves: int) -> dict[str, Any]:
@@ -140,11 +119,6 @@ def _waves_plan(subagents: int, waves: int) -> dict[str, Any]:
         )
         previous = ids
     return {"goal": "understand every part", "steps": steps}
-
-
-def _call(n: int, name: str, arguments: object) -> ChatMessage:
-    call = ToolCall(id=f"c{n}", name=name, arguments=json.dumps(arguments))
-    return ChatMessage(role="assistant", tool_calls=(call,))
 
 
 class _Host(Actor):
@@ -167,7 +141,7 @@ async def _delegate(
     """One round delegating ``subagents`` in ``waves``: (wall seconds, seconds outside
     delegation but for ``latency``, peak in flight, outcome)."""
     watch = _Stopwatch()
-    model, tools = _InstantModel(watch, subagents, waves, latency), _InstantTools(watch)
+    model, tools = _InstantModel(watch, subagents, waves, latency), InstantTools(watch)
     settings = PaorConfig(max_iterations=1, max_depth=1)
     outcomes: list[PaorOutcome] = []
     done = trio.Event()
