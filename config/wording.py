@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["listed", "plural"]
+__all__ = ["listed", "plural", "usd"]
 
 
 def plural(n: int, noun: str) -> str:
@@ -20,3 +20,8 @@ def listed(items: Sequence[str], shown: int = 5) -> str:
     """``a, b, c`` or ``a, b, c, d, e and 7 more``: one short line at any count."""
     head = ", ".join(items[:shown])
     return head + (f" and {len(items) - shown:,} more" if len(items) > shown else "")
+
+
+def usd(cost: float | None) -> str:
+    """``$0.0123``, or ``-`` when nothing priced it (an unpriced backend is not free)."""
+    return "-" if cost is None else f"${cost:.4f}"

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from conclave.config.wording import usd
+
 __all__ = ["PLAIN_EVERY_S", "BatchProgress", "format_duration"]
 
 PLAIN_EVERY_S = 10.0
@@ -63,7 +65,7 @@ class BatchProgress:
         rate = self.done / elapsed if elapsed > 0 else 0.0
         left = self.total - self.done
         eta = format_duration(left / rate) if rate > 0 else "?"
-        cost = f"${self.cost:.4f}" if self.priced else "-"  # as the tables show it
+        cost = usd(self.cost if self.priced else None)  # as the tables show it
         return (
             f"{self.done:,}/{self.total:,} runs, {self.failed:,} not completed, {cost}, "
             f"{rate:.1f} runs/s, elapsed {format_duration(elapsed)}, ETA {eta}"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from conclave.config.wording import usd
 from conclave.ui.batch.charts import bars, boxes, scatter
 from conclave.ui.batch.compare import paired_rows, paired_table
 from conclave.ui.batch.report_data import ReportData, Sample
@@ -251,7 +252,7 @@ def _sample_json(sample: Sample, out_dir: Path) -> dict[str, Any]:
         "extracted_answer": r.get("extracted_answer"),
         "judge": judge.get("final_answer") if isinstance(judge, Mapping) else None,
         "duration": f"{float(r.get('duration_s', 0.0)):.2f}s",
-        "cost": "-" if cost is None else f"${cost:.4f}",
+        "cost": usd(cost),
         "log": log,
         "log_path": sample.log,
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from conclave.config.wording import usd
 from conclave.ui.batch.compare import pass_at_k
 from conclave.ui.batch.tables import Table
 
@@ -160,7 +161,7 @@ def summary_table(rows: Sequence[ModeSummary], *, first: str = "mode") -> Table:
             f"{row.timed_out:,}",
             f"{row.not_run:,}",
             "unknown" if row.tokens is None else f"{row.tokens:,}",
-            "-" if row.cost_usd is None else f"${row.cost_usd:.4f}",
+            usd(row.cost_usd),
             "-" if row.p50_s is None else f"{row.p50_s:.2f}s",
             "-" if row.p95_s is None else f"{row.p95_s:.2f}s",
             "-" if row.accuracy is None else f"{row.accuracy:.1%} ({row.correct}/{row.graded})",
