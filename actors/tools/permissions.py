@@ -12,10 +12,12 @@ runs; everything else asks. Pure: the asking is :mod:`actors.human.tool_approval
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +176,9 @@ class Permissions:
         session: SessionAllowances | None = None,
     ) -> Ruling:
         """Whether a call of ``tool`` touching ``subjects`` runs, asks or never runs."""
+        commands = functools.cache(partial(_commands_of, subjects))  # parsed once, if asked
         for rule in self.deny:
-            if _denies(rule, tool, subjects):
+            if _denies(rule, tool, subjects, commands):
                 return Ruling(
                     verdict=Verdict.DENY,
                     reason=f"the permissions.deny rule {rule.text!r} forbids it",
@@ -231,7 +234,9 @@ def _allows(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
     return not any(c in _SHELL_SYNTAX and c not in written for t in subjects.texts for c in t)
 
 
-def _denies(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
+def _denies(
+    rule: ToolRule, tool: str, subjects: Subjects, commands: Callable[[], tuple[str, ...]]
+) -> bool:
     """Whether deny ``rule`` refuses the call: a command pattern refuses any command the
     call's command holds (``git push*`` refuses ``cd repo && git push``, ``(git push)``,
     ``echo $(git push)``), also as it runs once quoting, ``NAME=value`` words, wrappers
@@ -241,8 +246,11 @@ def _denies(rule: ToolRule, tool: str, subjects: Subjects) -> bool:
         return True
     if subjects.paths or rule.pattern is None:
         return False
-    commands = tuple(c for text in subjects.texts for c in _commands_within(text, depth=3))
-    return rule.matches(tool, commands, paths=False)
+    return rule.matches(tool, commands(), paths=False)
+
+
+def _commands_of(subjects: Subjects) -> tuple[str, ...]:
+    return tuple(c for text in subjects.texts for c in _commands_within(text, depth=3))
 
 
 def _commands_within(text: str, *, depth: int) -> list[str]:
