@@ -17,7 +17,6 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +175,8 @@ class Permissions:
         session: SessionAllowances | None = None,
     ) -> Ruling:
         """Whether a call of ``tool`` touching ``subjects`` runs, asks or never runs."""
-        commands = functools.cache(partial(_commands_of, subjects))  # parsed once, if asked
+        # The command is split into what it runs once, and only if a deny rule asks.
+        commands = functools.cache(functools.partial(_commands_of, subjects))
         for rule in self.deny:
             if _denies(rule, tool, subjects, commands):
                 return Ruling(
