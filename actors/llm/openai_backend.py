@@ -27,7 +27,9 @@ from conclave.actors.llm.chat_wire import (
     ChatStream,
     ChatStreamError,
 )
+from conclave.actors.llm.http1 import proxy_configured
 from conclave.actors.llm.http_errors import Diagnosis
+from conclave.actors.llm.http_hooks import tls_context
 from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -176,6 +178,8 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
     ) -> ChatClient:
         sent_key = key.reveal() if key is not None else None
         identity = self.identity()
+        # Through httpx2 only when it has a proxy to honour (see actors.llm.http1).
+        tls = None if proxy_configured(self._environ) else tls_context(base_url)
         if config.api_version is not None:
             return ChatClient.azure(
                 endpoint=base_url,
@@ -184,8 +188,11 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
                 key=sent_key,
                 http=http,
                 identity=identity,
+                tls=tls,
             )
-        return ChatClient.openai(base_url=base_url, key=sent_key, http=http, identity=identity)
+        return ChatClient.openai(
+            base_url=base_url, key=sent_key, http=http, identity=identity, tls=tls
+        )
 
     def identity(self) -> dict[str, str]:
         """The organization and project headers, from ``OPENAI_ORG_ID`` and
