@@ -271,8 +271,9 @@ class Http1Pool:
     after another use one connection), none is shared by two requests at once. ``tls`` is the
     context of every ``https`` connection (:func:`actors.llm.http_hooks.tls_context`)."""
 
-    def __init__(self, *, tls: ssl.SSLContext) -> None:
+    def __init__(self, *, tls: ssl.SSLContext, keepalive: float = KEEPALIVE_S) -> None:
         self._tls = tls
+        self._keepalive = keepalive
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._closed = False
         self.opened = 0
@@ -360,7 +361,7 @@ class Http1Pool:
         now = trio.current_time()
         while idle:
             connection = idle.pop()
-            if now - connection.idle_since < KEEPALIVE_S and not connection.closed_by_peer():
+            if now - connection.idle_since < self._keepalive and not connection.closed_by_peer():
                 return connection
             await connection.drop()
         if self._closed:
