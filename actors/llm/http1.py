@@ -20,7 +20,8 @@ import select
 import ssl
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from functools import cached_property
+from functools import cached_property, lru_cache
+from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 import attrs
@@ -54,8 +55,9 @@ def proxy_configured(environ: Mapping[str, str]) -> bool:
     return any(environ.get(name) or environ.get(name.upper()) for name in _PROXY_VARIABLES)
 
 
-@attrs.frozen
-class _Origin:
+class _Origin(NamedTuple):
+    """Where a connection goes (a tuple: it keys the idle connections on every request)."""
+
     scheme: str
     host: str
     port: int
@@ -71,6 +73,7 @@ class _Target:
     host_header: bytes
 
     @classmethod
+    @lru_cache(maxsize=64)  # every request of an endpoint goes to one URL
     def parse(cls, url: str) -> _Target:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
