@@ -2,7 +2,7 @@
 
 The same run as the ``big`` scenario's (N agents answer, see each other's answers, vote; a
 winner presents), but each agent talks to an OpenAI-compatible server on loopback through the
-real SDK over real sockets. The server (:mod:`benchmarks.http_server`) runs in its own process
+``openai`` backend over real sockets. The server (:mod:`benchmarks.http_server`) runs in its own process
 and answers as the scripted backend would, after 200 ms ±50 %, so the run coordinates as a
 scripted one does and only the client's cost is added. Each case runs twice, each time in a
 fresh process against a fresh server:
@@ -208,7 +208,7 @@ def _timed_run(config: ConclaveConfig, log_dir: Path) -> tuple[RunResult, float,
 
 
 def client(case: Case, base_url: str, log_root: Path) -> dict[str, Any]:
-    """The run in this process, as the client being measured: the SDK imported first (its
+    """The run in this process, as the client being measured: the backend imported first (its
     cost shows in the process wall, not the run's), then the run with its event log; then
     the same run on the scripted backend in real time, whose CPU is the runtime's own."""
     started = time.time()
