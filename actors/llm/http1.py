@@ -15,8 +15,10 @@ failure raised as the ``httpx2`` exception with ``httpx2``'s wording, so that
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import select
+import socket
 import ssl
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -376,7 +378,7 @@ class Http1Pool:
     async def _connect(self, origin: _Origin, limit: float | None) -> _Connection:
         with trio.move_on_after(_limit(limit)):
             try:
-                tcp = await trio.open_tcp_stream(origin.host, origin.port)
+                tcp = await _open_tcp(origin.host, origin.port)
             except OSError as exc:
                 raise httpx2.ConnectError(str(exc)) from exc
             if origin.scheme != "https":
@@ -393,6 +395,24 @@ class Http1Pool:
                 raise
             return _Connection(stream, tcp.socket)
         raise httpx2.ConnectTimeout("timed out connecting")
+
+
+async def _open_tcp(host: str, port: int) -> trio.SocketStream:
+    """A TCP connection to ``host``. An IP address needs no resolving and gives one address
+    to try, so it is connected to directly: ``trio.open_tcp_stream``, which resolves the name
+    and races its addresses, cost 174 us of CPU per connection against 64 (at 50 agents, each
+    connection serves two requests)."""
+    try:
+        version = ipaddress.ip_address(host).version
+    except ValueError:
+        return await trio.open_tcp_stream(host, port)
+    sock = trio.socket.socket(socket.AF_INET6 if version == 6 else socket.AF_INET)
+    try:
+        await sock.connect((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketStream(sock)
 
 
 def _limit(seconds: float | None) -> float:

@@ -140,6 +140,14 @@ async def test_a_body_of_content_length_is_read_and_its_connection_reused() -> N
     assert (server.connections, pool.opened) == (1, 1)
 
 
+async def test_a_server_named_by_a_host_name_is_reached_through_its_resolved_address() -> None:
+    async with raw_server(ok(b"named")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url.replace("127.0.0.1", "localhost")) == b"named"
+        await pool.aclose()
+    assert server.requests[0].split(b"\r\n")[1].startswith(b"Host: localhost:")
+
+
 async def test_the_request_carries_its_host_length_headers_and_body() -> None:
     async with raw_server(ok(b"")) as server:
         pool = _pool()
