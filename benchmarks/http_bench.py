@@ -2,10 +2,10 @@
 
 The same run as the ``big`` scenario's (N agents answer, see each other's answers, vote; a
 winner presents), but each agent talks to an OpenAI-compatible server on loopback through the
-``openai`` backend over real sockets. The server (:mod:`benchmarks.http_server`) runs in its own process
-and answers as the scripted backend would, after 200 ms ±50 %, so the run coordinates as a
-scripted one does and only the client's cost is added. Each case runs twice, each time in a
-fresh process against a fresh server:
+``openai`` backend over real sockets. The server (:mod:`benchmarks.http_server`) runs in its
+own process and answers as the scripted backend would, after 200 ms ±50 %, so the run
+coordinates as a scripted one does and only the client's cost is added. Each case runs twice,
+each time in a fresh process against a fresh server:
 
 * ``conclave run --config`` as a user runs it: ``process_wall_s`` from spawn to exit,
   start-up, imports and exit included; ``first_request_s`` from spawn to the server's
