@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 import select
 import socket
 import ssl
@@ -48,6 +49,8 @@ _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _NO_BODY = frozenset((204, 304))
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 _INCOMPLETE = "peer closed connection without sending complete message body"
+_TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+"""A header's name (RFC 9110's token)."""
 
 
 def proxy_configured(environ: Mapping[str, str]) -> bool:
@@ -441,7 +444,7 @@ def _head(method: str, target: _Target, headers: Mapping[str, str], length: int)
     if text.count("\n") != len(lines) or text.count("\r") != len(lines):
         raise httpx2.LocalProtocolError("Illegal header value: a line break")
     for name, _ in named.values():
-        if not name or not name.isascii() or any(c in name for c in ' \t:()<>@,;\\"/[]?={}'):
+        if _TOKEN.fullmatch(name) is None:
             raise httpx2.LocalProtocolError(f"Illegal header name {name!r}")
     try:
         encoded = text.encode("ascii")

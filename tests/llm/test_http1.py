@@ -287,6 +287,18 @@ async def test_a_header_value_with_a_line_break_is_refused_before_anything_is_se
     assert server.connections == 0
 
 
+@pytest.mark.parametrize("name", ["X Spaced", "X:Colon", "", "X-Ünicode"])
+async def test_a_header_name_that_is_not_a_token_is_refused_before_anything_is_sent(
+    name: str,
+) -> None:
+    async with raw_server() as server:
+        pool = _pool()
+        with pytest.raises(httpx2.LocalProtocolError, match="Illegal header name"):
+            await _get(pool, server.url, {name: "value"})
+        await pool.aclose()
+    assert server.connections == 0
+
+
 async def test_a_server_that_closes_without_replying_fails_as_httpx2_says() -> None:
     async with raw_server(Canned(b"", close=True)) as server:
         pool = _pool()
