@@ -280,6 +280,9 @@ class Http1Pool:
     context of every ``https`` connection (:func:`actors.llm.http_hooks.tls_context`)."""
 
     def __init__(self, *, tls: ssl.SSLContext, keepalive: float = KEEPALIVE_S) -> None:
+        # Offer HTTP/1.1 alone, so a server that speaks HTTP/2 too answers in 1.1
+        # (httpcore2 sets the same on the same context before each connection).
+        tls.set_alpn_protocols(["http/1.1"])
         self._tls = tls
         self._keepalive = keepalive
         self._idle: dict[_Origin, list[_Connection]] = {}

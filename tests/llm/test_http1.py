@@ -79,6 +79,10 @@ async def raw_server(
         server.connections += 1
         buffer = bytearray()
         try:
+            if isinstance(stream, trio.SSLStream):
+                await stream.do_handshake()
+                if stream.selected_alpn_protocol() == "h2":
+                    return  # an HTTP/2 server: HTTP/1.1 requests get nothing
             while (request := await _request(stream, buffer)) is not None:
                 server.requests.append(request)
                 reply = server.replies.pop(0)
@@ -317,6 +321,19 @@ async def test_an_https_server_is_reached_over_tls_verified_by_the_endpoints_con
         assert await _get(pool, server.url) == b"again"
         await pool.aclose()
     assert server.connections == 1
+
+
+async def test_an_https_server_that_speaks_http2_too_is_offered_http11_alone(
+    tmp_path: Path,
+) -> None:
+    server_tls, cert = _certificate(tmp_path)
+    server_tls.set_alpn_protocols(["h2", "http/1.1"])
+    client_tls = ssl.create_default_context(cafile=cert)
+    client_tls.set_alpn_protocols(["h2", "http/1.1"])  # as another client may have left it
+    async with raw_server(ok(b"in 1.1"), tls=server_tls) as server:
+        pool = _pool(client_tls)
+        assert await _get(pool, server.url) == b"in 1.1"
+        await pool.aclose()
 
 
 async def test_an_https_server_whose_certificate_is_not_trusted_is_a_connect_error(
