@@ -12,6 +12,7 @@ chunk whose ``choices`` is empty.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -29,7 +30,7 @@ from conclave.actors.llm.chat_wire import (
 )
 from conclave.actors.llm.http1 import proxy_configured
 from conclave.actors.llm.http_errors import Diagnosis
-from conclave.actors.llm.http_hooks import tls_context
+from conclave.actors.llm.http_hooks import preload_transport, tls_context
 from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -46,6 +47,9 @@ from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.secret import Secret
 
 __all__ = ["OPENAI_URL", "PROVIDER", "OpenAIBackend", "OpenAIProvider"]
+
+if proxy_configured(os.environ):
+    preload_transport()  # requests will go through httpx2 (see OpenAIProvider._client)
 
 OPENAI_URL = "https://api.openai.com/v1"
 
