@@ -2,10 +2,10 @@
 
 The same run as the ``big`` scenario's (N agents answer, see each other's answers, vote; a
 winner presents), but each agent talks to an OpenAI-compatible server on loopback through the
-real SDK over real sockets. The server (:mod:`benchmarks.http_server`) runs in its own process
-and answers as the scripted backend would, after 200 ms ±50 %, so the run coordinates as a
-scripted one does and only the client's cost is added. Each case runs twice, each time in a
-fresh process against a fresh server:
+``openai`` backend over real sockets. The server (:mod:`benchmarks.http_server`) runs in its
+own process and answers as the scripted backend would, after 200 ms ±50 %, so the run
+coordinates as a scripted one does and only the client's cost is added. Each case runs twice,
+each time in a fresh process against a fresh server:
 
 * ``conclave run --config`` as a user runs it: ``process_wall_s`` from spawn to exit,
   start-up, imports and exit included; ``first_request_s`` from spawn to the server's
@@ -22,7 +22,12 @@ fresh process against a fresh server:
   against ``scripted_requests`` (the target is the same count);
   ``client_cpu_ms_per_request`` (the client's CPU during the run over the requests), next to
   ``scripted_cpu_ms_per_request`` (the same run on the scripted backend in real time: the
-  runtime's own share).
+  runtime's own share). ``runs`` lists every client run in the order run, each with the
+  one-minute load average it began at (``load_average``: their least and most): on a shared
+  machine the wall ratio moves between identical runs (at N = 50, 1.10-1.46 in one sitting
+  at load 4.8-7.2, in this benchmark and in client runs started alone alike), much more
+  than the CPU per request; the loopback server's priority is not the cause (niced to -10,
+  alone or with the client, the ratio was no better).
 
 Then :mod:`benchmarks.http_costs` says where the client's time goes: start-up and exit by
 import, one request's CPU layer by layer, and a reply's CPU per token streamed. Last, the
@@ -208,7 +213,7 @@ def _timed_run(config: ConclaveConfig, log_dir: Path) -> tuple[RunResult, float,
 
 
 def client(case: Case, base_url: str, log_root: Path) -> dict[str, Any]:
-    """The run in this process, as the client being measured: the SDK imported first (its
+    """The run in this process, as the client being measured: the backend imported first (its
     cost shows in the process wall, not the run's), then the run with its event log; then
     the same run on the scripted backend in real time, whose CPU is the runtime's own."""
     started = time.time()
@@ -336,7 +341,8 @@ def _first_request_cpu(config: Path, scratch: Path) -> float:
 
 def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run alone, measured inside a fresh process (:func:`client`), against a fresh
-    server: its figures and what the server served."""
+    server: its figures (with the load average it met) and what the server served."""
+    load = os.getloadavg()[0]
     with open_server_process() as server:
         argv = [sys.executable, "-m", "conclave.benchmarks.http_bench", "--client"]
         argv += [json.dumps(attrs.asdict(case)), "--url", server.url, "--log-root", str(scratch)]
@@ -344,6 +350,7 @@ def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, An
         finished = _timed_process(argv, scratch)
         served = _since(before, server.stats())
     got: dict[str, Any] = json.loads(finished.stdout)
+    got["load_average"] = round(load, 2)
     return got, served
 
 
@@ -355,13 +362,12 @@ def measure(case: Case, log_root: Path, runs: int = 1) -> dict[str, Any]:
     with _log_scratch(log_root) as tmp:
         scratch = tmp.resolve()
         command, result, served_command = _command_run(case, scratch)
-        client_runs = sorted(
-            (_client_run(case, scratch) for _ in range(max(runs, 1))),
-            key=lambda run: float(run[0]["wall_s"]),
-        )
+        in_order = [_client_run(case, scratch) for _ in range(max(runs, 1))]
+    client_runs = sorted(in_order, key=lambda run: float(run[0]["wall_s"]))
     got, served = client_runs[len(client_runs) // 2]
     per_run = [run[1]["requests"] for run in client_runs]
     scripted, ideal = _virtual(case)
+    loads = [run[0]["load_average"] for run in in_order]
     requests = served["requests"]
     return {
         "agents": case.agents,
@@ -384,6 +390,18 @@ def measure(case: Case, log_root: Path, runs: int = 1) -> dict[str, Any]:
         ],
         "requests": requests,
         "requests_per_run": per_run,
+        "load_average": [min(loads), max(loads)],
+        "runs": [
+            {
+                "wall_over_ideal": round(run["wall_s"] / ideal, 2),
+                "client_cpu_ms_per_request": round(
+                    run["cpu_s"] / max(served_run["requests"], 1) * 1000, 2
+                ),
+                "requests": served_run["requests"],
+                "load_average": run["load_average"],
+            }
+            for run, served_run in in_order
+        ],
         "max_requests_per_run": max(per_run),
         "llm_calls": got["llm_calls"],
         "scripted_requests": scripted.llm_calls,
@@ -440,7 +458,7 @@ COLUMNS = (
     "process_cpu_s", "peak_rss_mb",
     "sdk_import_s",
     "wall_s", "ideal_s", "wall_over_ideal", "requests", "command_requests", "scripted_requests",
-    "requests_per_run",
+    "requests_per_run", "load_average",
     "client_cpu_ms_per_request", "scripted_cpu_ms_per_request", "server_cpu_ms_per_request",
     "server_errors",
     "failed_agents", "missed",

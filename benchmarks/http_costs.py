@@ -9,9 +9,11 @@ request's client CPU layer by layer (part of ``conclave bench --scenario http``)
   the client's CPU per token (per chunk).
 * **A request**: the biggest request of a scripted N = 50 run (a vote prompt showing every
   answer), sent again and again to :mod:`benchmarks.http_server` in its own process (replying
-  at once), through successively thinner layers: Conclave's backend, the SDK's streaming
-  ``create``, the SDK's request transform alone, and a bare ``httpx2`` stream decoding each
-  chunk with ``json.loads``. Only this process's CPU is counted.
+  at once), through successively thinner layers: Conclave's backend (on its own HTTP/1.1
+  connections, and through ``httpx2`` as when a proxy is configured), the SDK's streaming
+  ``create``, the SDK's request transform alone, a bare ``httpx2`` stream decoding each chunk
+  with ``json.loads``, and the floor: the same bytes written on one socket and the reply read
+  whole. Only this process's CPU is counted.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import trio
@@ -150,16 +154,18 @@ async def _cpu_per_call(call: Callable[[], Awaitable[object]], repeats: int) -> 
 
 
 LAYERS = (
-    "Conclave's backend (pool, lanes, chunks as dicts, reply assembled by hand)",
+    "Conclave's backend (pool, its own HTTP/1.1 connections, chunks as dicts, reply by hand)",
+    "Conclave's backend through httpx2 (as when a proxy is configured)",
     "the SDK: chat.completions.create(stream=True), chunks iterated",
     "the SDK's request transform alone (async_maybe_transform)",
     "the SDK's client.post: no transform, chunks as typed models",
     "the SDK's client.post: no transform, chunks as plain dicts",
     "httpx2 alone: POST, stream, json.loads per chunk",
+    "the floor: the request written on one socket, the reply read whole, orjson per chunk",
 )
-"""From the whole path down to the bare HTTP client. Conclave's backend no longer goes
-through the SDK (:mod:`actors.llm.chat_wire`); the SDK's rows say what it would cost, whole
-or without its transform and chunk models."""
+"""From the whole path down to the socket. Conclave's backend goes through neither the SDK
+nor ``httpx2`` (:mod:`actors.llm.http1`) unless a proxy is configured; the SDK's rows say what
+it would cost, whole or without its transform and chunk models."""
 
 
 async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[tuple[float, float]]:
@@ -168,6 +174,7 @@ async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[tu
     from openai._utils import async_maybe_transform
     from openai.types.chat import ChatCompletionChunk, completion_create_params
 
+    from conclave.actors.llm.openai_backend import OpenAIProvider
     from conclave.actors.llm.pool import open_backends
 
     key = "sk-bench-loopback"
@@ -182,6 +189,13 @@ async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[tu
         # The very body Conclave sends (a private method, read here so the layers below
         # send the same bytes).
         body: dict[str, Any] = backend.inner._arguments(request)  # type: ignore[attr-defined]
+    # A provider told of a proxy sends through httpx2, which reads the real environment
+    # (no proxy there) and so goes straight to the server.
+    proxied = OpenAIProvider(environ={"HTTPS_PROXY": "http://proxy.invalid:3128"})
+    async with AsyncExitStack() as stack:
+        endpoint = await proxied.open_endpoint(agent, stack)
+        through_httpx2 = endpoint.backend_for(agent)
+        costs.append(await _cpu_per_call(lambda: through_httpx2.complete(request), repeats))
     body = {k: v for k, v in body.items() if k not in ("timeout", "stream")}
     async with openai.AsyncOpenAI(
         api_key=key, base_url=url, http_client=httpx2.AsyncClient()
@@ -225,7 +239,33 @@ async def _layers(request: CompletionRequest, url: str, repeats: int) -> list[tu
                         json.loads(line[6:])
 
         costs.append(await _cpu_per_call(bare, repeats))
+    costs.append(await _cpu_per_call(await _on_one_socket(url, {**body, "stream": True}), repeats))
     return costs
+
+
+async def _on_one_socket(url: str, body: dict[str, Any]) -> Callable[[], Awaitable[None]]:
+    """One request the least a client can do: a hand-written request on one open socket,
+    the reply read until its last chunk, each event decoded with ``orjson``."""
+    import orjson
+
+    parts = urlsplit(url)
+    stream = await trio.open_tcp_stream(parts.hostname or "127.0.0.1", parts.port or 80)
+    head = (
+        f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    ).encode()
+
+    async def call() -> None:
+        data = orjson.dumps(body)
+        await stream.send_all(head % len(data) + data)
+        reply = b""
+        while not reply.endswith(b"\r\n0\r\n\r\n"):
+            reply += await stream.receive_some(65536)
+        for line in reply.split(b"\n"):
+            if line.startswith(b"data: {"):
+                orjson.loads(line[6:])
+
+    return call
 
 
 def request_costs(repeats: int = 300) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ Each request's ``model`` names the agent and its scripted seed (``<agent id>@<se
 server keeps one :class:`~actors.llm.scripted.ScriptedBackend` per model, hands it the request
 as the agent's loop built it, waits its latency (200 ms ±50 % by default) and streams its
 reply back as Chat Completions chunks (tool calls, text, finish, usage, ``[DONE]``). So a run
-against it coordinates exactly as a scripted run does, through the real SDK over real sockets.
+against it coordinates exactly as a scripted run does, through the real backend over real
+sockets.
 
 It runs in its own process (``python -m conclave.benchmarks.http_server``) so that its CPU is not
 charged to the client being measured: it prints its port on the first line of stdout, serves

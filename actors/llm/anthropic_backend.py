@@ -38,6 +38,7 @@ import attrs
 import httpx2
 
 from conclave.actors.llm.http_errors import Diagnosis
+from conclave.actors.llm.http_hooks import preload_transport
 from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -53,6 +54,8 @@ from conclave.config.schema.anthropic import MIN_THINKING_BUDGET, AnthropicBacke
 from conclave.config.secret import Secret
 
 __all__ = ["ANTHROPIC_URL", "PROVIDER", "STATE_KEY", "AnthropicBackend", "AnthropicProvider"]
+
+preload_transport()  # the SDK sends through httpx2
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 STATE_KEY = "anthropic_thinking"

@@ -11,23 +11,26 @@ optional requests-per-minute window.
 
 from __future__ import annotations
 
+import importlib
 import math
 import ssl
 from collections import deque
 from functools import cache
 
 import attrs
-import httpcore2  # noqa: F401  (see below)
 import httpx2
 import trio
 
 from conclave.config.schema.endpoint import HttpBackendConfig, Timeouts
 
-# httpx2 imports its transport, httpcore2 (50-170 ms), when it makes its first client: in a
-# run that is when the first agent sends its first request, which then waits for it and
-# charges it to the run. Imported here, it is paid when the backend is imported.
-
-__all__ = ["EndpointGate", "GateStatistics", "http_client", "http_timeout", "tls_context"]
+__all__ = [
+    "EndpointGate",
+    "GateStatistics",
+    "http_client",
+    "http_timeout",
+    "preload_transport",
+    "tls_context",
+]
 
 _WINDOW = 60.0
 
@@ -115,6 +118,14 @@ def tls_context(base_url: str) -> ssl.SSLContext:
 @cache
 def _trusted() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
+
+
+def preload_transport() -> None:
+    """Import ``httpx2``'s transport, ``httpcore2`` (50-170 ms), which ``httpx2`` imports when
+    it makes its first client: in a run, as the first agent sends its first request, which
+    then waits for it and charges it to the run. A backend that will make ``httpx2`` clients
+    calls this when it is imported, so that the cost is paid there."""
+    importlib.import_module("httpcore2")
 
 
 def http_client(

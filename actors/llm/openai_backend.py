@@ -12,6 +12,7 @@ chunk whose ``choices`` is empty.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -27,7 +28,9 @@ from conclave.actors.llm.chat_wire import (
     ChatStream,
     ChatStreamError,
 )
+from conclave.actors.llm.http1 import proxy_configured
 from conclave.actors.llm.http_errors import Diagnosis
+from conclave.actors.llm.http_hooks import preload_transport, tls_context
 from conclave.actors.llm.protocol import (
     ChatMessage,
     Completion,
@@ -44,6 +47,9 @@ from conclave.config.schema.openai import OpenAIBackendConfig
 from conclave.config.secret import Secret
 
 __all__ = ["OPENAI_URL", "PROVIDER", "OpenAIBackend", "OpenAIProvider"]
+
+if proxy_configured(os.environ):
+    preload_transport()  # requests will go through httpx2 (see OpenAIProvider._client)
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -176,6 +182,8 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
     ) -> ChatClient:
         sent_key = key.reveal() if key is not None else None
         identity = self.identity()
+        # Through httpx2 only when it has a proxy to honour (see actors.llm.http1).
+        tls = None if proxy_configured(self._environ) else tls_context(base_url)
         if config.api_version is not None:
             return ChatClient.azure(
                 endpoint=base_url,
@@ -184,8 +192,11 @@ class OpenAIProvider(SdkProvider[OpenAIBackendConfig, ChatClient]):
                 key=sent_key,
                 http=http,
                 identity=identity,
+                tls=tls,
             )
-        return ChatClient.openai(base_url=base_url, key=sent_key, http=http, identity=identity)
+        return ChatClient.openai(
+            base_url=base_url, key=sent_key, http=http, identity=identity, tls=tls
+        )
 
     def identity(self) -> dict[str, str]:
         """The organization and project headers, from ``OPENAI_ORG_ID`` and

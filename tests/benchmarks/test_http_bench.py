@@ -143,6 +143,19 @@ def test_the_tiny_scenario_completes_with_the_scripted_request_count(
     assert row["failed_agents"] == 0
 
 
+def test_every_client_run_is_listed_with_the_load_average_it_met(
+    report: dict[str, Any],
+) -> None:
+    (row,) = report["scenarios"]["http"]
+
+    runs = row["runs"]
+    assert [run["requests"] for run in runs] == [row["scripted_requests"]] * 2
+    assert all(run["wall_over_ideal"] > 0 and run["client_cpu_ms_per_request"] > 0 for run in runs)
+    loads = [run["load_average"] for run in runs]
+    assert row["load_average"] == [min(loads), max(loads)]
+    assert min(loads) >= 0
+
+
 def test_the_report_has_every_figure_of_the_table(report: dict[str, Any]) -> None:
     (row,) = report["scenarios"]["http"]
 

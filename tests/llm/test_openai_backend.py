@@ -495,3 +495,19 @@ async def test_the_organization_and_project_in_the_environment_are_sent_as_the_s
         "org-conclave",
         "proj-conclave",
     )
+
+
+async def test_with_a_proxy_in_the_environment_requests_go_through_it(
+    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server plays the proxy: a host that resolves nowhere is reached only through it.
+    for variable in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    server.script(SseReply(parts=tuple(openai_reply("proxied"))))
+    agent = openai_agent(server, base_url="http://conclave.invalid/v1")
+    async with open_backends() as pool:
+        backend = await pool.backend(agent)
+        completion = await backend.complete(ask())
+    assert completion.message.content == "proxied"
+    assert server.requests[0].path == "http://conclave.invalid/v1/chat/completions"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,13 +79,39 @@ def test_a_pool_for_an_openai_agent_imports_no_sdk_only_the_http_client(tmp_path
     assert _loaded_after(tmp_path, code) == ["httpx2"]
 
 
-def test_importing_the_openai_backend_imports_the_http_transport_too(tmp_path: Path) -> None:
-    # httpx2 would import it at its first client: during a run, as the first request left.
-    probe = (
-        "import sys\nimport conclave.actors.llm.openai_backend\nprint('httpcore2' in sys.modules)\n"
-    )
+def _transport_loaded(tmp_path: Path, module: str, **environ: str) -> bool:
+    """Whether importing ``module`` (with ``environ`` added) imports httpx2's transport."""
+    probe = f"import sys\nimport {module}\nprint('httpcore2' in sys.modules)\n"
     done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **environ},
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True"]
+    return bool(done.stdout.split() == ["True"])
+
+
+NO_PROXY = {v: "" for v in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+NO_PROXY |= {v.lower(): "" for v in NO_PROXY}
+
+
+def test_the_openai_backend_without_a_proxy_never_imports_httpx2s_transport(
+    tmp_path: Path,
+) -> None:
+    # Its requests go out on connections of its own (actors/llm/http1.py).
+    assert not _transport_loaded(tmp_path, "conclave.actors.llm.openai_backend", **NO_PROXY)
+
+
+def test_the_openai_backend_behind_a_proxy_imports_httpx2s_transport_with_itself(
+    tmp_path: Path,
+) -> None:
+    # httpx2 would import it at its first client: during a run, as the first request left.
+    proxied = {**NO_PROXY, "HTTPS_PROXY": "http://proxy.invalid:3128"}
+    assert _transport_loaded(tmp_path, "conclave.actors.llm.openai_backend", **proxied)
+
+
+def test_the_anthropic_backend_imports_httpx2s_transport_with_itself(tmp_path: Path) -> None:
+    assert _transport_loaded(tmp_path, "conclave.actors.llm.anthropic_backend", **NO_PROXY)
