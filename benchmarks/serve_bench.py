@@ -409,6 +409,8 @@ async def _measure(
         "busy_core": busy,
         "busy_core_server_cpu_s": median(busy, "server_cpu_s") if busy else None,
         "busy_core_duration_s": median(busy, "duration_s") if busy else None,
+        "busy_core_server_user_s": median(busy, "server_user_s") if busy else None,
+        "busy_core_server_system_s": median(busy, "server_system_s") if busy else None,
         "server_cpu_overhead_vs_busy_pct": (
             100 * (median(watched, "server_cpu_s") / median(busy, "server_cpu_s") - 1)
             if busy
@@ -529,18 +531,17 @@ def main(argv: list[str] | None = None) -> int:
                     "control: no clients, their core kept busy: run (median s), server CPU (s)",
                     f"{figures['busy_core_duration_s']:.2f}, "
                     f"{figures['busy_core_server_cpu_s']:.2f}",
-                )
-            ]
-            if figures["busy_core"]
-            else []
-        ),
-        *(
-            [
+                ),
+                (
+                    "control: server CPU per run, user / system (median s)",
+                    f"{figures['busy_core_server_user_s']:.2f} / "
+                    f"{figures['busy_core_server_system_s']:.2f}",
+                ),
                 (
                     "against the control: run time, server CPU (watched / busy core)",
                     f"{figures['overhead_vs_busy_pct']:+.1f} %, "
                     f"{figures['server_cpu_overhead_vs_busy_pct']:+.1f} %",
-                )
+                ),
             ]
             if figures["busy_core"]
             else []

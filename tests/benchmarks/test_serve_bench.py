@@ -89,6 +89,7 @@ def test_the_busy_control_runs_an_unwatched_run_beside_a_busy_core_in_every_repe
     printed = capsys.readouterr().out
     assert "control: no clients, their core kept busy" in printed
     assert "against the control: run time, server CPU (watched / busy core)" in printed
+    assert "control: server CPU per run, user / system (median s)" in printed
 
 
 def test_clients_asking_for_zlib_frames_are_sent_fewer_bytes_than_text_clients(
