@@ -11,7 +11,7 @@ Fan-out costs per frame, not per line and client. The feed gathers the lines pub
 its last frame and *seals* them into one :class:`Frame`: joined once, encoded to UTF-8 once,
 and given its websocket header once (:mod:`ui.serve.raw_frames`), so the same ``bytes`` go
 to every watcher as they are; once more, compressed, if a watcher asked for zlib frames
-(:mod:`ui.serve.encoding`: a tenth of the bytes for every such watcher, compressed once
+(:mod:`ui.serve.encoding`: 13 times fewer bytes for every such watcher, compressed once
 for all of them). Its :meth:`RunFeed.flush_until_finished` task seals at once after a
 quiet spell and at most once per interval during a burst; the interval grows with the
 number of watchers (:meth:`RunFeed.interval`), so a run's fan-out sends at most about
