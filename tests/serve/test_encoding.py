@@ -83,3 +83,19 @@ async def test_a_zlib_client_that_starts_a_run_gets_its_reply_as_text_and_its_li
     assert client.text == [["welcome"], ["run_accepted"]]
     assert [kind for kinds in client.binary for kind in kinds] == [line["type"] for line in lines]
     assert lines[-1]["termination"] == "completed"
+
+
+async def test_a_zlib_client_subscribing_after_the_end_gets_the_snapshot_and_result_compressed(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as server:
+        async with connect(server) as starter:
+            run_id = await starter.start_run()
+            text_result = (await starter.until("result"))[-1]
+        async with connect(server, subprotocols=[ZLIB_SUBPROTOCOL]) as late:
+            await late.send(type="subscribe", run_id=run_id)
+            lines = await late.until("result")
+
+    assert [line["type"] for line in lines] == ["snapshot", "result"]
+    assert late.binary == [["snapshot"], ["result"]]
+    assert lines[-1] == text_result

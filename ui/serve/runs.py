@@ -149,6 +149,7 @@ class ServedRun:
         self.ended = trio.Event()
         self._cancel_asked = False
         self._snapshot: tuple[Capture, str, dict[FrameEncoding, bytes]] | None = None
+        self._result_frames: dict[FrameEncoding, bytes] = {}
         self._question: tuple[PendingQuestion, trio.MemorySendChannel[Reply]] | None = None
         """The question its watchers may answer now, and where the answer goes."""
         self._approval: tuple[Approval, trio.MemorySendChannel[ToolDecision]] | None = None
@@ -201,6 +202,17 @@ class ServedRun:
         if encoding not in frames:
             frames[encoding] = encoded_frame(line.encode("utf-8"), encoding)
         return frames[encoding]
+
+    def result_frame(self, encoding: FrameEncoding) -> bytes | None:
+        """The run's ``result`` line as a websocket frame in ``encoding`` (for the clients
+        subscribing after its end: a 1,000-agent run's is half a megabyte, framed once per
+        encoding), or ``None`` before the run has ended."""
+        line = self.feed.result_line
+        if line is None:
+            return None
+        if encoding not in self._result_frames:
+            self._result_frames[encoding] = encoded_frame(line.encode("utf-8"), encoding)
+        return self._result_frames[encoding]
 
     def cancel(self) -> None:
         """End the run now with its best answer so far; before it has opened, as soon as

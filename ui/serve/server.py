@@ -295,7 +295,7 @@ class Session:
         stream: ReplayStream,
         *,
         name: str,
-        encoding: FrameEncoding = FrameEncoding.TEXT,
+        encoding: FrameEncoding,
     ) -> None:
         self.server = server
         self.ws = ws
@@ -518,8 +518,8 @@ class Session:
                 snapshot = run.snapshot_frame(rid, watcher.snapshot, self.encoding)
                 if not await self._send_frames(snapshot):
                     return
-                result = run.feed.result_line if watcher.snapshot.ended else None
-                if result is not None and not await self._send([result]):
+                result = run.result_frame(self.encoding) if watcher.snapshot.ended else None
+                if result is not None and not await self._send_frames(result):
                     return
             while not watcher.done and not subscription.stopped:
                 subscription.waiting = trio.CancelScope()
