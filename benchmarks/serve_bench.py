@@ -29,9 +29,9 @@ first and last lines are read (their ``seq`` and ``t``); the lines between are c
 The clients should measure without standing in the server's way. They stand for programs
 on other machines, but run here, in this process (the server is another), on the same cores
 as the server: so each reads with large socket reads (256 KiB, not trio-websocket's default
-4 KiB) and does a constant amount of work per frame, whatever its size: it reads the first
-and last lines' ``seq``, ``t`` and ``time`` (never a ``json.loads``, a scan or a split of the
-frame), and compares its ``result`` line with the others' (one is decoded). Still, 100 of
+4 KiB) and, besides decompressing a compressed frame, does a constant amount of work per
+frame, whatever its size: it reads the first and last lines' ``seq``, ``t`` and ``time``
+(never a ``json.loads``, a scan or a split of the frame), and compares its ``result`` line with the others' (one is decoded). Still, 100 of
 them take a good part of a core (websocket parsing, in trio-websocket): on a 2-core machine
 that competition is much of a watched run's extra time, and not the server's work, which
 the server's CPU seconds show. Their CPU seconds per watched run are reported;
