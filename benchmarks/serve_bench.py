@@ -12,7 +12,13 @@ machine's load hits both alike):
 The run's time is the result's ``duration_s``; the target is C clients within 10 % of none
 (median of the repeats). Because the machine may be shared, the server's CPU seconds per run
 (from ``/proc``) are reported too: what the clients add to the server's work, whatever else
-the machine is doing. The load average is shown before and after.
+the machine is doing. The load average is shown before and after. So are the bytes the
+server sent the clients per watched run (each client's socket counts what it received:
+``TCP_INFO``), the volume behind most of the server's cost of watchers.
+
+The clients ask for compressed frames (the subprotocol ``conclave.v1.zlib``, as
+``docs/serve.md`` recommends for big runs) unless ``--encoding text``; a server that does not
+offer them (an older one) sends text, which they read too.
 
 Fan-out latency is, per line a client receives, the wall time its frame arrives minus the
 wall time of its event (the stream's ``t`` plus the run's start, which the lines' ``time``
@@ -23,9 +29,9 @@ first and last lines are read (their ``seq`` and ``t``); the lines between are c
 The clients should measure without standing in the server's way. They stand for programs
 on other machines, but run here, in this process (the server is another), on the same cores
 as the server: so each reads with large socket reads (256 KiB, not trio-websocket's default
-4 KiB) and does a constant amount of work per frame, whatever its size: it reads the first
-and last lines' ``seq``, ``t`` and ``time`` (never a ``json.loads``, a scan or a split of the
-frame), and compares its ``result`` line with the others' (one is decoded). Still, 100 of
+4 KiB) and, besides decompressing a compressed frame, does a constant amount of work per
+frame, whatever its size: it reads the first and last lines' ``seq``, ``t`` and ``time``
+(never a ``json.loads``, a scan or a split of the frame), and compares its ``result`` line with the others' (one is decoded). Still, 100 of
 them take a good part of a core (websocket parsing, in trio-websocket): on a 2-core machine
 that competition is much of a watched run's extra time, and not the server's work, which
 the server's CPU seconds show. Their CPU seconds per watched run are reported;
@@ -38,7 +44,8 @@ follows the last one's), and the same ``result``, or the benchmark fails.
 Prints a table and writes JSON (machine, parameters, load, figures).
 
     .venv/bin/python -m conclave.benchmarks.serve_bench [--agents N] [--clients C] [--repeats R]
-        [--client-nice N] [--separate-cores] [--json PATH]
+        [--client-nice N] [--separate-cores] [--busy-control] [--encoding zlib|text]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -48,12 +55,15 @@ import datetime
 import json
 import os
 import re
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +92,9 @@ _MAX_FRAME = 2**26
 _READ_BYTES = 256 * 1024
 """The clients' socket reads: trio-websocket's default (4 KiB) would make the clients, not
 the server, the bottleneck of a run that sends megabytes to each."""
+_ZLIB_SUBPROTOCOL = "conclave.v1.zlib"
+_TCPI_BYTES_RECEIVED = 128
+"""Where Linux's ``struct tcp_info`` holds ``tcpi_bytes_received`` (a u64, since 4.1)."""
 
 
 def _config(path: Path, agents: int) -> Path:
@@ -168,18 +181,31 @@ class _Server:
             self.process.wait()
 
 
-async def _connect(server: _Server) -> Any:
+async def _connect(server: _Server, subprotocols: list[str]) -> Any:
     headers = [(b"authorization", f"Bearer {server.token}".encode())]
     return open_websocket_url(
         server.url,
         extra_headers=headers,
+        subprotocols=subprotocols,
         max_message_size=_MAX_FRAME,
         receive_buffer_size=_READ_BYTES,
     )
 
 
 async def _frame(ws: WebSocketConnection) -> str:
-    return str(await ws.get_message())
+    """The next message's text: a binary one (``conclave.v1.zlib``) is its zlib data."""
+    message = await ws.get_message()
+    return zlib.decompress(message).decode("utf-8") if isinstance(message, bytes) else message
+
+
+def _bytes_received(ws: WebSocketConnection) -> int:
+    """Every byte the server sent on this connection so far (handshake, headers and
+    payloads), as the client's socket counted them."""
+    stream = ws._stream  # trio-websocket keeps it private; a ws:// URL makes a SocketStream
+    assert isinstance(stream, trio.SocketStream), stream
+    info = stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    received: int = struct.unpack_from("Q", info, _TCPI_BYTES_RECEIVED)[0]
+    return received
 
 
 class _Frame:
@@ -234,7 +260,7 @@ def _cpu_since(server: _Server, before: tuple[float, float]) -> dict[str, float]
 async def _alone(server: _Server) -> dict[str, Any]:
     """A run nobody watches: its duration and the server's CPU seconds from its start to
     its end (the server's log says when), not counting how the result is fetched."""
-    async with await _connect(server) as ws:
+    async with await _connect(server, []) as ws:
         await _frame(ws)  # welcome
         cpu = server.cpu_split()
         start = {"type": "start_run", "task": "Name three uses of a paperclip", "watch": False}
@@ -248,11 +274,11 @@ async def _alone(server: _Server) -> dict[str, Any]:
     return {"duration_s": float(result["duration_s"]), **figures}
 
 
-async def _watched(server: _Server, clients: int) -> dict[str, Any]:
+async def _watched(server: _Server, clients: int, subprotocols: list[str]) -> dict[str, Any]:
     """A run C clients watch from its start: its duration, the server's CPU seconds (from its
     start to its end, once every client has its ``result`` line, before they disconnect:
-    connecting and leaving are not watching), the clients' CPU seconds, and every line's
-    latency."""
+    connecting and leaving are not watching), the clients' CPU seconds, the bytes they
+    received, and every line's latency."""
     frames: list[_Frame] = []
     run_id: list[str] = []
     known = trio.Event()
@@ -262,10 +288,11 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
     all_done = trio.Event()
     cpu: list[float] = []
     server_cpu: list[tuple[float, float]] = []
+    received: list[int] = []
 
     async def client(index: int) -> None:
         nonlocal ready
-        async with await _connect(server) as ws:
+        async with await _connect(server, subprotocols) as ws:
             await _frame(ws)
             ready += 1
             if ready == clients:
@@ -287,6 +314,7 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
                 assert snapshot is not None, "the first frame after subscribe is a snapshot"
                 first_seq = int(snapshot.group(1))  # (the rest is a view of 1,000 agents)
             results.append(await _until_result(ws, frames, first_seq))
+            received.append(_bytes_received(ws))
             if len(results) == clients:
                 await server.ended(run_id[0])
                 server_cpu.append(server.cpu_split())
@@ -313,6 +341,7 @@ async def _watched(server: _Server, clients: int) -> dict[str, Any]:
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "max_ms": 1000 * latencies[-1],
         "clients_done": len(results),
+        "bytes_received": sum(received),
     }
 
 
@@ -339,14 +368,14 @@ async def _alone_beside_busy_core(server: _Server, core: int) -> dict[str, Any]:
 
 
 async def _measure(
-    server: _Server, clients: int, repeats: int, busy_core: int | None
+    server: _Server, clients: int, repeats: int, busy_core: int | None, subprotocols: list[str]
 ) -> dict[str, Any]:
     alone: list[dict[str, Any]] = []
     watched: list[dict[str, Any]] = []
     busy: list[dict[str, Any]] = []
     for _ in range(repeats):
         alone.append(await _alone(server))
-        watched.append(await _watched(server, clients))
+        watched.append(await _watched(server, clients, subprotocols))
         if busy_core is not None:
             busy.append(await _alone_beside_busy_core(server, busy_core))
 
@@ -376,9 +405,20 @@ async def _measure(
         "p50_ms": median(watched, "p50_ms"),
         "p99_ms": median(watched, "p99_ms"),
         "frames": median(watched, "frames"),
+        "bytes_received": median(watched, "bytes_received"),
         "busy_core": busy,
         "busy_core_server_cpu_s": median(busy, "server_cpu_s") if busy else None,
         "busy_core_duration_s": median(busy, "duration_s") if busy else None,
+        "busy_core_server_user_s": median(busy, "server_user_s") if busy else None,
+        "busy_core_server_system_s": median(busy, "server_system_s") if busy else None,
+        "server_cpu_overhead_vs_busy_pct": (
+            100 * (median(watched, "server_cpu_s") / median(busy, "server_cpu_s") - 1)
+            if busy
+            else None
+        ),
+        "overhead_vs_busy_pct": (
+            100 * (with_clients / median(busy, "duration_s") - 1) if busy else None
+        ),
     }
 
 
@@ -407,6 +447,13 @@ def main(argv: list[str] | None = None) -> int:
         "clients' core (the last) busy: what taking that core costs the server without a "
         "watcher",
     )
+    parser.add_argument(
+        "--encoding",
+        choices=("zlib", "text"),
+        default="zlib",
+        help="how the clients ask for a run's frames: zlib (the subprotocol conclave.v1.zlib: "
+        "compressed binary frames; the default) or text (the protocol's default)",
+    )
     parser.add_argument("--json", default="bench-results/serve_bench.json", metavar="PATH")
     args = parser.parse_args(argv)
     problem = check_report_path(args.json)
@@ -427,7 +474,10 @@ def main(argv: list[str] | None = None) -> int:
             os.sched_setaffinity(0, {client_core})
         try:
             busy_core = max(os.sched_getaffinity(0)) if args.busy_control else None
-            figures = trio.run(_measure, server, args.clients, args.repeats, busy_core)
+            subprotocols = [_ZLIB_SUBPROTOCOL] if args.encoding == "zlib" else []
+            figures = trio.run(
+                _measure, server, args.clients, args.repeats, busy_core, subprotocols
+            )
         finally:
             server.stop()
     load_after = os.getloadavg()
@@ -441,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         ("repeats (alternated)", f"{args.repeats}"),
         ("clients' niceness", f"{args.client_nice}"),
         ("clients on a core of their own", "yes" if args.separate_cores else "no"),
+        ("frames the clients ask for", args.encoding),
         ("load average (1 min) before, after", f"{load_before[0]:.2f}, {load_after[0]:.2f}"),
         ("run, no clients (median s)", f"{figures['alone_median_s']:.2f}"),
         (f"run, {args.clients} clients (median s)", f"{figures['watched_median_s']:.2f}"),
@@ -480,7 +531,17 @@ def main(argv: list[str] | None = None) -> int:
                     "control: no clients, their core kept busy: run (median s), server CPU (s)",
                     f"{figures['busy_core_duration_s']:.2f}, "
                     f"{figures['busy_core_server_cpu_s']:.2f}",
-                )
+                ),
+                (
+                    "control: server CPU per run, user / system (median s)",
+                    f"{figures['busy_core_server_user_s']:.2f} / "
+                    f"{figures['busy_core_server_system_s']:.2f}",
+                ),
+                (
+                    "against the control: run time, server CPU (watched / busy core)",
+                    f"{figures['overhead_vs_busy_pct']:+.1f} %, "
+                    f"{figures['server_cpu_overhead_vs_busy_pct']:+.1f} %",
+                ),
             ]
             if figures["busy_core"]
             else []
@@ -488,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
         (f"clients' CPU per run, all {args.clients} (median s)", f"{figures['client_cpu_s']:.2f}"),
         ("lines delivered per watched run (all clients)", f"{watched['lines']:,}"),
         ("frames delivered per watched run (all clients)", f"{figures['frames']:,.0f}"),
+        (
+            "bytes sent per watched run (all clients; MB)",
+            f"{figures['bytes_received'] / 1e6:,.1f}",
+        ),
         ("fan-out latency p50 (ms)", f"{figures['p50_ms']:.1f}"),
         ("fan-out latency p99 (ms)", f"{figures['p99_ms']:.1f}"),
     ]
@@ -510,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
             "client_nice": args.client_nice,
             "separate_cores": args.separate_cores,
             "busy_control": args.busy_control,
+            "encoding": args.encoding,
         },
         "figures": figures,
         "target_overhead_pct": TARGET_OVERHEAD_PCT,

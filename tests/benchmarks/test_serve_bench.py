@@ -81,5 +81,30 @@ def test_the_busy_control_runs_an_unwatched_run_beside_a_busy_core_in_every_repe
     report = json.loads(out.read_text())
     assert report["parameters"]["busy_control"] is True
     assert len(report["figures"]["busy_core"]) == 2
-    assert report["figures"]["busy_core_server_cpu_s"] > 0
-    assert "control: no clients, their core kept busy" in capsys.readouterr().out
+    figures = report["figures"]
+    assert figures["busy_core_server_cpu_s"] > 0
+    assert figures["server_cpu_overhead_vs_busy_pct"] == pytest.approx(
+        100 * (figures["watched_server_cpu_s"] / figures["busy_core_server_cpu_s"] - 1)
+    )
+    printed = capsys.readouterr().out
+    assert "control: no clients, their core kept busy" in printed
+    assert "against the control: run time, server CPU (watched / busy core)" in printed
+    assert "control: server CPU per run, user / system (median s)" in printed
+
+
+def test_clients_asking_for_zlib_frames_are_sent_fewer_bytes_than_text_clients(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sent: dict[str, int] = {}
+    for encoding in ("zlib", "text"):
+        out = tmp_path / f"{encoding}.json"
+        argv = ["--agents", "20", "--clients", "2", "--repeats", "1", "--encoding", encoding]
+        assert serve_bench.main([*argv, "--json", str(out)]) == 0
+        report = json.loads(out.read_text())
+        assert report["parameters"]["encoding"] == encoding
+        sent[encoding] = report["figures"]["watched"][0]["bytes_received"]
+
+    # A 20-agent run's stream is tens of kilobytes of text for each client.
+    assert sent["text"] > 2 * 20_000
+    assert sent["zlib"] * 3 < sent["text"]
+    assert "bytes sent per watched run (all clients; MB)" in capsys.readouterr().out

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -63,11 +64,16 @@ def bearer(token: str = TOKEN) -> list[tuple[bytes, bytes]]:
 
 
 class Client:
-    """A websocket client that reads the server's frames as lines of JSON."""
+    """A websocket client that reads the server's frames as lines of JSON: a binary frame
+    (a client that proposed ``conclave.v1.zlib``) is the zlib data of its text."""
 
     def __init__(self, ws: WebSocketConnection) -> None:
         self.ws = ws
         self._pending: list[dict[str, Any]] = []
+        self.binary: list[list[str]] = []
+        """The ``type`` of each line of each binary frame received, frame by frame."""
+        self.text: list[list[str]] = []
+        """The same for the text frames."""
 
     async def send(self, **message: Any) -> None:
         await self.ws.send_message(json.dumps(message))
@@ -76,8 +82,10 @@ class Client:
         """The next line from the server, whatever its type."""
         while not self._pending:
             frame = await self.ws.get_message()
-            assert isinstance(frame, str)
-            self._pending = [json.loads(line) for line in frame.split("\n")]
+            text = zlib.decompress(frame).decode("utf-8") if isinstance(frame, bytes) else frame
+            self._pending = [json.loads(line) for line in text.split("\n")]
+            kinds = self.binary if isinstance(frame, bytes) else self.text
+            kinds.append([line["type"] for line in self._pending])
         return self._pending.pop(0)
 
     async def until(self, kind: str) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from wsproto.frame_protocol import FrameProtocol, Opcode
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.result import RunResult, Termination
 from conclave.ui.progress import RunClock, StreamJson
+from conclave.ui.serve.encoding import FrameEncoding
 from conclave.ui.serve.feed import RunFeed, Watcher
 from conclave.ui.serve.raw_frames import text_frame
 from tests.serve.helpers import TASK, scripted_config
@@ -266,7 +268,7 @@ async def test_what_a_full_socket_did_not_take_is_sent_by_the_watchers_task(
         rest = watcher.take(1 << 20)
         feed.finish(ended())
 
-    wire = feed.frames[0].wire
+    wire = feed.frames[0].wire(FrameEncoding.TEXT)
     assert rest == wire[7:]
     assert decode(wire) == [line(1)]
 
@@ -286,3 +288,25 @@ async def test_a_watcher_that_falls_too_far_behind_is_dropped_and_the_feed_goes_
     assert slow.dropped is not None
     assert reasons == [slow.dropped]
     assert feed.watchers == 0
+
+
+async def test_a_frame_is_compressed_only_while_a_watcher_takes_zlib_and_holds_the_same_lines(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    feed = make_feed(tmp_path, flush_interval=0.1)
+    plain = watch(feed, "plain")
+    async with flushing(feed):
+        feed.note(line(1))
+        await plain.wait()
+        compressed = watch(feed, "compressed", encoding=FrameEncoding.ZLIB)
+        feed.note(line(2))
+        await compressed.wait()
+        feed.finish(ended())
+
+    first, second = feed.frames[:2]
+    assert set(first.wires) == {FrameEncoding.TEXT}
+    assert set(second.wires) == {FrameEncoding.TEXT, FrameEncoding.ZLIB}
+    zlib_wire = second.wire(FrameEncoding.ZLIB)
+    assert zlib_wire[0] == 0x82  # binary
+    assert zlib.decompress(zlib_wire[2:]).decode() == decode(second.wire(FrameEncoding.TEXT))[0]
+    assert compressed.take(1 << 20).startswith(zlib_wire)

@@ -10,7 +10,9 @@ stream-json schema.
 Fan-out costs per frame, not per line and client. The feed gathers the lines published since
 its last frame and *seals* them into one :class:`Frame`: joined once, encoded to UTF-8 once,
 and given its websocket header once (:mod:`ui.serve.raw_frames`), so the same ``bytes`` go
-to every watcher as they are. Its :meth:`RunFeed.flush_until_finished` task seals at once after a
+to every watcher as they are; once more, compressed, if a watcher asked for zlib frames
+(:mod:`ui.serve.encoding`: 13 times fewer bytes for every such watcher, compressed once
+for all of them). Its :meth:`RunFeed.flush_until_finished` task seals at once after a
 quiet spell and at most once per interval during a burst; the interval grows with the
 number of watchers (:meth:`RunFeed.interval`), so a run's fan-out sends at most about
 ``fanout_rate`` frames a second in all, however many watch: their cost to the run stays
@@ -51,7 +53,7 @@ from conclave.actors.events.view import RunView
 from conclave.actors.run.result import RunResult
 from conclave.runtime import Event, LogOpened, converter
 from conclave.ui.progress import StreamJson
-from conclave.ui.serve.raw_frames import text_frame
+from conclave.ui.serve.encoding import FrameEncoding, encoded_frame
 
 __all__ = ["SCAN_EVERY", "Capture", "Frame", "RunFeed", "Watcher"]
 
@@ -67,8 +69,13 @@ class Frame:
     first: int
     """The number (since the feed began) of its first line."""
     lines: int
-    wire: bytes
-    """The websocket frame: header, then the lines joined by ``\\n``, UTF-8."""
+    wires: dict[FrameEncoding, bytes]
+    """The websocket frame, in each encoding a watcher took it in when it was sealed: the
+    lines joined by ``\\n``, UTF-8, as :func:`~ui.serve.encoding.encoded_frame` sends
+    them."""
+
+    def wire(self, encoding: FrameEncoding) -> bytes:
+        return self.wires[encoding]
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -124,8 +131,11 @@ class Watcher:
         on_drop: Callable[[str], None],
         name: str,
         write: Callable[[bytes], int | None] | None,
+        encoding: FrameEncoding,
     ) -> None:
         self.feed = feed
+        self.encoding = encoding
+        """The frames it sends: text, or zlib (the client asked for it)."""
         self.cursor = cursor
         """The number (since the feed began) of the next line to take."""
         self.frame = frame
@@ -176,20 +186,22 @@ class Watcher:
         first, up to about ``max_bytes`` (at least one if there is one), as the bytes to
         send."""
         feed = self.feed
-        frames = feed.frames
+        frames, encoding = feed.frames, self.encoding
         start = self.frame - feed.frame_base
         end = start
         size = 0
-        while end < len(frames) and (end == start or size + len(frames[end].wire) <= max_bytes):
-            size += len(frames[end].wire)
+        while end < len(frames) and (
+            end == start or size + len(frames[end].wire(encoding)) <= max_bytes
+        ):
+            size += len(frames[end].wire(encoding))
             self.cursor += frames[end].lines
             self.taken += frames[end].lines
             end += 1
         self.frame += end - start
         sent, self.sent = self.sent, 0
         if end == start + 1 and not sent:
-            return frames[start].wire
-        return b"".join(frame.wire for frame in frames[start:end])[sent:]
+            return frames[start].wire(encoding)
+        return b"".join(frame.wire(encoding) for frame in frames[start:end])[sent:]
 
     def offer(self, frame: Frame) -> None:
         """``frame`` was just sealed: write it now if this watcher is parked, caught up, and
@@ -197,8 +209,9 @@ class Watcher:
         if not self.parked:
             return
         if self.write is not None and self.frame == self.feed.sealed - 1 and not self.sent:
-            written = self.write(frame.wire)
-            if written == len(frame.wire):
+            wire = frame.wire(self.encoding)
+            written = self.write(wire)
+            if written == len(wire):
                 self.frame += 1
                 self.cursor += frame.lines
                 self.taken += frame.lines
@@ -357,13 +370,18 @@ class RunFeed:
             self._scan()
 
     def _seal(self) -> None:
-        """The pending lines become one frame, and the watchers waiting are woken."""
+        """The pending lines become one frame, in each encoding a watcher takes (the
+        watchers let in later start after it), and the watchers waiting are woken."""
         if not self.pending:
             return
         self._sealed_at = trio.current_time()
         payload = "\n".join(self.pending).encode("utf-8")
         first = self.total - len(self.pending)
-        frame = Frame(first=first, lines=len(self.pending), wire=text_frame(payload))
+        wires = {
+            encoding: encoded_frame(payload, encoding)
+            for encoding in {watcher.encoding for watcher in self._watchers}
+        }
+        frame = Frame(first=first, lines=len(self.pending), wires=wires)
         self.frames.append(frame)
         self.sealed += 1
         self.pending = []
@@ -403,13 +421,15 @@ class RunFeed:
         on_drop: Callable[[str], None],
         name: str,
         write: Callable[[bytes], int | None] | None = None,
+        encoding: FrameEncoding = FrameEncoding.TEXT,
     ) -> Watcher:
         """A watcher from the next line on, at once. Take :meth:`capture` in the same step
         (no checkpoint between) if it needs one: the snapshot and the lines that follow then
         fit exactly. The lines pending are sealed first: they are for the watchers before.
-        ``write`` writes to its client without waiting (see :attr:`Watcher.write`)."""
+        ``write`` writes to its client without waiting (see :attr:`Watcher.write`);
+        ``encoding`` is how its frames are written (:mod:`ui.serve.encoding`)."""
         self._seal()
-        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name, write)
+        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name, write, encoding)
         self._let_in(watcher)
         return watcher
 
@@ -420,11 +440,12 @@ class RunFeed:
         on_drop: Callable[[str], None],
         name: str,
         write: Callable[[bytes], int | None] | None = None,
+        encoding: FrameEncoding = FrameEncoding.TEXT,
     ) -> Watcher:
         """A watcher that starts at the next frame boundary, with the :class:`Capture` taken
         there (:attr:`Watcher.snapshot`, once :attr:`Watcher.admitted` is set): every
         watcher joining in the same interval shares one capture, however busy the run."""
-        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name, write)
+        watcher = Watcher(self, self.total, self.sealed, limit, on_drop, name, write, encoding)
         self._joiners.append(watcher)
         self._work.set()
         return watcher

@@ -13,7 +13,9 @@ trio-websocket's own sends hold too, so a frame never lands inside one of its fr
 This is only valid while the connection negotiated no extension: an extension (such as
 permessage-deflate) may change what a frame's bytes mean (its RSV bits, its payload). The
 server accepts none (trio-websocket offers none); ``tests/serve/test_raw_frames.py`` fails
-if a connection ever negotiates one.
+if a connection ever negotiates one. Compression, for the clients that ask for it, is the
+application's instead (:mod:`ui.serve.encoding`): zlib data in plain binary frames
+(:func:`binary_frame`), which need no extension.
 """
 
 from __future__ import annotations
@@ -26,19 +28,34 @@ import trio
 
 from conclave.ui.serve.health import ReplayStream
 
-__all__ = ["send_frames", "text_frame", "write_now"]
+__all__ = ["binary_frame", "send_frames", "text_frame", "write_now"]
+
+
+_TEXT = 0x81
+"""FIN, no RSV bit, opcode 1 (text)."""
+_BINARY = 0x82
+"""FIN, no RSV bit, opcode 2 (binary)."""
 
 
 def text_frame(payload: bytes) -> bytes:
     """``payload`` (UTF-8 text) as one final, unmasked websocket text frame, as a server
     sends it (RFC 6455 section 5.2): built once, sent to every watcher as it is."""
+    return _frame(_TEXT, payload)
+
+
+def binary_frame(payload: bytes) -> bytes:
+    """``payload`` as one final, unmasked websocket binary frame (as :func:`text_frame`)."""
+    return _frame(_BINARY, payload)
+
+
+def _frame(first_byte: int, payload: bytes) -> bytes:
     size = len(payload)
     if size < 126:
-        head = struct.pack("!BB", 0x81, size)
+        head = struct.pack("!BB", first_byte, size)
     elif size < 1 << 16:
-        head = struct.pack("!BBH", 0x81, 126, size)
+        head = struct.pack("!BBH", first_byte, 126, size)
     else:
-        head = struct.pack("!BBQ", 0x81, 127, size)
+        head = struct.pack("!BBQ", first_byte, 127, size)
     return head + payload
 
 

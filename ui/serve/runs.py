@@ -61,6 +61,7 @@ from conclave.ui.serve.asking import (
     decision_of,
     question_fields,
 )
+from conclave.ui.serve.encoding import FrameEncoding, encoded_frame
 from conclave.ui.serve.feed import Capture, RunFeed
 from conclave.ui.serve.protocol import (
     Answer,
@@ -78,7 +79,6 @@ from conclave.ui.serve.protocol import (
     encode_snapshot,
     with_request_id,
 )
-from conclave.ui.serve.raw_frames import text_frame
 
 __all__ = ["RunRegistry", "ServeSettings", "ServedRun"]
 
@@ -148,7 +148,8 @@ class ServedRun:
         self.result: RunResult | None = None
         self.ended = trio.Event()
         self._cancel_asked = False
-        self._snapshot: tuple[Capture, str, bytes] | None = None
+        self._snapshot: tuple[Capture, str, dict[FrameEncoding, bytes]] | None = None
+        self._result_frames: dict[FrameEncoding, bytes] = {}
         self._question: tuple[PendingQuestion, trio.MemorySendChannel[Reply]] | None = None
         """The question its watchers may answer now, and where the answer goes."""
         self._approval: tuple[Approval, trio.MemorySendChannel[ToolDecision]] | None = None
@@ -175,10 +176,13 @@ class ServedRun:
             "status": "ended" if self.result is not None else "running",
         }
 
-    def snapshot_frame(self, request_id: str | None, capture: Capture) -> bytes:
-        """The ``snapshot`` of ``capture`` for a client, as a websocket frame. Encoded once
-        per capture for every client that joins with it (a 1,000-agent view is hundreds of
-        kilobytes), and framed once for all those that sent no ``request_id``."""
+    def snapshot_frame(
+        self, request_id: str | None, capture: Capture, encoding: FrameEncoding
+    ) -> bytes:
+        """The ``snapshot`` of ``capture`` for a client, as a websocket frame in its
+        ``encoding``. Encoded once per capture for every client that joins with it (a
+        1,000-agent view is hundreds of kilobytes), and framed (compressed) once per
+        encoding for all those that sent no ``request_id``."""
         if self._snapshot is None or self._snapshot[0] is not capture:
             snapshot = Snapshot(
                 run_id=self.run_id,
@@ -191,11 +195,24 @@ class ServedRun:
                 question=capture.question,
                 approval=capture.approval,
             )
-            line = encode_snapshot(snapshot)
-            self._snapshot = (capture, line, text_frame(line.encode("utf-8")))
-        if request_id is None:
-            return self._snapshot[2]
-        return text_frame(with_request_id(self._snapshot[1], request_id).encode("utf-8"))
+            self._snapshot = (capture, encode_snapshot(snapshot), {})
+        _, line, frames = self._snapshot
+        if request_id is not None:
+            return encoded_frame(with_request_id(line, request_id).encode("utf-8"), encoding)
+        if encoding not in frames:
+            frames[encoding] = encoded_frame(line.encode("utf-8"), encoding)
+        return frames[encoding]
+
+    def result_frame(self, encoding: FrameEncoding) -> bytes | None:
+        """The run's ``result`` line as a websocket frame in ``encoding`` (for the clients
+        subscribing after its end: a 1,000-agent run's is half a megabyte, framed once per
+        encoding), or ``None`` before the run has ended."""
+        line = self.feed.result_line
+        if line is None:
+            return None
+        if encoding not in self._result_frames:
+            self._result_frames[encoding] = encoded_frame(line.encode("utf-8"), encoding)
+        return self._result_frames[encoding]
 
     def cancel(self) -> None:
         """End the run now with its best answer so far; before it has opened, as soon as

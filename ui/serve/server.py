@@ -46,12 +46,8 @@ from trio_websocket import (
 )
 
 from conclave.actors.llm.pool import open_backends
-from conclave.ui.serve.auth import (
-    SUBPROTOCOL,
-    presented_token,
-    refused_origin,
-    token_matches,
-)
+from conclave.ui.serve.auth import presented_token, refused_origin, token_matches
+from conclave.ui.serve.encoding import FrameEncoding, negotiate
 from conclave.ui.serve.feed import Watcher
 from conclave.ui.serve.health import ReplayStream, read_head, respond_json
 from conclave.ui.serve.protocol import (
@@ -207,11 +203,13 @@ class Server:
             reason = "wrong token: present the token conclave serve printed or read from its file\n"
             await _quietly(request.reject(401, body=reason.encode("utf-8")))
             return
+        subprotocol, encoding = negotiate(proposed)
         try:
-            ws = await request.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in proposed else None)
+            ws = await request.accept(subprotocol=subprotocol)
         except ConnectionClosed:
             return
-        session = Session(self, ws, stream, name=f"client-{next(self._names)}")
+        name = f"client-{next(self._names)}"
+        session = Session(self, ws, stream, name=name, encoding=encoding)
         self.sessions.add(session)
         failure: BaseException | None = None
         try:
@@ -291,11 +289,19 @@ class Session:
     """One authenticated client connection; see the module docstring."""
 
     def __init__(
-        self, server: Server, ws: WebSocketConnection, stream: ReplayStream, *, name: str
+        self,
+        server: Server,
+        ws: WebSocketConnection,
+        stream: ReplayStream,
+        *,
+        name: str,
+        encoding: FrameEncoding,
     ) -> None:
         self.server = server
         self.ws = ws
         self.name = name
+        self.encoding = encoding
+        """How the runs' frames and snapshots are written to it (its subprotocol says)."""
         self.subscriptions: dict[str, _Subscription] = {}
         self._stream = stream
         self._send_reply, self._replies = trio.open_memory_channel[str](REPLY_BUFFER)
@@ -477,13 +483,16 @@ class Session:
         now, followed by its ``result`` line. Either way the lines that follow fit it."""
         feed = run.feed
         settings = self.server.settings
-        limit, name = settings.client_buffer, f"serve {self.name}"
-        if preamble is None and not feed.finished:
-            watcher = feed.join(limit=limit, on_drop=self._expel, name=name, write=self._write)
-        else:
-            watcher = feed.watch(limit=limit, on_drop=self._expel, name=name, write=self._write)
-            if preamble is None:
-                watcher.snapshot = feed.capture()
+        joining = preamble is None and not feed.finished
+        watcher = (feed.join if joining else feed.watch)(
+            limit=settings.client_buffer,
+            on_drop=self._expel,
+            name=f"serve {self.name}",
+            write=self._write,
+            encoding=self.encoding,
+        )
+        if preamble is None and not joining:
+            watcher.snapshot = feed.capture()
         subscription = _Subscription(run, watcher, request_id, preamble)
         self.subscriptions[run.run_id] = subscription
         assert self._nursery is not None
@@ -506,10 +515,11 @@ class Session:
                 if subscription.stopped or watcher.snapshot is None:
                     return
                 run, rid = subscription.run, subscription.request_id
-                if not await self._send_frames(run.snapshot_frame(rid, watcher.snapshot)):
+                snapshot = run.snapshot_frame(rid, watcher.snapshot, self.encoding)
+                if not await self._send_frames(snapshot):
                     return
-                result = run.feed.result_line if watcher.snapshot.ended else None
-                if result is not None and not await self._send([result]):
+                result = run.result_frame(self.encoding) if watcher.snapshot.ended else None
+                if result is not None and not await self._send_frames(result):
                     return
             while not watcher.done and not subscription.stopped:
                 subscription.waiting = trio.CancelScope()
