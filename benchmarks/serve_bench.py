@@ -26,20 +26,21 @@ fields give to the millisecond): p50 and p99 over every line of every client. Ea
 first and last lines are read (their ``seq`` and ``t``); the lines between are consecutive
 (``seq``), and their ``t`` is interpolated between those two.
 
-The clients should measure without standing in the server's way. They stand for programs
-on other machines, but run here, in this process (the server is another), on the same cores
-as the server: so each reads with large socket reads (256 KiB, not trio-websocket's default
-4 KiB) and, besides decompressing a compressed frame, does a constant amount of work per
+The clients should measure without standing in the server's way. They stand for programs on
+other machines, but run here, in this process (the server is another), on the same cores as
+the server: so each reads with large socket reads (256 KiB, not trio-websocket's default 4
+KiB) and, besides decompressing a compressed frame, does a constant amount of work per
 frame, whatever its size: it reads the first and last lines' ``seq``, ``t`` and ``time``
-(never a ``json.loads``, a scan or a split of the frame), and compares its ``result`` line with the others' (one is decoded). Still, 100 of
-them take a good part of a core (websocket parsing, in trio-websocket): on a 2-core machine
-that competition is much of a watched run's extra time, and not the server's work, which
-the server's CPU seconds show. Their CPU seconds per watched run are reported;
-``--client-nice 19`` runs them at a lower priority than the server (their latency then
-includes waiting for a core); ``--separate-cores`` runs them on the last core only and the
-server on the others, which is closest to clients on other machines. Every client must get
-every line from its snapshot's ``next_seq`` to ``result`` (each frame's first ``seq``
-follows the last one's), and the same ``result``, or the benchmark fails.
+(never a ``json.loads``, a scan or a split of the frame), and compares its ``result`` line
+with the others' (one is decoded). Still, 100 of them take a good part of a core (websocket
+parsing, in trio-websocket): on a 2-core machine that competition is much of a watched run's
+extra time, and not the server's work, which the server's CPU seconds show. Their CPU
+seconds per watched run are reported; ``--client-nice 19`` runs them at a lower priority
+than the server (their latency then includes waiting for a core); ``--separate-cores`` runs
+them on the last core only and the server on the others, which is closest to clients on
+other machines. Every client must get every line from its snapshot's ``next_seq`` to
+``result`` (each frame's first ``seq`` follows the last one's), and the same ``result``, or
+the benchmark fails.
 
 Prints a table and writes JSON (machine, parameters, load, figures).
 
