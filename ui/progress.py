@@ -49,9 +49,9 @@ from conclave.runtime import (
 if TYPE_CHECKING:
     from conclave.actors.events.view import RunView
 
-# The timeline (and the event classes it names) is imported by the text renderer when it is
-# made: ``--output-format json`` and ``stream-json`` runs do not load it before their first
-# request (issue 24: start-up).
+# The run view and the timeline (and the event classes it names) are imported by the text
+# renderer when it is made: ``--output-format json`` and ``stream-json`` runs do not load
+# them before their first request (issue 24: start-up).
 
 __all__ = [
     "RunClock",
@@ -152,7 +152,9 @@ class TextProgress:
 
     def __init__(self, stream: TextIO, *, verbose: bool, clock: RunClock) -> None:
         from conclave.actors.events.view import RunView
+        from conclave.ui import timeline
 
+        self.timeline = timeline
         self.stream = stream
         self.verbose = verbose
         self.clock = clock
@@ -169,17 +171,15 @@ class TextProgress:
         if isinstance(event, LogOpened):
             self.clock.adopt(event)
             return
-        from conclave.ui.timeline import agent_table, describe, usage_unknown
-
         self.view.apply(event)
-        line = describe(event, verbose=self.verbose) or _watcher_line(event)
-        line = line or usage_unknown(event, self.view)
+        line = self.timeline.describe(event, verbose=self.verbose) or _watcher_line(event)
+        line = line or self.timeline.usage_unknown(event, self.view)
         if line is not None:
             self._print(f"[{self.clock.t(event.at):6.2f}s] {line}")
         if isinstance(event, RunEnded):
             self._ended = True
             if self.verbose:
-                for row in agent_table(self.view):
+                for row in self.timeline.agent_table(self.view):
                     self._print(row)
 
     def _print(self, line: str) -> None:
