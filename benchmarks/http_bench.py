@@ -11,7 +11,8 @@ each time in a fresh process against a fresh server:
   start-up, imports and exit included; ``first_request_s`` from spawn to the server's
   first request (the start-up); ``first_request_cpu_s``, the CPU the same command spends
   before its first request leaves (the median of :data:`CPU_REPEATS` more processes, each
-  stopped at its first connect: steadier than the wall on a shared machine);
+  stopped at its first connect: steadier than the wall on a shared machine), and
+  ``first_request_modules``, how many modules it had loaded by then;
   ``process_cpu_s``; ``peak_rss_mb``; ``command_requests`` served;
 * the run alone, measured inside a client process with the backend already imported,
   ``runs`` times (each against a fresh server; the figures are the median run's, and
@@ -102,14 +103,15 @@ _STOPPED_AT_FIRST_CONNECT = """
 import os, sys, time
 def stop(event, args):
     if event == "socket.connect":
-        print(time.process_time(), flush=True)
+        print(time.process_time(), len(sys.modules), flush=True)
         os._exit(0)
 sys.addaudithook(stop)
 from conclave.ui.entry import main
 sys.argv[0] = "conclave"
 sys.exit(main())
 """
-"""``conclave`` whose audit hook prints its CPU seconds and ends it at its first connect."""
+"""``conclave`` whose audit hook prints its CPU seconds and the number of modules it has
+loaded, and ends it at its first connect."""
 
 
 @attrs.frozen(kw_only=True)
@@ -323,20 +325,25 @@ def _command_run(case: Case, scratch: Path) -> tuple[Finished, dict[str, Any], d
         before = server.stats()
         finished = _timed_process(argv, scratch)
         served = _since(before, server.stats())
-        served["first_request_cpu_s"] = _first_request_cpu(config, scratch)
+        served["first_request_cpu_s"], served["first_request_modules"] = _first_request_cpu(
+            config, scratch
+        )
     result: dict[str, Any] = json.loads(finished.stdout)
     return finished, result, served
 
 
-def _first_request_cpu(config: Path, scratch: Path) -> float:
+def _first_request_cpu(config: Path, scratch: Path) -> tuple[float, int]:
     """The median CPU seconds of :data:`CPU_REPEATS` ``conclave run --config`` processes up
-    to their first connect, where each is stopped (the request never leaves)."""
-    cpu = []
+    to their first connect, where each is stopped (the request never leaves), and the most
+    modules one had loaded by then."""
+    cpu, modules = [], []
     for i in range(CPU_REPEATS):
         argv = [sys.executable, "-c", _STOPPED_AT_FIRST_CONNECT, "run", "--config", str(config)]
         argv += ["--output-format", "json", "--log-dir", str(scratch / f"cpu{i}"), TASK]
-        cpu.append(float(_timed_process(argv, scratch).stdout.split()[-1]))
-    return statistics.median(cpu)
+        seconds, loaded = _timed_process(argv, scratch).stdout.split()[-2:]
+        cpu.append(float(seconds))
+        modules.append(int(loaded))
+    return statistics.median(cpu), max(modules)
 
 
 def _client_run(case: Case, scratch: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -380,6 +387,7 @@ def measure(case: Case, log_root: Path, runs: int = 1) -> dict[str, Any]:
         "command_requests": served_command["requests"],
         "first_request_s": round(served_command["first_request_at"] - command.spawned_at, 3),
         "first_request_cpu_s": round(served_command["first_request_cpu_s"], 3),
+        "first_request_modules": served_command["first_request_modules"],
         "sdk_import_s": got["sdk_import_s"],
         "wall_s": round(got["wall_s"], 3),
         "ideal_s": round(ideal, 3),
@@ -455,7 +463,7 @@ def _figure(target: Target, now: float | None) -> dict[str, Any]:
 
 COLUMNS = (
     "agents", "visibility", "process_wall_s", "first_request_s", "first_request_cpu_s",
-    "process_cpu_s", "peak_rss_mb",
+    "first_request_modules", "process_cpu_s", "peak_rss_mb",
     "sdk_import_s",
     "wall_s", "ideal_s", "wall_over_ideal", "requests", "command_requests", "scripted_requests",
     "requests_per_run", "load_average",

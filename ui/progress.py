@@ -22,14 +22,13 @@ import secrets
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import trio
 
 from conclave.actors.coordination.events import RunStarted
 from conclave.actors.coordination.state import CoordinationState
 from conclave.actors.events import DomainEvent, SubscriberDropped
-from conclave.actors.events.view import RunView
 from conclave.actors.run.driver import RunSpec
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.lineage import run_id as lineage_run_id
@@ -46,7 +45,13 @@ from conclave.runtime import (
     converter,
     encode,
 )
-from conclave.ui.timeline import agent_table, describe, neutralise, usage_unknown
+
+if TYPE_CHECKING:
+    from conclave.actors.events.view import RunView
+
+# The run view and the timeline (and the event classes it names) are imported by the text
+# renderer when it is made: ``--output-format json`` and ``stream-json`` runs do not load
+# them before their first request (issue 24: start-up).
 
 __all__ = [
     "RunClock",
@@ -146,10 +151,14 @@ class TextProgress:
     """
 
     def __init__(self, stream: TextIO, *, verbose: bool, clock: RunClock) -> None:
+        from conclave.actors.events.view import RunView
+        from conclave.ui import timeline
+
+        self.timeline = timeline
         self.stream = stream
         self.verbose = verbose
         self.clock = clock
-        self.view = RunView()
+        self.view: RunView = RunView()
         self._ended = False
         detail: tuple[type[Event], ...] = (Held, Released) if verbose else ()
         # The kernel events replay shows (``describe`` picks the crashes among them).
@@ -163,14 +172,14 @@ class TextProgress:
             self.clock.adopt(event)
             return
         self.view.apply(event)
-        line = describe(event, verbose=self.verbose) or _watcher_line(event)
-        line = line or usage_unknown(event, self.view)
+        line = self.timeline.describe(event, verbose=self.verbose) or _watcher_line(event)
+        line = line or self.timeline.usage_unknown(event, self.view)
         if line is not None:
             self._print(f"[{self.clock.t(event.at):6.2f}s] {line}")
         if isinstance(event, RunEnded):
             self._ended = True
             if self.verbose:
-                for row in agent_table(self.view):
+                for row in self.timeline.agent_table(self.view):
                     self._print(row)
 
     def _print(self, line: str) -> None:
@@ -191,6 +200,8 @@ def _watcher_line(event: Event) -> str | None:
     timeline line: replay shows it too.)"""
     if not isinstance(event, SubscriberDropped):
         return None
+    from conclave.ui.timeline import neutralise
+
     line = f"watcher {event.subscriber} dropped ({event.cause.value}): {event.detail}"
     return neutralise(" ".join(line.split()))  # a detail may span lines
 

@@ -6,6 +6,7 @@ from conclave.actors.events.base import DomainEvent
 from conclave.actors.paor.budget import Budget, SubAgentReport
 from conclave.actors.paor.plan import SubAgentKind
 from conclave.actors.paor.report import PaorEnd
+from conclave.actors.paor.subagent_paths import SEPARATOR, agent_of, is_subagent
 from conclave.runtime import Message, message
 
 __all__ = [
@@ -37,21 +38,6 @@ class RunSubTask(Message):
 @message(kind="paor_sub_task_done")
 class SubTaskDone(Message):
     report: SubAgentReport
-
-
-SEPARATOR = "/"
-"""Between the levels of a sub-agent's path; never in an agent id (config refuses it)."""
-
-
-def is_subagent(agent: str) -> bool:
-    """Whether an event's ``agent`` names a sub-agent (its path) rather than a run's agent:
-    a sub-agent's tool calls are recorded under its path."""
-    return SEPARATOR in agent
-
-
-def agent_of(agent: str) -> str:
-    """The run's agent a sub-agent's path starts with (an agent's own name unchanged)."""
-    return agent.split(SEPARATOR, 1)[0]
 
 
 @message()

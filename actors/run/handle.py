@@ -28,7 +28,6 @@ from conclave.actors.coordination.protocol import (
 from conclave.actors.coordination.state import CoordinationState, Phase
 from conclave.actors.human.unanswered import OnQuestion
 from conclave.actors.paor.corrections import Corrections, NoRoundLeft
-from conclave.actors.paor.events import CorrectionUnused
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import RunResult, RunStats
@@ -292,6 +291,9 @@ class RunHandle:
             for tap in self._taps:
                 tap.until_run_ended()
             for unused in self.corrections.close():
+                # Only a PAOR run has any: a run without PAOR does not load its events.
+                from conclave.actors.paor.events import CorrectionUnused
+
                 self.system.record(
                     CorrectionUnused(
                         at=trio.current_time(), agent=unused.agent, correction=unused.text

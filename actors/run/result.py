@@ -18,8 +18,6 @@ from conclave.actors.coordination.state import Answer
 from conclave.actors.human.events import AssumptionRecorded, QuestionAnswered, QuestionAsked
 from conclave.actors.human.questions import Assumption, PendingQuestion, Question
 from conclave.actors.llm.protocol import CallOutcome
-from conclave.actors.paor.events import PaorFinished
-from conclave.actors.paor.report import PaorEnd
 from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.actors.run.usage import RunUsage
 from conclave.actors.workspace.writes import Writes
@@ -106,7 +104,7 @@ class RunStats:
     def record(self, event: Event) -> None:
         # One dict lookup instead of a chain of isinstance checks: every event of the run
         # passes through here, and most of them (deliveries) are counted by the first branch.
-        counter = _COUNTERS.get(type(event))
+        counter = _COUNTERS.get(event.kind)
         if counter is not None:
             counter(self, event)
 
@@ -153,6 +151,10 @@ class RunStats:
             self.pending_question = None
 
     def _paor_finished(self, event: Event) -> None:
+        # Imported here: a run without PAOR records no such event and loads neither.
+        from conclave.actors.paor.events import PaorFinished
+        from conclave.actors.paor.report import PaorEnd
+
         assert isinstance(event, PaorFinished)
         if event.end in (PaorEnd.MAX_ITERATIONS, PaorEnd.BUDGET_SPENT):
             self.paor_limited.add(event.agent)
@@ -166,15 +168,17 @@ class RunStats:
         )
 
 
-_COUNTERS: dict[type[Event], Callable[[RunStats, Event], None]] = {
-    Delivered: RunStats._delivered,
-    LlmRequestStarted: RunStats._llm_started,
-    LlmRequestFinished: RunStats._llm_finished,
-    RoundStarted: RunStats._round_started,
-    RoundRestarted: RunStats._round_restarted,
-    DeadLetter: RunStats._dead_letter,
-    QuestionAsked: RunStats._question_asked,
-    QuestionAnswered: RunStats._question_answered,
-    AssumptionRecorded: RunStats._assumption,
-    PaorFinished: RunStats._paor_finished,
+_COUNTERS: dict[str, Callable[[RunStats, Event], None]] = {
+    Delivered.kind: RunStats._delivered,
+    LlmRequestStarted.kind: RunStats._llm_started,
+    LlmRequestFinished.kind: RunStats._llm_finished,
+    RoundStarted.kind: RunStats._round_started,
+    RoundRestarted.kind: RunStats._round_restarted,
+    DeadLetter.kind: RunStats._dead_letter,
+    QuestionAsked.kind: RunStats._question_asked,
+    QuestionAnswered.kind: RunStats._question_answered,
+    AssumptionRecorded.kind: RunStats._assumption,
+    "paor_finished": RunStats._paor_finished,
 }
+"""Keyed by kind (a kind never changes): PAOR's by its tag, so that the tap, which every
+run opens, does not load PAOR's events before the run's first request (issue 24)."""

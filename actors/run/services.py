@@ -43,7 +43,6 @@ from conclave.actors.human.tool_approval import RefuseTools, ToolApprovalGate
 from conclave.actors.llm.redaction import NO_REDACTION, Redactor
 from conclave.actors.planning.flow import read_execution_task
 from conclave.actors.planning.plan import Plan, parse_plan
-from conclave.actors.planning.progress import PlanProgress
 from conclave.actors.run.clock import RunClock
 from conclave.actors.run.events import SandboxOpened
 from conclave.actors.run.redaction import redacting_tools
@@ -65,6 +64,7 @@ from conclave.config.schema.sandbox import SandboxKind
 if TYPE_CHECKING:
     from conclave.actors.mcp.confine import ServerGrants
     from conclave.actors.mcp.server import McpServers
+    from conclave.actors.planning.progress import PlanProgress
     from conclave.actors.sandbox.open import DockerEngine
     from conclave.runtime import ActorSystem, Event
 
@@ -144,6 +144,9 @@ class RunServices:
             self._record = system.record
         plan = executed_plan(self.spec.task)
         if plan is not None and system is not None:
+            # Loaded only by a run that executes a plan (issue 24: start-up).
+            from conclave.actors.planning.progress import PlanProgress
+
             self.plan_progress = PlanProgress(plan, system.record)
             self.plan_progress.started()
         if workspaces is not None and self._stack is not None:

@@ -23,7 +23,7 @@ import attrs
 from conclave.actors.agent.events import LlmRequestFinished
 from conclave.actors.llm.pricing import UsageLedger, UsageSummary
 from conclave.actors.llm.protocol import CallOutcome, Usage
-from conclave.actors.paor.subagent_events import agent_of
+from conclave.actors.paor.subagent_paths import agent_of
 from conclave.config.schema import AgentConfig
 from conclave.config.schema.agents import price_of
 from conclave.config.schema.endpoint import Price

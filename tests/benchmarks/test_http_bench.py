@@ -164,6 +164,7 @@ def test_the_report_has_every_figure_of_the_table(report: dict[str, Any]) -> Non
     assert row["process_wall_s"] > row["wall_s"] > 0
     assert 0 < row["first_request_s"] < row["process_wall_s"]
     assert 0 < row["first_request_cpu_s"] < row["process_cpu_s"]
+    assert 300 < row["first_request_modules"] < 2000
     assert row["ideal_s"] > 0
     assert row["client_cpu_ms_per_request"] > 0
     assert row["peak_rss_mb"] > 0

@@ -21,15 +21,27 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "conclave.actors.agent.paor_round",
     "conclave.actors.paor.driver",
     "conclave.actors.paor.subagents",
+    "conclave.actors.paor.events",
+    "conclave.actors.paor.subagent_events",
+    "conclave.actors.planning.progress",
     "conclave.actors.mcp.session",
     "conclave.actors.interactive.project",
+    "conclave.actors.events.view",
+    "conclave.actors.mcp.events",
+    "conclave.ui.timeline",
+    "conclave.ui.headless.live_status",
+    "conclave.ui.headless.plan_output",
+    "conclave.ui.headless.result",
+    "conclave.ui.summary",
     "conclave.ui.batch.arguments",
     "conclave.ui.serve.arguments",
     "conclave.benchmarks.bench_args",
 )
-"""Modules a run needs only for what this one does not do (scripted agents, PAOR, MCP
-servers, other commands' options) or only once it is over (keeping an interactive
-project's files)."""
+"""Modules a run needs only for what this one does not do (scripted agents, PAOR and its
+events, executing a plan, MCP servers, other commands' options, text progress: the run
+view and the timeline, which ``--output-format json`` does not show) or only once it is
+over (keeping an interactive project's files, printing the result, a plan-mode run's
+plan)."""
 
 _STOP_AT_FIRST_CONNECT = """
 import gc, json, os, sys

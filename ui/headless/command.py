@@ -18,6 +18,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -26,7 +27,6 @@ from conclave.actors.agent.resume import ResumePoint
 from conclave.actors.coordination.restore import RestoreError, restored_state
 from conclave.actors.events import EventHub
 from conclave.actors.human.unanswered import OnQuestion
-from conclave.actors.planning.plan import Plan, plan_json
 from conclave.actors.run.driver import RunHandle, RunSpec, drive
 from conclave.actors.run.lineage import run_id as lineage_run_id
 from conclave.actors.run.result import RunResult, Termination
@@ -42,15 +42,12 @@ from conclave.config.schema import ConclaveConfig
 from conclave.runtime.eventlog import EventLogExists, EventLogFailure
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
-from conclave.ui.headless.live_status import LiveStatus, wants_live_status
-from conclave.ui.headless.plan_output import PlannedResult, plan_of
 from conclave.ui.headless.questions import (
     SessionTurn,
     config_snapshot,
     keep_question,
     on_question_gate,
 )
-from conclave.ui.headless.result import print_json_error, print_result
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
     chosen_session,
@@ -63,6 +60,14 @@ from conclave.ui.sessions import (
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
 from conclave.ui.text import display_path
+
+if TYPE_CHECKING:
+    from conclave.actors.planning.plan import Plan
+    from conclave.ui.headless.plan_output import PlannedResult
+
+# Printing the result, a plan-mode run's plan and the live status block are imported where
+# they are used: a run with ``--output-format json`` needs none of them before its first
+# request, and loading them there cost start-up (issue 24: ~600 modules before it).
 
 __all__ = ["make_progress", "run_command"]
 
@@ -191,6 +196,8 @@ def _run_turn(
             # Stopped before the run had started: nothing to print but the exit code.
             code = signal_exit_code(signals.received[0])
             if fmt == "json":
+                from conclave.ui.headless.result import print_json_error
+
                 print_json_error("cancelled before the run started", code)
             return code
         result, progress = ran
@@ -204,7 +211,11 @@ def _run_turn(
         code = _EXIT[result.termination]
         if result.termination is Termination.CANCELLED and signals.received:
             code = signal_exit_code(signals.received[0])
-        planned = plan_of(result) if spec.mode is CollaborationMode.PLAN else None
+        planned = None
+        if spec.mode is CollaborationMode.PLAN:
+            from conclave.ui.headless.plan_output import plan_of
+
+            planned = plan_of(result)
         if session is not None and planned is not None and planned.plan is not None:
             _record_plan(session, planned.plan, result)
         if result.termination is Termination.PAUSED:
@@ -261,6 +272,8 @@ def _replays(resume: ResumePoint, task: str, config: ConclaveConfig) -> None:
 def _record_plan(session: SessionRecorder, plan: Plan, result: RunResult) -> None:
     """A plan-mode turn's plan: the session's next plan version (decided by the next turn,
     headless)."""
+    from conclave.actors.planning.plan import plan_json
+
     run_id = lineage_run_id(Path(result.log_dir)) if result.log_dir is not None else ""
     try:
         session.plan(version=session.plan_versions + 1, plan=plan_json(plan), run_id=run_id)
@@ -314,8 +327,11 @@ def make_progress(
         )
     if output_format == "json" and not verbose:
         return Silent()
-    if output_format == "text" and wants_live_status(sys.stderr):
-        return LiveStatus(sys.stderr, verbose=verbose, clock=clock)
+    if output_format == "text":
+        from conclave.ui.headless.live_status import LiveStatus, wants_live_status
+
+        if wants_live_status(sys.stderr):
+            return LiveStatus(sys.stderr, verbose=verbose, clock=clock)
     return TextProgress(sys.stderr, verbose=verbose, clock=clock)
 
 
@@ -328,6 +344,8 @@ def _print(
 ) -> int:
     """Print the result; a stdout that fails is reported in one line and exits 1, a reader
     that left (``| head``) ends quietly with the run's own exit code."""
+    from conclave.ui.headless.result import print_result
+
     try:
         if fmt == "stream-json":
             extra = planned.fields() if planned is not None else {}
@@ -360,6 +378,8 @@ def _discard_stdout() -> None:
 def _fail(message: str, code: ExitCode, fmt: str) -> int:
     print(message, file=sys.stderr)
     if fmt == "json":
+        from conclave.ui.headless.result import print_json_error
+
         print_json_error(message, code)
     return code
 
