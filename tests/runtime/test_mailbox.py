@@ -20,6 +20,7 @@ from conclave.runtime import (
     Overflow,
     open_actor_system,
 )
+from conclave.runtime.mailbox import UNYIELDED_RECEIVES
 from tests.runtime.helpers import Journal, Nap, Note, addr, worker
 
 
@@ -153,6 +154,43 @@ async def test_retiring_takes_the_envelopes_of_blocked_senders_and_says_so() -> 
 
         assert box.retire() == [envelope("queued"), blocked]
     assert box.was_drained(blocked)
+
+
+async def test_receives_of_queued_mail_let_other_tasks_run_once_every_few_messages() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=math.inf))
+    for i in range(3 * UNYIELDED_RECEIVES):
+        box.send_nowait(envelope(str(i)))
+    seen: list[int] = []
+    """How many envelopes the receiver had taken each time the other task ran."""
+
+    async def other_task() -> None:
+        while True:
+            seen.append(box.statistics().accepted - box.statistics().queued)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other_task)
+        await trio.lowlevel.checkpoint()
+        for _ in range(3 * UNYIELDED_RECEIVES):
+            await box.receive()
+        nursery.cancel_scope.cancel()
+
+    # trio runs the two tasks in either order each turn, so the receiver may take one
+    # burst at the end of a turn and the next at the start of the following one.
+    steps = zip([0, *seen], [*seen, 3 * UNYIELDED_RECEIVES], strict=True)
+    assert all(taken % UNYIELDED_RECEIVES == 0 for taken in seen)
+    assert all(b - a <= 2 * UNYIELDED_RECEIVES for a, b in steps)
+
+
+async def test_a_cancelled_receive_takes_nothing_even_with_mail_queued() -> None:
+    box = Mailbox(Address("box"), MailboxSpec())
+    box.send_nowait(envelope("stays queued"))
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await box.receive()
+
+    assert scope.cancelled_caught
+    assert box.statistics().queued == 1
 
 
 # ---------------------------------------------------------------- Overflow.FAIL_FAST
