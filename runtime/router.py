@@ -170,9 +170,22 @@ class Router:
         if self.closed:
             raise SystemClosed(f"actor system {self._system_name} is shut down")
         self.routed += 1
+        decision = decided if decided is not None else self._decide(envelope)
+        if type(decision) is Deliver:
+            box = self._mailboxes.get(envelope.recipient)
+            if box is not None:
+                return envelope, box
+        return self._route_on(envelope, decision)
+
+    def _route_on(
+        self, envelope: Envelope, decided: Deliver | Drop | Hold | Redirect
+    ) -> tuple[Envelope, Mailbox] | None:
+        """:meth:`route` past its common case (delivered to a registered mailbox), from the
+        rules' first decision ``decided``: redirects, drops, holds and unknown addresses."""
+        decision: Deliver | Drop | Hold | Redirect | None = decided
         for _ in range(_MAX_REDIRECTS):
-            decision = decided if decided is not None else self._decide(envelope)
-            decided = None
+            if decision is None:
+                decision = self._decide(envelope)
             if type(decision) is Deliver:
                 box = self._mailboxes.get(envelope.recipient)
                 if box is None:
@@ -186,6 +199,7 @@ class Router:
                 if self.taps:
                     self._record(Redirected(at=self._now(), envelope=envelope, to=decision.to))
                 envelope = envelope.redirected(decision.to)
+                decision = None
                 continue
             if isinstance(decision, Drop):
                 self._dead_letter(envelope, DeadLetterCause.DROPPED, decision.reason)
