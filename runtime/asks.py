@@ -159,7 +159,7 @@ class Asks(abc.ABC):
             return  # a tell from outside any actor: there is nobody to answer
         envelope = Envelope(
             sender=sender,
-            recipient=request.sender or Address("asker"),
+            recipient=request.sender or _ASKER,
             payload=payload,
             correlation_id=cid,
             timestamp=self._now(),
@@ -229,3 +229,7 @@ class Asks(abc.ABC):
         if slot is not None and not slot.settled:
             slot.error = error
             slot.settle()
+
+
+_ASKER = Address("asker")
+"""Who a reply to a request sent from outside any actor is addressed to."""
