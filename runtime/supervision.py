@@ -270,29 +270,17 @@ class Supervisor:
                 await self._stop_children(list(self._children))
 
     async def _supervise(self) -> None:
-        receive = self._control_receive
-        while True:
-            item = await receive.receive()
-            # Then whatever else is queued, without a checkpoint per request: a run spawns
-            # its agents before their supervisor runs, and each queued start cost a yield.
-            while True:
-                if isinstance(item, _Shutdown):
-                    return
-                await self._handle(item)
-                try:
-                    item = receive.receive_nowait()
-                except trio.WouldBlock:
-                    break
-
-    async def _handle(self, item: _Exited | _StartRequest | _TerminateRequest) -> None:
-        if isinstance(item, _StartRequest):
-            self._queued_starts -= 1
-            self._launch(_Child(item.spec), first=True)
-        elif isinstance(item, _TerminateRequest):
-            await self._terminate(item)
-        elif item.run is item.child.run and not item.child.stopping and not item.child.retired:
-            # A child terminated while its crash was on its way here has left already.
-            await self._on_exit(item.child, item.run.error)
+        async for item in self._control_receive:
+            if isinstance(item, _Shutdown):
+                return
+            if isinstance(item, _StartRequest):
+                self._queued_starts -= 1
+                self._launch(_Child(item.spec), first=True)
+            elif isinstance(item, _TerminateRequest):
+                await self._terminate(item)
+            elif item.run is item.child.run and not item.child.stopping and not item.child.retired:
+                # A child terminated while its crash was on its way here has left already.
+                await self._on_exit(item.child, item.run.error)
 
     async def _terminate(self, request: _TerminateRequest) -> None:
         for child in self._children:

@@ -14,7 +14,6 @@ from conclave.runtime import (
     ChildStopped,
     DeadLetter,
     DeadLetterCause,
-    Event,
     HowStopped,
     MemoryTap,
     Restart,
@@ -26,33 +25,6 @@ from conclave.runtime import (
     open_actor_system,
 )
 from tests.runtime.helpers import Crash, Finish, Hang, Journal, Nap, Note, addr, events, worker
-
-# ---------------------------------------------------------------- starting
-
-
-class JournalsStarts:
-    """A tap that writes each ChildStarted into the journal the workers write to."""
-
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
-
-    def record(self, event: Event) -> None:
-        if isinstance(event, ChildStarted):
-            self.journal.add("launched", event.child)
-
-
-async def test_children_queued_before_their_supervisor_runs_are_all_launched_in_one_go(
-    journal: Journal,
-) -> None:
-    keys = [f"w{i}" for i in range(20)]
-    async with open_actor_system(taps=[JournalsStarts(journal)]) as system:
-        for key in keys:
-            system.spawn(addr(key), worker(journal))
-        await wait_all_tasks_blocked()
-
-    order = [entry[0] for entry in journal.entries if entry[0] in ("launched", "started")]
-    assert order == ["launched"] * len(keys) + ["started"] * len(keys)
-
 
 # ---------------------------------------------------------------- strategies
 
