@@ -74,13 +74,12 @@ class Mailbox:
     """A bounded queue of envelopes with trio's channel semantics, plus counters. Senders
     are routed here by the system.
 
-    Written on trio's low-level parking rather than as a wrapper around a memory channel:
-    the channel's shared state, clone bookkeeping and the extra call layer were a third of
-    a delivery's kernel cost (the channel's ``send_nowait`` and ``receive`` with this class's
-    wrappers took about 1.4 µs of the 2.3 µs a message spent in them). Semantics are the
-    channel's: an envelope goes straight to a waiting receiver, else into the buffer if
-    there is room; a blocked sender's envelope moves into the buffer as room appears (first
-    blocked, first in), and the sender is woken as if it had sent.
+    Written on trio's low-level parking rather than as a wrapper around a memory channel,
+    whose shared state, clone bookkeeping and extra call layer made trio's channels 3.4 %
+    of the CPU of a 2,000-agent run (profiled at 516edca), on top of this class's own
+    wrappers. Semantics are the channel's: an envelope goes straight to a waiting receiver,
+    else into the buffer if there is room; a blocked sender's envelope moves into the buffer
+    as room appears (first blocked, first in), and the sender is woken as if it had sent.
     """
 
     __slots__ = (
