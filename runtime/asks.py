@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import abc
 import itertools
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 
@@ -20,18 +21,48 @@ from conclave.runtime.eventlog import EventTap
 from conclave.runtime.events import DeadLetterCause, Delivered, Event
 from conclave.runtime.messages import Address, Envelope, Message
 
+if TYPE_CHECKING:
+    from trio.lowlevel import Task
+
 __all__ = ["Asks"]
 
 
 class _PendingReply:
-    __slots__ = ("error", "event", "holder", "value")
+    """One ask's slot: its reply or error, once settled, and the asking task parked on it.
+
+    A one-waiter event of its own rather than a ``trio.Event``, whose parking lot cost
+    more than the rest of the slot (every ask of a run makes one)."""
+
+    __slots__ = ("error", "holder", "settled", "value", "waiter")
 
     def __init__(self) -> None:
-        self.event = trio.Event()
+        self.settled = False
+        self.waiter: Task | None = None
         self.value: Any = None
         self.error: Exception | None = None
         self.holder: dict[int, Envelope] | None = None
         """The ``taken`` map of the incarnation that took the request, once one has."""
+
+    def settle(self) -> None:
+        """The reply (or the error) is in: wake the asker."""
+        self.settled = True
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    async def wait(self) -> None:
+        """Until :meth:`settle`; a checkpoint either way, like ``trio.Event.wait``."""
+        if self.settled:
+            await trio.lowlevel.checkpoint()
+            return
+        self.waiter = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self.waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
 
 class Asks(abc.ABC):
@@ -44,6 +75,10 @@ class Asks(abc.ABC):
     _taps: list[EventTap]
 
     def __init__(self) -> None:
+        self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
+        """``trio.current_time`` without its two call layers: the run's clock is fixed, and
+        a run reads the time for every envelope and every event (128,000 times in a
+        2,000-agent run, a tenth of a microsecond saved each)."""
         self._pending: dict[int, _PendingReply] = {}
         self._correlation = itertools.count(1)
         self._replies_delivered = 0
@@ -91,13 +126,13 @@ class Asks(abc.ABC):
             if timeout is None:
                 # No cancel scope when there is no deadline: it is a hot path.
                 await self._send(envelope, asking=True)
-                await slot.event.wait()
+                await slot.wait()
             else:
                 # The send is inside the deadline too: waiting for room in a full mailbox counts.
                 with trio.move_on_after(timeout):
                     await self._send(envelope, asking=True)
-                    await slot.event.wait()
-                if not slot.event.is_set():
+                    await slot.wait()
+                if not slot.settled:
                     raise AskTimeout(to, timeout)
         finally:
             del self._pending[cid]
@@ -124,10 +159,10 @@ class Asks(abc.ABC):
             return  # a tell from outside any actor: there is nobody to answer
         envelope = Envelope(
             sender=sender,
-            recipient=request.sender or Address("asker"),
+            recipient=request.sender or _ASKER,
             payload=payload,
             correlation_id=cid,
-            timestamp=trio.current_time(),
+            timestamp=self._now(),
             is_reply=True,
         )
         if cid is None:
@@ -136,7 +171,7 @@ class Asks(abc.ABC):
         slot = self._pending.get(cid)
         if slot is None:
             self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, "the asker stopped waiting")
-        elif slot.event.is_set():
+        elif slot.settled:
             if slot.error is None:
                 reason = "the request was already answered; the first reply stands"
             else:
@@ -144,10 +179,10 @@ class Asks(abc.ABC):
             self.dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
         else:
             slot.value = payload
-            slot.event.set()
+            slot.settle()
             self._replies_delivered += 1
             if self._taps:
-                self.record(Delivered(at=trio.current_time(), envelope=envelope))
+                self.record(Delivered(at=envelope.timestamp, envelope=envelope))
 
     # ------------------------------------------------------------------ monitoring
 
@@ -177,12 +212,12 @@ class Asks(abc.ABC):
         """
         for cid, request in taken.items():
             slot = self._pending.get(cid)
-            if slot is None or slot.event.is_set():
+            if slot is None or slot.settled:
                 continue
             error = CalleeStopped(address, incarnation, ending)
             # Failed first, so the dead letter's generic Undeliverable does not replace it.
             slot.error = error
-            slot.event.set()
+            slot.settle()
             self.dead_letter(request, DeadLetterCause.UNDELIVERABLE, error.reason)
         taken.clear()
 
@@ -191,6 +226,10 @@ class Asks(abc.ABC):
         if envelope.correlation_id is None or envelope.is_reply:
             return
         slot = self._pending.get(envelope.correlation_id)
-        if slot is not None and not slot.event.is_set():
+        if slot is not None and not slot.settled:
             slot.error = error
-            slot.event.set()
+            slot.settle()
+
+
+_ASKER = Address("asker")
+"""Who a reply to a request sent from outside any actor is addressed to."""

@@ -180,9 +180,12 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)
 class Address:
-    """Where a message goes: ``(kind, key)``, e.g. ``("agent", "alice")``."""
+    """Where a message goes: ``(kind, key)``, e.g. ``("agent", "alice")``.
+
+    Its hash is computed once: every envelope routed looks its recipient's mailbox up by
+    address, and an actor sends from and to the same few address objects."""
 
     kind: str
     key: str = ""

@@ -65,6 +65,7 @@ class Router:
         *,
         mailboxes: Mapping[Address, Mailbox],
         taps: Sequence[EventTap],
+        now: Callable[[], float],
         record: Callable[[Event], None],
         dead_letter: Callable[[Envelope, DeadLetterCause, str], None],
         fail_ask: Callable[[Envelope, Exception], None],
@@ -72,6 +73,8 @@ class Router:
         self._system_name = system_name
         self._mailboxes = mailboxes
         self.taps = taps
+        self._now = now
+        """The run clock's ``current_time`` (see :class:`~runtime.asks.Asks`)."""
         self._record = record
         self._dead_letter = dead_letter
         self._fail_ask = fail_ask
@@ -167,9 +170,22 @@ class Router:
         if self.closed:
             raise SystemClosed(f"actor system {self._system_name} is shut down")
         self.routed += 1
+        decision = decided if decided is not None else self._decide(envelope)
+        if type(decision) is Deliver:
+            box = self._mailboxes.get(envelope.recipient)
+            if box is not None:
+                return envelope, box
+        return self._route_on(envelope, decision)
+
+    def _route_on(
+        self, envelope: Envelope, decided: Deliver | Drop | Hold | Redirect
+    ) -> tuple[Envelope, Mailbox] | None:
+        """:meth:`route` past its common case (delivered to a registered mailbox), from the
+        rules' first decision ``decided``: redirects, drops, holds and unknown addresses."""
+        decision: Deliver | Drop | Hold | Redirect | None = decided
         for _ in range(_MAX_REDIRECTS):
-            decision = decided if decided is not None else self._decide(envelope)
-            decided = None
+            if decision is None:
+                decision = self._decide(envelope)
             if type(decision) is Deliver:
                 box = self._mailboxes.get(envelope.recipient)
                 if box is None:
@@ -181,10 +197,9 @@ class Router:
             if isinstance(decision, Redirect):
                 self.redirected += 1
                 if self.taps:
-                    self._record(
-                        Redirected(at=trio.current_time(), envelope=envelope, to=decision.to)
-                    )
+                    self._record(Redirected(at=self._now(), envelope=envelope, to=decision.to))
                 envelope = envelope.redirected(decision.to)
+                decision = None
                 continue
             if isinstance(decision, Drop):
                 self._dead_letter(envelope, DeadLetterCause.DROPPED, decision.reason)
@@ -192,9 +207,7 @@ class Router:
             assert isinstance(decision, Hold)
             self._hold(envelope, decision, self._decider)
             if self.taps:
-                self._record(
-                    Held(at=trio.current_time(), envelope=envelope, reason=decision.reason)
-                )
+                self._record(Held(at=self._now(), envelope=envelope, reason=decision.reason))
             return None
         raise RedirectLoop(
             f"envelope for {envelope.recipient} was redirected {_MAX_REDIRECTS} times; "
@@ -202,8 +215,16 @@ class Router:
         )
 
     def _decide(self, envelope: Envelope) -> Deliver | Drop | Hold | Redirect:
+        # The table lookup of _rules_for inlined: most envelopes concern no rule, and for
+        # them this is the whole decision.
+        payload_type = type(envelope.payload)
+        rules = self._global_rules_by_payload.get(payload_type)
+        if rules is None or self._address_rules:
+            rules = self._rules_for(envelope.recipient, payload_type)
+        if not rules:
+            return _DELIVER
         facts = self.facts
-        for rule in self._rules_for(envelope.recipient, type(envelope.payload)):
+        for rule in rules:
             try:
                 decision = rule.decide(envelope, facts)
             except Exception as exc:
@@ -217,9 +238,13 @@ class Router:
         """``envelope`` is in its mailbox: count it, tell the taps, update the facts."""
         self.delivered += 1
         if self.taps:
-            self._record(Delivered(at=trio.current_time(), envelope=envelope))
+            self._record(Delivered(at=self._now(), envelope=envelope))
         if self._observers:
-            for observer in self._observers_for(type(envelope.payload)):
+            payload_type = type(envelope.payload)
+            observers = self._observers_by_payload.get(payload_type)
+            if observers is None:
+                observers = self._observers_for(payload_type)
+            for observer in observers:
                 changes = observer.observe(envelope, self.facts)
                 if changes:
                     self.update_facts(changes)
@@ -260,7 +285,7 @@ class Router:
             if isinstance(decision, Hold):
                 continue
             self.released += 1
-            self._record(Released(at=trio.current_time(), envelope=item.envelope))
+            self._record(Released(at=self._now(), envelope=item.envelope))
             self._release(item.envelope, decision)
 
     def _decide_released(self, envelope: Envelope) -> Deliver | Drop | Hold | Redirect | None:

@@ -131,6 +131,34 @@ async def test_ask_returns_the_payload_of_the_reply(journal: Journal) -> None:
         assert await system.ask(addr("a"), Echo(text="hello")) == Echo(text="hello")
 
 
+class StepsOf(trio.abc.Instrument):
+    """Counts the times trio resumes one task."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+async def test_an_ask_answered_at_once_resumes_the_asker_only_for_its_reply(
+    journal: Journal,
+) -> None:
+    async with open_actor_system() as system:
+        system.spawn(addr("a"), worker(journal))
+        await wait_all_tasks_blocked()
+        steps = StepsOf(trio.lowlevel.current_task())
+        trio.lowlevel.add_instrument(steps)
+        try:
+            assert await system.ask(addr("a"), Echo(text="hello")) == Echo(text="hello")
+        finally:
+            trio.lowlevel.remove_instrument(steps)
+
+    assert steps.steps == 1
+
+
 async def test_a_reply_carries_the_correlation_id_of_its_request(
     tap: MemoryTap, journal: Journal
 ) -> None:

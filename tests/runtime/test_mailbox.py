@@ -20,6 +20,7 @@ from conclave.runtime import (
     Overflow,
     open_actor_system,
 )
+from conclave.runtime.mailbox import UNYIELDED_RECEIVES
 from tests.runtime.helpers import Journal, Nap, Note, addr, worker
 
 
@@ -86,6 +87,110 @@ async def test_an_unbounded_mailbox_never_blocks() -> None:
         box.send_nowait(envelope(str(i)))
 
     assert box.statistics().queued == 10_000
+
+
+async def test_blocked_senders_envelopes_move_in_in_the_order_they_blocked() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1))
+    box.send_nowait(envelope("queued"))
+    async with trio.open_nursery() as nursery:
+        for text in ("first blocked", "second blocked"):
+            nursery.start_soon(box.send, envelope(text))
+            await wait_all_tasks_blocked()
+
+        received = [await box.receive() for _ in range(3)]
+
+    assert received == [envelope("queued"), envelope("first blocked"), envelope("second blocked")]
+    assert (box.statistics().accepted, box.statistics().blocked_senders) == (3, 0)
+
+
+async def test_a_blocked_send_that_is_cancelled_enqueues_nothing() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1))
+    box.send_nowait(envelope("queued"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(box.send, envelope("cancelled"))
+        await wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+
+    assert box.drain() == [envelope("queued")]
+    assert (box.statistics().accepted, box.statistics().blocked_senders) == (1, 0)
+
+
+async def test_a_rendezvous_mailbox_hands_a_blocked_senders_envelope_to_the_receiver() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=0))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(box.send, envelope("handed over"))
+        await wait_all_tasks_blocked()
+
+        assert await box.receive() == envelope("handed over")
+    assert box.statistics().queued == 0
+
+
+async def test_closing_ends_a_waiting_receive_with_closed_resource_error() -> None:
+    box = Mailbox(Address("box"), MailboxSpec())
+    errors: list[BaseException] = []
+
+    async def receive() -> None:
+        try:
+            await box.receive()
+        except trio.ClosedResourceError as exc:
+            errors.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receive)
+        await wait_all_tasks_blocked()
+        box.close()
+
+    assert len(errors) == 1
+    assert box.statistics().waiting_receivers == 0
+
+
+async def test_retiring_takes_the_envelopes_of_blocked_senders_and_says_so() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=1))
+    box.send_nowait(envelope("queued"))
+    blocked = envelope("blocked")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(box.send, blocked)
+        await wait_all_tasks_blocked()
+
+        assert box.retire() == [envelope("queued"), blocked]
+    assert box.was_drained(blocked)
+
+
+async def test_receives_of_queued_mail_let_other_tasks_run_once_every_few_messages() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=math.inf))
+    for i in range(3 * UNYIELDED_RECEIVES):
+        box.send_nowait(envelope(str(i)))
+    seen: list[int] = []
+    """How many envelopes the receiver had taken each time the other task ran."""
+
+    async def other_task() -> None:
+        while True:
+            seen.append(box.statistics().accepted - box.statistics().queued)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other_task)
+        await trio.lowlevel.checkpoint()
+        for _ in range(3 * UNYIELDED_RECEIVES):
+            await box.receive()
+        nursery.cancel_scope.cancel()
+
+    # trio runs the two tasks in either order each turn, so the receiver may take one
+    # burst at the end of a turn and the next at the start of the following one.
+    steps = zip([0, *seen], [*seen, 3 * UNYIELDED_RECEIVES], strict=True)
+    assert all(taken % UNYIELDED_RECEIVES == 0 for taken in seen)
+    assert all(b - a <= 2 * UNYIELDED_RECEIVES for a, b in steps)
+
+
+async def test_a_cancelled_receive_takes_nothing_even_with_mail_queued() -> None:
+    box = Mailbox(Address("box"), MailboxSpec())
+    box.send_nowait(envelope("stays queued"))
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await box.receive()
+
+    assert scope.cancelled_caught
+    assert box.statistics().queued == 1
 
 
 # ---------------------------------------------------------------- Overflow.FAIL_FAST
