@@ -36,7 +36,10 @@ class ResumeRound(Message):
 
 @message()
 class RoundSettled(Message):
-    """A round's work ended; ``label`` names what was accepted, ``reason`` why it failed."""
+    """A round's work ended; ``label`` names what was accepted, ``reason`` why it failed.
+
+    Told by the round to its agent only when mail is waiting in the agent's mailbox (the
+    round settles behind it); otherwise the round settles at once, without a message."""
 
     generation: int
     outcome: RoundOutcome

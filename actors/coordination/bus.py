@@ -2,7 +2,13 @@
 
 Bursts are coalesced here first: while more accepted answers are queued in the bus's own
 mailbox, it only collects; when the mailbox runs dry it sends each recipient ONE update
-holding every new answer for it. Agents coalesce again on their side (see AgentActor).
+holding every new answer for it. With a quiet period, it also collects while answers are
+still arriving (the quiet fact is false), and sends once they go quiet: the
+:class:`~actors.coordination.rules.HoldUntilQuiet` rule would hold every update until then
+anyway, and released together they would reach each agent at the same moment. So a burst of
+k answers is one update per recipient, not k held and released ones (50 agents all-to-all:
+50 updates instead of 2,450, each held and released). Agents coalesce again on their side
+(see AgentActor).
 
 With a quiet period configured, the bus also keeps the ``answers_quiet`` fact that the
 :class:`~actors.coordination.rules.HoldUntilQuiet` rule waits on. The fact turns false the
@@ -133,11 +139,13 @@ class InjectionBus(Actor):
         state.quiet_deadline = None
         self._timer_running = False
         self.context.update_facts({QUIET: True})
+        self._flush_when_idle()
 
     def _flush_when_idle(self) -> None:
-        """Send the collected updates once no more accepted answers are queued."""
+        """Send the collected updates once no more accepted answers are queued and, with a
+        quiet period, answers are quiet (sent sooner, the updates would only be held)."""
         state = self._state
-        if not state.pending:
+        if not state.pending or state.quiet_deadline is not None:
             return
         if self.context.mailbox_statistics().queued:
             return

@@ -21,13 +21,11 @@ class Visibility:
         self.isolated = isolated
         self._agents = list(agents)
         self._index = {agent: i for i, agent in enumerate(self._agents)}
-
-    @property
-    def everyone(self) -> bool:
-        """Every agent sees every answer (all-to-all, not isolated)."""
-        return not self.isolated and (
+        self.everyone = not isolated and (
             self.kind == "all" or (self.kind == "ring" and len(self._agents) <= 3)
         )
+        """Every agent sees every answer (all-to-all, not isolated). Kept, not computed on
+        each use: a run asks it some 9 times per agent."""
 
     def peers(self, agent: str) -> list[str]:
         """Agents whose answers ``agent`` sees (itself excluded); also who sees ``agent``."""

@@ -117,20 +117,47 @@ class ScriptedBackend:
         # Deadlines, not durations: the reply comes at exactly start + delay, streamed or not.
         start = trio.current_time()
         end = start + delay
-        await sleep_until(start + delay * (1 - STREAMED_SHARE))
+        first = start + delay * (1 - STREAMED_SHARE)
+        if policy.error_rate or policy.malformed_rate:
+            # The reply draws from the random state: it is made when its first piece is due,
+            # so a call cancelled before then draws nothing, as it never did.
+            await sleep_until(first)
+            reply = self._reply(request, misbehave)
+        else:
+            # Nothing random: the reply is made now, and one that does not stream (tool
+            # calls, most of a run's) waits once, until it is due, not twice (a task resumed
+            # once fewer per call: 2 per agent of a big run's ~26).
+            try:
+                reply = self._reply(request, misbehave)
+            except Exception:
+                await sleep_until(first)  # a bug fails the call when it always did
+                raise
+            if isinstance(reply, LLMError) or sink is None or not reply.content:
+                await sleep_until(end)  # a checkpoint even without latency, as ever
+                if isinstance(reply, LLMError):
+                    raise reply
+                return Completion(message=reply, usage=_usage(request, reply))
+            await sleep_until(first)
+        if isinstance(reply, LLMError):
+            await sleep_until(end)  # a failure takes the whole latency, as it always did
+            raise reply
+        await _stream(reply.content if sink is not None else "", end, sink)
+        return Completion(message=reply, usage=_usage(request, reply))
+
+    def _reply(
+        self, request: CompletionRequest, misbehave: Misbehaviour | None
+    ) -> ChatMessage | LLMError:
+        """What the call answers (an injected failure is returned, for the call to raise
+        when it is due)."""
+        policy = self.policy
         if request.purpose is CallPurpose.COMPACT:
-            summary = summary_reply(request.messages)
-            await _stream(summary.content if sink is not None else "", end, sink)
-            return Completion(message=summary, usage=_usage(request, summary))
+            return summary_reply(request.messages)
         if misbehave is Misbehaviour.ERROR or (
             policy.error_rate and self._rng.random() < policy.error_rate
         ):
-            await sleep_until(end)  # a failure takes the whole latency, as it always did
-            raise LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
+            return LLMError(f"scripted failure injected for {self.agent_id} (call {self.calls})")
         if _plays_interactive(request.messages):
-            message = interactive_reply(request.messages, self._call_id())
-            await _stream(message.content if sink is not None else "", end, sink)
-            return Completion(message=message, usage=_usage(request, message))
+            return interactive_reply(request.messages, self._call_id())
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
         done = sum(1 for m in request.messages if _is_step_result(m))
@@ -138,7 +165,7 @@ class ScriptedBackend:
             steps, _ = scripted_steps(policy, request.messages)
             results = [m.content for m in request.messages if _is_step_result(m)]
             failed = sum(1 for result in results if result.startswith("Error:"))
-            message = (
+            return (
                 delegation_reply(
                     policy, request.messages, offered, results, failed, self._call_id()
                 )
@@ -155,8 +182,6 @@ class ScriptedBackend:
                 or self._step(steps, offered, done, view, 1)
                 or ChatMessage(role="assistant", content="Nothing more to do.")
             )
-            await _stream(message.content if sink is not None else "", end, sink)
-            return Completion(message=message, usage=_usage(request, message))
         if view.presentation is not None:
             won = Label.parse(view.own_label).seq if view.own_label else 1
             step = self._step(policy.presentation_tool_steps, offered, done, view, won)
@@ -176,8 +201,7 @@ class ScriptedBackend:
             # In plan mode a model answers with plans: so does this one (actors.planning);
             # a configured answer_text is given exactly as written, plan or not.
             message = as_plan_reply(request.messages, message)
-        await _stream(message.content if sink is not None else "", end, sink)
-        return Completion(message=message, usage=_usage(request, message))
+        return message
 
     def _step(
         self,

@@ -33,6 +33,7 @@ in its first line, chosen against the answers it quotes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -128,10 +129,7 @@ def round_messages(
     # cached prefix); chosen against the paths too, which this agent's message quotes.
     stable = [task, *_history_texts(history)]
     fence = _choose_fence(stable, answers, also=_paths(workspace))
-    system = (
-        mode_prefix(mode, act=act)
-        + _SYSTEM.format(n=agents, fence_note=_FENCE_NOTE.format(fence=fence)).strip()
-    )
+    system = _round_system(mode, act, agents, fence)
     body = _task_block(task, fence) + _answers_block(answers, fence)
     perspective = _PERSONA.format(persona=persona) if persona else ""
     improving = " that improves on the answers above" if answers else ""
@@ -150,6 +148,16 @@ def round_messages(
         ChatMessage(role="user", content=body, cache_point=True),
         ChatMessage(role="user", content=yours),
     ]
+
+
+@functools.lru_cache(maxsize=64)
+def _round_system(mode: CollaborationMode, act: Reach | None, agents: int, fence: str) -> str:
+    """A round's system message: the same for every agent and round of a run (one fence),
+    so it is made once, not per prompt (it was a fifth of a prompt's cost)."""
+    return (
+        mode_prefix(mode, act=act)
+        + _SYSTEM.format(n=agents, fence_note=_FENCE_NOTE.format(fence=fence)).strip()
+    )
 
 
 def presentation_messages(

@@ -14,10 +14,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import attrs
+import trio
 from trio.testing import wait_all_tasks_blocked
 
-from conclave.actors.coordination.bus import BusState, InjectionBus, agent_address
+from conclave.actors.coordination.bus import (
+    AnswersArriving,
+    BusState,
+    InjectionBus,
+    agent_address,
+)
 from conclave.actors.coordination.protocol import AnswerAccepted, AnswerUpdate
+from conclave.actors.coordination.rules import QUIET
 from conclave.actors.coordination.visibility import Visibility
 from conclave.runtime import Actor, ActorContext, ActorSystem, Address, Envelope, open_actor_system
 
@@ -46,16 +53,20 @@ class Wired:
 
 
 @asynccontextmanager
-async def wired_bus() -> AsyncIterator[Wired]:
-    """The bus (all-to-all, no quiet period) and an inbox per agent, all idle."""
+async def wired_bus(quiet: float | None = None) -> AsyncIterator[Wired]:
+    """The bus (all-to-all, with the ``quiet`` period if given) and an inbox per agent, all
+    idle."""
     inboxes: dict[str, list[object]] = {agent: [] for agent in AGENTS}
+    state = BusState()
     async with open_actor_system(name="bus-test") as system:
+        if quiet is not None:
+            system.add_observer(AnswersArriving(state, quiet))
         for agent, got in inboxes.items():
             system.spawn(agent_address(agent), functools.partial(Inbox, got=got))
         system.spawn(
             BUS,
             lambda ctx: InjectionBus(
-                ctx, visibility=Visibility("all", AGENTS), preview_chars=100, state=BusState()
+                ctx, visibility=Visibility("all", AGENTS), preview_chars=100, state=state
             ),
         )
         await wait_all_tasks_blocked()
@@ -91,3 +102,21 @@ async def test_answers_that_reach_the_bus_apart_are_separate_updates() -> None:
             ["b.1"],
             ["c.1"],
         ]
+
+
+async def test_with_a_quiet_period_answers_arriving_apart_reach_an_agent_as_one_update_once_quiet(
+    autojump_clock: object,
+) -> None:
+    # Sent sooner, each update would only be held until answers are quiet (HoldUntilQuiet).
+    async with wired_bus(quiet=0.1) as wired:
+        for agent in ("a", "b", "c"):
+            wired.system.tell_nowait(BUS, accepted(agent))
+            await trio.sleep(0.05)
+        assert wired.updates("d") == []
+        assert wired.system.facts.get(QUIET) is False
+
+        await trio.sleep(0.1)
+
+        [update] = wired.updates("d")
+        assert [view.label for view in update.answers] == ["a.1", "b.1", "c.1"]
+        assert wired.system.facts.get(QUIET) is True

@@ -7,18 +7,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import trio
 
 from conclave.actors.agent.events import LlmRequestFinished
-from conclave.actors.agent.protocol import RoundOutcome, RoundSettled
 from conclave.actors.coordination.bus import agent_address
-from conclave.actors.coordination.events import AgentExcluded, VotingComplete
+from conclave.actors.coordination.events import AgentExcluded, VoteAdded, VotingComplete
 from conclave.actors.coordination.protocol import AgentFailed, Present
 from conclave.actors.events.view import RunView
-from conclave.actors.run.driver import COORDINATOR
+from conclave.actors.run.driver import COORDINATOR, RunSpec, open_run
 from conclave.config.schema import Misbehaviour
 from conclave.runtime import Envelope
-from tests.coordination.faults import AllOf, CrashAfter, CrashOnStart
-from tests.coordination.helpers import Recorder, agent, config, run_tapped
+from tests.coordination.faults import AllOf, CrashAfter, CrashOnStart, Poke
+from tests.coordination.helpers import (
+    RUN_LIMIT,
+    TASK,
+    Recorder,
+    WaitingTap,
+    agent,
+    config,
+    run_tapped,
+)
 
 EXPECTED_ERROR = {
     Misbehaviour.NO_CALL: "you made none",
@@ -148,9 +156,8 @@ async def test_when_every_agent_is_excluded_before_answering_the_run_fails(
     assert set(run.result.failed_agents) == {"a", "b"}
 
 
-def _after_its_vote(envelope: Envelope) -> bool:
-    payload = envelope.payload
-    return isinstance(payload, RoundSettled) and payload.outcome is RoundOutcome.VOTED
+def _poked(envelope: Envelope) -> bool:
+    return isinstance(envelope.payload, Poke)
 
 
 def _gone_for_good(agent: str, when: Callable[[Envelope], bool]) -> AllOf:
@@ -163,16 +170,21 @@ def _gone_for_good(agent: str, when: Callable[[Envelope], bool]) -> AllOf:
 async def test_an_agent_excluded_while_agents_vote_withdraws_its_vote_and_says_which(
     autojump_clock: object,
 ) -> None:
-    # fast votes for its own answer long before slow answers, then is excluded.
-    run = await run_tapped(
-        config(agent("fast", seed=1, latency=0.1), agent("slow", seed=2, latency=2.0)),
-        faults=_gone_for_good("fast", _after_its_vote),
-    )
+    # fast votes for its own answer long before slow answers, then is excluded: it is poked
+    # (and crashes) as soon as its vote is added.
+    tap = WaitingTap()
+    cfg = config(agent("fast", seed=1, latency=0.1), agent("slow", seed=2, latency=2.0))
+    spec = RunSpec(task=TASK, config=cfg, faults=_gone_for_good("fast", _poked))
+    with trio.fail_after(RUN_LIMIT):
+        async with open_run(spec, taps=[tap]) as h:
+            await tap.wait_for(VoteAdded, lambda e: e.voter == "fast")
+            h.system.tell_nowait(agent_address("fast"), Poke())
+            result = await h.result()
 
-    [excluded] = run.events(AgentExcluded)
+    [excluded] = tap.of_type(AgentExcluded)
     assert (excluded.agent, excluded.withdrawn_vote) == ("fast", "agent1.1")
-    assert set(run.result.votes) == {"slow"}
-    assert RunView.from_events(run.tap.events).votes == run.result.votes
+    assert set(result.votes) == {"slow"}
+    assert RunView.from_events(tap.events).votes == result.votes
 
 
 async def test_an_agent_excluded_once_voting_is_over_keeps_the_vote_that_decided(

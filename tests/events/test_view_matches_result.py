@@ -12,6 +12,7 @@ literally can follow any run, with no coordination rule of its own.
 from __future__ import annotations
 
 import io
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,6 @@ import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conclave.actors.agent.protocol import RoundOutcome, RoundSettled
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.events import (
     AgentExcluded,
@@ -36,6 +36,7 @@ from conclave.actors.run.result import RunResult
 from conclave.config.modes import AgentMode, ModeState, apply_modes
 from conclave.config.schema import ConclaveConfig, FinalAnswerStrategy, InFlightPolicy
 from conclave.runtime import (
+    ActorSystem,
     Address,
     ChildExited,
     Envelope,
@@ -46,6 +47,7 @@ from conclave.runtime import (
 )
 from conclave.runtime.eventlog import MAX_LINE_BYTES, EventLogStream
 from tests.chaos.harness import MemoryFile
+from tests.coordination.faults import Poke
 from tests.coordination.helpers import TASK, agent, config
 
 EXAMPLES = 1_000
@@ -59,7 +61,7 @@ HANG_BOUND = 24 * 3600.0
 class Crash:
     """Crash the actor ``actor`` (0: the coordinator, 1: the bus, 2 on: the agents in
     config order) right after the ``after``-th message it handles (counted from 1); with
-    ``after=None``, right after an agent learns its vote was accepted."""
+    ``after=None``, right after an agent's vote is added (the run pokes it then)."""
 
     actor: int
     after: int | None
@@ -77,9 +79,12 @@ class Case:
 
 
 class Plan:
-    """The run's :class:`~actors.run.faults.FaultPlan`: crashes where the case says."""
+    """The run's :class:`~actors.run.faults.FaultPlan`: crashes where the case says. It is
+    also a tap: an added vote of an agent planned to crash after its vote sends that agent
+    to :attr:`pokes`, and the agent crashes right after it handles the :class:`Poke`."""
 
     def __init__(self, case: Case, actors: list[Address]) -> None:
+        self.pokes, self._poking = trio.open_memory_channel[Address](math.inf)
         self._after: dict[Address, set[int | None]] = {}
         for crash in case.crashes:
             self._after.setdefault(actors[crash.actor % len(actors)], set()).add(crash.after)
@@ -94,12 +99,16 @@ class Plan:
         planned = self._after.get(actor, set())
         if self._handled[actor] in planned:
             return f"planned crash of {actor} after message {self._handled[actor]}"
-        payload = envelope.payload
-        voted = isinstance(payload, RoundSettled) and payload.outcome is RoundOutcome.VOTED
-        if voted and None in planned:
+        if isinstance(envelope.payload, Poke) and None in planned:
             planned.discard(None)
             return f"planned crash of {actor} after its vote"
         return None
+
+    def record(self, event: Event) -> None:
+        if isinstance(event, VoteAdded):
+            voter = agent_address(event.voter)
+            if None in self._after.get(voter, set()):
+                self.pokes.send_nowait(voter)
 
     def crash_on_start(self, actor: Address, incarnation: int) -> str | None:
         if (actor, incarnation) == self._start:
@@ -184,10 +193,15 @@ async def run_case(case: Case) -> Ran | None:
     tap = MemoryTap()
     file = MemoryFile()
     log = JsonlEventLog.writing_to(file, Path("events.jsonl"))
-    spec = RunSpec(task=TASK, config=case.config, faults=Plan(case, actors))
+    plan = Plan(case, actors)
+    spec = RunSpec(task=TASK, config=case.config, faults=plan)
     result = None
     with trio.move_on_after(HANG_BOUND):
-        async with open_run(spec, taps=[tap, log]) as handle, trio.open_nursery() as nursery:
+        async with (
+            open_run(spec, taps=[tap, log, plan]) as handle,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_poke, handle.system, plan._poking)
             if case.cancel_at is not None:
                 nursery.start_soon(_cancel_at, handle.cancel, case.cancel_at)
             result = await handle.result()
@@ -198,6 +212,11 @@ async def run_case(case: Case) -> Ran | None:
     stream = EventLogStream("events.jsonl", io.BytesIO(file.data), max_line_bytes=MAX_LINE_BYTES)
     logged = list(stream)
     return Ran(result=result, heard=tap.events, logged=logged)
+
+
+async def _poke(system: ActorSystem, voters: trio.MemoryReceiveChannel[Address]) -> None:
+    async for voter in voters:
+        system.tell_nowait(voter, Poke())
 
 
 async def _cancel_at(cancel: Any, delay: float) -> None:

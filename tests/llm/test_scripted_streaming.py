@@ -102,6 +102,36 @@ async def test_a_reply_of_tool_calls_streams_no_text_and_takes_the_latency(
     assert trio.current_time() - started == pytest.approx(LATENCY)
 
 
+class Wakes(trio.abc.Instrument):
+    """Counts how often trio schedules one task to run again."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.count = 0
+
+    def task_scheduled(self, task: trio.lowlevel.Task) -> None:
+        self.count += task is self.task
+
+
+async def test_a_reply_of_tool_calls_waits_out_its_latency_in_one_wait(
+    autojump_clock: object,
+) -> None:
+    # Nothing streams, so the call need not wake when a first piece would be due.
+    messages = round_messages(
+        me="agent1", agents=2, task="a task", answers=(), tools=["new_answer", "vote"], persona=""
+    )
+    request = CompletionRequest(messages=tuple(messages), tools=(NEW_ANSWER, VOTE))
+    wakes = Wakes(trio.lowlevel.current_task())
+    trio.lowlevel.add_instrument(wakes)
+    try:
+        completion = await _backend().complete(request, sink=Heard())
+    finally:
+        trio.lowlevel.remove_instrument(wakes)
+
+    assert completion.message.tool_calls
+    assert wakes.count == 1
+
+
 def test_include_partial_messages_shows_the_scripted_presentation_typing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
