@@ -118,7 +118,6 @@ __all__ = [
     "HELD_REACH",
     "MAX_LINE_BYTES",
     "MAX_PENDING_EVENTS",
-    "MAX_RELEASES_PER_LINE",
     "REFERENCE_REACH",
     "EventLogCorrupt",
     "EventLogError",
@@ -203,9 +202,6 @@ MAX_PENDING_EVENTS = 4_096
 """With ``Flushing.WHEN_IDLE``, at most this many events wait to be written: a run that is
 never idle writes them in batches of this many, and a process killed outright loses at most
 this many (plus the line being written)."""
-
-MAX_RELEASES_PER_LINE = 4_096
-"""The most releases one ``released`` line lists (a line of ids stays well under 64 kB)."""
 
 _CHUNK = 64
 """Events encoded between two looks at the clock while flushing in idle time."""
@@ -494,7 +490,7 @@ class JsonlEventLog:
         them; ``(None, start)`` if ``events[start]`` does not begin such a pair."""
         refs: list[int] = []
         at, count = start, len(events)
-        while at + 1 < count and len(refs) < MAX_RELEASES_PER_LINE:
+        while at + 1 < count:  # a batch holds at most MAX_PENDING_EVENTS: 2,048 pairs
             released, delivered = events[at], events[at + 1]
             if type(released) is not Released or type(delivered) is not Delivered:
                 break
