@@ -15,6 +15,7 @@ import cattrs
 import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from conclave.runtime.codec_flat import flat_encoder
 from conclave.runtime.messages import Envelope, Message, message_class
 
 __all__ = [
@@ -52,9 +53,16 @@ def _unstructure_message(obj: Message) -> dict[str, Any]:
     cls = type(obj)
     fn = _unstructure_fns.get(cls)
     if fn is None:
-        fn = _unstructure_fns[cls] = make_dict_unstructure_fn(cls, converter)
+        fn = _unstructure_fns[cls] = flat_encoder(cls, cls.kind) or _tagged(cls)
     data: dict[str, Any] = fn(obj)
-    return {"kind": cls.kind, **data}
+    return data
+
+
+def _tagged(cls: type[Message]) -> Any:
+    """cattrs' function for ``cls``, with the ``kind`` tag first."""
+    fn = make_dict_unstructure_fn(cls, converter)
+    kind = cls.kind
+    return lambda obj: {"kind": kind, **fn(obj)}
 
 
 def _structure_message(data: Any, declared: type[Message]) -> Message:

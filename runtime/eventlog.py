@@ -34,6 +34,18 @@ Envelope references
     and reader need bounded memory however long the run. Ids are unique within a process,
     so a log's envelopes must come from the process that writes it.
 
+Fewer lines (format 3)
+    Releases written together (in one batch: ``Flushing.WHEN_IDLE``), each followed by the
+    delivery of the envelope it released, are one line listing the envelopes,
+    ``{"kind":"released","at":2.5,"envelope_refs":[17,18]}``: it stands for the release and
+    then the delivery of each, in order, at the line's time (that of the first release), and
+    counts as two mentions of each for the reach. In a 1,000-agent ring run, 2.7 envelopes
+    per agent were held, and their release-and-delivery pairs were 5.5 of its 31 lines per
+    agent. The delivery of an envelope an actor sent itself is not written: it never left
+    the actor (an agent's note that its round settled, 2 lines per agent), and no reader
+    uses it; taps hear it, and its hold, release or dead letter is written. A format 2 log
+    (every release and delivery a line) reads as it was written.
+
 Long texts
     A string of at least 1,024 characters (an answer, a task) is written in full once;
     later lines that hold it again hold ``null`` there and name it in their ``texts`` key,
@@ -365,14 +377,26 @@ class JsonlEventLog:
         assert file is not None
         lines: list[bytes] = []
         error: str | None = None
-        for event in events:
+        at, count = 0, len(events)
+        while at < count:
+            event = events[at]
+            cls = type(event)
             try:
+                if cls is Released:
+                    line, at = self._releases(events, at)
+                    if line is not None:
+                        lines.append(line)
+                        continue
+                elif cls is Delivered and _to_itself(event.envelope):  # type: ignore[attr-defined]
+                    at += 1
+                    continue
                 lines.append(self._line(event))
             except Exception as exc:
                 # A payload the codec cannot encode: a log with a gap would mislead, so it
                 # stops at this event, once the lines before it are written.
                 error = _describe(exc)
                 break
+            at += 1
         if lines:
             data = lines[0] if len(lines) == 1 else b"".join(lines)
             done = 0
@@ -417,10 +441,7 @@ class JsonlEventLog:
         remember the envelope (see the module docstring); remembers it for later lines."""
         envelope: Envelope = event.envelope  # type: ignore[attr-defined]
         key, recipient = envelope.id, envelope.recipient
-        known = self._recent.get(key)
-        if known is None:
-            known = self._older.get(key) or self._held.get(key)
-        referred = known is not None and (known is recipient or known == recipient)
+        referred = self._referable(envelope)
         data: dict[str, Any]
         written_out = _WRITTEN_OUT.get(cls)
         if written_out is not None:
@@ -439,7 +460,13 @@ class JsonlEventLog:
             data["envelope_ref"] = key
         else:
             data = encode(event)
-        self._recent[key] = event.to if type(event) is Redirected else recipient
+        to = event.to if isinstance(event, Redirected) else recipient
+        self._remember(key, to, cls)
+        return data
+
+    def _remember(self, key: int, recipient: Address, cls: type[Event]) -> None:
+        """One more line mentions envelope ``key``, now addressed to ``recipient``."""
+        self._recent[key] = recipient
         if cls is Held:
             if len(self._held) < HELD_REACH:
                 self._held[key] = recipient
@@ -448,7 +475,39 @@ class JsonlEventLog:
         self._mentions += 1
         if self._mentions == _GENERATION:
             self._older, self._recent, self._mentions = self._recent, {}, 0
-        return data
+
+    def _referable(self, envelope: Envelope) -> bool:
+        """Whether the reader remembers ``envelope`` as it is: a line may refer to it."""
+        key, recipient = envelope.id, envelope.recipient
+        known = self._recent.get(key)
+        if known is None:
+            known = self._older.get(key) or self._held.get(key)
+        return known is not None and (known is recipient or known == recipient)
+
+    def _releases(self, events: list[Event], start: int) -> tuple[bytes | None, int]:
+        """The line for the releases from ``events[start]`` on, each followed by the delivery
+        of the envelope it released, of envelopes the reader remembers, and the index after
+        them; ``(None, start)`` if ``events[start]`` does not begin such a pair."""
+        refs: list[int] = []
+        at, count = start, len(events)
+        while at + 1 < count:  # a batch holds at most MAX_PENDING_EVENTS: 2,048 pairs
+            released, delivered = events[at], events[at + 1]
+            if type(released) is not Released or type(delivered) is not Delivered:
+                break
+            envelope = released.envelope
+            if delivered.envelope is not envelope or not self._referable(envelope):
+                break
+            key, recipient = envelope.id, envelope.recipient
+            self._remember(key, recipient, Released)
+            self._remember(key, recipient, Delivered)
+            refs.append(key)
+            at += 2
+        if not refs:
+            return None, start
+        first = events[start].at
+        return json_line(
+            {"kind": Released.kind, "at": encode_float(first), "envelope_refs": refs}
+        ), at
 
     def _fail(self, file: LogFile, error: str) -> None:
         """Stop logging: cut the file back to its last full line, close it, report once."""
@@ -537,6 +596,12 @@ def _describe(exc: BaseException) -> str:
 _CARRIES_ENVELOPE: dict[type[Event], bool] = {}
 _WRITTEN_OUT: dict[type[Event], str] = {cls: cls.kind for cls in (Delivered, Held, Released)}
 """Envelope events whose lines :meth:`JsonlEventLog._encode_mention` builds itself."""
+
+
+def _to_itself(envelope: Envelope) -> bool:
+    """Whether an actor sent ``envelope`` to itself: its delivery is not written."""
+    sender = envelope.sender
+    return sender is not None and (sender is envelope.recipient or sender == envelope.recipient)
 
 
 def _carries_envelope(cls: type[Event]) -> bool:
@@ -666,6 +731,10 @@ class EventLogStream:
             self._seen_event = True
             if event is None:
                 continue
+            if isinstance(event, list):
+                self._events += len(event)
+                yield from event
+                continue
             self._events += 1
             if type(event) is LogOpened:
                 self._runs += 1
@@ -698,8 +767,9 @@ class EventLogStream:
             "damaged after it was written"
         )
 
-    def _decode(self, raw: bytes, number: int) -> Event | None:
-        """The event on line ``number``, or ``None`` for a kind nobody registered."""
+    def _decode(self, raw: bytes, number: int) -> Event | list[Event] | None:
+        """The event on line ``number``, the events of a line of releases, or ``None`` for
+        a kind nobody registered."""
         data = _parse(raw)
         if not isinstance(data, dict):
             raise _BadLine(f"expected a JSON object, got {type(data).__name__}")
@@ -720,6 +790,10 @@ class EventLogStream:
             if len(self._unknown_kinds) < _NAMED_UNKNOWN_KINDS and kind not in self._unknown_kinds:
                 self._unknown_kinds.append(kind[:60])
             return None
+        if "envelope_refs" in data:
+            if cls is not Released:
+                raise _BadLine(f"{kind!r} lists envelope_refs; only a 'released' line may")
+            return self._releases(data, at)
         if "envelope_ref" in data:
             data["envelope"] = self._referenced(data.pop("envelope_ref"))
         try:
@@ -729,6 +803,27 @@ class EventLogStream:
         if _carries_envelope(type(event)):
             self._mention(event)
         return event
+
+    def _releases(self, data: dict[str, Any], at: float) -> list[Event]:
+        """A line of releases: each envelope it lists was released, then delivered, at its
+        time (the writer's batch; see the module docstring)."""
+        refs = data.pop("envelope_refs")
+        if len(data) != 2:  # kind and at
+            raise _BadLine(f"a 'released' line with envelope_refs has other keys: {sorted(data)}")
+        if not isinstance(refs, list) or not refs:
+            raise _BadLine(f"envelope_refs is {refs!r}, expected a list of envelope ids")
+        at = float(at)
+        events: list[Event] = []
+        for ref in refs:
+            envelope = self._referenced(ref)
+            released, delivered = (
+                Released(at=at, envelope=envelope),
+                Delivered(at=at, envelope=envelope),
+            )
+            self._mention(released)
+            self._mention(delivered)
+            events += (released, delivered)
+        return events
 
     def _referenced(self, ref: object) -> Envelope:
         if type(ref) is not int:

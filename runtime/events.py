@@ -71,9 +71,11 @@ class HowStopped(enum.StrEnum):
     """It raised while stopping."""
 
 
-EVENT_LOG_FORMAT = 2
-"""The event log's format: 2 writes long texts once (:mod:`runtime.eventlog_texts`); 1 (a
-log whose ``log_opened`` names none) wrote every text in full."""
+EVENT_LOG_FORMAT = 3
+"""The event log's format: 3 writes a batch of releases in one line and no delivery of an
+envelope an actor sent itself (:mod:`runtime.eventlog`); 2 writes long texts once
+(:mod:`runtime.eventlog_texts`); 1 (a log whose ``log_opened`` names none) wrote every text
+in full. This version reads all three."""
 
 
 @message()

@@ -78,6 +78,8 @@ def _event(cls: type[Event], at: float, envelope: Envelope, reason: str) -> Even
 def test_an_envelope_event_is_logged_as_the_codec_encodes_it_in_full_then_by_reference(
     cls: type[Event], at: float, envelope: Envelope, reason: str
 ) -> None:
+    # The delivery of a message an actor sent itself is not written (test_eventlog_lines).
+    assume(cls is not Delivered or envelope.sender != envelope.recipient)
     event = _event(cls, at, envelope, reason)
     written: list[bytes] = []
 

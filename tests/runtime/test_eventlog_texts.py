@@ -141,7 +141,8 @@ def test_a_log_in_a_newer_format_is_refused_with_what_to_do(tmp_path: Path) -> N
     path = tmp_path / "events.jsonl"
     _write(path, [LogOpened(at=0.0, wall_time=0.0, pid=1, format=EVENT_LOG_FORMAT + 1)])
 
-    with pytest.raises(EventLogTooNew, match="newer than the 2 this version of Conclave reads"):
+    newer = f"format {EVENT_LOG_FORMAT + 1}, newer than the {EVENT_LOG_FORMAT} this version"
+    with pytest.raises(EventLogTooNew, match=newer):
         read_event_log(path)
 
 
