@@ -100,3 +100,26 @@ def test_a_config_whose_keys_are_variables_is_kept(
     monkeypatch.setenv("KEY", "sk-from-the-environment-0123")
     path = _keyed(tmp_path, "'${KEY}'")
     assert config_snapshot(path, load_config(path)) == path.read_text(encoding="utf-8")
+
+
+def test_a_paused_run_whose_working_directory_is_gone_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    log = _paused(_asking_config(work))
+    moved = tmp_path / "paused"
+    log.rename(moved)
+    monkeypatch.chdir(tmp_path)
+    work.rename(tmp_path / "elsewhere")
+    capsys.readouterr()
+
+    code = main(["resume", str(moved), "--answer", "delete"])
+
+    assert code == ExitCode.USAGE
+    assert capsys.readouterr().err.strip() == (
+        f"conclave resume: the paused run's working directory {work} is gone: the resumed run "
+        "runs there (relative --config and --context paths mean there); recreate it to resume, "
+        "or run the task again"
+    )

@@ -36,6 +36,7 @@ def resume_command(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     try:
         paused = _paused(run_dir)
+        cwd = _working_directory(paused)
         if not args.answer.strip():
             raise ResumeError(_empty_answer(run_dir))
         point = resume_point(run_dir, args.answer)
@@ -46,7 +47,7 @@ def resume_command(args: argparse.Namespace) -> int:
         if args.output_format == "json":
             print_json_error(message, ExitCode.USAGE)
         return ExitCode.USAGE
-    os.chdir(paused["cwd"])  # relative paths in the flags (--config, --context) mean there
+    os.chdir(cwd)  # relative paths in the flags (--config, --context) mean there
     session = _session(paused)
     run = argparse.Namespace(
         **flags,
@@ -79,6 +80,19 @@ def _flags(run_dir: Path, paused: dict[str, Any]) -> dict[str, Any]:
             f"{CONFIG_COPY}): put the config back there to resume, or run the task again"
         )
     return flags
+
+
+def _working_directory(paused: dict[str, Any]) -> Path:
+    """The directory the paused run ran in, where the resumed one runs (relative ``--config``
+    and ``--context`` paths mean there); one removed since is refused, saying which."""
+    cwd = Path(paused["cwd"])
+    if not cwd.is_dir():
+        raise ResumeError(
+            f"the paused run's working directory {cwd} is gone: the resumed run runs there "
+            "(relative --config and --context paths mean there); recreate it to resume, or "
+            "run the task again"
+        )
+    return cwd
 
 
 def _session(paused: dict[str, Any]) -> str | None:
