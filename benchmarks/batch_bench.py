@@ -7,6 +7,14 @@ than one core, over every core with ``--workers``). The rate is M over the time 
 first run's start to the last run's end (``--summary-json``'s ``runs_wall_s``: the process's
 start-up is reported apart).
 
+Each run has seeds of its own (its TASKS line's ``overrides`` give its agents those of the
+load bench's run of that index, ``Case(seed=i)``), so a run's latencies are the same whatever
+runs beside it. With one seed for every run (as this bench had until issue 24's batch work),
+the 100 runs' agents drew their jitter from three shared streams in the order their calls
+came, which the runtime's speed decides: the batch ``conclave batch`` ran was not the batch
+the zero-cost engine ran, and a zero-cost wall is itself 1.50-1.82 s over eight seeds, so
+the figure moved by up to 10 % for that alone.
+
 Two ideals, both from the same runs on a virtual clock, where the runtime costs nothing:
 
 * ``ideal_runs_per_s``: C over the mean run latency (sampled over :data:`IDEAL_SAMPLE`
@@ -37,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 import trio.testing
 import yaml
@@ -48,6 +57,7 @@ from conclave.benchmarks.bench_args import write_report
 from conclave.benchmarks.load_bench import LOG_ROOT, Case, _table
 from conclave.benchmarks.machine import machine_info
 from conclave.config.loader import load_config
+from conclave.config.schema import ConclaveConfig, ScriptedBackendConfig
 
 __all__ = ["main", "measure", "measure_command", "settings"]
 
@@ -62,22 +72,30 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def _config_data(latency: float) -> dict[str, Any]:
-    """The load bench's batch config (``Case(agents=3)``) as a config file says it."""
+def _seeds(run: int) -> list[int]:
+    """The seeds of run ``run``'s agents: those of the load bench's batch (``Case(seed=run)``)."""
+    config = Case(agents=3, latency=0.0, seed=run).config()
+    return [getattr(agent.backend, "seed", 0) for agent in config.agents]
+
+
+def _agents_data(latency: float, run: int) -> list[dict[str, Any]]:
+    """Run ``run``'s agents as a config file (or a TASKS line's overrides) says them."""
     config = Case(agents=3, latency=latency).config()
-    orchestrator = config.orchestrator
+    return [
+        {
+            "id": agent.id,
+            "backend": {"seed": seed, "latency": latency, "jitter": 0.5 if latency else 0.0},
+        }
+        for agent, seed in zip(config.agents, _seeds(run), strict=True)
+    ]
+
+
+def _config_data(latency: float) -> dict[str, Any]:
+    """The load bench's batch config (``Case(agents=3)``) as a config file says it: run 0's
+    agents; each task line gives its run's own (:func:`_task_line`)."""
+    orchestrator = Case(agents=3, latency=latency).config().orchestrator
     return {
-        "agents": [
-            {
-                "id": agent.id,
-                "backend": {
-                    "seed": getattr(agent.backend, "seed", 0),
-                    "latency": latency,
-                    "jitter": 0.5 if latency else 0.0,
-                },
-            }
-            for agent in config.agents
-        ],
+        "agents": _agents_data(latency, 0),
         "orchestrator": {
             "visibility": orchestrator.visibility,
             "in_flight_policy": orchestrator.in_flight_policy.value,
@@ -89,6 +107,21 @@ def _config_data(latency: float) -> dict[str, Any]:
 
 def _task(i: int) -> str:
     return f"Propose a plan to cut the build time of monorepo #{i} in half."
+
+
+def _task_line(i: int, latency: float) -> dict[str, Any]:
+    """Task ``i`` as a TASKS line: its run's agents are seeded for it (module docstring)."""
+    return {"id": i, "task": _task(i), "overrides": {"agents": _agents_data(latency, i)}}
+
+
+def _run_config(config: ConclaveConfig, run: int) -> ConclaveConfig:
+    """``config`` as ``conclave batch`` runs it for task ``run``: its agents seeded for it."""
+    agents = []
+    for agent, seed in zip(config.agents, _seeds(run), strict=True):
+        backend = agent.backend
+        assert isinstance(backend, ScriptedBackendConfig)  # the bench's agents are scripted
+        agents.append(attrs.evolve(agent, backend=attrs.evolve(backend, seed=seed)))
+    return attrs.evolve(config, agents=tuple(agents))
 
 
 def ideal_latency(config_path: Path, runs: int) -> float:
@@ -106,14 +139,14 @@ def zero_cost_wall(config_path: Path, runs: int, concurrency: int) -> float:
 
 def _virtual_batch(config_path: Path, runs: int, concurrency: int) -> tuple[list[float], float]:
     """The batch's first ``runs`` tasks in ``concurrency`` lanes on a virtual clock: each
-    run's latency, and the batch's wall time."""
+    run's latency (by task), and the batch's wall time."""
     config = load_config(config_path)
-    durations: list[float] = []
+    durations = [0.0] * runs
 
     async def one(i: int) -> None:
         started = trio.current_time()
-        await run(RunSpec(task=_task(i), config=config))
-        durations.append(trio.current_time() - started)
+        await run(RunSpec(task=_task(i), config=_run_config(config, i)))
+        durations[i] = trio.current_time() - started
 
     async def go() -> float:
         started = trio.current_time()
@@ -163,7 +196,7 @@ def measure_command(
         config.write_text(yaml.safe_dump(_config_data(latency)), encoding="utf-8")
         tasks = scratch / "tasks.jsonl"
         tasks.write_text(
-            "".join(json.dumps({"id": i, "task": _task(i)}) + "\n" for i in range(runs)),
+            "".join(json.dumps(_task_line(i, latency)) + "\n" for i in range(runs)),
             encoding="utf-8",
         )
         summary = scratch / "summary.json"

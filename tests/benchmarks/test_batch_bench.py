@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from conclave.benchmarks import batch_bench
+from conclave.config.loader import load_config
+from conclave.ui.batch.tasks import apply_overrides
 
 
 def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_ideal(
@@ -84,3 +86,33 @@ def test_a_zero_cost_engine_takes_longer_than_c_over_the_mean_latency_says(
 
 def test_without_its_setting_there_is_no_issue_figure() -> None:
     assert batch_bench.issue_figure([_row(1_000, 50, 0.95)]) is None
+
+
+def _config_file(tmp_path: Path) -> Path:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(batch_bench._config_data(0.2)), encoding="utf-8")
+    return config
+
+
+def test_a_runs_latency_in_the_bench_does_not_depend_on_the_runs_beside_it(
+    tmp_path: Path,
+) -> None:
+    """Each run has seeds of its own: with one seed for all, runs drew their jitter from
+    shared streams in the order their calls came, so the batch ``conclave batch`` ran was
+    not the one the zero-cost engine ran."""
+    config = _config_file(tmp_path)
+
+    alone, _ = batch_bench._virtual_batch(config, 6, 1)
+    together, _ = batch_bench._virtual_batch(config, 6, 6)
+
+    assert together == pytest.approx(alone)
+
+
+def test_each_task_line_runs_the_config_the_zero_cost_engine_runs(tmp_path: Path) -> None:
+    config = load_config(_config_file(tmp_path))
+
+    line = batch_bench._task_line(7, 0.2)
+    as_batch_runs_it = apply_overrides(config, line["overrides"])
+
+    assert as_batch_runs_it == batch_bench._run_config(config, 7)
+    assert as_batch_runs_it != batch_bench._run_config(config, 8)
