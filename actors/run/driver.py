@@ -87,7 +87,7 @@ from conclave.runtime import (
     SupervisorSpec,
     open_actor_system,
 )
-from conclave.runtime.eventlog import EventLogFailure, create_log_file
+from conclave.runtime.eventlog import EventLogFailure
 from conclave.runtime.events import EVENT_LOG_FORMAT
 from conclave.runtime.gc_tuning import gc_sized_for_agents
 
@@ -207,7 +207,15 @@ async def _open_run(
     stats = RunStats()
     usage = UsageTap(config.agents, budget_usd=spec.max_cost_usd)
     secrets, redactor = secrets_of_run(config)
-    log = await _open_log(spec.log_dir, on_log_failure) if spec.log_dir is not None else None
+    log = (
+        # Written while the run waits, not as events happen: encoding and writing each event
+        # at once cost a run of thousands of agents a third of its CPU (issue 24).
+        JsonlEventLog(
+            spec.log_dir / "events.jsonl", on_failure=on_log_failure, flushing=Flushing.WHEN_IDLE
+        )
+        if spec.log_dir is not None
+        else None
+    )
     # One for the run's agents (a long text any of them writes is written once), written
     # while the run waits, as its event log is.
     transcript = (
@@ -288,19 +296,6 @@ async def _open_run(
         for memory in memories.values():
             if memory.transcript_log is not None:
                 memory.transcript_log.close()
-
-
-async def _open_log(log_dir: Path, on_failure: LogFailureCallback | None) -> JsonlEventLog:
-    """The run's event log, its directory and file made in a worker thread: a mkdir and an
-    exclusive create took 0.2-0.4 ms of system time here, on the trio thread at the start of
-    every run of a batch, where 50 runs starting at once waited for each other's. Written
-    while the run waits, not as events happen: encoding and writing each event at once cost
-    a run of thousands of agents a third of its CPU (issue 24). Not cancellable while the
-    file is made (it is the run's as soon as it exists); raises what
-    :func:`~runtime.eventlog.create_log_file` raises."""
-    path = log_dir / "events.jsonl"
-    file = await trio.to_thread.run_sync(create_log_file, path)
-    return JsonlEventLog.writing_to(file, path, on_failure=on_failure, flushing=Flushing.WHEN_IDLE)
 
 
 @asynccontextmanager

@@ -9,7 +9,6 @@ import contextlib
 import io
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,13 @@ from conclave.actors.agent.transcript_log import TranscriptFile
 from conclave.actors.coordination.events import RunStarted
 from conclave.actors.events import EventHub, SubscriberDropped
 from conclave.actors.llm.protocol import ChatMessage
-from conclave.actors.run.driver import RunHandle, RunSpec, drive, run
+from conclave.actors.run.driver import LogFailureCallback, RunHandle, RunSpec, drive, run
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import Termination
 from conclave.actors.run.turn import Turn
 from conclave.config.modes import CollaborationMode
-from conclave.runtime import ActorContext, Event, LogOpened, read_event_log
-from conclave.runtime.eventlog import EventLogFailure, LogFile, create_log_file
+from conclave.runtime import ActorContext, Event, Flushing, JsonlEventLog, LogOpened, read_event_log
+from conclave.runtime.eventlog import EventLogFailure
 from tests.coordination.helpers import TASK, Recorder, agent, agents, config
 
 CFG = config(agent("a", seed=1, latency=1.0), agent("b", seed=2, latency=1.0))
@@ -97,10 +96,14 @@ async def test_cancelling_the_caller_of_drive_ends_the_run_cancelled_in_its_log(
 async def test_on_log_failure_hears_once_that_the_log_stopped(
     autojump_clock: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def full_disk(path: Path) -> io.FileIO:
-        return io.FileIO("/dev/full", "w")
+    def full_disk(
+        path: Path, *, on_failure: LogFailureCallback | None, flushing: Flushing
+    ) -> JsonlEventLog:
+        return JsonlEventLog.writing_to(
+            io.FileIO("/dev/full", "w"), path, on_failure=on_failure, flushing=flushing
+        )
 
-    monkeypatch.setattr("conclave.actors.run.driver.create_log_file", full_disk)
+    monkeypatch.setattr("conclave.actors.run.driver.JsonlEventLog", full_disk)
     failures: list[EventLogFailure] = []
 
     result = await drive(
@@ -177,25 +180,6 @@ async def test_the_collaboration_mode_reaches_every_agent(
     await drive(RunSpec(task=TASK, config=CFG, mode=CollaborationMode.PLAN))
 
     assert modes == {"a": CollaborationMode.PLAN, "b": CollaborationMode.PLAN}
-
-
-async def test_a_runs_log_is_made_off_the_trio_thread(
-    autojump_clock: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Making a directory and a file took 0.2-0.4 ms of system time: at the start of every
-    run of a batch, on the thread every run shares."""
-    threads: list[threading.Thread] = []
-
-    def noting(path: Path) -> LogFile:
-        threads.append(threading.current_thread())
-        return create_log_file(path)
-
-    monkeypatch.setattr("conclave.actors.run.driver.create_log_file", noting)
-
-    await drive(RunSpec(task=TASK, config=CFG, log_dir=tmp_path / "run"))
-
-    assert threads and threads[0] is not threading.main_thread()
-    assert read_event_log(tmp_path / "run" / "events.jsonl").events[0].kind == "log_opened"
 
 
 async def test_run_tells_its_result_before_the_runs_actors_stop_and_returns_it_after(
