@@ -122,7 +122,6 @@ __all__ = [
     "LogFile",
     "MemoryTap",
     "NotAnEventLog",
-    "create_log_file",
     "open_event_log",
     "read_event_log",
 ]
@@ -271,7 +270,17 @@ class JsonlEventLog:
         symbolic link. Raises :class:`EventLogExists` if the path is taken, and
         ``RuntimeError`` for ``Flushing.WHEN_IDLE`` outside ``trio.run``."""
         _check_flushing(flushing)
-        self._setup(Path(path), create_log_file(path), on_failure, flushing)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL with O_CREAT fails on any existing path, a symbolic link included, dangling
+        # or not (POSIX: the link is not followed), so no O_NOFOLLOW is needed on top.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(target, flags, 0o666)
+        except FileExistsError:
+            raise EventLogExists(target) from None
+        file = open(fd, "wb", buffering=0)  # noqa: SIM115  (closed by close() or a failure)
+        self._setup(target, file, on_failure, flushing)
 
     @classmethod
     def writing_to(
@@ -493,24 +502,6 @@ class JsonlEventLog:
 
 
 _FLUSHER: trio.lowlevel.RunVar[_FlushWhenIdle] = trio.lowlevel.RunVar("event_log_flusher")
-
-
-def create_log_file(path: str | os.PathLike[str]) -> LogFile:
-    """Create a new log's file at ``path`` (and its directory), for
-    :meth:`JsonlEventLog.writing_to`: exclusively, never following a symbolic link. Raises
-    :class:`EventLogExists` if the path is taken. It needs no trio, so a caller may make it in
-    a worker thread: a run does, as a directory and a file took 0.2-0.4 ms of system time
-    here, at the start of every run of a batch."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # O_EXCL with O_CREAT fails on any existing path, a symbolic link included, dangling
-    # or not (POSIX: the link is not followed), so no O_NOFOLLOW is needed on top.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    try:
-        fd = os.open(target, flags, 0o666)
-    except FileExistsError:
-        raise EventLogExists(target) from None
-    return open(fd, "wb", buffering=0)  # closed by the log's close() or a failure
 
 
 class _FlushWhenIdle(trio.abc.Instrument):

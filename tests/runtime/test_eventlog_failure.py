@@ -18,7 +18,6 @@ from conclave.runtime.eventlog import (
     EventLogExists,
     EventLogFailure,
     JsonlEventLog,
-    create_log_file,
     read_event_log,
 )
 from conclave.runtime.events import ChildStarted, Delivered, Event, LogOpened
@@ -295,20 +294,6 @@ def test_a_refused_second_log_leaves_the_first_untouched(tmp_path: Path) -> None
         JsonlEventLog(path)
 
     assert path.read_bytes() == _line(EVENTS[0])
-
-
-def test_a_log_file_made_ahead_is_made_once_with_its_directory_and_written_by_its_log(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "run" / "events.jsonl"
-
-    log = JsonlEventLog.writing_to(create_log_file(path), path)
-    log.record(EVENTS[0])
-    log.close()
-
-    assert path.read_bytes() == _line(EVENTS[0])
-    with pytest.raises(EventLogExists, match=f"event log {path} already exists"):
-        create_log_file(path)
 
 
 def test_a_dangling_symlink_is_not_followed(tmp_path: Path) -> None:
