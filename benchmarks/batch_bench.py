@@ -20,7 +20,7 @@ Two ideals, both from the same runs on a virtual clock, where the runtime costs 
 * ``ideal_runs_per_s``: C over the mean run latency (sampled over :data:`IDEAL_SAMPLE`
   tasks). It assumes C runs always in flight, which no engine reaches: the batch ends with
   its slowest run, and in the last wave lanes fall idle one by one (with 100 runs at C = 50,
-  two waves, a zero-cost engine reaches 0.95 of it).
+  two waves, a zero-cost engine reaches 0.86 of it; 0.95 with one seed for every run).
 * ``zero_cost_runs_per_s``: M over the wall time of this very batch (same tasks, same C,
   the same lanes as ``conclave batch``) on the virtual clock: what an engine costing
   nothing reaches. Issue 24's figure is the fraction of this one.
@@ -262,7 +262,7 @@ TARGET_FRACTION = 0.9
 def issue_figure(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Issue 24's batch figure at :data:`ISSUE_24`: as filed, its target, and now, the
     fraction of what a zero-cost engine reaches on the same batch (the issue's C over the
-    mean latency overstates that by about 5 %: see the module docstring); ``None`` if that
+    mean latency overstates that by about 14 %: see the module docstring); ``None`` if that
     setting did not run."""
     runs, concurrency, workers = ISSUE_24
     row = next(
