@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
+import trio
 import yaml
 
 from conclave.benchmarks import batch_bench
@@ -30,6 +32,8 @@ def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_id
     # No engine beats one that costs nothing, and that one cannot keep C runs always going.
     assert row["runs_per_s"] <= row["zero_cost_runs_per_s"] <= row["ideal_runs_per_s"]
     assert row["fraction_of_zero_cost"] >= row["fraction_of_ideal"]
+    # The same batch on a core of its own: only what the engine costs keeps it from 1.
+    assert 0 < row["fraction_on_own_core"] <= 1
     assert row["runs_wall_s"] < row["process_wall_s"]
     assert 0 < row["process_cpu_s"] < row["process_wall_s"] * (os.cpu_count() or 1)
     assert row["load_1min"] >= 0  # the machine's load as it started: the rates depend on it
@@ -116,3 +120,21 @@ def test_each_task_line_runs_the_config_the_zero_cost_engine_runs(tmp_path: Path
 
     assert as_batch_runs_it == batch_bench._run_config(config, 7)
     assert as_batch_runs_it != batch_bench._run_config(config, 8)
+
+
+def test_on_the_cpu_clock_a_wait_takes_no_real_time_and_work_takes_its_cpu_time() -> None:
+    async def wait_then_work() -> tuple[float, float, float]:
+        started = trio.current_time()
+        await trio.sleep(100)
+        waited = trio.current_time()
+        cpu = time.process_time()
+        while time.process_time() - cpu < 0.05:
+            pass
+        return started, waited, trio.current_time()
+
+    real = time.perf_counter()
+    started, waited, worked = trio.run(wait_then_work, clock=batch_bench.CpuClock())
+
+    assert time.perf_counter() - real < 5
+    assert 100 <= waited - started < 100.05
+    assert worked - waited == pytest.approx(0.05, abs=0.02)
