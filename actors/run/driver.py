@@ -147,13 +147,20 @@ async def run(
     *,
     taps: Iterable[EventTap] = (),
     on_log_failure: LogFailureCallback | None = None,
+    on_result: Callable[[RunResult], object] | None = None,
 ) -> RunResult:
     """Run to the end. Never raises for what happens in the run: a run that cannot even
     start (its log cannot be created) is a ``failed`` result that says why.
-    ``on_log_failure``: see :func:`drive`."""
+    ``on_log_failure``: see :func:`drive`. ``on_result`` is told the result as soon as the
+    run has it, before its actors have stopped (which takes a run of a busy batch tens of
+    milliseconds): a batch starts its next run then. What ``run`` returns is that result,
+    once they have stopped (unless stopping them failed: then a ``failed`` one saying why)."""
     try:
         async with open_run(spec, taps=taps, on_log_failure=on_log_failure) as handle:
-            return await handle.result()
+            result = await handle.result()
+            if on_result is not None:
+                on_result(result)
+            return result
     except Exception as exc:
         return not_started(spec, reason=f"the run could not start: {type(exc).__name__}: {exc}")
 

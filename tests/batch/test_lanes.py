@@ -4,14 +4,21 @@ nothing new, halting cancels what runs and reports none of it."""
 from __future__ import annotations
 
 import multiprocessing
+from typing import Any
 
+import attrs
+import pytest
 import trio
 import trio.testing
 
+from conclave.actors.batch import work as work_module
 from conclave.actors.batch.claims import Counter, SharedCounter
 from conclave.actors.batch.engine import LocalEngine, split_slots
 from conclave.actors.batch.lanes import run_lanes
 from conclave.actors.batch.work import BatchJob, BatchWork, JobOutcome
+from conclave.actors.run import driver
+from conclave.actors.run.driver import RunSpec
+from conclave.actors.run.result import RunResult
 from conclave.config.schema import AgentConfig, ConclaveConfig, ScriptedBackendConfig
 
 
@@ -125,3 +132,57 @@ async def test_stop_starting_lets_the_runs_in_flight_finish_and_be_reported(
         engine.stop_starting()
 
     assert len(reported.outcomes) == 4
+
+
+class _Timeline:
+    """What happened, in order: each run started and returned (``work.run`` wrapped), and
+    each outcome reported."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: list[str] = []
+        real = driver.run
+
+        async def run(spec: RunSpec, **rest: Any) -> RunResult:
+            self.seen.append(f"start {spec.task}")
+            result = await real(spec, **rest)
+            self.seen.append(f"returned {spec.task}")
+            return result
+
+        monkeypatch.setattr(work_module, "run", run)
+
+    def report(self, outcome: JobOutcome) -> None:
+        self.seen.append(f"reported {outcome.index}")
+
+
+async def test_a_job_is_reported_and_its_lane_takes_the_next_while_its_runs_actors_stop(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timeline = _Timeline(monkeypatch)
+
+    await LocalEngine(concurrency=1).run(_jobs(2, latency=1.0), timeline.report)
+
+    seen = timeline.seen
+    assert seen.index("reported 0") < seen.index("start t1") < seen.index("returned t0")
+    assert seen[-1] == "returned t1"  # the engine returns once every run has stopped
+
+
+async def test_a_run_to_be_tried_again_keeps_its_lane_until_the_last_try_has_a_result(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing = AgentConfig(
+        id="a", backend=ScriptedBackendConfig(seed=1, latency=1.0, error_rate=1.0)
+    )
+    jobs = _jobs(2, latency=1.0).jobs
+    work = BatchWork(
+        jobs=(
+            attrs.evolve(jobs[0], config=ConclaveConfig(agents=(failing,)), retries=1),
+            jobs[1],
+        )
+    )
+    timeline = _Timeline(monkeypatch)
+
+    await LocalEngine(concurrency=1).run(work, timeline.report)
+
+    seen = timeline.seen
+    assert seen[:4] == ["start t0", "returned t0", "start t0", "reported 0"]
+    assert seen.index("start t1") < seen.index("returned t0", 2)

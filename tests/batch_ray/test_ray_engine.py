@@ -276,7 +276,9 @@ async def test_a_worker_running_another_conclave_refuses_the_job_without_running
     job = BatchJob(key="j", task="t", config=_jobs(1, latency=0).jobs[0].config)
     ran_jobs: list[BatchJob] = []
 
-    async def run_job(job: BatchJob, index: int) -> JobOutcome:
+    async def run_job(
+        job: BatchJob, index: int, *, on_outcome: Callable[[JobOutcome], None] | None = None
+    ) -> JobOutcome:
         ran_jobs.append(job)
         raise AssertionError("a refused job ran")
 

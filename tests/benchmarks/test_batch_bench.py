@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
+import trio
 import yaml
 
 from conclave.benchmarks import batch_bench
+from conclave.config.loader import load_config
+from conclave.ui.batch.tasks import apply_overrides
 
 
 def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_ideal(
@@ -28,6 +32,8 @@ def test_the_batch_bench_runs_conclave_batch_and_reports_its_rate_against_the_id
     # No engine beats one that costs nothing, and that one cannot keep C runs always going.
     assert row["runs_per_s"] <= row["zero_cost_runs_per_s"] <= row["ideal_runs_per_s"]
     assert row["fraction_of_zero_cost"] >= row["fraction_of_ideal"]
+    # The same batch on a core of its own: only what the engine costs keeps it from 1.
+    assert 0 < row["fraction_on_own_core"] <= 1
     assert row["runs_wall_s"] < row["process_wall_s"]
     assert 0 < row["process_cpu_s"] < row["process_wall_s"] * (os.cpu_count() or 1)
     assert row["load_1min"] >= 0  # the machine's load as it started: the rates depend on it
@@ -84,3 +90,51 @@ def test_a_zero_cost_engine_takes_longer_than_c_over_the_mean_latency_says(
 
 def test_without_its_setting_there_is_no_issue_figure() -> None:
     assert batch_bench.issue_figure([_row(1_000, 50, 0.95)]) is None
+
+
+def _config_file(tmp_path: Path) -> Path:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(batch_bench._config_data(0.2)), encoding="utf-8")
+    return config
+
+
+def test_a_runs_latency_in_the_bench_does_not_depend_on_the_runs_beside_it(
+    tmp_path: Path,
+) -> None:
+    """Each run has seeds of its own: with one seed for all, runs drew their jitter from
+    shared streams in the order their calls came, so the batch ``conclave batch`` ran was
+    not the one the zero-cost engine ran."""
+    config = _config_file(tmp_path)
+
+    alone, _ = batch_bench._virtual_batch(config, 6, 1)
+    together, _ = batch_bench._virtual_batch(config, 6, 6)
+
+    assert together == pytest.approx(alone)
+
+
+def test_each_task_line_runs_the_config_the_zero_cost_engine_runs(tmp_path: Path) -> None:
+    config = load_config(_config_file(tmp_path))
+
+    line = batch_bench._task_line(7, 0.2)
+    as_batch_runs_it = apply_overrides(config, line["overrides"])
+
+    assert as_batch_runs_it == batch_bench._run_config(config, 7)
+    assert as_batch_runs_it != batch_bench._run_config(config, 8)
+
+
+def test_on_the_cpu_clock_a_wait_takes_no_real_time_and_work_takes_its_cpu_time() -> None:
+    async def wait_then_work() -> tuple[float, float, float]:
+        started = trio.current_time()
+        await trio.sleep(100)
+        waited = trio.current_time()
+        cpu = time.process_time()
+        while time.process_time() - cpu < 0.05:
+            pass
+        return started, waited, trio.current_time()
+
+    real = time.perf_counter()
+    started, waited, worked = trio.run(wait_then_work, clock=batch_bench.CpuClock())
+
+    assert time.perf_counter() - real < 5
+    assert 100 <= waited - started < 100.05
+    assert worked - waited == pytest.approx(0.05, abs=0.02)

@@ -16,10 +16,11 @@ import pytest
 import trio
 
 from conclave.actors.agent.actor import AgentActor, AgentSetup
+from conclave.actors.agent.transcript_log import TranscriptFile
 from conclave.actors.coordination.events import RunStarted
 from conclave.actors.events import EventHub, SubscriberDropped
 from conclave.actors.llm.protocol import ChatMessage
-from conclave.actors.run.driver import LogFailureCallback, RunHandle, RunSpec, drive
+from conclave.actors.run.driver import LogFailureCallback, RunHandle, RunSpec, drive, run
 from conclave.actors.run.events import RunEnded
 from conclave.actors.run.result import Termination
 from conclave.actors.run.turn import Turn
@@ -179,3 +180,21 @@ async def test_the_collaboration_mode_reaches_every_agent(
     await drive(RunSpec(task=TASK, config=CFG, mode=CollaborationMode.PLAN))
 
     assert modes == {"a": CollaborationMode.PLAN, "b": CollaborationMode.PLAN}
+
+
+async def test_run_tells_its_result_before_the_runs_actors_stop_and_returns_it_after(
+    autojump_clock: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[object] = []
+    close = TranscriptFile.close
+
+    def closing(transcript: TranscriptFile) -> None:  # once every agent has stopped
+        seen.append("actors stopped")
+        close(transcript)
+
+    monkeypatch.setattr(TranscriptFile, "close", closing)
+
+    result = await run(RunSpec(task=TASK, config=CFG, log_dir=tmp_path), on_result=seen.append)
+
+    assert seen == [result, "actors stopped"]
+    assert result.termination is Termination.COMPLETED

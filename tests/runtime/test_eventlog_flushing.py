@@ -171,3 +171,49 @@ def test_the_queue_of_a_log_nobody_closed_is_written_as_its_trio_run_ends(
     trio.run(record_and_leave)
 
     assert read_event_log(path).events == EVENTS
+
+
+async def test_the_logs_of_a_trio_run_share_one_idle_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added: list[trio.abc.Instrument] = []
+    add = trio.lowlevel.add_instrument
+
+    def counted(instrument: trio.abc.Instrument) -> None:
+        added.append(instrument)
+        add(instrument)
+
+    monkeypatch.setattr(trio.lowlevel, "add_instrument", counted)
+    logs = [_idle_log(tmp_path / f"{i}.jsonl") for i in range(3)]
+    for log in logs:
+        log.record(EVENTS[0])
+
+    await trio.sleep(0.01)
+
+    assert len(added) == 1
+    assert [read_event_log(log.path).events for log in logs] == [EVENTS[:1]] * 3
+    for log in logs:
+        log.close()
+
+
+async def test_a_log_whose_queue_was_written_is_not_looked_at_when_trio_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _idle_log(tmp_path / "1.jsonl"), _idle_log(tmp_path / "2.jsonl")
+    first.record(EVENTS[0])
+    await trio.sleep(0.01)
+    flushed: list[JsonlEventLog] = []
+    flush = JsonlEventLog.flush
+
+    def watched(log: JsonlEventLog, *, within: float = float("inf")) -> None:
+        flushed.append(log)
+        flush(log, within=within)
+
+    monkeypatch.setattr(JsonlEventLog, "flush", watched)
+    second.record(EVENTS[1])
+
+    await trio.sleep(0.01)
+
+    assert flushed == [second]
+    first.close()
+    second.close()
