@@ -1,16 +1,16 @@
 """A round's transcript lives in the agent's memory, so a restarted agent goes on from it, and
 every message of it is appended to the agent's transcript file: the full messages the model
-saw and said, one JSON object per line, across rounds."""
+saw and said, across rounds, those appended together on one line."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from conclave.actors.agent.events import AgentStatusChanged, RoundStarted, TranscriptFailed
+from conclave.actors.agent.transcript_log import read_transcripts
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.protocol import AnswerView, Present
 from conclave.actors.llm.protocol import ChatMessage
@@ -29,7 +29,7 @@ from tests.coordination.faults import CrashOnPoke, Poke
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_transcripts(path))
 
 
 def _as_line(message: ChatMessage, round_: int) -> dict[str, Any]:

@@ -236,12 +236,12 @@ def test_a_presentation_asked_again_resumes_from_its_last_attempt(
     path = log / "transcripts.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     first = next(i for i, line in enumerate(lines) if '"purpose":"present"' in line)
-    presenter = json.loads(lines[first])
+    presenter = {k: v for k, v in json.loads(lines[first]).items() if k != "pieces"}
     earlier = [  # an attempt that ended when its presenter crashed, under the same round
-        presenter | {"role": role, "content": text, "pieces": None}
-        for role, text in (("system", "earlier"), ("user", "earlier"), ("assistant", "lost"))
+        presenter | {"messages": [{"role": role, "content": text} for role, text in said]}
+        for said in ((("system", "earlier"), ("user", "earlier")), (("assistant", "lost"),))
     ]
-    lines[first:first] = [json.dumps({k: v for k, v in e.items() if v}) + "\n" for e in earlier]
+    lines[first:first] = [json.dumps(e) + "\n" for e in earlier]
     path.write_text("".join(lines), encoding="utf-8")
 
     code = main(["resume", str(log), "--answer", "delete"])
