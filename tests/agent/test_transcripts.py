@@ -4,6 +4,7 @@ saw and said, across rounds, those appended together on one line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,22 @@ async def test_the_transcript_file_is_appended_round_after_round(
     rounds = [line["round"] for line in _lines(path)]
     assert rounds == [1] * 4 + [2] * 4  # system, task and answers, the agent's turn, reply; twice
     assert [line["role"] for line in _lines(path)][4:] == ["system", "user", "user", "assistant"]
+
+
+async def test_a_rounds_prompt_is_one_line_of_the_transcript_file_and_the_reply_another(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    path = tmp_path / "transcripts.jsonl"
+    backend = FakeBackend([answer(), vote()])
+    async with open_agent(backend, transcript_path=path) as run:
+        run.start()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+        run.voting_open()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "voted")
+
+    _, *lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]  # after the header
+    batches = [(line["round"], len(line["messages"])) for line in lines]
+    assert batches == [(1, 3), (1, 1), (2, 3), (2, 1)]
 
 
 async def test_the_presentation_is_written_to_the_transcript_file_as_such(
