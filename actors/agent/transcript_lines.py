@@ -8,8 +8,11 @@ Format 2
     message objects (``role``, ``content``, and when present ``tool_calls``, ``tool_call_id``
     and ``provider_state``, as in format 1). Two more keys save what is said again:
 
-    * ``n``: a message with nothing but a ``role`` and a ``content`` of at least
-      :data:`SAME_MIN_CHARS` characters is numbered, counting up from 1 in the file;
+    * ``n``: a message with nothing but a ``role`` and a ``content`` of
+      :data:`SAME_MIN_CHARS` characters or more, and shorter than
+      :data:`~actors.agent.transcript_texts.TEXT_MIN_CHARS` (longer ones are written in
+      pieces, which repeat already), in a line of such messages only, is numbered,
+      counting up from 1 in the file;
     * ``{"same": n}`` in ``messages``: message ``n`` again, role and content.
 
     Every agent of a run gets the same system prompt in every round, and the same first
@@ -42,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from conclave.actors.agent.transcript_texts import (
+    PIECES_KEY,
     TEXT_MIN_CHARS,
     PieceError,
     PieceReader,
@@ -84,39 +88,54 @@ class LineWriter:
     def line(
         self, agent: str, round_: int, purpose: CallPurpose, messages: Sequence[ChatMessage]
     ) -> bytes:
-        """The line that writes ``messages``. Most lines are short (an answer, a tool call):
-        a JSON line shorter than :data:`TEXT_MIN_CHARS` bytes holds no string that long (a
-        character takes at least a byte), so it is written as encoded, without walking it
-        for long texts."""
-        line = {
+        """The line that writes ``messages``. In a batch of text messages, long texts can
+        only be contents: theirs are cut into pieces without walking the line for them
+        (walking a round's prompt line and copying it to leave its texts out cost more than
+        the rest of the line). A batch with tool calls and the like is walked, if its JSON
+        is long enough to hold a long text (a character takes at least a byte)."""
+        texts_only = not any(
+            m.tool_calls or m.tool_call_id is not None or m.provider_state is not None
+            for m in messages
+        )
+        written: list[dict[str, Any]] = []
+        pieces: dict[str, list[Any]] = {}
+        for message in messages:
+            content = message.content
+            if not texts_only:
+                written.append(_written(message))
+            elif len(content) < SAME_MIN_CHARS:
+                written.append({"role": message.role, "content": content})
+            elif len(content) < TEXT_MIN_CHARS:
+                written.append(self._numbered(message.role, content))
+            else:
+                pieces[f"/messages/{len(written)}/content"] = self.pieces.written(content)
+                written.append({"role": message.role, "content": None})
+        line: dict[str, Any] = {
             "agent": agent,
             "round": round_,
             "purpose": purpose.value,
-            "messages": [self._message(message) for message in messages],
+            "messages": written,
         }
+        if texts_only:
+            if pieces:
+                line[PIECES_KEY] = pieces
+            return json_line(line)
         encoded = json_line(line)
         if len(encoded) < TEXT_MIN_CHARS:
             return encoded
         pieced = self.pieces.line(line)
         return encoded if pieced is line else json_line(pieced)
 
-    def _message(self, message: ChatMessage) -> dict[str, Any]:
-        content = message.content
-        if (
-            len(content) < SAME_MIN_CHARS
-            or message.tool_calls
-            or message.tool_call_id is not None
-            or message.provider_state is not None
-        ):
-            return _written(message)
+    def _numbered(self, role: str, content: str) -> dict[str, Any]:
+        """A text message long enough to be said again: a reference if it was."""
         known = self._known.get(content)
-        if known is not None and known[1] == message.role:
+        if known is not None and known[1] == role:
             self._known.met(content, known, len(content))
             return {"same": known[0]}
         number = self._next
         self._next += 1
-        self._known.met(content, (number, message.role), len(content))
-        return {"role": message.role, "content": content, "n": number}
+        self._known.met(content, (number, role), len(content))
+        return {"role": role, "content": content, "n": number}
 
 
 def _written(message: ChatMessage) -> dict[str, Any]:

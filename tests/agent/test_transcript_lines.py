@@ -179,3 +179,23 @@ def test_a_reference_to_a_message_no_line_wrote_names_the_line(tmp_path: Path) -
 
     with pytest.raises(TranscriptError, match=r"transcripts.jsonl:2: message 4 was not written"):
         list(read_transcripts(path))
+
+
+def test_long_texts_anywhere_in_a_batch_read_back_as_said(tmp_path: Path) -> None:
+    path = tmp_path / "transcripts.jsonl"
+    [log] = _logs(path, "a1")
+    answer = "".join(f"line {n} of an answer\n" for n in range(200))
+    said = (
+        ChatMessage(role="user", content="short"),
+        ChatMessage(role="user", content=f"<answers>\n{answer}</answers>\n"),
+        ChatMessage(role="user", content=f"Present:\n{answer}"),
+    )
+    log.write(1, CallPurpose.ROUND, *said)
+    log.write(1, CallPurpose.ROUND, *said[1:])
+
+    _, first, second = _raw(path)
+    assert sorted(first["pieces"]) == ["/messages/1/content", "/messages/2/content"]
+    assert len(json.dumps(second)) < len(answer) / 4  # its pieces were all written before
+    assert [line["content"] for line in read_transcripts(path)] == [
+        m.content for m in (*said, *said[1:])
+    ]
