@@ -96,6 +96,27 @@ def test_resume_ends_as_a_direct_answer_would_have(
     assert resumed["log_dir"] == str(log / "resumed-1")
 
 
+def test_a_run_paused_before_transcript_format_2_resumes_as_one_paused_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = _paused(tmp_path, capsys, _config(tmp_path))
+    before = tmp_path / "paused-before"
+    shutil.copytree(now, before)
+    path = before / "transcripts.jsonl"
+    # Format 1, as main wrote it up to fd27407: no header, a line per message.
+    format1 = [json.dumps(line) + "\n" for line in read_transcripts(path)]
+    path.write_text("".join(format1), encoding="utf-8")
+
+    code_now, resumed_now = _json_run(capsys, "resume", str(now), "--answer", "delete")
+    code_before, resumed_before = _json_run(capsys, "resume", str(before), "--answer", "delete")
+
+    assert code_now == code_before == ExitCode.OK
+    assert resumed_before["final_answer"] == resumed_now["final_answer"]
+    assert list(read_transcripts(before / "resumed-1" / "transcripts.jsonl")) == list(
+        read_transcripts(now / "resumed-1" / "transcripts.jsonl")
+    )
+
+
 def test_the_resumed_agent_reads_the_answer_as_its_calls_result_and_asks_nothing_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
