@@ -58,12 +58,15 @@ class TextError(ValueError):
 
 class Generations:
     """Texts met recently, in two generations, closed as the module docstring says (also
-    the reach of the transcript file's pieces, :mod:`actors.agent.transcript_texts`)."""
+    the reach of the transcript file's pieces, :mod:`actors.agent.transcript_texts`, and of
+    its repeated messages, with smaller generations: :mod:`actors.agent.transcript_lines`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, texts: int = GENERATION_TEXTS, chars: int = GENERATION_CHARS) -> None:
         self.recent: dict[Any, Any] = {}
         self.older: dict[Any, Any] = {}
         self._chars = 0
+        self._max_texts = texts
+        self._max_chars = chars
 
     def get(self, key: Any) -> Any:
         found = self.recent.get(key)
@@ -72,7 +75,7 @@ class Generations:
     def met(self, key: Any, value: Any, chars: int) -> None:
         self.recent[key] = value
         self._chars += chars
-        if len(self.recent) >= GENERATION_TEXTS or self._chars >= GENERATION_CHARS:
+        if len(self.recent) >= self._max_texts or self._chars >= self._max_chars:
             self.older, self.recent, self._chars = self.recent, {}, 0
 
 

@@ -1,11 +1,13 @@
 """The agents' transcripts on disk: ``transcripts.jsonl`` in the run's log directory.
 
-Every message each model saw and said, in order, one JSON object per line, across all of an
-agent's rounds and its presentation: ``agent`` (its configured id), ``round`` (the agent's
-round number), ``purpose`` (``round`` or ``present``), ``role``, ``content``, and when present
-``tool_calls`` (``id``, ``name``, ``arguments``), ``tool_call_id`` and ``provider_state``.
-One agent's transcript is its lines, in file order. The event log keeps what happened
-(observations); this file keeps what was said.
+Every message each model saw and said, in order, across all of an agent's rounds and its
+presentation. :func:`read_transcripts` gives them back one dict per message: ``agent`` (its
+configured id), ``round`` (the agent's round number), ``purpose`` (``round`` or
+``present``), ``role``, ``content``, and when present ``tool_calls`` (``id``, ``name``,
+``arguments``), ``tool_call_id`` and ``provider_state``. One agent's transcript is its
+messages, in file order. The event log keeps what happened (observations); this file keeps
+what was said. The lines on disk (format 2: a line per batch of messages appended together,
+a message said before as a reference to it) are in :mod:`actors.agent.transcript_lines`.
 
 One file per run, not one per agent: creating a file costs 60-600 µs of kernel CPU on ext4,
 and a run of 1,000 agents spent 0.6-1 s of its 2 s creating their transcript files (a run of
@@ -13,8 +15,7 @@ and a run of 1,000 agents spent 0.6-1 s of its 2 s creating their transcript fil
 
 Long texts are written once, in pieces that later lines refer to (an answer quoted in every
 agent's prompt, round after round): a 1 MB answer in a 3-agent run makes 1.1 MB of
-transcripts, not 6.2 MB. The format is in :mod:`actors.agent.transcript_texts`;
-:func:`read_transcripts` gives the lines back as written above.
+transcripts, not 6.2 MB (:mod:`actors.agent.transcript_texts`).
 
 A run's file (``Flushing.WHEN_IDLE``, as its event log) queues lines as messages join the
 transcripts and writes them in one write when trio goes idle, once :data:`MAX_PENDING_LINES`
@@ -39,16 +40,9 @@ from typing import Any
 import orjson
 import trio
 
-from conclave.actors.agent.transcript_texts import (
-    TEXT_MIN_CHARS,
-    PieceError,
-    PieceReader,
-    PieceWriter,
-    decoded_arguments,
-    encoded_arguments,
-)
+from conclave.actors.agent.transcript_lines import HEADER, LineReader, LineWriter
+from conclave.actors.agent.transcript_texts import PieceError
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage
-from conclave.runtime.codec import json_line
 from conclave.runtime.eventlog import Flushing
 
 __all__ = [
@@ -71,8 +65,8 @@ MAX_PENDING_LINES = 4_096
 
 class TranscriptFile:
     """The run's transcript file, shared by its agents (owned by the run): where it is, the
-    pieces of long texts its lines hold so far, the lines not written yet, and the write
-    error that stopped it.
+    pieces of long texts and the messages its lines hold so far, the lines not written yet,
+    and the write error that stopped it.
 
     With ``Flushing.WHEN_IDLE`` it must be made inside ``trio.run`` (the run's
     :class:`_IdleWriter` writes it) and closed (:meth:`close`) when its agents have
@@ -81,7 +75,9 @@ class TranscriptFile:
 
     def __init__(self, path: Path, *, flushing: Flushing = Flushing.EACH_EVENT) -> None:
         self.path = path
-        self.pieces = PieceWriter()
+        self.lines = LineWriter()
+        self._header = HEADER
+        """Written before the first line: a file is begun by its first write."""
         self.failure: str | None = None
         self._pending = bytearray()
         """Queued lines, copied into one buffer: kept as a list of their own, a run's lines
@@ -96,6 +92,8 @@ class TranscriptFile:
 
     def write(self, log: TranscriptLog, line: bytes) -> None:
         """Write ``log``'s ``line`` now, or queue it (``Flushing.WHEN_IDLE``)."""
+        if self._header:
+            line, self._header = self._header + line, b""
         idle = self._idle
         if idle is None:
             self._write_out(line, [log], report=TranscriptLog.stopped)
@@ -200,14 +198,15 @@ class TranscriptLog:
         self.failure: str | None = None
         self._on_failure = on_failure
 
-    def write(self, round_: int, purpose: CallPurpose, message: ChatMessage) -> None:
+    def write(self, round_: int, purpose: CallPurpose, *messages: ChatMessage) -> None:
+        """Write ``messages``, appended to the agent's transcript together, as one line."""
         if self.failure is not None:
             return
         file = self.file
         if file.failure is not None:
             self.stopped(file.failure)
             return
-        file.write(self, _encoded(file.pieces, _line(self.agent, round_, purpose, message)))
+        file.write(self, file.lines.line(self.agent, round_, purpose, messages))
 
     def stopped(self, error: str) -> None:
         """The file stopped on ``error``: this agent writes no more, and says so once."""
@@ -281,74 +280,23 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 _OPEN_FILES = _OpenFiles(limit=OPEN_LIMIT)
 
 
-def _line(agent: str, round_: int, purpose: CallPurpose, message: ChatMessage) -> dict[str, Any]:
-    line: dict[str, Any] = {
-        "agent": agent,
-        "round": round_,
-        "purpose": purpose.value,
-        "role": message.role,
-        "content": message.content,
-    }
-    if message.tool_calls:
-        line["tool_calls"] = [_tool_call(c.id, c.name, c.arguments) for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        line["tool_call_id"] = message.tool_call_id
-    if message.provider_state is not None:
-        line["provider_state"] = message.provider_state
-    return line
-
-
-def _encoded(pieces: PieceWriter, line: dict[str, Any]) -> bytes:
-    """``line`` as written: its JSON line, with long texts in pieces. Most lines are short
-    (a round's instructions, a tool call): a JSON line shorter than :data:`TEXT_MIN_CHARS`
-    bytes holds no string that long (a character takes at least a byte), so it is written as
-    encoded, without walking it for long texts (a third of a line's cost)."""
-    encoded = json_line(line)
-    if len(encoded) < TEXT_MIN_CHARS:
-        return encoded
-    pieced = pieces.line(line)
-    return encoded if pieced is line else json_line(pieced)
-
-
-def _tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """A tool call's line entry: long arguments decoded when they encode back exactly, so
-    their texts are cut into the same pieces as everywhere else (an answer's content)."""
-    decoded = decoded_arguments(arguments) if len(arguments) >= TEXT_MIN_CHARS else None
-    if decoded is None:
-        return {"id": call_id, "name": name, "arguments": arguments}
-    value, style = decoded
-    return {
-        "id": call_id,
-        "name": name,
-        "arguments": None,
-        "arguments_object": value,
-        "arguments_style": style.value,
-    }
-
-
 class TranscriptError(ValueError):
     """A transcript file's line is not what :class:`TranscriptLog` writes."""
 
 
 def read_transcripts(path: Path) -> Iterator[dict[str, Any]]:
-    """The lines of a transcript file as the module docstring describes them: long texts
-    put together from their pieces, tool call arguments as the model sent them. Streams the
-    file. A last line cut off mid-write (a crash) is skipped; damage anywhere else raises
+    """The messages of a transcript file (of either format) as the module docstring
+    describes them: long texts put together from their pieces, tool call arguments as the
+    model sent them. Streams the file. A last line cut off mid-write (a crash) is skipped;
+    damage anywhere else, or a format newer than this Conclave's, raises
     :class:`TranscriptError` naming the line."""
-    reader = PieceReader()
+    reader = LineReader()
     with path.open("rb") as file:
         for number, raw in enumerate(file, start=1):
             if not raw.endswith(b"\n"):
                 return  # cut off mid-write: the writer's last line
             try:
-                line = orjson.loads(raw)
-                if not isinstance(line, dict):
-                    raise PieceError("the line is not a JSON object")
-                reader.resolve(line)
-                for call in line.get("tool_calls", ()):
-                    if "arguments_object" in call:
-                        value, style = call.pop("arguments_object"), call.pop("arguments_style")
-                        call["arguments"] = encoded_arguments(value, style)
+                messages = list(reader.messages(orjson.loads(raw)))
             except (orjson.JSONDecodeError, PieceError, KeyError, TypeError) as exc:
                 raise TranscriptError(f"{path}:{number}: {exc}") from None
-            yield line
+            yield from messages

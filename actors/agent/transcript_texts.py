@@ -158,10 +158,11 @@ class PieceWriter:
         if not found:
             return data
         line = json_paths.without(data, [path for path, _ in found])
-        line[PIECES_KEY] = {json_paths.pointer(path): self._written(text) for path, text in found}
+        line[PIECES_KEY] = {json_paths.pointer(path): self.written(text) for path, text in found}
         return line
 
-    def _written(self, text: str) -> list[Any]:
+    def written(self, text: str) -> list[Any]:
+        """``text`` as its list of pieces (the caller puts ``null`` where it goes)."""
         written: list[Any] = []
         for piece in _pieces(text):
             if len(piece) < PIECE_MIN_CHARS:

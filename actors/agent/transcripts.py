@@ -3,7 +3,8 @@
 A transcript starts from a prompt, or, in a resumed run, from the point where the paused run
 asked its question (:class:`~actors.agent.resume.ResumePoint`): the paused transcript with the
 question answered now, its workspace paths moved to this run's. Each message appended is
-written to the agent's transcript file (when the run keeps one); a prompt built again shorter
+written to the agent's transcript file (when the run keeps one), the messages appended together
+on one line; a prompt built again shorter
 after a context overflow replaces the transcript's first messages and is written again.
 
 The transcript file outlives the incarnation that opened it (it lives in the agent's memory),
@@ -12,6 +13,7 @@ so a restarted agent goes on writing the same file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import trio
@@ -42,7 +44,7 @@ class Transcripts:
         log = self._log()
         if log is None:
             return Transcript(prompt)
-        return Transcript(prompt, on_append=partial(log.write, self.memory.round, purpose))
+        return Transcript(prompt, on_append=partial(_write, log, self.memory.round, purpose))
 
     def reprompt(
         self, transcript: Transcript, prompt: list[ChatMessage], length: int, purpose: CallPurpose
@@ -52,8 +54,7 @@ class Transcripts:
         transcript.messages[:length] = prompt
         log = self._log()
         if log is not None:
-            for message in prompt:
-                log.write(self.memory.round, purpose, message)
+            log.write(self.memory.round, purpose, *prompt)
 
     def take_resumed(self, purpose: CallPurpose) -> ResumePoint | None:
         """The paused run's point to go on from, once, if it paused in work of ``purpose``."""
@@ -91,6 +92,12 @@ class Transcripts:
                 on_failure=partial(_transcript_failed, self.context, self.setup.agent),
             )
         return memory.transcript_log
+
+
+def _write(
+    log: TranscriptLog, round_: int, purpose: CallPurpose, messages: Sequence[ChatMessage]
+) -> None:
+    log.write(round_, purpose, *messages)
 
 
 def _transcript_failed(context: ActorContext, agent: str, error: str) -> None:

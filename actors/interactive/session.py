@@ -195,7 +195,7 @@ class InteractiveSession:
         launcher: RunLauncher,
         workspace: WorkspaceNote | None = None,
         history: Sequence[Turn] = (),
-        on_message: Callable[[ChatMessage], None] | None = None,
+        on_message: Callable[[Sequence[ChatMessage]], None] | None = None,
         before_call: BeforeLaunch | None = None,
     ) -> None:
         self.settings = settings

@@ -7,7 +7,7 @@ transcript: counters carry over, and a rejected submission's feedback is simply 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from conclave.actors.llm.protocol import ChatMessage, Usage
 
@@ -19,7 +19,7 @@ class Transcript:
         self,
         messages: Iterable[ChatMessage] = (),
         *,
-        on_append: Callable[[ChatMessage], None] | None = None,
+        on_append: Callable[[Sequence[ChatMessage]], None] | None = None,
     ) -> None:
         self.messages: list[ChatMessage] = list(messages)
         self.steps = 0
@@ -29,16 +29,15 @@ class Transcript:
         self.input_tokens = 0
         self.output_tokens = 0
         self._on_append = on_append
-        if on_append is not None:
-            for message in self.messages:
-                on_append(message)
+        if on_append is not None and self.messages:
+            on_append(tuple(self.messages))
 
     def append(self, *messages: ChatMessage) -> None:
-        """Append in order; ``on_append`` hears each one (e.g. to write the agent's JSONL)."""
+        """Append in order; ``on_append`` hears them together (e.g. to write the agent's
+        transcript line): the starting messages, then each call's."""
         self.messages.extend(messages)
         if self._on_append is not None:
-            for message in messages:
-                self._on_append(message)
+            self._on_append(messages)
 
     def spend(self, usage: Usage) -> None:
         self.input_tokens += usage.input_tokens

@@ -4,11 +4,15 @@ a run of thousands of agents must not run the process out of descriptors."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 
-from conclave.actors.agent.transcript_log import OPEN_LIMIT, TranscriptFile, TranscriptLog
+from conclave.actors.agent.transcript_log import (
+    OPEN_LIMIT,
+    TranscriptFile,
+    TranscriptLog,
+    read_transcripts,
+)
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage
 
 
@@ -33,8 +37,7 @@ def test_many_agents_writing_in_turn_keep_every_line_and_a_bounded_number_of_fil
     for log in logs:
         log.close()
     for log in logs:
-        lines = [json.loads(line) for line in log.path.read_text().splitlines()]
-        assert [line["content"] for line in lines] == ["r0", "r1", "r2"]
+        assert [line["content"] for line in read_transcripts(log.path)] == ["r0", "r1", "r2"]
     assert failures == []
 
 
@@ -57,8 +60,7 @@ def test_a_closed_transcript_holds_no_descriptor_and_a_later_line_reopens_it(
     assert str(log.path) not in _open_files()
 
     log.write(2, CallPurpose.ROUND, ChatMessage(role="user", content="two"))
-    lines = [json.loads(line) for line in log.path.read_text().splitlines()]
-    assert [line["content"] for line in lines] == ["one", "two"]
+    assert [line["content"] for line in read_transcripts(log.path)] == ["one", "two"]
     log.close()
 
 

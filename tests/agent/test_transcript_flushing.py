@@ -5,7 +5,6 @@ held, once."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -50,8 +49,7 @@ async def test_the_queued_lines_are_written_in_order_when_trio_waits(tmp_path: P
 
     await trio.sleep(0.01)  # real time: trio waits for it
 
-    lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]
-    assert [(line["agent"], line["content"]) for line in lines] == [
+    assert [(line["agent"], line["content"]) for line in read_transcripts(path)] == [
         ("a1", "one"),
         ("a2", "two"),
         ("a1", "three"),

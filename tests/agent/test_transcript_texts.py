@@ -128,10 +128,13 @@ def test_a_text_just_long_enough_is_written_once_and_shorter_lines_as_they_are(
     path = tmp_path / "transcripts.jsonl"
     log = _log(path)
     shortest = "é" * TEXT_MIN_CHARS  # two bytes a character: the line is twice as long
-    for content in (shortest, shortest, "short", "short"):
+    # Said by another role, the text is not the same message: its pieces are referred to.
+    log.write(1, CallPurpose.ROUND, ChatMessage(role="user", content=shortest))
+    log.write(1, CallPurpose.ROUND, ChatMessage(role="assistant", content=shortest))
+    for content in ("short", "short"):
         log.write(1, CallPurpose.ROUND, ChatMessage(role="user", content=content))
 
-    lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]
+    lines = [json.loads(raw) for raw in path.read_bytes().splitlines()[1:]]  # after the header
     assert [PIECES_KEY in line for line in lines] == [True, True, False, False]
     assert len(json.dumps(lines[1])) < 200  # the second holds a reference, not the text
     assert [line["content"] for line in read_transcripts(path)] == [

@@ -1,6 +1,6 @@
 """A round's transcript lives in the agent's memory, so a restarted agent goes on from it, and
 every message of it is appended to the agent's transcript file: the full messages the model
-saw and said, one JSON object per line, across rounds."""
+saw and said, across rounds, those appended together on one line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import trio
 
 from conclave.actors.agent.events import AgentStatusChanged, RoundStarted, TranscriptFailed
+from conclave.actors.agent.transcript_log import read_transcripts
 from conclave.actors.coordination.bus import agent_address
 from conclave.actors.coordination.protocol import AnswerView, Present
 from conclave.actors.llm.protocol import ChatMessage
@@ -29,7 +30,7 @@ from tests.coordination.faults import CrashOnPoke, Poke
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(read_transcripts(path))
 
 
 def _as_line(message: ChatMessage, round_: int) -> dict[str, Any]:
@@ -77,6 +78,22 @@ async def test_the_transcript_file_is_appended_round_after_round(
     rounds = [line["round"] for line in _lines(path)]
     assert rounds == [1] * 4 + [2] * 4  # system, task and answers, the agent's turn, reply; twice
     assert [line["role"] for line in _lines(path)][4:] == ["system", "user", "user", "assistant"]
+
+
+async def test_a_rounds_prompt_is_one_line_of_the_transcript_file_and_the_reply_another(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    path = tmp_path / "transcripts.jsonl"
+    backend = FakeBackend([answer(), vote()])
+    async with open_agent(backend, transcript_path=path) as run:
+        run.start()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
+        run.voting_open()
+        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "voted")
+
+    _, *lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]  # after the header
+    batches = [(line["round"], len(line["messages"])) for line in lines]
+    assert batches == [(1, 3), (1, 1), (2, 3), (2, 1)]
 
 
 async def test_the_presentation_is_written_to_the_transcript_file_as_such(

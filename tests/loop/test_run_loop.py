@@ -454,7 +454,7 @@ async def test_the_tool_terminal_needs_its_call_alone() -> None:
 
 async def test_the_transcript_reports_every_appended_message() -> None:
     written: list[ChatMessage] = []
-    transcript = Transcript([ChatMessage(role="user", content="task")], on_append=written.append)
+    transcript = Transcript([ChatMessage(role="user", content="task")], on_append=written.extend)
     await run_loop(
         transcript,
         backend=FakeBackend([calls(("read", 0.0)), text("ok")]),

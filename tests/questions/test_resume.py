@@ -96,6 +96,27 @@ def test_resume_ends_as_a_direct_answer_would_have(
     assert resumed["log_dir"] == str(log / "resumed-1")
 
 
+def test_a_run_paused_before_transcript_format_2_resumes_as_one_paused_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = _paused(tmp_path, capsys, _config(tmp_path))
+    before = tmp_path / "paused-before"
+    shutil.copytree(now, before)
+    path = before / "transcripts.jsonl"
+    # Format 1, as main wrote it up to fd27407: no header, a line per message.
+    format1 = [json.dumps(line) + "\n" for line in read_transcripts(path)]
+    path.write_text("".join(format1), encoding="utf-8")
+
+    code_now, resumed_now = _json_run(capsys, "resume", str(now), "--answer", "delete")
+    code_before, resumed_before = _json_run(capsys, "resume", str(before), "--answer", "delete")
+
+    assert code_now == code_before == ExitCode.OK
+    assert resumed_before["final_answer"] == resumed_now["final_answer"]
+    assert list(read_transcripts(before / "resumed-1" / "transcripts.jsonl")) == list(
+        read_transcripts(now / "resumed-1" / "transcripts.jsonl")
+    )
+
+
 def test_the_resumed_agent_reads_the_answer_as_its_calls_result_and_asks_nothing_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -236,12 +257,12 @@ def test_a_presentation_asked_again_resumes_from_its_last_attempt(
     path = log / "transcripts.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     first = next(i for i, line in enumerate(lines) if '"purpose":"present"' in line)
-    presenter = json.loads(lines[first])
+    presenter = {k: v for k, v in json.loads(lines[first]).items() if k != "pieces"}
     earlier = [  # an attempt that ended when its presenter crashed, under the same round
-        presenter | {"role": role, "content": text, "pieces": None}
-        for role, text in (("system", "earlier"), ("user", "earlier"), ("assistant", "lost"))
+        presenter | {"messages": [{"role": role, "content": text} for role, text in said]}
+        for said in ((("system", "earlier"), ("user", "earlier")), (("assistant", "lost"),))
     ]
-    lines[first:first] = [json.dumps({k: v for k, v in e.items() if v}) + "\n" for e in earlier]
+    lines[first:first] = [json.dumps(e) + "\n" for e in earlier]
     path.write_text("".join(lines), encoding="utf-8")
 
     code = main(["resume", str(log), "--answer", "delete"])

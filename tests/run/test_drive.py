@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 import trio
 
 from conclave.actors.agent.actor import AgentActor, AgentSetup
-from conclave.actors.agent.transcript_log import TranscriptFile
+from conclave.actors.agent.transcript_log import TranscriptFile, read_transcripts
 from conclave.actors.coordination.events import RunStarted
 from conclave.actors.events import EventHub, SubscriberDropped
 from conclave.actors.llm.protocol import ChatMessage
@@ -140,7 +139,7 @@ async def test_each_agent_writes_its_transcript_to_the_run_transcript_file(
 ) -> None:
     await drive(RunSpec(task=TASK, config=config(*agents(2, latency=1.0)), log_dir=tmp_path))
 
-    lines = [json.loads(line) for line in (tmp_path / "transcripts.jsonl").read_text().splitlines()]
+    lines = list(read_transcripts(tmp_path / "transcripts.jsonl"))
     for agent_id in ("a1", "a2"):
         own = [line for line in lines if line["agent"] == agent_id]
         assert own[0]["role"] == "system"
