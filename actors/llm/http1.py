@@ -51,6 +51,10 @@ _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 _INCOMPLETE = "peer closed connection without sending complete message body"
 _TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 """A header's name (RFC 9110's token)."""
+_DIGITS = re.compile(rb"[0-9]+")
+"""A ``Content-Length`` (``int`` alone also takes a sign, ``_`` and spaces)."""
+_HEX = re.compile(rb"[0-9A-Fa-f]+")
+"""A chunk's size (``int(..., 16)`` alone also takes a sign, ``0x`` and ``_``)."""
 
 
 def proxy_configured(environ: Mapping[str, str]) -> bool:
@@ -178,9 +182,9 @@ class Http1Response:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        await self._pool.release(
-            self._origin, connection, reusable=self._complete and self._framing.reusable
-        )
+        # Bytes already read past the reply's end would be read as the next request's reply.
+        reusable = self._complete and self._framing.reusable and not connection.buffer
+        await self._pool.release(self._origin, connection, reusable=reusable)
 
 
 @attrs.frozen
@@ -252,10 +256,10 @@ async def _chunked(connection: _Connection) -> AsyncIterator[bytes]:
     buffer = connection.buffer
     while True:
         line = await _line(connection)
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise httpx2.RemoteProtocolError(f"a malformed chunk size: {line[:40]!r}") from None
+        digits = line.split(b";", 1)[0].strip(b" \t")
+        if _HEX.fullmatch(digits) is None:
+            raise httpx2.RemoteProtocolError(f"a malformed chunk size: {line[:40]!r}")
+        size = int(digits, 16)
         if size == 0:
             while await _line(connection):  # trailers, up to the blank line
                 pass
@@ -501,10 +505,9 @@ async def _read_head(
         raw_headers.append((name, value))
         lowered = name.lower()
         if lowered == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise httpx2.RemoteProtocolError(f"a malformed Content-Length: {value!r}") from None
+            if _DIGITS.fullmatch(value) is None or length not in (None, int(value)):
+                raise httpx2.RemoteProtocolError(f"a malformed Content-Length: {value[:40]!r}")
+            length = int(value)
         elif lowered == b"transfer-encoding":
             chunked = value.lower().endswith(b"chunked")
         elif lowered == b"connection":

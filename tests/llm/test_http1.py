@@ -364,3 +364,48 @@ def test_requests_go_through_httpx2_when_the_environment_names_a_proxy(
     environ: dict[str, str], proxied: bool
 ) -> None:
     assert proxy_configured(environ) is proxied
+
+
+def _redirect(location: bytes, status: bytes = b"307 Temporary Redirect") -> Canned:
+    return Canned(b"HTTP/1.1 %s\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % (status, location))
+
+
+async def test_bytes_past_a_replys_end_are_never_read_as_the_next_reply() -> None:
+    # The server wrote more than the first reply's length: reused, the connection would give
+    # the second request the tail as its reply.
+    async with raw_server(Canned(ok(b"one").data + ok(b"tail").data), ok(b"two")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"one"
+        assert await _get(pool, server.url) == b"two"
+        await pool.aclose()
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("length", [b"-1", b"+2", b"0x2", b"1_0", b"2 2"])
+async def test_a_content_length_that_is_not_digits_alone_is_refused(length: bytes) -> None:
+    reply = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\nok" % length)
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="Content-Length"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_differing_content_lengths_are_refused() -> None:
+    reply = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nok")
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.RemoteProtocolError, match="Content-Length"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+@pytest.mark.parametrize("size", [b"-4", b"+4", b"0x4", b"4_0", b""])
+async def test_a_chunk_size_that_is_not_hex_digits_alone_is_refused(size: bytes) -> None:
+    body = b"%s\r\nWiki\r\n0\r\n\r\n" % size
+    reply = Canned(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="chunk size"):
+            await _get(pool, server.url)
+        await pool.aclose()
