@@ -22,7 +22,7 @@ import select
 import socket
 import ssl
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
@@ -171,8 +171,10 @@ class Http1Response:
             raise httpx2.StreamClosed()
         decoder = self._framing.decoder()
         async for piece in self._framing.read(connection):
-            data = decoder.decompress(piece) if decoder is not None else piece
-            if data:
+            if decoder is None:
+                yield piece
+                continue
+            for data in decoder.decode(piece):
                 yield data
         self._complete = True
         if decoder is not None and (rest := decoder.flush()):
@@ -198,11 +200,11 @@ class _Framing:
     reusable: bool
     encoding: str
 
-    def decoder(self) -> zlib._Decompress | None:
+    def decoder(self) -> _Decoder | None:
         if self.encoding in ("", "identity"):
             return None
         if self.encoding in ("gzip", "deflate", "x-gzip"):
-            return zlib.decompressobj(32 + zlib.MAX_WBITS)  # either header, told by its bytes
+            return _Decoder(raw_deflate=self.encoding == "deflate")
         raise httpx2.DecodingError(f"Unsupported content encoding {self.encoding!r}.")
 
     async def read(self, connection: _Connection) -> AsyncIterator[bytes]:
@@ -218,6 +220,40 @@ class _Framing:
                 connection.buffer.clear()
             while data := await connection.receive():
                 yield data
+
+
+class _Decoder:
+    """A gzip or deflate body decoded as ``httpx2`` decodes it (``deflate`` with zlib's
+    header or, as some servers send it, without), at most :data:`_READ` bytes at a time:
+    a small compressed read can stand for a gigabyte. A body that is not its encoding
+    raises ``httpx2.DecodingError``."""
+
+    def __init__(self, *, raw_deflate: bool) -> None:
+        self._zlib = zlib.decompressobj(32 + zlib.MAX_WBITS)  # either header, told by bytes
+        self._raw_deflate = raw_deflate
+        self._started = False
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        try:
+            first, self._started = not self._started, True
+            try:
+                out = self._zlib.decompress(data, _READ)
+            except zlib.error:
+                if not (first and self._raw_deflate):
+                    raise
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = self._zlib.decompress(data, _READ)
+            while out:
+                yield out
+                out = self._zlib.decompress(self._zlib.unconsumed_tail, _READ)
+        except zlib.error as exc:
+            raise httpx2.DecodingError(str(exc)) from exc
+
+    def flush(self) -> bytes:
+        try:
+            return self._zlib.flush()
+        except zlib.error as exc:
+            raise httpx2.DecodingError(str(exc)) from exc
 
 
 async def _sized(connection: _Connection, length: int) -> AsyncIterator[bytes]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import ssl
 import subprocess
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -409,3 +410,32 @@ async def test_a_chunk_size_that_is_not_hex_digits_alone_is_refused(size: bytes)
         with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="chunk size"):
             await _get(pool, server.url)
         await pool.aclose()
+
+
+async def test_a_raw_deflate_body_is_decoded_as_httpx2_decodes_it() -> None:
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)  # deflate without zlib's header
+    raw = compressor.compress(b"data: {}\n\n") + compressor.flush()
+    async with raw_server(ok(raw, "Content-Encoding: deflate")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"data: {}\n\n"
+        await pool.aclose()
+
+
+async def test_a_body_that_is_not_its_encoding_is_a_decoding_error() -> None:
+    async with raw_server(ok(b"not gzip at all", "Content-Encoding: gzip")) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.DecodingError):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_compressed_body_is_decoded_a_bounded_piece_at_a_time() -> None:
+    bomb = gzip.compress(bytes(16 * 1024 * 1024))  # 16 MiB of zeros in ~16 KiB
+    async with raw_server(ok(bomb, "Content-Encoding: gzip")) as server:
+        pool = _pool()
+        response = await pool.request("POST", f"{server.url}/v1", HEADERS, b"{}", TIMEOUT)
+        sizes = [len(piece) async for piece in response.aiter_bytes()]
+        await response.aclose()
+        await pool.aclose()
+    assert sum(sizes) == 16 * 1024 * 1024
+    assert max(sizes) <= 65536
