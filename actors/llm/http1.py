@@ -51,6 +51,8 @@ _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 _INCOMPLETE = "peer closed connection without sending complete message body"
 _TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 """A header's name (RFC 9110's token)."""
+_CONTROL = re.compile("[\x00\x0b\x0c]")
+"""What h11 refuses in a header's value besides line breaks."""
 _DIGITS = re.compile(rb"[0-9]+")
 """A ``Content-Length`` (``int`` alone also takes a sign, ``_`` and spaces)."""
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
@@ -479,13 +481,23 @@ def _same_origin(old: _Origin, new: _Origin) -> bool:
 
 def _head(method: str, target: _Target, headers: Mapping[str, str], length: int) -> bytes:
     """The request line and headers. A header that would break the request's framing (a
-    line break in a value, a name that is not a token) fails as ``httpx2`` failed it."""
+    line break or another character h11 refuses in a value, a name that is not a token, a
+    ``Content-Length`` or ``Transfer-Encoding`` of its own) fails as ``httpx2`` failed it; a
+    ``Host`` given replaces the URL's."""
     # Names are case-insensitive: a later one (a config's extra header) replaces an earlier.
-    named = {name.lower(): (name, value) for name, value in headers.items()}
+    named = {"host": ("Host", target.host_header.decode("ascii"))}
+    named.update((name.lower(), (name, value)) for name, value in headers.items())
+    for framing in ("content-length", "transfer-encoding"):
+        if framing in named:
+            raise httpx2.LocalProtocolError(
+                f"Illegal header {named[framing][0]!r}: the request's body sets its framing"
+            )
     lines = [f"{name}: {value}\r\n" for name, value in named.values()]
     text = "".join(lines)
     if text.count("\n") != len(lines) or text.count("\r") != len(lines):
         raise httpx2.LocalProtocolError("Illegal header value: a line break")
+    if _CONTROL.search(text) is not None:
+        raise httpx2.LocalProtocolError("Illegal header value: a NUL, vertical tab or form feed")
     for name, _ in named.values():
         if _TOKEN.fullmatch(name) is None:
             raise httpx2.LocalProtocolError(f"Illegal header name {name!r}")
@@ -493,11 +505,7 @@ def _head(method: str, target: _Target, headers: Mapping[str, str], length: int)
         encoded = text.encode("ascii")
     except UnicodeEncodeError as exc:
         raise httpx2.LocalProtocolError(f"Illegal header value: {exc}") from None
-    request_line = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (
-        method.encode("ascii"),
-        target.path,
-        target.host_header,
-    )
+    request_line = b"%s %s HTTP/1.1\r\n" % (method.encode("ascii"), target.path)
     length_line = b"Content-Length: %d\r\n\r\n" % length if length or method == "POST" else b"\r\n"
     return request_line + encoded + length_line
 

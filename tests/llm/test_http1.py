@@ -439,3 +439,39 @@ async def test_a_compressed_body_is_decoded_a_bounded_piece_at_a_time() -> None:
         await pool.aclose()
     assert sum(sizes) == 16 * 1024 * 1024
     assert max(sizes) <= 65536
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "a\x0bb", "a\x0cb"])
+async def test_a_header_value_with_a_control_character_is_refused_before_anything_is_sent(
+    value: str,
+) -> None:
+    async with raw_server() as server:
+        pool = _pool()
+        with pytest.raises(httpx2.LocalProtocolError, match="Illegal header value"):
+            await _get(pool, server.url, {"X-Value": value})
+        await pool.aclose()
+    assert server.connections == 0
+
+
+@pytest.mark.parametrize("name", ["Content-Length", "transfer-encoding"])
+async def test_a_header_that_frames_the_body_is_refused_before_anything_is_sent(
+    name: str,
+) -> None:
+    # Sent beside the request's own Content-Length, it would let the server read the body
+    # as another request.
+    async with raw_server() as server:
+        pool = _pool()
+        with pytest.raises(httpx2.LocalProtocolError, match=name):
+            await _get(pool, server.url, {**HEADERS, name: "0"})
+        await pool.aclose()
+    assert server.connections == 0
+
+
+async def test_a_host_header_given_replaces_the_urls_rather_than_repeat_it() -> None:
+    async with raw_server(ok(b"")) as server:
+        pool = _pool()
+        await _get(pool, server.url, {**HEADERS, "host": "virtual.example"})
+        await pool.aclose()
+    head = server.requests[0].lower()
+    assert head.count(b"\r\nhost: ") == 1
+    assert b"\r\nhost: virtual.example\r\n" in head
