@@ -25,7 +25,7 @@ import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from functools import cached_property, lru_cache
 from typing import NamedTuple
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import attrs
 import httpx2
@@ -47,6 +47,9 @@ _MAX_HEAD = 64 * 1024
 _READ = 65536
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _NO_BODY = frozenset((204, 304))
+_CREDENTIALS = frozenset(("authorization", "api-key", "x-api-key", "cookie", "host"))
+"""Headers not sent to another origin a redirect names: ``httpx2`` drops ``Authorization``
+(and sets ``Host``), but Azure's key is in ``api-key`` and others' in ``x-api-key``."""
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 _INCOMPLETE = "peer closed connection without sending complete message body"
 _TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
@@ -86,21 +89,17 @@ class _Target:
     @classmethod
     @lru_cache(maxsize=64)  # every request of an endpoint goes to one URL
     def parse(cls, url: str) -> _Target:
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.hostname:
+        """``url`` normalized as ``httpx2`` sends it (the path and query percent-encoded, an
+        international host name in IDNA): a redirect's ``Location`` may be neither."""
+        parsed = httpx2.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.raw_host:
             raise httpx2.UnsupportedProtocol(f"Request URL has an unsupported protocol {url!r}.")
-        default = 443 if scheme == "https" else 80
-        port = parts.port or default
-        host = parts.hostname
-        shown = f"[{host}]" if ":" in host else host
-        netloc = shown if port == default else f"{shown}:{port}"
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        default = 443 if parsed.scheme == "https" else 80
         return cls(
-            url=url,
-            origin=_Origin(scheme, host, port),
-            path=path.encode("ascii"),
-            host_header=netloc.encode("ascii"),
+            url=str(parsed),
+            origin=_Origin(parsed.scheme, parsed.raw_host.decode("ascii"), parsed.port or default),
+            path=parsed.raw_path,
+            host_header=parsed.netloc,
         )
 
 
@@ -360,8 +359,8 @@ class Http1Pool:
     ) -> Http1Response:
         """Send the request and read its reply's head, following redirects as ``httpx2``
         does (307 and 308 resend the request; 301, 302 and 303 turn a POST into a GET
-        without a body; ``Authorization`` is not sent to another origin). Cancelled, it
-        drops the connection it was using."""
+        without a body; no credential, :data:`_CREDENTIALS`, is sent to another origin).
+        Cancelled, it drops the connection it was using."""
         target = _Target.parse(url)
         sent = dict(headers)
         for _ in range(MAX_REDIRECTS + 1):
@@ -379,9 +378,14 @@ class Http1Pool:
             if status == 303 or (status in (301, 302) and method == "POST"):
                 method, body = "GET", b""
                 sent = {k: v for k, v in sent.items() if k.lower() != "content-type"}
-            following = _Target.parse(urljoin(target.url, location))
+            try:
+                following = _Target.parse(urljoin(target.url, location))
+            except httpx2.InvalidURL as exc:
+                raise httpx2.RemoteProtocolError(
+                    f"Invalid URL in location header: {exc}."
+                ) from None
             if not _same_origin(target.origin, following.origin):
-                sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+                sent = {k: v for k, v in sent.items() if k.lower() not in _CREDENTIALS}
             target = following
         raise httpx2.TooManyRedirects("Exceeded maximum allowed redirects.")
 

@@ -475,3 +475,42 @@ async def test_a_host_header_given_replaces_the_urls_rather_than_repeat_it() -> 
     head = server.requests[0].lower()
     assert head.count(b"\r\nhost: ") == 1
     assert b"\r\nhost: virtual.example\r\n" in head
+
+
+async def test_a_redirect_location_is_percent_encoded_as_httpx2_encodes_it() -> None:
+    async with raw_server(_redirect("/a b/ü?q=x y".encode()), ok(b"there")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"there"
+        await pool.aclose()
+    assert server.requests[1].startswith(b"POST /a%20b/%C3%BC?q=x%20y HTTP/1.1\r\n")
+
+
+@pytest.mark.parametrize("location", [b"file:///etc/passwd", b"ftp://127.0.0.1/x"])
+async def test_a_redirect_to_a_scheme_other_than_http_is_refused(location: bytes) -> None:
+    async with raw_server(_redirect(location)) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.UnsupportedProtocol):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_redirect_to_another_origin_drops_every_credential_header() -> None:
+    credentials = {"api-key": "az", "X-Api-Key": "an", "Authorization": "Bearer k"}
+    async with (
+        raw_server(ok(b"moved")) as there,
+        raw_server(_redirect(f"{there.url}/v2".encode())) as here,
+    ):
+        pool = _pool()
+        await _get(pool, here.url, {**HEADERS, **credentials})
+        await pool.aclose()
+    assert b"api-key: az" in here.requests[0]
+    assert b"api-key" not in there.requests[0].lower()
+    assert b"authorization" not in there.requests[0].lower()
+
+
+async def test_a_redirect_to_the_same_origin_keeps_the_credential_headers() -> None:
+    async with raw_server(_redirect(b"/v2"), ok(b"moved")) as server:
+        pool = _pool()
+        await _get(pool, server.url, {**HEADERS, "api-key": "az"})
+        await pool.aclose()
+    assert b"api-key: az" in server.requests[1]
