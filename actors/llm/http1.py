@@ -538,7 +538,9 @@ async def _read_head(
             ) from None
         if not version.startswith(b"HTTP/1.") or not 100 <= status <= 999:
             raise httpx2.RemoteProtocolError(f"a malformed status line: {status_line[:80]!r}")
-        if status >= 200 or status == 101:
+        if status == 101:  # no request asks to switch protocols
+            raise httpx2.RemoteProtocolError("a 101 reply to a request that asked no upgrade")
+        if status >= 200:
             break
     raw_headers = []
     chunked = False
@@ -557,7 +559,11 @@ async def _read_head(
                 raise httpx2.RemoteProtocolError(f"a malformed Content-Length: {value[:40]!r}")
             length = int(value)
         elif lowered == b"transfer-encoding":
-            chunked = value.lower().endswith(b"chunked")
+            if value.lower() != b"chunked":  # as h11: the one coding a body is framed by
+                raise httpx2.RemoteProtocolError(
+                    f"an unsupported Transfer-Encoding: {value[:40]!r}"
+                )
+            chunked = True
         elif lowered == b"connection":
             tokens = value.lower()
             if b"close" in tokens:
@@ -569,6 +575,9 @@ async def _read_head(
     if method == "HEAD" or status in _NO_BODY or status < 200:
         chunked, length = False, 0
     elif chunked:
+        # A Content-Length beside it is ignored, and the connection closed after (RFC 9112
+        # 6.3): a reply framed two ways may be read otherwise by what stands in between.
+        reusable = reusable and length is None
         length = None
     elif length is None:
         reusable = False  # the body ends with the connection

@@ -514,3 +514,36 @@ async def test_a_redirect_to_the_same_origin_keeps_the_credential_headers() -> N
         await _get(pool, server.url, {**HEADERS, "api-key": "az"})
         await pool.aclose()
     assert b"api-key: az" in server.requests[1]
+
+
+@pytest.mark.parametrize("coding", [b"gzip", b"gzip, chunked", b"chunked, gzip"])
+async def test_a_transfer_coding_other_than_chunked_is_refused(coding: bytes) -> None:
+    # Framed by its Content-Length as it was, the body's end would be wherever the length
+    # said, not where the coding ends it.
+    reply = Canned(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: %s\r\nContent-Length: 2\r\n\r\nok" % coding
+    )
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="Transfer"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_chunked_reply_that_has_a_content_length_too_is_read_but_not_reused() -> None:
+    both = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with raw_server(Canned(both + b"3\r\nabc\r\n0\r\n\r\n"), ok(b"after")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"abc"
+        assert await _get(pool, server.url) == b"after"
+        await pool.aclose()
+    assert server.connections == 2
+
+
+async def test_a_101_to_a_request_that_asked_no_upgrade_is_refused() -> None:
+    switching = Canned(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\n\r\n")
+    async with raw_server(switching) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.RemoteProtocolError, match="101"):
+            await _get(pool, server.url)
+        await pool.aclose()
