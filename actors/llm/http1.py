@@ -400,14 +400,26 @@ class Http1Pool:
         head = _head(method, target, headers, len(body))
         connection = await self._take(target.origin, timeout.connect)
         try:
+            unsent: httpx2.WriteError | None = None
             with trio.move_on_after(_limit(timeout.write)) as writing:
                 try:
                     await connection.stream.send_all(head + body if body else head)
                 except (trio.BrokenResourceError, OSError) as exc:
-                    raise httpx2.WriteError(str(exc.__cause__ or exc)) from exc
+                    unsent = httpx2.WriteError(str(exc.__cause__ or exc))
+                    unsent.__cause__ = exc
             if writing.cancelled_caught:
                 raise httpx2.WriteTimeout("timed out sending the request")
-            status, raw_headers, framing = await _read_head(connection, method)
+            # A server may answer before it read the body (a 413) and close: the send then
+            # fails, but its reply is read, as httpcore2 read it; a connection whose request
+            # was not sent whole is never reused.
+            try:
+                status, raw_headers, framing = await _read_head(connection, method)
+            except httpx2.HTTPError:
+                if unsent is not None:
+                    raise unsent from unsent.__cause__
+                raise
+            if unsent is not None:
+                framing = attrs.evolve(framing, reusable=False)
         except BaseException:
             await connection.drop()
             raise

@@ -10,6 +10,7 @@ import subprocess
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import attrs
@@ -547,3 +548,30 @@ async def test_a_101_to_a_request_that_asked_no_upgrade_is_refused() -> None:
         with pytest.raises(httpx2.RemoteProtocolError, match="101"):
             await _get(pool, server.url)
         await pool.aclose()
+
+
+async def test_a_reply_sent_before_the_request_body_was_read_is_still_read() -> None:
+    # A server refusing a body too large answers at once and closes, unread bytes and all
+    # (the client's send then fails): httpcore2 read the reply anyway, and so does this.
+    refusal = (
+        b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big!"
+    )
+
+    async def refuse(stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        await stream.send_all(refusal)
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, refuse, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        pool = _pool()
+        body = bytes(32 * 1024 * 1024)
+        response = await pool.request("POST", f"http://127.0.0.1:{port}/v1", HEADERS, body, TIMEOUT)
+        assert response.status_code == 413
+        assert await response.aread() == b"too big!"
+        await response.aclose()
+        await pool.aclose()
+        nursery.cancel_scope.cancel()
