@@ -22,10 +22,10 @@ import select
 import socket
 import ssl
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from functools import cached_property, lru_cache
 from typing import NamedTuple
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import attrs
 import httpx2
@@ -47,10 +47,19 @@ _MAX_HEAD = 64 * 1024
 _READ = 65536
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _NO_BODY = frozenset((204, 304))
+_CREDENTIALS = frozenset(("authorization", "api-key", "x-api-key", "cookie", "host"))
+"""Headers not sent to another origin a redirect names: ``httpx2`` drops ``Authorization``
+(and sets ``Host``), but Azure's key is in ``api-key`` and others' in ``x-api-key``."""
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 _INCOMPLETE = "peer closed connection without sending complete message body"
 _TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 """A header's name (RFC 9110's token)."""
+_CONTROL = re.compile("[\x00\x0b\x0c]")
+"""What h11 refuses in a header's value besides line breaks."""
+_DIGITS = re.compile(rb"[0-9]+")
+"""A ``Content-Length`` (``int`` alone also takes a sign, ``_`` and spaces)."""
+_HEX = re.compile(rb"[0-9A-Fa-f]+")
+"""A chunk's size (``int(..., 16)`` alone also takes a sign, ``0x`` and ``_``)."""
 
 
 def proxy_configured(environ: Mapping[str, str]) -> bool:
@@ -80,21 +89,17 @@ class _Target:
     @classmethod
     @lru_cache(maxsize=64)  # every request of an endpoint goes to one URL
     def parse(cls, url: str) -> _Target:
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.hostname:
+        """``url`` normalized as ``httpx2`` sends it (the path and query percent-encoded, an
+        international host name in IDNA): a redirect's ``Location`` may be neither."""
+        parsed = httpx2.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.raw_host:
             raise httpx2.UnsupportedProtocol(f"Request URL has an unsupported protocol {url!r}.")
-        default = 443 if scheme == "https" else 80
-        port = parts.port or default
-        host = parts.hostname
-        shown = f"[{host}]" if ":" in host else host
-        netloc = shown if port == default else f"{shown}:{port}"
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        default = 443 if parsed.scheme == "https" else 80
         return cls(
-            url=url,
-            origin=_Origin(scheme, host, port),
-            path=path.encode("ascii"),
-            host_header=netloc.encode("ascii"),
+            url=str(parsed),
+            origin=_Origin(parsed.scheme, parsed.raw_host.decode("ascii"), parsed.port or default),
+            path=parsed.raw_path,
+            host_header=parsed.netloc,
         )
 
 
@@ -167,8 +172,10 @@ class Http1Response:
             raise httpx2.StreamClosed()
         decoder = self._framing.decoder()
         async for piece in self._framing.read(connection):
-            data = decoder.decompress(piece) if decoder is not None else piece
-            if data:
+            if decoder is None:
+                yield piece
+                continue
+            for data in decoder.decode(piece):
                 yield data
         self._complete = True
         if decoder is not None and (rest := decoder.flush()):
@@ -178,9 +185,9 @@ class Http1Response:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        await self._pool.release(
-            self._origin, connection, reusable=self._complete and self._framing.reusable
-        )
+        # Bytes already read past the reply's end would be read as the next request's reply.
+        reusable = self._complete and self._framing.reusable and not connection.buffer
+        await self._pool.release(self._origin, connection, reusable=reusable)
 
 
 @attrs.frozen
@@ -194,11 +201,11 @@ class _Framing:
     reusable: bool
     encoding: str
 
-    def decoder(self) -> zlib._Decompress | None:
+    def decoder(self) -> _Decoder | None:
         if self.encoding in ("", "identity"):
             return None
         if self.encoding in ("gzip", "deflate", "x-gzip"):
-            return zlib.decompressobj(32 + zlib.MAX_WBITS)  # either header, told by its bytes
+            return _Decoder(raw_deflate=self.encoding == "deflate")
         raise httpx2.DecodingError(f"Unsupported content encoding {self.encoding!r}.")
 
     async def read(self, connection: _Connection) -> AsyncIterator[bytes]:
@@ -214,6 +221,40 @@ class _Framing:
                 connection.buffer.clear()
             while data := await connection.receive():
                 yield data
+
+
+class _Decoder:
+    """A gzip or deflate body decoded as ``httpx2`` decodes it (``deflate`` with zlib's
+    header or, as some servers send it, without), at most :data:`_READ` bytes at a time:
+    a small compressed read can stand for a gigabyte. A body that is not its encoding
+    raises ``httpx2.DecodingError``."""
+
+    def __init__(self, *, raw_deflate: bool) -> None:
+        self._zlib = zlib.decompressobj(32 + zlib.MAX_WBITS)  # either header, told by bytes
+        self._raw_deflate = raw_deflate
+        self._started = False
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        try:
+            first, self._started = not self._started, True
+            try:
+                out = self._zlib.decompress(data, _READ)
+            except zlib.error:
+                if not (first and self._raw_deflate):
+                    raise
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = self._zlib.decompress(data, _READ)
+            while out:
+                yield out
+                out = self._zlib.decompress(self._zlib.unconsumed_tail, _READ)
+        except zlib.error as exc:
+            raise httpx2.DecodingError(str(exc)) from exc
+
+    def flush(self) -> bytes:
+        try:
+            return self._zlib.flush()
+        except zlib.error as exc:
+            raise httpx2.DecodingError(str(exc)) from exc
 
 
 async def _sized(connection: _Connection, length: int) -> AsyncIterator[bytes]:
@@ -252,10 +293,10 @@ async def _chunked(connection: _Connection) -> AsyncIterator[bytes]:
     buffer = connection.buffer
     while True:
         line = await _line(connection)
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise httpx2.RemoteProtocolError(f"a malformed chunk size: {line[:40]!r}") from None
+        digits = line.split(b";", 1)[0].strip(b" \t")
+        if _HEX.fullmatch(digits) is None:
+            raise httpx2.RemoteProtocolError(f"a malformed chunk size: {line[:40]!r}")
+        size = int(digits, 16)
         if size == 0:
             while await _line(connection):  # trailers, up to the blank line
                 pass
@@ -318,8 +359,8 @@ class Http1Pool:
     ) -> Http1Response:
         """Send the request and read its reply's head, following redirects as ``httpx2``
         does (307 and 308 resend the request; 301, 302 and 303 turn a POST into a GET
-        without a body; ``Authorization`` is not sent to another origin). Cancelled, it
-        drops the connection it was using."""
+        without a body; no credential, :data:`_CREDENTIALS`, is sent to another origin).
+        Cancelled, it drops the connection it was using."""
         target = _Target.parse(url)
         sent = dict(headers)
         for _ in range(MAX_REDIRECTS + 1):
@@ -337,9 +378,14 @@ class Http1Pool:
             if status == 303 or (status in (301, 302) and method == "POST"):
                 method, body = "GET", b""
                 sent = {k: v for k, v in sent.items() if k.lower() != "content-type"}
-            following = _Target.parse(urljoin(target.url, location))
+            try:
+                following = _Target.parse(urljoin(target.url, location))
+            except httpx2.InvalidURL as exc:
+                raise httpx2.RemoteProtocolError(
+                    f"Invalid URL in location header: {exc}."
+                ) from None
             if not _same_origin(target.origin, following.origin):
-                sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+                sent = {k: v for k, v in sent.items() if k.lower() not in _CREDENTIALS}
             target = following
         raise httpx2.TooManyRedirects("Exceeded maximum allowed redirects.")
 
@@ -354,14 +400,26 @@ class Http1Pool:
         head = _head(method, target, headers, len(body))
         connection = await self._take(target.origin, timeout.connect)
         try:
+            unsent: httpx2.WriteError | None = None
             with trio.move_on_after(_limit(timeout.write)) as writing:
                 try:
                     await connection.stream.send_all(head + body if body else head)
                 except (trio.BrokenResourceError, OSError) as exc:
-                    raise httpx2.WriteError(str(exc.__cause__ or exc)) from exc
+                    unsent = httpx2.WriteError(str(exc.__cause__ or exc))
+                    unsent.__cause__ = exc
             if writing.cancelled_caught:
                 raise httpx2.WriteTimeout("timed out sending the request")
-            status, raw_headers, framing = await _read_head(connection, method)
+            # A server may answer before it read the body (a 413) and close: the send then
+            # fails, but its reply is read, as httpcore2 read it; a connection whose request
+            # was not sent whole is never reused.
+            try:
+                status, raw_headers, framing = await _read_head(connection, method)
+            except httpx2.HTTPError:
+                if unsent is not None:
+                    raise unsent from unsent.__cause__
+                raise
+            if unsent is not None:
+                framing = attrs.evolve(framing, reusable=False)
         except BaseException:
             await connection.drop()
             raise
@@ -439,13 +497,23 @@ def _same_origin(old: _Origin, new: _Origin) -> bool:
 
 def _head(method: str, target: _Target, headers: Mapping[str, str], length: int) -> bytes:
     """The request line and headers. A header that would break the request's framing (a
-    line break in a value, a name that is not a token) fails as ``httpx2`` failed it."""
+    line break or another character h11 refuses in a value, a name that is not a token, a
+    ``Content-Length`` or ``Transfer-Encoding`` of its own) fails as ``httpx2`` failed it; a
+    ``Host`` given replaces the URL's."""
     # Names are case-insensitive: a later one (a config's extra header) replaces an earlier.
-    named = {name.lower(): (name, value) for name, value in headers.items()}
+    named = {"host": ("Host", target.host_header.decode("ascii"))}
+    named.update((name.lower(), (name, value)) for name, value in headers.items())
+    for framing in ("content-length", "transfer-encoding"):
+        if framing in named:
+            raise httpx2.LocalProtocolError(
+                f"Illegal header {named[framing][0]!r}: the request's body sets its framing"
+            )
     lines = [f"{name}: {value}\r\n" for name, value in named.values()]
     text = "".join(lines)
     if text.count("\n") != len(lines) or text.count("\r") != len(lines):
         raise httpx2.LocalProtocolError("Illegal header value: a line break")
+    if _CONTROL.search(text) is not None:
+        raise httpx2.LocalProtocolError("Illegal header value: a NUL, vertical tab or form feed")
     for name, _ in named.values():
         if _TOKEN.fullmatch(name) is None:
             raise httpx2.LocalProtocolError(f"Illegal header name {name!r}")
@@ -453,11 +521,7 @@ def _head(method: str, target: _Target, headers: Mapping[str, str], length: int)
         encoded = text.encode("ascii")
     except UnicodeEncodeError as exc:
         raise httpx2.LocalProtocolError(f"Illegal header value: {exc}") from None
-    request_line = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (
-        method.encode("ascii"),
-        target.path,
-        target.host_header,
-    )
+    request_line = b"%s %s HTTP/1.1\r\n" % (method.encode("ascii"), target.path)
     length_line = b"Content-Length: %d\r\n\r\n" % length if length or method == "POST" else b"\r\n"
     return request_line + encoded + length_line
 
@@ -486,7 +550,9 @@ async def _read_head(
             ) from None
         if not version.startswith(b"HTTP/1.") or not 100 <= status <= 999:
             raise httpx2.RemoteProtocolError(f"a malformed status line: {status_line[:80]!r}")
-        if status >= 200 or status == 101:
+        if status == 101:  # no request asks to switch protocols
+            raise httpx2.RemoteProtocolError("a 101 reply to a request that asked no upgrade")
+        if status >= 200:
             break
     raw_headers = []
     chunked = False
@@ -501,12 +567,15 @@ async def _read_head(
         raw_headers.append((name, value))
         lowered = name.lower()
         if lowered == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise httpx2.RemoteProtocolError(f"a malformed Content-Length: {value!r}") from None
+            if _DIGITS.fullmatch(value) is None or length not in (None, int(value)):
+                raise httpx2.RemoteProtocolError(f"a malformed Content-Length: {value[:40]!r}")
+            length = int(value)
         elif lowered == b"transfer-encoding":
-            chunked = value.lower().endswith(b"chunked")
+            if value.lower() != b"chunked":  # as h11: the one coding a body is framed by
+                raise httpx2.RemoteProtocolError(
+                    f"an unsupported Transfer-Encoding: {value[:40]!r}"
+                )
+            chunked = True
         elif lowered == b"connection":
             tokens = value.lower()
             if b"close" in tokens:
@@ -518,6 +587,9 @@ async def _read_head(
     if method == "HEAD" or status in _NO_BODY or status < 200:
         chunked, length = False, 0
     elif chunked:
+        # A Content-Length beside it is ignored, and the connection closed after (RFC 9112
+        # 6.3): a reply framed two ways may be read otherwise by what stands in between.
+        reusable = reusable and length is None
         length = None
     elif length is None:
         reusable = False  # the body ends with the connection

@@ -7,8 +7,10 @@ from __future__ import annotations
 import gzip
 import ssl
 import subprocess
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import attrs
@@ -364,3 +366,212 @@ def test_requests_go_through_httpx2_when_the_environment_names_a_proxy(
     environ: dict[str, str], proxied: bool
 ) -> None:
     assert proxy_configured(environ) is proxied
+
+
+def _redirect(location: bytes, status: bytes = b"307 Temporary Redirect") -> Canned:
+    return Canned(b"HTTP/1.1 %s\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n" % (status, location))
+
+
+async def test_bytes_past_a_replys_end_are_never_read_as_the_next_reply() -> None:
+    # The server wrote more than the first reply's length: reused, the connection would give
+    # the second request the tail as its reply.
+    async with raw_server(Canned(ok(b"one").data + ok(b"tail").data), ok(b"two")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"one"
+        assert await _get(pool, server.url) == b"two"
+        await pool.aclose()
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("length", [b"-1", b"+2", b"0x2", b"1_0", b"2 2"])
+async def test_a_content_length_that_is_not_digits_alone_is_refused(length: bytes) -> None:
+    reply = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\nok" % length)
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="Content-Length"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_differing_content_lengths_are_refused() -> None:
+    reply = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nok")
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.RemoteProtocolError, match="Content-Length"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+@pytest.mark.parametrize("size", [b"-4", b"+4", b"0x4", b"4_0", b""])
+async def test_a_chunk_size_that_is_not_hex_digits_alone_is_refused(size: bytes) -> None:
+    body = b"%s\r\nWiki\r\n0\r\n\r\n" % size
+    reply = Canned(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="chunk size"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_raw_deflate_body_is_decoded_as_httpx2_decodes_it() -> None:
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)  # deflate without zlib's header
+    raw = compressor.compress(b"data: {}\n\n") + compressor.flush()
+    async with raw_server(ok(raw, "Content-Encoding: deflate")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"data: {}\n\n"
+        await pool.aclose()
+
+
+async def test_a_body_that_is_not_its_encoding_is_a_decoding_error() -> None:
+    async with raw_server(ok(b"not gzip at all", "Content-Encoding: gzip")) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.DecodingError):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_compressed_body_is_decoded_a_bounded_piece_at_a_time() -> None:
+    bomb = gzip.compress(bytes(16 * 1024 * 1024))  # 16 MiB of zeros in ~16 KiB
+    async with raw_server(ok(bomb, "Content-Encoding: gzip")) as server:
+        pool = _pool()
+        response = await pool.request("POST", f"{server.url}/v1", HEADERS, b"{}", TIMEOUT)
+        sizes = [len(piece) async for piece in response.aiter_bytes()]
+        await response.aclose()
+        await pool.aclose()
+    assert sum(sizes) == 16 * 1024 * 1024
+    assert max(sizes) <= 65536
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "a\x0bb", "a\x0cb"])
+async def test_a_header_value_with_a_control_character_is_refused_before_anything_is_sent(
+    value: str,
+) -> None:
+    async with raw_server() as server:
+        pool = _pool()
+        with pytest.raises(httpx2.LocalProtocolError, match="Illegal header value"):
+            await _get(pool, server.url, {"X-Value": value})
+        await pool.aclose()
+    assert server.connections == 0
+
+
+@pytest.mark.parametrize("name", ["Content-Length", "transfer-encoding"])
+async def test_a_header_that_frames_the_body_is_refused_before_anything_is_sent(
+    name: str,
+) -> None:
+    # Sent beside the request's own Content-Length, it would let the server read the body
+    # as another request.
+    async with raw_server() as server:
+        pool = _pool()
+        with pytest.raises(httpx2.LocalProtocolError, match=name):
+            await _get(pool, server.url, {**HEADERS, name: "0"})
+        await pool.aclose()
+    assert server.connections == 0
+
+
+async def test_a_host_header_given_replaces_the_urls_rather_than_repeat_it() -> None:
+    async with raw_server(ok(b"")) as server:
+        pool = _pool()
+        await _get(pool, server.url, {**HEADERS, "host": "virtual.example"})
+        await pool.aclose()
+    head = server.requests[0].lower()
+    assert head.count(b"\r\nhost: ") == 1
+    assert b"\r\nhost: virtual.example\r\n" in head
+
+
+async def test_a_redirect_location_is_percent_encoded_as_httpx2_encodes_it() -> None:
+    async with raw_server(_redirect("/a b/ü?q=x y".encode()), ok(b"there")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"there"
+        await pool.aclose()
+    assert server.requests[1].startswith(b"POST /a%20b/%C3%BC?q=x%20y HTTP/1.1\r\n")
+
+
+@pytest.mark.parametrize("location", [b"file:///etc/passwd", b"ftp://127.0.0.1/x"])
+async def test_a_redirect_to_a_scheme_other_than_http_is_refused(location: bytes) -> None:
+    async with raw_server(_redirect(location)) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.UnsupportedProtocol):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_redirect_to_another_origin_drops_every_credential_header() -> None:
+    credentials = {"api-key": "az", "X-Api-Key": "an", "Authorization": "Bearer k"}
+    async with (
+        raw_server(ok(b"moved")) as there,
+        raw_server(_redirect(f"{there.url}/v2".encode())) as here,
+    ):
+        pool = _pool()
+        await _get(pool, here.url, {**HEADERS, **credentials})
+        await pool.aclose()
+    assert b"api-key: az" in here.requests[0]
+    assert b"api-key" not in there.requests[0].lower()
+    assert b"authorization" not in there.requests[0].lower()
+
+
+async def test_a_redirect_to_the_same_origin_keeps_the_credential_headers() -> None:
+    async with raw_server(_redirect(b"/v2"), ok(b"moved")) as server:
+        pool = _pool()
+        await _get(pool, server.url, {**HEADERS, "api-key": "az"})
+        await pool.aclose()
+    assert b"api-key: az" in server.requests[1]
+
+
+@pytest.mark.parametrize("coding", [b"gzip", b"gzip, chunked", b"chunked, gzip"])
+async def test_a_transfer_coding_other_than_chunked_is_refused(coding: bytes) -> None:
+    # Framed by its Content-Length as it was, the body's end would be wherever the length
+    # said, not where the coding ends it.
+    reply = Canned(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: %s\r\nContent-Length: 2\r\n\r\nok" % coding
+    )
+    async with raw_server(reply) as server:
+        pool = _pool()
+        with trio.fail_after(5), pytest.raises(httpx2.RemoteProtocolError, match="Transfer"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_chunked_reply_that_has_a_content_length_too_is_read_but_not_reused() -> None:
+    both = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with raw_server(Canned(both + b"3\r\nabc\r\n0\r\n\r\n"), ok(b"after")) as server:
+        pool = _pool()
+        assert await _get(pool, server.url) == b"abc"
+        assert await _get(pool, server.url) == b"after"
+        await pool.aclose()
+    assert server.connections == 2
+
+
+async def test_a_101_to_a_request_that_asked_no_upgrade_is_refused() -> None:
+    switching = Canned(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\n\r\n")
+    async with raw_server(switching) as server:
+        pool = _pool()
+        with pytest.raises(httpx2.RemoteProtocolError, match="101"):
+            await _get(pool, server.url)
+        await pool.aclose()
+
+
+async def test_a_reply_sent_before_the_request_body_was_read_is_still_read() -> None:
+    # A server refusing a body too large answers at once and closes, unread bytes and all
+    # (the client's send then fails): httpcore2 read the reply anyway, and so does this.
+    refusal = (
+        b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big!"
+    )
+
+    async def refuse(stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        await stream.send_all(refusal)
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, refuse, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        pool = _pool()
+        body = bytes(32 * 1024 * 1024)
+        response = await pool.request("POST", f"http://127.0.0.1:{port}/v1", HEADERS, body, TIMEOUT)
+        assert response.status_code == 413
+        assert await response.aread() == b"too big!"
+        await response.aclose()
+        await pool.aclose()
+        nursery.cancel_scope.cancel()
