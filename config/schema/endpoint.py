@@ -97,6 +97,20 @@ def _url(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _base_url(inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    """An endpoint's URL (:func:`_url`) without ``user:password@``: the backends send the
+    key as a header, and the openai backend's own connections would ignore the part."""
+    _url(inst, attr, value)
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is not None and (parts.username is not None or parts.password is not None):
+        # Never echoed: the part before the @ is a password more often than not.
+        raise InvalidValue(
+            f"{attr.name!r} must not carry a user name or password (user:password@host): "
+            "give the key as api_key or api_key_env, and the URL without them",
+            expected="a URL without user:password@",
+        )
+
+
 def _headers(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -178,7 +192,7 @@ class HttpBackendConfig:
     equality but not in the hash (mappings are not hashable)."""
 
     model: str = attrs.field(validator=non_empty())
-    base_url: str | None = attrs.field(default=None, validator=_url)
+    base_url: str | None = attrs.field(default=None, validator=_base_url)
     """``null``: the provider's own API."""
     api_key: Secret | None = attrs.field(default=None, validator=_secret)
     """``null``: read from the environment variable ``api_key_env`` when the run starts."""

@@ -530,3 +530,15 @@ def test_an_unquoted_reference_to_nothing_is_null() -> None:
     backend = loaded.config.agents[0].backend
     assert isinstance(backend, OpenAIBackendConfig)
     assert backend.api_key is None
+
+
+def test_a_base_url_carrying_a_user_and_password_is_refused_without_echoing_them() -> None:
+    problem = _one(
+        "agents: [{id: a, backend: {type: openai, model: m, "
+        "base_url: 'https://me:hunter2@example.com/v1'}}]"
+    )
+    assert problem.message == (
+        "'base_url' must not carry a user name or password (user:password@host): give the key "
+        "as api_key or api_key_env, and the URL without them"
+    )
+    assert "hunter2" not in problem.render()
