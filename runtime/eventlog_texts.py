@@ -61,12 +61,13 @@ class Generations:
     the reach of the transcript file's pieces, :mod:`actors.agent.transcript_texts`, and of
     its repeated messages, with smaller generations: :mod:`actors.agent.transcript_lines`)."""
 
-    def __init__(self, *, texts: int = GENERATION_TEXTS, chars: int = GENERATION_CHARS) -> None:
+    def __init__(self, *, texts: int | None = None, chars: int | None = None) -> None:
         self.recent: dict[Any, Any] = {}
         self.older: dict[Any, Any] = {}
         self._chars = 0
-        self._max_texts = texts
-        self._max_chars = chars
+        # Read when made, not when defined: the module's sizes are the event log's setting.
+        self._max_texts = GENERATION_TEXTS if texts is None else texts
+        self._max_chars = GENERATION_CHARS if chars is None else chars
 
     def get(self, key: Any) -> Any:
         found = self.recent.get(key)

@@ -105,10 +105,16 @@ class RunJob(Protocol):
     """Runs a job to its end, as the batch's job ``index``, and returns its outcome.
     ``on_outcome`` is told that outcome as soon as the job's last run has its result, before
     that run's actors have stopped: only stopping them is left of the job then (see
-    :class:`BatchWork`)."""
+    :class:`BatchWork`). ``claimed_at`` is when the job was handed out (its first run's
+    ``started``; default: when that run starts)."""
 
     async def __call__(
-        self, job: BatchJob, index: int, *, on_outcome: Callable[[JobOutcome], None] | None = None
+        self,
+        job: BatchJob,
+        index: int,
+        *,
+        on_outcome: Callable[[JobOutcome], None] | None = None,
+        claimed_at: float | None = None,
     ) -> JobOutcome: ...
 
 
@@ -122,7 +128,11 @@ async def open_runner(cache_dir: Path | None) -> AsyncIterator[RunJob]:
     async with open_backends(cache=cache) as pool:
 
         async def run_job(
-            job: BatchJob, index: int, *, on_outcome: Callable[[JobOutcome], None] | None = None
+            job: BatchJob,
+            index: int,
+            *,
+            on_outcome: Callable[[JobOutcome], None] | None = None,
+            claimed_at: float | None = None,
         ) -> JobOutcome:
             cache_scope.set(job.cache_scope)  # this task's context: the run inherits it
             told: list[JobOutcome] = []
@@ -163,7 +173,7 @@ async def open_runner(cache_dir: Path | None) -> AsyncIterator[RunJob]:
                     history=job.history,
                     backends=pool,
                 )
-                started = time.time()
+                started = claimed_at if attempt == 1 and claimed_at is not None else time.time()
                 result = await run(spec, on_result=if_last)
                 if result.termination is not Termination.FAILED or attempt > job.retries:
                     break
@@ -224,12 +234,16 @@ class BatchWork:
         resume); an exception from a job cancels the others and propagates."""
         async with open_runner(self.cache_dir) as run_job, trio.open_nursery() as jobs:
 
-            async def job_to_its_end(index: int, told: _Told) -> None:
-                told(await run_job(self.jobs[index], index, on_outcome=told))
+            async def job_to_its_end(index: int, told: _Told, claimed_at: float) -> None:
+                job = self.jobs[index]
+                told(await run_job(job, index, on_outcome=told, claimed_at=claimed_at))
 
             async def run_by_index(index: int) -> None:
                 told = _Told()
-                jobs.start_soon(job_to_its_end, index, told)
+                # Its start is when its lane claimed it: lanes claim in the batch's order, but
+                # the job's own task may run after a later one's (trio picks), and the report
+                # lists variants in the order their first runs started.
+                jobs.start_soon(job_to_its_end, index, told, time.time())
                 await told.event.wait()
                 assert told.outcome is not None
                 report(told.outcome)  # here, not inside the run: what it raises is the batch's

@@ -93,6 +93,16 @@ async def test_the_local_engine_reports_each_job_once(
     assert {o.result["termination"] for o in reported} == {"completed"}
 
 
+async def test_jobs_started_together_start_in_the_batchs_order() -> None:
+    reported: list[JobOutcome] = []
+
+    await LocalEngine(concurrency=12).run(_jobs(12, latency=0.0), reported.append)
+
+    # A report orders its variants by when their first runs started.
+    starts = [o.started for o in sorted(reported, key=lambda o: o.index)]
+    assert starts == sorted(starts)
+
+
 class _Reported:
     """Outcomes as reported; :attr:`two` is set when the second arrives."""
 

@@ -277,7 +277,11 @@ async def test_a_worker_running_another_conclave_refuses_the_job_without_running
     ran_jobs: list[BatchJob] = []
 
     async def run_job(
-        job: BatchJob, index: int, *, on_outcome: Callable[[JobOutcome], None] | None = None
+        job: BatchJob,
+        index: int,
+        *,
+        on_outcome: Callable[[JobOutcome], None] | None = None,
+        claimed_at: float | None = None,
     ) -> JobOutcome:
         ran_jobs.append(job)
         raise AssertionError("a refused job ran")
