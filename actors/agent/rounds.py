@@ -123,6 +123,8 @@ class Rounds:
             max_tries=orchestrator.max_tries_per_round,
             call_timeout=orchestrator.call_timeout,
         )
+        self._observer = self.observer()
+        """The rounds' observer: one per incarnation, not one per round."""
 
     # -- rounds -----------------------------------------------------------------------------
 
@@ -180,10 +182,10 @@ class Rounds:
                 transcript,
                 backend=self.backend,
                 tools=tools,
-                terminal=AskingTerminal(WorkflowTerminal()),
+                terminal=_ROUND_TERMINAL,
                 budget=self.budget,
                 checkpoint=checkpoint,
-                observer=self.observer(),
+                observer=self._observer,
                 sink=self.stream,
                 # Every step of a round calls a tool (its own, or the workflow call that ends
                 # it): where the server takes it, a reply without one is never generated.
@@ -518,6 +520,10 @@ class Rounds:
         user message (the reply that asked is in the transcript already)."""
         assert isinstance(own, AskingTools)  # only an asking terminal with ask_user finds one
         transcript.append(answer_message(await own.ask(question)))
+
+
+_ROUND_TERMINAL: AskingTerminal[NewAnswer | Vote] = AskingTerminal(WorkflowTerminal())
+"""A round's terminal: it keeps no state, so every round of every agent shares it."""
 
 
 def _results(reply: ChatMessage, error: str) -> list[ChatMessage]:

@@ -338,8 +338,7 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
     for message in messages:
         if message.role == "system" and not system:
             system = message.content
-            found = _FENCE.search(system)
-            fence = found.group(1) if found else ""
+            fence = _fence_of(system)
         elif message.role != "user":
             next_is_yours = False
         elif not body:
@@ -362,6 +361,15 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
         own_label=own_label,
         workspace=parse_workspace(yours or system, fence),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _fence_of(system: str) -> str:
+    """The fence a system message states, or ``""``. Cached: every agent of a run is shown
+    the same system message (one string: :func:`_round_system`), and searching it was a
+    fifth of reading a prompt back."""
+    found = _FENCE.search(system)
+    return found.group(1) if found else ""
 
 
 def _parse_body(body: str, fence: str) -> tuple[str, dict[str, str], str | None, str | None]:
