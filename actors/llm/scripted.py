@@ -103,8 +103,6 @@ class ScriptedBackend:
         self.persona = persona
         self.policy = policy
         self._rng = random.Random(f"{seed}:{agent_id}")
-        self._composer = random.Random()
-        """Seeded anew for each answer composed (one object, not one per answer)."""
         self.calls = 0
 
     async def complete(
@@ -310,8 +308,7 @@ class ScriptedBackend:
         if self.policy.answer_text is not None:
             return self.policy.answer_text
         salt = f":{retries}" if retries else ""  # first tries stay as they always were
-        rng = self._composer
-        rng.seed(f"{view.task}:{self.agent_id}:{revision}{salt}")
+        rng = random.Random(f"{view.task}:{self.agent_id}:{revision}{salt}")
         ideas = rng.sample(_IDEAS, 3)
         perspective = f" as {self.persona}" if self.persona else ""
         lines = [f"On “{view.task.strip()[:200]}”, {view.me}'s view{perspective}:"]
