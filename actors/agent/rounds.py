@@ -123,8 +123,6 @@ class Rounds:
             orchestrator.max_tries_per_round,
             orchestrator.call_timeout,
         )
-        self._observer = self.observer()
-        """The rounds' observer: one per incarnation, not one per round."""
 
     # -- rounds -----------------------------------------------------------------------------
 
@@ -185,7 +183,7 @@ class Rounds:
                 terminal=_ROUND_TERMINAL,
                 budget=self.budget,
                 checkpoint=checkpoint,
-                observer=self._observer,
+                observer=self.observer(),
                 sink=self.stream,
                 # Every step of a round calls a tool (its own, or the workflow call that ends
                 # it): where the server takes it, a reply without one is never generated.
