@@ -523,7 +523,7 @@ class Rounds:
 @lru_cache(maxsize=16)
 def _budget(max_steps: int, max_tries: int, call_timeout: float | None) -> LoopBudget:
     """A round's budget: frozen, so the agents of a run share one (its validators ran for
-    every incarnation of every agent, 1 % of a big run's CPU)."""
+    every incarnation of every agent: 0.5 % of a 2,000-agent run's profile)."""
     return LoopBudget(max_steps=max_steps, max_tries=max_tries, call_timeout=call_timeout)
 
 

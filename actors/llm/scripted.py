@@ -366,7 +366,7 @@ def _plays_interactive(messages: Sequence[ChatMessage]) -> bool:
 
 
 def _tally(messages: Sequence[ChatMessage]) -> tuple[int, int, bool]:
-    """In one pass over a call's messages (a scan each was a tenth of a call's cost): the
+    """In one pass over a call's messages (it was three scans): the
     tool steps done (their results), the errors fed back to this round (like a model
     reading the error it got back, a retry writes differently; a tool step's error is about
     the step, not about the reply) and whether it is a PAOR round."""

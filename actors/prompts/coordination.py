@@ -373,8 +373,8 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
 @functools.lru_cache(maxsize=64)
 def _fence_of(system: str) -> str:
     """The fence a system message states, or ``""``. Cached: every agent of a run is shown
-    the same system message (one string: :func:`_round_system`), and searching it was a
-    fifth of reading a prompt back."""
+    the same system message (one string: :func:`_round_system`), which was searched by a
+    regular expression on every call."""
     found = _FENCE.search(system)
     return found.group(1) if found else ""
 
