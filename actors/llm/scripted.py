@@ -24,7 +24,6 @@ whose transcripts the script plays too (:mod:`actors.llm.scripted_delegation`).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import random
 from collections.abc import Sequence
@@ -70,13 +69,6 @@ piece, as a model thinks before its first token."""
 def answer_score(content: str) -> int:
     """The deterministic quality score every scripted voter agrees on."""
     return int.from_bytes(hashlib.sha256(content.encode()).digest()[:8], "big")
-
-
-@functools.lru_cache(maxsize=4096)
-def _score(content: str) -> int:
-    """:func:`answer_score`, cached: an answer is scored by every voter shown it (three in a
-    ring, every agent with ``all``)."""
-    return answer_score(content)
 
 
 _IDEAS = (
@@ -294,7 +286,7 @@ class ScriptedBackend:
         latest: dict[str, str] = {}
         for label, content in sorted(view.answers.items(), key=lambda kv: Label.parse(kv[0])):
             latest[Label.parse(label).author] = content
-        return max(sorted(latest), key=lambda a: _score(latest[a]))
+        return max(sorted(latest), key=lambda a: answer_score(latest[a]))
 
     def compose(self, view: PromptView, *, revision: int, retries: int = 0) -> str:
         """This agent's ``revision``-th answer to the prompt ``view``.
