@@ -25,6 +25,10 @@ DELTA_INTERVAL = 0.05
 """Seconds between two TextDelta events of one agent, at least."""
 
 
+_NONE = Usage()
+"""No tokens: one frozen instance for every call that reports none."""
+
+
 class CallEvents:
     """A loop observer that records ``LlmRequestStarted`` and ``LlmRequestFinished``."""
 
@@ -44,8 +48,8 @@ class CallEvents:
         """Record the call's end: what the completion says (model, stop reason, usage), or
         the error with every key redacted (providers echo keys in their error bodies)."""
         reported = completion.usage if completion is not None else None
-        usage = reported or Usage()
-        estimate = (completion.estimated_usage if completion is not None else None) or Usage()
+        usage = reported or _NONE
+        estimate = (completion.estimated_usage if completion is not None else None) or _NONE
         self._context.record(
             LlmRequestFinished(
                 at=trio.current_time(),

@@ -27,6 +27,7 @@ true once the wait has passed since the run's first accepted answer.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,7 +42,11 @@ from conclave.runtime import Actor, ActorContext, Address, Envelope, Facts
 __all__ = ["AnswersArriving", "BusState", "InjectionBus", "agent_address"]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def agent_address(agent: str) -> Address:
+    """An agent's address. Cached: the coordinator and the bus send to the same agents
+    again and again, and one address object keeps its hash (computed once) for every
+    routing lookup, where a new one per message computed it anew."""
     return Address("agent", agent)
 
 

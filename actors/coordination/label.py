@@ -19,8 +19,11 @@ _PREFIX = "agent"
 _LABEL = re.compile(rf"{_PREFIX}([1-9][0-9]*)\.([1-9][0-9]*)")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def anonymous_id(number: int) -> str:
-    """``agentN`` for agent number ``number`` (from 1)."""
+    """``agentN`` for agent number ``number`` (from 1). Cached: every label's author is
+    asked for again and again (an agent merging the answers it is shown, a scripted voter
+    choosing), some 16 times per agent of a big run. Errors are not cached."""
     if number < 1:
         raise ValueError(f"an agent number counts from 1, got {number}")
     return f"{_PREFIX}{number}"

@@ -43,7 +43,15 @@ VOTE = ToolSchema(
 
 
 def workflow_tools(*, may_answer: bool, may_vote: bool) -> tuple[ToolSchema, ...]:
-    return tuple(t for t, ok in ((NEW_ANSWER, may_answer), (VOTE, may_vote)) if ok)
+    return _OFFERS[may_answer, may_vote]
+
+
+_OFFERS = {
+    (answer, vote): tuple(t for t, ok in ((NEW_ANSWER, answer), (VOTE, vote)) if ok)
+    for answer in (False, True)
+    for vote in (False, True)
+}
+"""The four offers, made once: every round of every agent takes one."""
 
 
 @attrs.frozen(kw_only=True)

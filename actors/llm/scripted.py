@@ -45,14 +45,10 @@ from conclave.actors.llm.protocol import (
 )
 from conclave.actors.llm.scripted_delegation import delegation_reply, scripted_steps
 from conclave.actors.llm.scripted_interactive import interactive_reply
-from conclave.actors.llm.scripted_paor import (
-    answered,
-    in_paor,
-    paor_phase_reply,
-    reflections,
-)
+from conclave.actors.llm.scripted_paor import answered, paor_phase_reply, reflections
 from conclave.actors.llm.scripted_summary import summary_reply
 from conclave.actors.llm.scripted_timer import sleep_until
+from conclave.actors.paor.prompts import PAOR_NOTE
 from conclave.actors.planning.progress import UPDATE_PLAN
 from conclave.actors.planning.scripted_plans import as_plan_reply, plan_marks
 from conclave.actors.prompts.coordination import PromptView, parse_prompt
@@ -160,8 +156,8 @@ class ScriptedBackend:
             return interactive_reply(request.messages, self._call_id())
         view = parse_prompt(request.messages)
         offered = {t.name for t in request.tools}
-        done = sum(1 for m in request.messages if _is_step_result(m))
-        if view.presentation is None and in_paor(request.messages):
+        done, retries, paor = _tally(request.messages)
+        if view.presentation is None and paor:
             steps, _ = scripted_steps(policy, request.messages)
             results = [m.content for m in request.messages if _is_step_result(m)]
             failed = sum(1 for result in results if result.startswith("Error:"))
@@ -189,13 +185,6 @@ class ScriptedBackend:
         else:
             if policy.malformed_rate and self._rng.random() < policy.malformed_rate:
                 misbehave = Misbehaviour.MALFORMED
-            # Like a model reading the error it got back, a retry writes differently; a tool
-            # step's error is about the step, not about this reply.
-            retries = sum(
-                1
-                for m in request.messages
-                if m.content.startswith("Error:") and not _is_step_result(m)
-            )
             message = self._round(view, offered, misbehave, retries, done)
         if policy.answer_text is None:
             # In plan mode a model answers with plans: so does this one (actors.planning);
@@ -289,7 +278,6 @@ class ScriptedBackend:
     def _choose_vote(self, view: PromptView) -> str | None:
         if not view.answers:
             return None
-        authors = {Label.parse(label).author for label in view.answers}
         wanted = self.policy.vote
         if wanted == "self":
             return view.me
@@ -298,8 +286,7 @@ class ScriptedBackend:
         latest: dict[str, str] = {}
         for label, content in sorted(view.answers.items(), key=lambda kv: Label.parse(kv[0])):
             latest[Label.parse(label).author] = content
-        best = max(sorted(authors), key=lambda a: answer_score(latest[a]))
-        return best
+        return max(sorted(latest), key=lambda a: answer_score(latest[a]))
 
     def compose(self, view: PromptView, *, revision: int, retries: int = 0) -> str:
         """This agent's ``revision``-th answer to the prompt ``view``.
@@ -368,6 +355,23 @@ async def _stream(text: str, end: float, sink: CompletionSink | None) -> None:
 def _plays_interactive(messages: Sequence[ChatMessage]) -> bool:
     """The interactive agent's conversation (its policy: :mod:`actors.llm.scripted_interactive`)."""
     return bool(messages) and messages[0].role == "system" and is_interactive(messages[0].content)
+
+
+def _tally(messages: Sequence[ChatMessage]) -> tuple[int, int, bool]:
+    """In one pass over a call's messages (it was three scans): the
+    tool steps done (their results), the errors fed back to this round (like a model
+    reading the error it got back, a retry writes differently; a tool step's error is about
+    the step, not about the reply) and whether it is a PAOR round."""
+    done = retries = 0
+    paor = False
+    for m in messages:
+        if _is_step_result(m):
+            done += 1
+        elif m.content.startswith("Error:"):
+            retries += 1
+        elif m.role == "user" and m.content == PAOR_NOTE:
+            paor = True
+    return done, retries, paor
 
 
 def _is_step_result(message: ChatMessage) -> bool:

@@ -265,13 +265,20 @@ def _choose_fence(
     return next(fence for fence in _candidates(seed) if fence not in quoted)
 
 
-def _candidates(quoted: str) -> Iterator[str]:
-    """Fence candidates, seeded by ``quoted``; endless, so a fence is always found."""
-    seed = quoted.encode("utf-8", "surrogatepass")  # any str, even one with lone surrogates
-    digest = hashlib.blake2b(seed, digest_size=_FENCE_LENGTH // 2).digest()
+def _candidates(seed: str) -> Iterator[str]:
+    """Fence candidates, seeded by ``seed``; endless, so a fence is always found."""
+    digest = _seed_digest(seed)
     while True:
         yield digest.hex()
         digest = hashlib.blake2b(digest, digest_size=_FENCE_LENGTH // 2).digest()
+
+
+@functools.lru_cache(maxsize=64)
+def _seed_digest(seed: str) -> bytes:
+    """The chain's first digest, cached: every prompt of a run is seeded by the same
+    stable text (the task), one string whose hash Python keeps."""
+    data = seed.encode("utf-8", "surrogatepass")  # any str, even one with lone surrogates
+    return hashlib.blake2b(data, digest_size=_FENCE_LENGTH // 2).digest()
 
 
 def _task_block(task: str, fence: str) -> str:
@@ -338,8 +345,7 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
     for message in messages:
         if message.role == "system" and not system:
             system = message.content
-            found = _FENCE.search(system)
-            fence = found.group(1) if found else ""
+            fence = _fence_of(system)
         elif message.role != "user":
             next_is_yours = False
         elif not body:
@@ -362,6 +368,15 @@ def parse_prompt(messages: Iterable[ChatMessage]) -> PromptView:
         own_label=own_label,
         workspace=parse_workspace(yours or system, fence),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _fence_of(system: str) -> str:
+    """The fence a system message states, or ``""``. Cached: every agent of a run is shown
+    the same system message (one string: :func:`_round_system`), which was searched by a
+    regular expression on every call."""
+    found = _FENCE.search(system)
+    return found.group(1) if found else ""
 
 
 def _parse_body(body: str, fence: str) -> tuple[str, dict[str, str], str | None, str | None]:
