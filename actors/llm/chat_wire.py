@@ -21,7 +21,7 @@ import ssl
 from collections import deque
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, NoReturn, Self
 
 import httpx2
 import orjson
@@ -275,13 +275,7 @@ class ChatClient:
             raise ChatConnectionError() from exc
         if response.status_code < 400:
             return ChatStream(response, _nothing)
-        try:
-            await response.aread()
-        except httpx2.HTTPError as exc:
-            raise ChatConnectionError() from exc
-        finally:
-            await response.aclose()
-        raise ChatStatusError(response)
+        await _refused(response)
 
     async def _send(
         self,
@@ -306,13 +300,19 @@ class ChatClient:
             raise ChatConnectionError() from exc
         if response.status_code < 400:
             return ChatStream(response, lambda: self._give_back(lane))
-        try:
-            await response.aread()
-        except httpx2.HTTPError as exc:
-            raise ChatConnectionError() from exc
-        finally:
-            await response.aclose()
-        raise ChatStatusError(response)
+        await _refused(response)
+
+
+async def _refused(response: httpx2.Response | Http1Response) -> NoReturn:
+    """Raise a failed status as :class:`ChatStatusError`, once its body (which says why) is
+    read and the response closed."""
+    try:
+        await response.aread()
+    except httpx2.HTTPError as exc:
+        raise ChatConnectionError() from exc
+    finally:
+        await response.aclose()
+    raise ChatStatusError(response)
 
 
 class ChatStream:
