@@ -216,11 +216,15 @@ class Mailbox:
             raise trio.ClosedResourceError
         queue = self._queue
         if self._senders:
-            # Room appears: the longest-blocked sender's envelope moves in, and it wakes.
+            # Room appears: the longest-blocked sender's envelope moves in, and it wakes. The
+            # head is taken in the same step, so it is counted taken first: the envelope moving
+            # in never makes more queued than the capacity (the peak would say it did).
             task, waiting = self._senders.popitem(last=False)
             queue.append(waiting)
+            self._taken += 1
             self._count()
             trio.lowlevel.reschedule(task)
+            return queue.popleft()
         if not queue:
             raise trio.WouldBlock
         self._taken += 1

@@ -230,3 +230,24 @@ async def test_draining_takes_each_envelope_protected_from_keyboard_interrupt(
     box.send_nowait(envelope("two"))
     assert len(box.drain()) == 2
     assert protected == [True, True, True]
+
+
+# ---------------------------------------------------------------- statistics
+
+
+@pytest.mark.parametrize("capacity", [0, 1, 3])
+async def test_a_blocked_senders_envelope_moving_in_never_lifts_the_peak_past_the_capacity(
+    capacity: int,
+) -> None:
+    box = mailbox(capacity)
+    for n in range(capacity):
+        box.send_nowait(envelope(str(n)))
+    async with trio.open_nursery() as nursery:
+        for n in range(2):
+            nursery.start_soon(box.send, envelope(f"blocked {n}"))
+            await wait_all_tasks_blocked()
+        for _ in range(capacity + 2):
+            box.receive_nowait()
+
+    stats = box.statistics()
+    assert (stats.peak_queued, stats.accepted, stats.queued) == (capacity, capacity + 2, 0)
