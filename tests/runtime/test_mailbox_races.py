@@ -11,8 +11,17 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from conclave.runtime import Address, Envelope, Mailbox, MailboxSpec
-from tests.runtime.helpers import Note
+from conclave.runtime import (
+    Actor,
+    ActorContext,
+    Address,
+    Envelope,
+    Mailbox,
+    MailboxSpec,
+    open_actor_system,
+)
+from conclave.runtime.mailbox import UNYIELDED_RECEIVES
+from tests.runtime.helpers import Note, addr
 
 
 def envelope(text: str) -> Envelope:
@@ -251,3 +260,35 @@ async def test_a_blocked_senders_envelope_moving_in_never_lifts_the_peak_past_th
 
     stats = box.statistics()
     assert (stats.peak_queued, stats.accepted, stats.queued) == (capacity, capacity + 2, 0)
+
+
+# ---------------------------------------------------------------- bursts
+
+
+class SelfMailer(Actor):
+    """Mails itself without awaiting anything, for ever: only its receives can yield."""
+
+    def __init__(self, context: ActorContext, handled: list[int]) -> None:
+        super().__init__(context)
+        self.handled = handled
+
+    async def handle(self, envelope: Envelope) -> None:
+        self.handled.append(1)
+        self.context.tell_nowait(self.context.address, Note(text="again"))
+
+
+async def test_an_actor_mailing_itself_lets_other_tasks_run_at_least_every_few_messages() -> None:
+    handled: list[int] = []
+    between: list[int] = []
+    """Messages the self-mailer handled between two turns of another task."""
+    async with open_actor_system() as system:
+        system.spawn(addr("loop"), lambda c: SelfMailer(c, handled))
+        system.tell_nowait(addr("loop"), Note(text="start"))
+        for _ in range(20):
+            before = len(handled)
+            await trio.lowlevel.checkpoint()
+            between.append(len(handled) - before)
+
+    assert sum(between) > 0
+    # Either task may run first in a turn, so one turn may see two bursts.
+    assert max(between) <= 2 * UNYIELDED_RECEIVES
