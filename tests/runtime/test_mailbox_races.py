@@ -17,7 +17,9 @@ from conclave.runtime import (
     Address,
     Envelope,
     Mailbox,
+    MailboxFull,
     MailboxSpec,
+    Overflow,
     open_actor_system,
 )
 from conclave.runtime.mailbox import UNYIELDED_RECEIVES
@@ -239,6 +241,26 @@ async def test_draining_takes_each_envelope_protected_from_keyboard_interrupt(
     box.send_nowait(envelope("two"))
     assert len(box.drain()) == 2
     assert protected == [True, True, True]
+
+
+async def test_a_fail_fast_rendezvous_mailbox_hands_over_only_to_a_waiting_receiver() -> None:
+    box = Mailbox(Address("box"), MailboxSpec(capacity=0, overflow=Overflow.FAIL_FAST))
+    with pytest.raises(MailboxFull):
+        box.send_nowait(envelope("nobody waits"))
+    got: list[Envelope | None] = []
+    handed = envelope("handed")
+    async with trio.open_nursery() as nursery:
+
+        async def receive() -> None:
+            got.append(await box.receive())
+
+        nursery.start_soon(receive)
+        await wait_all_tasks_blocked()
+        box.send_nowait(handed)
+
+    assert got == [handed]
+    stats = box.statistics()
+    assert (stats.accepted, stats.rejected, stats.queued, stats.peak_queued) == (1, 1, 0, 0)
 
 
 # ---------------------------------------------------------------- statistics
