@@ -43,8 +43,11 @@ class _PendingReply:
         self.holder: dict[int, Envelope] | None = None
         """The ``taken`` map of the incarnation that took the request, once one has."""
 
+    @trio.lowlevel.enable_ki_protection
     def settle(self) -> None:
-        """The reply (or the error) is in: wake the asker."""
+        """The reply (or the error) is in: wake the asker. Protected from KeyboardInterrupt,
+        as ``trio.Event.set`` is: between forgetting the waiter and rescheduling it, an
+        interrupt would leave the asker parked on a slot that says it is settled."""
         self.settled = True
         waiter = self.waiter
         if waiter is not None:

@@ -80,6 +80,10 @@ class Mailbox:
     wrappers. Semantics are the channel's: an envelope goes straight to a waiting receiver,
     else into the buffer if there is room; a blocked sender's envelope moves into the buffer
     as room appears (first blocked, first in), and the sender is woken as if it had sent.
+
+    Every method that moves a parked task or an envelope is KeyboardInterrupt-protected, as
+    trio's channels are: an interrupt between taking a task off its queue and rescheduling
+    it would leave it parked for good (and its abort, on cancellation, would not find it).
     """
 
     __slots__ = (
@@ -212,16 +216,21 @@ class Mailbox:
             raise trio.ClosedResourceError
         queue = self._queue
         if self._senders:
-            # Room appears: the longest-blocked sender's envelope moves in, and it wakes.
+            # Room appears: the longest-blocked sender's envelope moves in, and it wakes. The
+            # head is taken in the same step, so it is counted taken first: the envelope moving
+            # in never makes more queued than the capacity (the peak would say it did).
             task, waiting = self._senders.popitem(last=False)
             queue.append(waiting)
+            self._taken += 1
             self._count()
             trio.lowlevel.reschedule(task)
+            return queue.popleft()
         if not queue:
             raise trio.WouldBlock
         self._taken += 1
         return queue.popleft()
 
+    @enable_ki_protection
     def wake(self) -> None:
         """End the wait of a receiver blocked on this (necessarily empty) mailbox.
 
@@ -237,6 +246,7 @@ class Mailbox:
     def empty(self) -> bool:
         return not self._queue
 
+    @enable_ki_protection
     def drain(self) -> list[Envelope]:
         """Take everything queued, without waiting (used when an address is retired)."""
         out: list[Envelope] = []
@@ -246,6 +256,7 @@ class Mailbox:
             except (trio.WouldBlock, trio.ClosedResourceError):
                 return out
 
+    @enable_ki_protection
     def close(self) -> None:
         """No more sending or receiving: a receiver still waiting (an incarnation that was
         abandoned) gets ``ClosedResourceError``, as a blocked sender would (:meth:`retire`
@@ -257,6 +268,7 @@ class Mailbox:
         for task in parked:
             trio.lowlevel.reschedule(task, Error(trio.ClosedResourceError()))
 
+    @enable_ki_protection
     def retire(self) -> list[Envelope]:
         """Take everything queued and close: the address is gone for good.
 
