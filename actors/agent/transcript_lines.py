@@ -84,7 +84,11 @@ class LineWriter:
     def __init__(self) -> None:
         self.pieces = PieceWriter()
         self._known = Generations(texts=GENERATION_MESSAGES, chars=GENERATION_MESSAGE_CHARS)
-        """Content → (number, role) of the numbered messages met."""
+        """(role, content) → number of the numbered messages met: a key per number, as the
+        reader keeps them, so both sides' generations close at the same message (keyed by
+        content alone, a text said in a second role replaced its first number here but not
+        in the reader, whose generations then closed sooner and lost numbers still
+        referred to)."""
         self._next = 1
 
     def line(
@@ -130,13 +134,14 @@ class LineWriter:
 
     def _numbered(self, role: str, content: str) -> dict[str, Any]:
         """A text message long enough to be said again: a reference if it was."""
-        known = self._known.get(content)
-        if known is not None and known[1] == role:
-            self._known.met(content, known, len(content))
-            return {"same": known[0]}
+        key = (role, content)
+        known = self._known.get(key)
+        if known is not None:
+            self._known.met(key, known, len(content))
+            return {"same": known}
         number = self._next
         self._next += 1
-        self._known.met(content, (number, role), len(content))
+        self._known.met(key, number, len(content))
         return {"role": role, "content": content, "n": number}
 
 

@@ -199,3 +199,28 @@ def test_long_texts_anywhere_in_a_batch_read_back_as_said(tmp_path: Path) -> Non
     assert [line["content"] for line in read_transcripts(path)] == [
         m.content for m in (*said, *said[1:])
     ]
+
+
+def test_texts_said_in_two_roles_keep_the_reader_within_the_writers_reach(
+    tmp_path: Path,
+) -> None:
+    """The writer numbers a text anew in another role; the reader must count that number as
+    the writer does, or its generations close earlier and a later reference finds nothing."""
+    path = tmp_path / "transcripts.jsonl"
+    [log] = _logs(path, "a1")
+    half = GENERATION_MESSAGES // 2
+    texts = [f"{n:>{SAME_MIN_CHARS}}" for n in range(2 * GENERATION_MESSAGES)]
+    said: list[ChatMessage] = []
+    for text in texts[:half]:
+        said += (
+            ChatMessage(role="user", content=text),
+            ChatMessage(role="assistant", content=text),
+        )
+    said += [ChatMessage(role="user", content=text) for text in texts[half:-half]]
+    log.write(1, CallPurpose.ROUND, *said)
+    again = ChatMessage(role="assistant", content=texts[0])
+    log.write(2, CallPurpose.ROUND, again)
+
+    assert [(line["role"], line["content"]) for line in read_transcripts(path)] == [
+        (message.role, message.content) for message in (*said, again)
+    ]

@@ -25,6 +25,17 @@ from tests.runtime.helpers import Note
 
 # Only classes this suite knows about: other packages may register types of their own.
 OWN_MODULES = ("conclave.runtime.", "tests.runtime.")
+
+
+@message(kind="rt_test.containers")
+class Containers(Message):
+    """Containers of the kinds other test modules' messages hold: whichever of those this
+    module's process imported first is in :data:`CLASSES` and needs a strategy."""
+
+    tags: tuple[str, ...]
+    tally: dict[str, int]
+
+
 CLASSES: dict[str, type[Message]] = {
     kind: cls for kind, cls in registered_kinds().items() if cls.__module__.startswith(OWN_MODULES)
 }
@@ -35,7 +46,12 @@ def strategy_for(tp: Any) -> st.SearchStrategy[Any]:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         return st.one_of(*(strategy_for(arg) for arg in typing.get_args(tp)))
-    if origin in (list, tuple, frozenset, dict):
+    args = typing.get_args(tp)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
+    if origin is dict:
+        return st.dictionaries(strategy_for(args[0]), strategy_for(args[1]), max_size=3)
+    if origin in (list, tuple, frozenset):
         raise TypeError(f"add a strategy for {tp!r} to tests/runtime/test_codec.py")
     simple: dict[Any, st.SearchStrategy[Any]] = {
         type(None): st.none(),
