@@ -3,8 +3,6 @@ whichever comes first of the reply (or error) and the asker's cancellation."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
@@ -57,23 +55,6 @@ async def test_a_waiter_raced_by_settle_and_cancel_wakes_once_with_the_first(
 
     assert woke == (["left"] if cancel_first else ["settled", "left"])
     assert slot.waiter is None
-
-
-@pytest.fixture
-def reschedules(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each ``trio.lowlevel.reschedule`` was called KeyboardInterrupt-protected."""
-    protected: list[bool] = []
-    reschedule = trio.lowlevel.reschedule
-
-    def recording(task: trio.lowlevel.Task, next_send: Any = None) -> None:
-        protected.append(trio.lowlevel.currently_ki_protected())
-        if next_send is None:
-            reschedule(task)
-        else:
-            reschedule(task, next_send)
-
-    monkeypatch.setattr(trio.lowlevel, "reschedule", recording)
-    return protected
 
 
 async def test_settling_wakes_the_asker_protected_from_keyboard_interrupt(

@@ -160,25 +160,6 @@ async def test_an_unbounded_mailbox_queues_without_waiting_and_hands_over_in_ord
 # ------------------------------------------------------------- KeyboardInterrupt protection
 
 
-@pytest.fixture
-def reschedules(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each ``trio.lowlevel.reschedule`` was called KeyboardInterrupt-protected: a
-    KeyboardInterrupt between taking a parked task off its queue and rescheduling it would
-    leave that task parked forever (trio protects its own channels' and events' wakers)."""
-    protected: list[bool] = []
-    reschedule = trio.lowlevel.reschedule
-
-    def recording(task: trio.lowlevel.Task, next_send: Any = None) -> None:
-        protected.append(trio.lowlevel.currently_ki_protected())
-        if next_send is None:
-            reschedule(task)
-        else:
-            reschedule(task, next_send)
-
-    monkeypatch.setattr(trio.lowlevel, "reschedule", recording)
-    return protected
-
-
 async def test_wake_reschedules_its_receiver_protected_from_keyboard_interrupt(
     reschedules: list[bool],
 ) -> None:
