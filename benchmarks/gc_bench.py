@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import shutil
 import statistics
 import tempfile
@@ -35,7 +34,7 @@ import trio
 import trio.testing
 
 from conclave.actors.run.driver import RunSpec, run
-from conclave.benchmarks.bench_args import positive_int
+from conclave.benchmarks.bench_args import measure_and_report, positive_int
 from conclave.benchmarks.load_bench import TASK, Case
 from conclave.benchmarks.machine import machine_info
 from conclave.config.schema import ConclaveConfig
@@ -181,13 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     tune_gc_for_actors()  # as the conclave command does
-    report = run_benchmark(args.agents, args.runs, args.probes, progress=print)
-    print(format_summary(report))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {out}")
-    return 0
+    return measure_and_report(
+        args.json,
+        lambda: run_benchmark(args.agents, args.runs, args.probes, progress=print),
+        format_summary,
+    )
 
 
 if __name__ == "__main__":
