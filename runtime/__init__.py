@@ -62,6 +62,7 @@ from conclave.runtime.routing import (
 from conclave.runtime.supervision import (
     ChildSpec,
     Restart,
+    StopOrder,
     StopSignal,
     Strategy,
     Supervisor,
@@ -122,6 +123,7 @@ __all__ = [
     "RoutingRuleError",
     "SelfAsk",
     "StartFailed",
+    "StopOrder",
     "StopSignal",
     "Strategy",
     "Supervisor",

@@ -14,7 +14,10 @@ fails fails its supervisor's start), and so on up to the root, whose
 :func:`~runtime.system.open_actor_system` raises it.
 
 Stopping is ordered: reverse start order, each child asked to stop gracefully and cancelled
-if it has not finished within its ``shutdown`` timeout. A cancelled child gets
+if it has not finished within its ``shutdown`` timeout. A supervisor of peers that need no
+order (a run's agents) may stop them all at once instead (:class:`StopOrder`, as OTP's
+``simple_one_for_one`` terminates its children asynchronously): each is asked at once and
+gets its own ``shutdown`` from then. A cancelled child gets
 ``kill_timeout`` more seconds to unwind; after that the supervisor stops waiting for it
 (records it killed and carries on), because a task blocked in a worker thread that ignores
 cancellation cannot be ended. trio cannot abandon a task either, so that task is reaped when
@@ -47,6 +50,7 @@ from conclave.runtime.events import (
 __all__ = [
     "ChildSpec",
     "Restart",
+    "StopOrder",
     "StopSignal",
     "Strategy",
     "Supervisor",
@@ -69,12 +73,24 @@ class Restart(enum.Enum):
     """Never restarted."""
 
 
+class StopOrder(enum.Enum):
+    """How a supervisor stops its children when it stops."""
+
+    REVERSE_START = "reverse_start"
+    """One at a time, the last started first: a child may rely on those started before it."""
+    ALL_AT_ONCE = "all_at_once"
+    """Every child asked to stop at once, for peers that rely on none of the others: their
+    teardowns overlap, and stopping a thousand agents takes a few scheduler passes, not
+    three per agent (90 ms of a 1,000-agent run's CPU one at a time; issue 24)."""
+
+
 @attrs.frozen(kw_only=True)
 class SupervisorSpec:
     strategy: Strategy = Strategy.ONE_FOR_ONE
     intensity: int = attrs.field(default=3, validator=attrs.validators.ge(0))
     """Restarts allowed within ``period`` seconds; one more escalates."""
     period: float = attrs.field(default=5.0, validator=attrs.validators.gt(0))
+    stop_order: StopOrder = StopOrder.REVERSE_START
 
 
 class StopSignal:
@@ -367,33 +383,49 @@ class Supervisor:
     async def _stop_children(self, children: list[_Child]) -> None:
         """Stop in reverse start order; each gets its shutdown timeout, then is cancelled and
         gets its kill timeout to unwind, then is abandoned (see the module docstring)."""
+        if self.spec.stop_order is StopOrder.ALL_AT_ONCE:
+            await self._stop_all_at_once(children)
+            return
         for child in reversed(children):
             run = child.run
             if run.done.is_set():
                 continue
             child.stopping = True
             run.stop.request()
-            how = HowStopped.GRACEFUL
-            with trio.move_on_after(child.spec.shutdown):
-                await run.done.wait()
-            if not run.done.is_set():
-                how = HowStopped.KILLED
+            killed = not await _ended_by(run, trio.current_time() + child.spec.shutdown)
+            if killed:
                 run.scope.cancel()
-                with trio.move_on_after(child.spec.kill_timeout):
-                    await run.done.wait()
-            error = None
-            if run.error is not None:
-                how = HowStopped.CRASHED
-                error = f"{type(run.error).__name__}: {run.error}"
-            self._emit(
-                ChildStopped(
-                    at=trio.current_time(),
-                    supervisor=self.name,
-                    child=child.spec.id,
-                    how=how,
-                    error=error,
-                )
-            )
+                await _ended_by(run, trio.current_time() + child.spec.kill_timeout)
+            self._emit(self._stopped(child, killed=killed))
+
+    async def _stop_all_at_once(self, children: list[_Child]) -> None:
+        """Ask every running child to stop at once; cancel those still running when their
+        own shutdown timeout has passed, and abandon those still running their kill timeout
+        after that. Each is recorded stopped in reverse start order, as one at a time."""
+        running = [child for child in reversed(children) if not child.run.done.is_set()]
+        asked = trio.current_time()
+        for child in running:
+            child.stopping = True
+            child.run.stop.request()
+        killed: dict[int, _Child] = {}
+        for child in running:
+            if not await _ended_by(child.run, asked + child.spec.shutdown):
+                killed[id(child)] = child
+                child.run.scope.cancel()
+        cancelled = trio.current_time()
+        for child in killed.values():
+            await _ended_by(child.run, cancelled + child.spec.kill_timeout)
+        for child in running:
+            self._emit(self._stopped(child, killed=id(child) in killed))
+
+    def _stopped(self, child: _Child, *, killed: bool) -> ChildStopped:
+        how, error = HowStopped.KILLED if killed else HowStopped.GRACEFUL, None
+        if child.run.error is not None:
+            how = HowStopped.CRASHED
+            error = f"{type(child.run.error).__name__}: {child.run.error}"
+        return ChildStopped(
+            at=trio.current_time(), supervisor=self.name, child=child.spec.id, how=how, error=error
+        )
 
     def _retire(self, child: _Child) -> None:
         child.retired = True
@@ -415,6 +447,15 @@ class Supervisor:
     def _emit(self, event: Event) -> None:
         if self._record is not None:
             self._record(event)
+
+
+async def _ended_by(run: _Run, deadline: float) -> bool:
+    """Whether ``run`` ends by ``deadline``; no checkpoint if it already has (a thousand
+    stopped children would cost a thousand scheduler passes)."""
+    if not run.done.is_set():
+        with trio.move_on_at(deadline):
+            await run.done.wait()
+    return run.done.is_set()
 
 
 def _unwrap(exc: Exception) -> Exception:

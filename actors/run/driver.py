@@ -82,6 +82,7 @@ from conclave.runtime import (
     LogOpened,
     MailboxSpec,
     Restart,
+    StopOrder,
     StopSignal,
     Supervisor,
     SupervisorSpec,
@@ -211,7 +212,10 @@ async def _open_run(
         # Written while the run waits, not as events happen: encoding and writing each event
         # at once cost a run of thousands of agents a third of its CPU (issue 24).
         JsonlEventLog(
-            spec.log_dir / "events.jsonl", on_failure=on_log_failure, flushing=Flushing.WHEN_IDLE
+            spec.log_dir / "events.jsonl",
+            on_failure=on_log_failure,
+            flushing=Flushing.WHEN_IDLE,
+            deliveries=spec.log_deliveries,
         )
         if spec.log_dir is not None
         else None
@@ -350,7 +354,11 @@ def _prepare(
     supervisor, child = system.supervisor_child("run", _RUN_SUPERVISOR, restart=Restart.TEMPORARY)
     _wire_rules(system, spec, supervisor, state, handle.clock, services)
     agents_supervisor, agents_child = system.supervisor_child(
-        "agents", SupervisorSpec(intensity=max(3, len(state.agents)), period=60.0)
+        "agents",
+        # Agents are peers: none relies on another to stop after it.
+        SupervisorSpec(
+            intensity=max(3, len(state.agents)), period=60.0, stop_order=StopOrder.ALL_AT_ONCE
+        ),
     )
     supervisor.start_child(agents_child)
 

@@ -68,6 +68,10 @@ class RunSpec:
     log_dir: Path | None = None
     """Where ``events.jsonl`` and the agents' transcripts (``transcripts.jsonl``) go;
     ``None``: the run keeps no log."""
+    log_deliveries: bool = False
+    """Write every delivered message to the event log too (``conclave run
+    --log-deliveries``), for debugging the runtime: by default the log holds the run's
+    domain events and routing decisions, not each delivery (see :mod:`runtime.eventlog`)."""
     workdir: Path | None = None
     """Where the agents' workspaces, the answers' snapshots and the deliverable (``final/``)
     go when agents have tools (see :mod:`actors.run.services`); ``None``: the log dir, or a

@@ -122,3 +122,26 @@ def test_the_log_path_is_printed_when_the_run_starts_so_a_killed_run_can_be_repl
     replay = conclave("replay", str(log), cwd=tmp_path)
     assert "quick answered agent1.1" in replay.stdout
     assert "it was interrupted" in replay.stdout
+
+
+def _delivered_lines(log_dir: Path) -> int:
+    lines = (log_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    return sum('"kind":"delivered"' in line for line in lines)
+
+
+def test_a_run_logs_no_plain_deliveries(fast_config: Path, tmp_path: Path) -> None:
+    code = main(["run", "--config", str(fast_config), "--log-dir", str(tmp_path / "run"), TASK])
+
+    assert code == ExitCode.OK
+    assert _delivered_lines(tmp_path / "run") == 0
+
+
+def test_log_deliveries_writes_every_delivered_message(fast_config: Path, tmp_path: Path) -> None:
+    log_dir = tmp_path / "run"
+
+    code = main(
+        ["run", "--config", str(fast_config), "--log-dir", str(log_dir), "--log-deliveries", TASK]
+    )
+
+    assert code == ExitCode.OK
+    assert _delivered_lines(log_dir) >= 9  # 3 agents: a task, an answer and a vote each at least

@@ -96,10 +96,18 @@ async def test_on_log_failure_hears_once_that_the_log_stopped(
     autojump_clock: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def full_disk(
-        path: Path, *, on_failure: LogFailureCallback | None, flushing: Flushing
+        path: Path,
+        *,
+        on_failure: LogFailureCallback | None,
+        flushing: Flushing,
+        deliveries: bool,
     ) -> JsonlEventLog:
         return JsonlEventLog.writing_to(
-            io.FileIO("/dev/full", "w"), path, on_failure=on_failure, flushing=flushing
+            io.FileIO("/dev/full", "w"),
+            path,
+            on_failure=on_failure,
+            flushing=flushing,
+            deliveries=deliveries,
         )
 
     monkeypatch.setattr("conclave.actors.run.driver.JsonlEventLog", full_disk)

@@ -155,6 +155,29 @@ async def test_the_delivery_of_a_message_an_actor_sent_itself_is_not_written(
     assert [line["envelope"]["id"] for line in lines] == [to_bob.id]
 
 
+@pytest.mark.parametrize("flushing", [Flushing.EACH_EVENT, Flushing.WHEN_IDLE])
+async def test_a_log_without_deliveries_writes_every_routing_fact_but_plain_deliveries(
+    tmp_path: Path, flushing: Flushing
+) -> None:
+    path = tmp_path / "events.jsonl"
+    plain, held, dropped = (_envelope(t) for t in ("an answer", "later", "dropped"))
+    log = JsonlEventLog(path, flushing=flushing, deliveries=False)
+    for event in [
+        Delivered(at=1.0, envelope=plain),
+        Held(at=1.0, envelope=held, reason="votes wait"),
+        DeadLetter(at=1.5, envelope=dropped, cause=DeadLetterCause.DROPPED, reason="mode"),
+        Released(at=2.0, envelope=held),
+        Delivered(at=2.0, envelope=held),
+    ]:
+        log.record(event)
+    log.close()
+
+    kinds = [line["kind"] for line in _lines(path)]
+    assert kinds == ["held", "dead_letter", "released"]
+    read = read_event_log(path).events
+    assert [e.envelope.id for e in read if isinstance(e, Held | Released)] == [held.id, held.id]
+
+
 async def test_a_message_an_actor_sent_itself_is_written_if_held_or_dead_lettered(
     tmp_path: Path,
 ) -> None:

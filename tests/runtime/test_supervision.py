@@ -18,6 +18,7 @@ from conclave.runtime import (
     MemoryTap,
     Restart,
     RestartIntensityExceeded,
+    StopOrder,
     Strategy,
     SupervisorAction,
     SupervisorEscalated,
@@ -315,6 +316,54 @@ async def test_a_nested_supervisor_stops_its_children_in_its_place_in_the_order(
         await wait_all_tasks_blocked()
 
     assert journal.of("stopping") == ["d", "c", "b", "a"]
+
+
+async def test_peers_stopped_all_at_once_each_get_their_shutdown_timeout_from_the_same_moment(
+    autojump_clock: trio.testing.MockClock, tap: MemoryTap, journal: Journal
+) -> None:
+    async with open_actor_system(taps=[tap]) as system:
+        team, team_child = system.supervisor_child(
+            "team", SupervisorSpec(stop_order=StopOrder.ALL_AT_ONCE)
+        )
+        system.root.start_child(team_child)
+        for key, shutdown in (("a", 2), ("b", 3), ("c", 2)):
+            system.spawn(addr(key), worker(journal), supervisor=team, shutdown=shutdown)
+            await system.tell(addr(key), Hang())
+        await wait_all_tasks_blocked()
+        leaving = trio.current_time()
+
+    stopped = [e for e in tap.of_type(ChildStopped) if e.supervisor == "team"]
+    assert [(e.child, e.how) for e in stopped] == [
+        ("worker:c", HowStopped.KILLED),
+        ("worker:b", HowStopped.KILLED),
+        ("worker:a", HowStopped.KILLED),
+    ]
+    # one at a time, the last would have been killed 2 + 3 + 2 seconds after the stop began
+    assert [e.at - leaving for e in stopped] == pytest.approx([3, 3, 3])
+
+
+async def test_peers_stopped_all_at_once_are_each_recorded_as_they_ended(
+    autojump_clock: trio.testing.MockClock, tap: MemoryTap, journal: Journal
+) -> None:
+    async with open_actor_system(taps=[tap]) as system:
+        team, team_child = system.supervisor_child(
+            "team", SupervisorSpec(stop_order=StopOrder.ALL_AT_ONCE)
+        )
+        system.root.start_child(team_child)
+        system.spawn(addr("a"), worker(journal), supervisor=team, shutdown=2)
+        await system.tell(addr("a"), Hang())
+        for key in "bc":
+            system.spawn(addr(key), worker(journal), supervisor=team, shutdown=5)
+            await system.tell(addr(key), Nap(seconds=3))
+        await wait_all_tasks_blocked()
+
+    assert sorted(journal.of("napped")) == ["b", "c"]
+    stopped = [e for e in tap.of_type(ChildStopped) if e.supervisor == "team"]
+    assert [(e.child, e.how) for e in stopped] == [
+        ("worker:c", HowStopped.GRACEFUL),
+        ("worker:b", HowStopped.GRACEFUL),
+        ("worker:a", HowStopped.KILLED),
+    ]
 
 
 async def test_a_graceful_stop_lets_the_handler_in_progress_finish(

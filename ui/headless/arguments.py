@@ -25,6 +25,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)"
     )
     p.add_argument(
+        "--log-deliveries",
+        action="store_true",
+        help="write every message delivered between the run's actors to events.jsonl too "
+        "(for debugging; most of the log's size and cost in a big run)",
+    )
+    p.add_argument(
         "--max-cost",
         type=dollars,
         metavar="USD",

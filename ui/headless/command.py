@@ -177,6 +177,7 @@ def _run_turn(
         task=task,
         config=config,
         log_dir=log_dir,
+        log_deliveries=args.log_deliveries,
         max_cost_usd=args.max_cost,
         questions=on_question_gate(args.on_question),
         resume=resume,

@@ -50,7 +50,7 @@ def resume_command(args: argparse.Namespace) -> int:
     os.chdir(cwd)  # relative paths in the flags (--config, --context) mean there
     session = _session(paused)
     run = argparse.Namespace(
-        **flags,
+        **(_ADDED_FLAGS | flags),
         task=paused["task"],
         log_dir=str(_next_log_dir(run_dir)),
         output_format=args.output_format,
@@ -61,6 +61,11 @@ def resume_command(args: argparse.Namespace) -> int:
     )
     turn = paused.get("turn") if session is not None else None
     return run_command(run, resume=point, paused_turn=turn if isinstance(turn, int) else None)
+
+
+_ADDED_FLAGS: dict[str, Any] = {"log_deliveries": False}
+"""``conclave run``'s flags added since runs could pause, at their defaults: a run paused by
+an earlier version kept no value for them."""
 
 
 def _flags(run_dir: Path, paused: dict[str, Any]) -> dict[str, Any]:
