@@ -109,17 +109,46 @@ def _server_secrets(server: McpServerConfig) -> Iterator[str]:
             yield token.group(1)
 
 
-def _secrets_in(value: Any) -> Iterator[str]:
-    """The value of every :class:`Secret` in ``value``, an attrs tree of the config (about
-    10 ms for a config of 1,000 agents, once per run)."""
-    if isinstance(value, Secret):
-        yield value.reveal()
-    elif attrs.has(type(value)):
-        for field in attrs.fields(type(value)):
-            yield from _secrets_in(getattr(value, field.name))
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _secrets_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _secrets_in(item)
+def _secrets_in(config: ConclaveConfig) -> Iterator[str]:
+    """The value of every :class:`Secret` in ``config``, an attrs tree, walked with a stack
+    rather than a generator per value, each type's way in looked up once: a generator per
+    value made a 1,000-agent config 33,000 calls and 36-42 ms at the start of every run,
+    6-8 ms now (issue 24)."""
+    stack: list[Any] = [config]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        inside = _INSIDE.get(kind)
+        if inside is None:
+            inside = _INSIDE[kind] = _inside(kind)
+        if inside is _NOTHING:
+            continue
+        if inside is _SECRET:
+            yield value.reveal()
+        elif inside is _ITEMS:
+            stack += value
+        elif inside is _VALUES:
+            stack += value.values()
+        else:
+            stack += [getattr(value, name) for name in inside]
+
+
+_NOTHING: tuple[str, ...] = ()
+_SECRET, _ITEMS, _VALUES = ("<secret>",), ("<items>",), ("<values>",)
+_INSIDE: dict[type, tuple[str, ...]] = {}
+"""How to look inside a value of each type met: its fields' names (an attrs class), or one
+of the markers above; a config's types are few."""
+
+
+def _inside(kind: type) -> tuple[str, ...]:
+    if issubclass(kind, Secret):
+        return _SECRET
+    if attrs.has(kind):
+        return tuple(field.name for field in attrs.fields(kind)) or _NOTHING
+    if issubclass(kind, str | bytes):
+        return _NOTHING
+    if issubclass(kind, tuple | list):
+        return _ITEMS
+    if issubclass(kind, dict):
+        return _VALUES
+    return _NOTHING
