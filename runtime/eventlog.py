@@ -353,9 +353,12 @@ class JsonlEventLog:
             self._flusher = _FlushWhenIdle.of_this_run()
 
     def record(self, event: Event) -> None:
-        if self._file is None or type(event).ephemeral:
+        cls = type(event)
+        if self._file is None or cls.ephemeral:
             return
         queue = self._queue
+        if cls is Delivered and not self._deliveries and not _releasing(queue, event):
+            return  # not even queued: deliveries are nearly half the events a run records
         if queue is None:
             self._write([event])
             return
@@ -636,6 +639,15 @@ def _describe(exc: BaseException) -> str:
 _CARRIES_ENVELOPE: dict[type[Event], bool] = {}
 _WRITTEN_OUT: dict[type[Event], str] = {cls: cls.kind for cls in (Delivered, Held, Released)}
 """Envelope events whose lines :meth:`JsonlEventLog._encode_mention` builds itself."""
+
+
+def _releasing(queue: collections.deque[Event] | None, delivered: Event) -> bool:
+    """Whether ``delivered`` delivers the envelope the last queued event released: the pair
+    a line of releases stands for (format 3)."""
+    if not queue:
+        return False
+    last = queue[-1]
+    return type(last) is Released and last.envelope is delivered.envelope  # type: ignore[attr-defined]
 
 
 def _to_itself(envelope: Envelope) -> bool:

@@ -178,6 +178,19 @@ async def test_a_log_without_deliveries_writes_every_routing_fact_but_plain_deli
     assert [e.envelope.id for e in read if isinstance(e, Held | Released)] == [held.id, held.id]
 
 
+async def test_a_log_without_deliveries_still_writes_releases_together_as_one_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    envelopes = [_envelope(f"update {i}") for i in range(3)]
+    log = JsonlEventLog(path, flushing=Flushing.WHEN_IDLE, deliveries=False)
+    for event in _held_then_released(envelopes):
+        log.record(event)
+    log.close()
+
+    assert [line["kind"] for line in _lines(path)] == ["held", "held", "held", "released"]
+
+
 async def test_a_message_an_actor_sent_itself_is_written_if_held_or_dead_lettered(
     tmp_path: Path,
 ) -> None:
