@@ -11,6 +11,7 @@ import pytest
 from conclave.config import run_secrets as run_secrets_module
 from conclave.config.loader import parse_config
 from conclave.config.run_secrets import run_secrets
+from conclave.config.schema import ConclaveConfig
 from conclave.config.secret import MIN_SECRET_LENGTH
 
 KEY = "gw-0123456789abcdef-inline"
@@ -96,10 +97,10 @@ def test_a_scripted_panel_has_no_secrets() -> None:
 
 
 def test_runs_of_one_config_walk_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    walked: list[object] = []
+    walked: list[ConclaveConfig] = []
     walk = run_secrets_module._secrets_in
 
-    def counting(value: object) -> Any:
+    def counting(value: ConclaveConfig) -> Any:
         walked.append(value)
         return walk(value)
 
