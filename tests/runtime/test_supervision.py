@@ -9,6 +9,7 @@ import trio
 from trio.testing import MockClock, wait_all_tasks_blocked
 
 from conclave.runtime import (
+    ActorSystem,
     ChildExited,
     ChildStarted,
     ChildStopped,
@@ -20,6 +21,7 @@ from conclave.runtime import (
     RestartIntensityExceeded,
     StopOrder,
     Strategy,
+    Supervisor,
     SupervisorAction,
     SupervisorEscalated,
     SupervisorSpec,
@@ -318,14 +320,20 @@ async def test_a_nested_supervisor_stops_its_children_in_its_place_in_the_order(
     assert journal.of("stopping") == ["d", "c", "b", "a"]
 
 
+def _peers(system: ActorSystem) -> Supervisor:
+    """A supervisor of peers under the root, which stops them all at once."""
+    team, team_child = system.supervisor_child(
+        "team", SupervisorSpec(stop_order=StopOrder.ALL_AT_ONCE)
+    )
+    system.root.start_child(team_child)
+    return team
+
+
 async def test_peers_stopped_all_at_once_each_get_their_shutdown_timeout_from_the_same_moment(
     autojump_clock: trio.testing.MockClock, tap: MemoryTap, journal: Journal
 ) -> None:
     async with open_actor_system(taps=[tap]) as system:
-        team, team_child = system.supervisor_child(
-            "team", SupervisorSpec(stop_order=StopOrder.ALL_AT_ONCE)
-        )
-        system.root.start_child(team_child)
+        team = _peers(system)
         for key, shutdown in (("a", 2), ("b", 3), ("c", 2)):
             system.spawn(addr(key), worker(journal), supervisor=team, shutdown=shutdown)
             await system.tell(addr(key), Hang())
@@ -346,10 +354,7 @@ async def test_peers_stopped_all_at_once_are_each_recorded_as_they_ended(
     autojump_clock: trio.testing.MockClock, tap: MemoryTap, journal: Journal
 ) -> None:
     async with open_actor_system(taps=[tap]) as system:
-        team, team_child = system.supervisor_child(
-            "team", SupervisorSpec(stop_order=StopOrder.ALL_AT_ONCE)
-        )
-        system.root.start_child(team_child)
+        team = _peers(system)
         system.spawn(addr("a"), worker(journal), supervisor=team, shutdown=2)
         await system.tell(addr("a"), Hang())
         for key in "bc":
