@@ -21,7 +21,7 @@ from conclave.actors.llm.protocol import CallOutcome
 from conclave.actors.run.termination import DecidedBy, Termination
 from conclave.actors.run.usage import RunUsage
 from conclave.actors.workspace.writes import Writes
-from conclave.runtime import DeadLetter, Delivered, Event
+from conclave.runtime import DeadLetter, Event
 
 __all__ = ["DecidedBy", "RunResult", "RunStats", "Termination", "Writes"]
 
@@ -93,23 +93,19 @@ class RunStats:
         self.output_tokens = 0
         self.unreported = 0
         """Replies whose server reported no usage: the token counts are then unknown."""
-        self.delivered = 0
         self.dead_letters = 0
         self.assumptions: list[Assumption] = []
         self.pending_question: PendingQuestion | None = None
+        """The last question asked and not yet answered."""
         self.paor_limited: set[str] = set()
         """Agents whose last PAOR round ran out of iterations."""
-        """The last question asked and not yet answered."""
 
     def record(self, event: Event) -> None:
         # One dict lookup instead of a chain of isinstance checks: every event of the run
-        # passes through here, and most of them (deliveries) are counted by the first branch.
+        # passes through here, and most of them (deliveries) count nothing.
         counter = _COUNTERS.get(event.kind)
         if counter is not None:
             counter(self, event)
-
-    def _delivered(self, event: Event) -> None:
-        self.delivered += 1
 
     def _llm_started(self, event: Event) -> None:
         self.llm_calls += 1
@@ -169,7 +165,6 @@ class RunStats:
 
 
 _COUNTERS: dict[str, Callable[[RunStats, Event], None]] = {
-    Delivered.kind: RunStats._delivered,
     LlmRequestStarted.kind: RunStats._llm_started,
     LlmRequestFinished.kind: RunStats._llm_finished,
     RoundStarted.kind: RunStats._round_started,
