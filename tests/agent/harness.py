@@ -137,6 +137,26 @@ class FakeBackend:
         return Completion(message=message, usage=Usage(input_tokens=10, output_tokens=5))
 
 
+def transcript_entry(agent: str, round_: int, purpose: str, message: ChatMessage) -> dict[str, Any]:
+    """``message`` as :func:`~actors.agent.transcript_log.read_transcripts` gives it back."""
+    line: dict[str, Any] = {
+        "agent": agent,
+        "round": round_,
+        "purpose": purpose,
+        "role": message.role,
+        "content": message.content,
+    }
+    if message.tool_calls:
+        line["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        line["tool_call_id"] = message.tool_call_id
+    if message.provider_state is not None:
+        line["provider_state"] = message.provider_state
+    return line
+
+
 def call(name: str, call_id: str = "c1", **arguments: Any) -> ChatMessage:
     """An assistant reply making one tool call."""
     return ChatMessage(

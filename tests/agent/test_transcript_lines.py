@@ -24,28 +24,10 @@ from conclave.actors.agent.transcript_log import (
 )
 from conclave.actors.llm.protocol import CallPurpose, ChatMessage
 from tests.agent.format1_messages import WRITTEN
+from tests.agent.harness import transcript_entry
 
 FORMAT1 = Path(__file__).parent / "fixtures" / "transcripts_format1.jsonl"
 SYSTEM = ChatMessage(role="system", content="You are one of many agents. " * 10)
-
-
-def _as_read(agent: str, round_: int, purpose: str, message: ChatMessage) -> dict[str, Any]:
-    line: dict[str, Any] = {
-        "agent": agent,
-        "round": round_,
-        "purpose": purpose,
-        "role": message.role,
-        "content": message.content,
-    }
-    if message.tool_calls:
-        line["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        line["tool_call_id"] = message.tool_call_id
-    if message.provider_state is not None:
-        line["provider_state"] = message.provider_state
-    return line
 
 
 def _raw(path: Path) -> list[dict[str, Any]]:
@@ -59,7 +41,7 @@ def _logs(path: Path, *agents: str) -> list[TranscriptLog]:
 
 def test_a_file_written_before_format_2_reads_as_it_was_written() -> None:
     assert "format" not in _raw(FORMAT1)[0]  # written by main at fd27407
-    assert list(read_transcripts(FORMAT1)) == [_as_read(*entry) for entry in WRITTEN]
+    assert list(read_transcripts(FORMAT1)) == [transcript_entry(*entry) for entry in WRITTEN]
 
 
 def test_the_same_messages_written_now_read_back_as_the_format_1_file_does(

@@ -24,6 +24,7 @@ from tests.agent.harness import (
     answer,
     call,
     open_agent,
+    transcript_entry,
     vote,
 )
 from tests.coordination.faults import CrashOnPoke, Poke
@@ -31,23 +32,6 @@ from tests.coordination.faults import CrashOnPoke, Poke
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     return list(read_transcripts(path))
-
-
-def _as_line(message: ChatMessage, round_: int) -> dict[str, Any]:
-    line: dict[str, Any] = {
-        "agent": AGENT,
-        "round": round_,
-        "purpose": "round",
-        "role": message.role,
-        "content": message.content,
-    }
-    if message.tool_calls:
-        line["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        line["tool_call_id"] = message.tool_call_id
-    return line
 
 
 async def test_every_message_the_model_saw_and_said_is_a_line_of_the_transcript_file(
@@ -61,12 +45,11 @@ async def test_every_message_the_model_saw_and_said_is_a_line_of_the_transcript_
 
     last = backend.requests[-1]
     said = answer(call_id="c2")
-    assert _lines(path) == [_as_line(m, 1) for m in (*last.messages, said)]
+    assert _lines(path) == [transcript_entry(AGENT, 1, "round", m) for m in (*last.messages, said)]
 
 
-async def test_the_transcript_file_is_appended_round_after_round(
-    autojump_clock: object, tmp_path: Path
-) -> None:
+async def _answer_then_vote(tmp_path: Path) -> Path:
+    """An agent's answer round, then its vote round; its transcript file."""
     path = tmp_path / "transcripts.jsonl"
     backend = FakeBackend([answer(), vote()])
     async with open_agent(backend, transcript_path=path) as run:
@@ -74,6 +57,13 @@ async def test_the_transcript_file_is_appended_round_after_round(
         await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
         run.voting_open()
         await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "voted")
+    return path
+
+
+async def test_the_transcript_file_is_appended_round_after_round(
+    autojump_clock: object, tmp_path: Path
+) -> None:
+    path = await _answer_then_vote(tmp_path)
 
     rounds = [line["round"] for line in _lines(path)]
     assert rounds == [1] * 4 + [2] * 4  # system, task and answers, the agent's turn, reply; twice
@@ -83,13 +73,7 @@ async def test_the_transcript_file_is_appended_round_after_round(
 async def test_a_rounds_prompt_is_one_line_of_the_transcript_file_and_the_reply_another(
     autojump_clock: object, tmp_path: Path
 ) -> None:
-    path = tmp_path / "transcripts.jsonl"
-    backend = FakeBackend([answer(), vote()])
-    async with open_agent(backend, transcript_path=path) as run:
-        run.start()
-        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "answered")
-        run.voting_open()
-        await run.tap.wait_for(AgentStatusChanged, lambda e: e.status == "voted")
+    path = await _answer_then_vote(tmp_path)
 
     _, *lines = [json.loads(raw) for raw in path.read_bytes().splitlines()]  # after the header
     batches = [(line["round"], len(line["messages"])) for line in lines]

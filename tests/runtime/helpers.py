@@ -159,6 +159,11 @@ class Worker(Actor):
         self.journal.add("stopping", self.name, self.context.incarnation)
 
 
+def envelope(text: str) -> Envelope:
+    """A note for a bare mailbox's specs, from nobody to ``box``."""
+    return Envelope(sender=None, recipient=Address("box"), payload=Note(text=text))
+
+
 def worker(journal: Journal) -> Callable[[ActorContext], Actor]:
     return lambda context: Worker(context, journal)
 

@@ -21,12 +21,7 @@ from conclave.runtime import (
     open_actor_system,
 )
 from conclave.runtime.mailbox import UNYIELDED_RECEIVES
-from tests.runtime.helpers import Journal, Nap, Note, addr, worker
-
-
-def envelope(text: str) -> Envelope:
-    return Envelope(sender=None, recipient=Address("box"), payload=Note(text=text))
-
+from tests.runtime.helpers import Journal, Nap, Note, addr, envelope, worker
 
 # ---------------------------------------------------------------- Overflow.BLOCK
 
