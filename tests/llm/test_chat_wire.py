@@ -51,18 +51,23 @@ async def _call(chat: ChatClient) -> None:
             pass
 
 
-async def test_calls_in_flight_at_once_take_a_lane_each_and_later_calls_reuse_them(
-    server: LoopbackServer,
-) -> None:
+def _answer_once_three_are_in(server: LoopbackServer) -> None:
+    """Hold every request until three are in flight at once, then answer them all."""
     all_in = trio.Event()
 
-    async def answer_once_all_three_are_in(_request: Recorded) -> SseReply:
+    async def answer(_request: Recorded) -> SseReply:
         if len(server.requests) == 3:
             all_in.set()
         await all_in.wait()
         return SseReply(parts=tuple(openai_reply("ok")))
 
-    server.handler = answer_once_all_three_are_in
+    server.handler = answer
+
+
+async def test_calls_in_flight_at_once_take_a_lane_each_and_later_calls_reuse_them(
+    server: LoopbackServer,
+) -> None:
+    _answer_once_three_are_in(server)
     lanes = Lanes()
     async with ChatClient.openai(base_url=server.url, key="k", http=lanes) as chat:
         async with trio.open_nursery() as nursery:
@@ -101,15 +106,7 @@ async def test_a_refused_request_gives_its_lane_back(server: LoopbackServer) -> 
 async def test_calls_in_flight_at_once_open_a_connection_each_and_later_calls_reuse_them(
     server: LoopbackServer,
 ) -> None:
-    all_in = trio.Event()
-
-    async def answer_once_all_three_are_in(_request: Recorded) -> SseReply:
-        if len(server.requests) == 3:
-            all_in.set()
-        await all_in.wait()
-        return SseReply(parts=tuple(openai_reply("ok")))
-
-    server.handler = answer_once_all_three_are_in
+    _answer_once_three_are_in(server)
     async with _client(server, direct=True) as chat:
         async with trio.open_nursery() as nursery:
             for _ in range(3):
