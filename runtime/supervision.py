@@ -407,19 +407,21 @@ class Supervisor:
         for child in running:
             child.stopping = True
             child.run.stop.request()
-        killed: dict[int, _Child] = {}
+        killed: set[_Child] = set()
         for child in running:
             if not await _ended_by(child.run, asked + child.spec.shutdown):
-                killed[id(child)] = child
+                killed.add(child)
                 child.run.scope.cancel()
         cancelled = trio.current_time()
-        for child in killed.values():
-            await _ended_by(child.run, cancelled + child.spec.kill_timeout)
         for child in running:
-            self._emit(self._stopped(child, killed=id(child) in killed))
+            if child in killed:
+                await _ended_by(child.run, cancelled + child.spec.kill_timeout)
+        for child in running:
+            self._emit(self._stopped(child, killed=child in killed))
 
     def _stopped(self, child: _Child, *, killed: bool) -> ChildStopped:
-        how, error = HowStopped.KILLED if killed else HowStopped.GRACEFUL, None
+        how = HowStopped.KILLED if killed else HowStopped.GRACEFUL
+        error = None
         if child.run.error is not None:
             how = HowStopped.CRASHED
             error = f"{type(child.run.error).__name__}: {child.run.error}"
