@@ -27,6 +27,7 @@ from conclave.runtime.eventlog import (
     Flushing,
     JsonlEventLog,
     MemoryTap,
+    hears_deliveries,
     read_event_log,
 )
 from conclave.runtime.events import (
@@ -139,6 +140,7 @@ __all__ = [
     "decode",
     "dumps",
     "encode",
+    "hears_deliveries",
     "loads",
     "message",
     "open_actor_system",

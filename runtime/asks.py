@@ -76,6 +76,7 @@ class Asks(abc.ABC):
     """
 
     _taps: list[EventTap]
+    _delivery_taps: list[EventTap]
 
     def __init__(self) -> None:
         self._now: Callable[[], float] = trio.lowlevel.current_clock().current_time
@@ -89,6 +90,9 @@ class Asks(abc.ABC):
 
     @abc.abstractmethod
     def record(self, event: Event) -> None: ...
+
+    @abc.abstractmethod
+    def record_delivery(self, event: Delivered) -> None: ...
 
     @abc.abstractmethod
     def dead_letter(self, envelope: Envelope, cause: DeadLetterCause, reason: str) -> None: ...
@@ -184,8 +188,8 @@ class Asks(abc.ABC):
             slot.value = payload
             slot.settle()
             self._replies_delivered += 1
-            if self._taps:
-                self.record(Delivered(at=envelope.timestamp, envelope=envelope))
+            if self._delivery_taps:
+                self.record_delivery(Delivered(at=envelope.timestamp, envelope=envelope))
 
     # ------------------------------------------------------------------ monitoring
 

@@ -65,17 +65,22 @@ class Router:
         *,
         mailboxes: Mapping[Address, Mailbox],
         taps: Sequence[EventTap],
+        delivery_taps: Sequence[EventTap],
         now: Callable[[], float],
         record: Callable[[Event], None],
+        record_delivery: Callable[[Delivered], None],
         dead_letter: Callable[[Envelope, DeadLetterCause, str], None],
         fail_ask: Callable[[Envelope, Exception], None],
     ) -> None:
         self._system_name = system_name
         self._mailboxes = mailboxes
         self.taps = taps
+        self.delivery_taps = delivery_taps
+        """The taps that hear plain deliveries (:func:`~runtime.eventlog.hears_deliveries`)."""
         self._now = now
         """The run clock's ``current_time`` (see :class:`~runtime.asks.Asks`)."""
         self._record = record
+        self._record_delivery = record_delivery
         self._dead_letter = dead_letter
         self._fail_ask = fail_ask
         self._global_rules: list[RoutingRule] = []
@@ -234,11 +239,16 @@ class Router:
                 return decision
         return _DELIVER
 
-    def after_delivery(self, envelope: Envelope) -> None:
-        """``envelope`` is in its mailbox: count it, tell the taps, update the facts."""
+    def after_delivery(self, envelope: Envelope, *, released: bool = False) -> None:
+        """``envelope`` is in its mailbox: count it, tell the taps, update the facts. The
+        delivery that ends a hold (``released``) goes to every tap, a plain one only to those
+        that hear them."""
         self.delivered += 1
-        if self.taps:
-            self._record(Delivered(at=self._now(), envelope=envelope))
+        if released:
+            if self.taps:
+                self._record(Delivered(at=self._now(), envelope=envelope))
+        elif self.delivery_taps:
+            self._record_delivery(Delivered(at=self._now(), envelope=envelope))
         if self._observers:
             payload_type = type(envelope.payload)
             observers = self._observers_by_payload.get(payload_type)
@@ -334,7 +344,7 @@ class Router:
         except Exception as exc:
             self._dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, str(exc))
             return
-        self.after_delivery(envelope)
+        self.after_delivery(envelope, released=True)
 
     async def _deliver_later(self, envelope: Envelope, box: Mailbox) -> None:
         """Wait for room for a released envelope; if shutdown cancels the wait, dead-letter it."""
@@ -345,14 +355,14 @@ class Router:
             self._dead_letter(envelope, DeadLetterCause.UNDELIVERABLE, reason)
             raise
         if not box.was_drained(envelope):  # else its actor retired and dead-lettered it
-            self.after_delivery(envelope)
+            self.after_delivery(envelope, released=True)
 
     def release(self) -> None:
         """The system is shut down for good (:attr:`closed`): drop the callbacks into it.
         They are the system's own bound methods and the system holds this router, so kept
         they would leave the pair (and every rule, fact and tap they reach) in a reference
         cycle for the garbage collector to find."""
-        self._record = self._dead_letter = self._fail_ask = _system_closed
+        self._record = self._record_delivery = self._dead_letter = self._fail_ask = _system_closed
 
     def drop_held(self) -> None:
         """Dead-letter everything held (the system is shutting down)."""

@@ -23,11 +23,12 @@ import trio
 from conclave.runtime.actor import ActorFactory, run_incarnation
 from conclave.runtime.asks import Asks
 from conclave.runtime.errors import SystemClosed, Undeliverable
-from conclave.runtime.eventlog import EventTap, JsonlEventLog
+from conclave.runtime.eventlog import EventTap, JsonlEventLog, hears_deliveries
 from conclave.runtime.events import (
     EVENT_LOG_FORMAT,
     DeadLetter,
     DeadLetterCause,
+    Delivered,
     Event,
     LogOpened,
     TapFailed,
@@ -61,6 +62,7 @@ class ActorSystem(Asks):
         super().__init__()
         self.name = name
         self._taps: list[EventTap] = list(taps)
+        self._delivery_taps: list[EventTap] = [t for t in self._taps if hears_deliveries(t)]
         self.root = Supervisor(name, root, record=self.record)
         self._supervisors: list[Supervisor] = [self.root]
         self._mailboxes: dict[Address, Mailbox] = {}
@@ -68,8 +70,10 @@ class ActorSystem(Asks):
             name,
             mailboxes=self._mailboxes,
             taps=self._taps,
+            delivery_taps=self._delivery_taps,
             now=self._now,
             record=self.record,
+            record_delivery=self.record_delivery,
             dead_letter=self.dead_letter,
             fail_ask=self._fail_ask,
         )
@@ -281,11 +285,28 @@ class ActorSystem(Asks):
         if failed is not None:
             self._remove_taps(failed)
 
+    def record_delivery(self, event: Delivered) -> None:
+        """:meth:`record` for a plain delivery: only the taps that hear them
+        (:func:`~runtime.eventlog.hears_deliveries`) are handed it. Callers build the event
+        only if :attr:`_delivery_taps` is not empty."""
+        failed: list[tuple[EventTap, Exception]] | None = None
+        for tap in self._delivery_taps:
+            try:
+                tap.record(event)
+            except Exception as exc:
+                if failed is None:
+                    failed = []
+                failed.append((tap, exc))
+        if failed is not None:
+            self._remove_taps(failed)
+
     def _remove_taps(self, failed: list[tuple[EventTap, Exception]]) -> None:
         gone = [tap for tap, _ in failed]
         # A new list, not an edit: a record() further up the stack may be iterating the old one.
         self._taps = [tap for tap in self._taps if not any(tap is g for g in gone)]
+        self._delivery_taps = [tap for tap in self._taps if hears_deliveries(tap)]
         self._router.taps = self._taps
+        self._router.delivery_taps = self._delivery_taps
         for tap, exc in failed:
             self.record(
                 TapFailed(

@@ -86,6 +86,7 @@ from conclave.runtime import (
     StopSignal,
     Supervisor,
     SupervisorSpec,
+    hears_deliveries,
     open_actor_system,
 )
 from conclave.runtime.eventlog import EventLogFailure
@@ -321,6 +322,7 @@ class _TapUntilEnd:
         name = getattr(tap, "name", None)
         self.name = name if isinstance(name, str) else type(tap).__name__
         """What a :class:`~runtime.TapFailed` calls the tap if it raises."""
+        self.hears_deliveries = hears_deliveries(tap)
 
     def until_run_ended(self) -> None:
         """Pass events on up to ``run_ended``, then nothing. Events other taps record while

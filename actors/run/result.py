@@ -84,6 +84,9 @@ def _plain(_instance: object, _field: object, value: Any) -> Any:
 class RunStats:
     """Counts a run's cost from its event stream (the same events replay reads)."""
 
+    hears_deliveries = False
+    """It counts none (:func:`~runtime.eventlog.hears_deliveries`)."""
+
     def __init__(self) -> None:
         self.llm_calls = 0
         self.llm_completed = 0

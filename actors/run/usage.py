@@ -91,6 +91,9 @@ class RunUsage:
 class UsageTap:
     """Counts usage and cost as calls finish; see the module docstring."""
 
+    hears_deliveries = False
+    """Calls only (:func:`~runtime.eventlog.hears_deliveries`)."""
+
     def __init__(
         self,
         agents: Iterable[AgentConfig],
