@@ -56,6 +56,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--case", help=argparse.SUPPRESS)
     p.add_argument("--log-cost", help=argparse.SUPPRESS)
+    p.add_argument("--floor", help=argparse.SUPPRESS)
 
 
 def _not_a_regular_file(path: Path) -> str | None:

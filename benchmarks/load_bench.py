@@ -9,7 +9,9 @@ Scenarios (each prints a table and writes JSON with machine info, parameters and
   24 sets a target for (:data:`BIG_TARGETS`) print it and whether it is met; CPU time is
   printed beside wall time, which other processes on a shared machine inflate. Then what
   the event log costs: the same run (ring, L = 0, so all runtime work) with its log and
-  without, interleaved, against :data:`LOG_COST_TARGET`.
+  without, interleaved, against :data:`LOG_COST_TARGET`. Then the floor of each targeted
+  case (:mod:`benchmarks.floor`: the same ring run's messages and waits in bare trio), whose
+  CPU per agent is the least any runtime spends, beside the run's own.
 * ``batch``: M independent 3-agent runs at concurrency C; runs/s against C / run latency.
 * ``storm``: all-to-all with refinement on: LLM requests and restarts per run for each
   in-flight policy, against the 2N+1 floor (N answers, N votes, one presentation). Its
@@ -51,6 +53,7 @@ from conclave.benchmarks.bench_args import (
     check_report_path,
     write_report,
 )
+from conclave.benchmarks.floor import measure_floor
 from conclave.benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
 from conclave.config.modes import ModeState, apply_modes
 from conclave.config.schema import (
@@ -262,6 +265,42 @@ def _in_subprocess(case: Case) -> dict[str, Any]:
 
 def _log_cost_in_subprocess(agents: int, repeats: int) -> dict[str, Any]:
     return _subprocess_row("--log-cost", json.dumps({"agents": agents, "repeats": repeats}))
+
+
+def _floor_in_subprocess(case: Case) -> dict[str, Any]:
+    floor = {"agents": case.agents, "latency": case.latency, "quiet": case.quiet or 0.0}
+    return _subprocess_row("--floor", json.dumps({**floor, "repeats": case.repeats}))
+
+
+def floor_cases(cases: Sequence[Case], quick: bool) -> list[Case]:
+    """The cases whose floor is measured: those with a target (:data:`BIG_TARGETS`), with
+    refinement on as their rows are; a quick run's largest ring case with latency instead."""
+    if quick:
+        ring = [c for c in cases if c.visibility == "ring" and c.latency and c.refinement]
+        return [max(ring, key=lambda c: c.agents)] if ring else []
+    return [c for c in cases if (c.agents, c.latency, c.visibility) in BIG_TARGETS and c.refinement]
+
+
+def with_runtime_cpu(floor: dict[str, Any], big: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A floor row with the CPU per agent of the big row it is the floor of, and their ratio."""
+    key = (floor["agents"], floor["latency"])
+    match = next(
+        (
+            r
+            for r in big
+            if (r["agents"], r["latency"]) == key and r["visibility"] == "ring" and r["refinement"]
+        ),
+        None,
+    )
+    if match is None:
+        return floor
+    runtime = round(match["cpu_s"] / match["agents"] * 1e6, 1)
+    return {
+        **floor,
+        "run_cpu_us_per_agent": runtime,
+        "run_over_floor_cpu": round(runtime / floor["cpu_us_per_agent"], 1),
+        "run_wall_over_ideal": match["wall_over_ideal"],
+    }
 
 
 def _subprocess_row(*args: str) -> dict[str, Any]:
@@ -543,6 +582,11 @@ BIG_COLUMNS = (
     "llm_started", "llm_completed", "restarts", "messages_routed", "messages_per_s",
     "dead_letters", "peak_rss_mb", "rss_per_agent_kb", "event_log_mb",
 )  # fmt: skip
+FLOOR_COLUMNS = (
+    "agents", "latency", "repeats", "wall_s", "cpu_s", "ideal_s", "wall_over_ideal",
+    "hops_per_agent", "cpu_us_per_agent", "run_cpu_us_per_agent", "run_over_floor_cpu",
+    "run_wall_over_ideal",
+)  # fmt: skip
 LOG_COST_COLUMNS = (
     "agents", "latency", "visibility", "repeats", "wall_off_s", "wall_on_s", "cpu_off_s",
     "cpu_on_s", "log_cost_wall", "log_cost_cpu", "target", "met", "event_log_mb",
@@ -592,6 +636,17 @@ def _run_scenarios(
         report["scenarios"]["big_log_cost"] = rows
         title = "what the event log costs the big run (ring, L = 0; medians, interleaved)"
         print(_table(title, rows, LOG_COST_COLUMNS))
+        big = report["scenarios"]["big"]
+        floors = _run_all(
+            [
+                (f"floor N={c.agents} L={c.latency}", partial(_floor_in_subprocess, c))
+                for c in floor_cases(cases, quick)
+            ]
+        )
+        rows = [with_runtime_cpu(row, big) for row in floors]
+        report["scenarios"]["big_floor"] = rows
+        title = "the floor: the same ring run's messages and waits in bare trio (floor.py)"
+        print(_table(title, rows, FLOOR_COLUMNS))
     if "batch" in scenarios:
         runs = 100 if quick else 1_000
         cores = os.cpu_count() or 1
@@ -666,6 +721,9 @@ def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = No
         return 0
     if args.log_cost:
         print(json.dumps(measure_log_cost(**json.loads(args.log_cost))))
+        return 0
+    if args.floor:
+        print(json.dumps(measure_floor(**json.loads(args.floor))))
         return 0
     scenarios = args.scenario or ["big", "batch", "storm"]
     # Checked before minutes of measuring, not after; the report's path first, so a bad one
