@@ -73,7 +73,7 @@ def measure(run_spec: RunSpec, setup: str, buffer: int = DEFAULT_BUFFER) -> dict
             stuck.append(hub.subscribe(buffer=buffer))
         async with open_run(run_spec, taps=taps) as handle:
             if hub is not None:
-                hub.bind(handle.system.record)
+                hub.bind(handle.system.record, on_hearing_changed=handle.system.refresh_taps)
             result = await handle.result()
         return str(result.termination)
 

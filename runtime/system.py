@@ -300,13 +300,19 @@ class ActorSystem(Asks):
         if failed is not None:
             self._remove_taps(failed)
 
+    def refresh_taps(self) -> None:
+        """Ask the taps again whether they hear plain deliveries: one whose answer can change
+        (an event hub, as subscribers come and go) calls this when it may have."""
+        # A new list, not an edit: a record_delivery() up the stack may be iterating the old one.
+        self._delivery_taps = [tap for tap in self._taps if hears_deliveries(tap)]
+        self._router.delivery_taps = self._delivery_taps
+
     def _remove_taps(self, failed: list[tuple[EventTap, Exception]]) -> None:
         gone = [tap for tap, _ in failed]
         # A new list, not an edit: a record() further up the stack may be iterating the old one.
         self._taps = [tap for tap in self._taps if not any(tap is g for g in gone)]
-        self._delivery_taps = [tap for tap in self._taps if hears_deliveries(tap)]
         self._router.taps = self._taps
-        self._router.delivery_taps = self._delivery_taps
+        self.refresh_taps()
         for tap, exc in failed:
             self.record(
                 TapFailed(

@@ -28,7 +28,7 @@ import attrs
 import trio
 
 from conclave.actors.events.base import DomainEvent
-from conclave.runtime import Event, message
+from conclave.runtime import Delivered, Event, message
 
 __all__ = [
     "DEFAULT_BUFFER",
@@ -133,6 +133,7 @@ class EventHub(_ClosedOnExit):
         self._routes: dict[type[Event], tuple[_Subscriber, ...]] = {}
         self._names = itertools.count(1)
         self._sink: Callable[[Event], None] | None = None
+        self._on_hearing_changed: Callable[[], None] | None = None
         self._closed = False
         self._recorded = 0
         self._delivered = 0
@@ -224,6 +225,7 @@ class EventHub(_ClosedOnExit):
         subscriber = _Subscriber(name or f"subscriber-{next(self._names)}", wanted, owner)
         self._subscribers.append(subscriber)
         self._routes.clear()
+        self._subscribers_changed()
         return subscriber
 
     def _remove(self, subscriber: _Subscriber) -> None:
@@ -232,11 +234,31 @@ class EventHub(_ClosedOnExit):
         subscriber.active = False
         self._subscribers.remove(subscriber)
         self._routes.clear()
+        self._subscribers_changed()
         subscriber.owner._end()
 
-    def bind(self, record: Callable[[Event], None]) -> None:
-        """Record the hub's own events with ``record`` (the actor system's)."""
+    def _subscribers_changed(self) -> None:
+        if self._on_hearing_changed is not None:
+            self._on_hearing_changed()
+
+    def bind(
+        self,
+        record: Callable[[Event], None],
+        *,
+        on_hearing_changed: Callable[[], None] | None = None,
+    ) -> None:
+        """Record the hub's own events with ``record`` (the actor system's), and call
+        ``on_hearing_changed`` (the system's ``refresh_taps``) whenever a subscriber comes
+        or goes, since :attr:`hears_deliveries` may then change."""
         self._sink = record
+        self._on_hearing_changed = on_hearing_changed
+
+    @property
+    def hears_deliveries(self) -> bool:
+        """Whether a subscriber asked for plain deliveries (:class:`~runtime.Delivered`, or
+        a class above it): only then does a run build them for the hub
+        (:func:`~runtime.eventlog.hears_deliveries`). None of Conclave's own subscribers does."""
+        return any(s.wants(Delivered) for s in self._subscribers)
 
     # ------------------------------------------------------------------ delivering
 
@@ -296,6 +318,7 @@ class EventHub(_ClosedOnExit):
         server's finished runs). Idempotent."""
         self._closed = True
         self._sink = None
+        self._on_hearing_changed = None
         for subscriber in list(self._subscribers):
             self._remove(subscriber)
 

@@ -240,7 +240,8 @@ async def _open_run(
             open_actor_system(name="run", taps=gated) as system,
         ):
             if hub is not None:
-                hub.bind(system.record)
+                hub.bind(system.record, on_hearing_changed=system.refresh_taps)
+                system.refresh_taps()  # a subscriber may have come or gone since it started
             if log is not None:
                 system.record(
                     LogOpened(
@@ -322,7 +323,12 @@ class _TapUntilEnd:
         name = getattr(tap, "name", None)
         self.name = name if isinstance(name, str) else type(tap).__name__
         """What a :class:`~runtime.TapFailed` calls the tap if it raises."""
-        self.hears_deliveries = hears_deliveries(tap)
+        self._tap = tap
+
+    @property
+    def hears_deliveries(self) -> bool:
+        """The tap's own answer, asked each time: a hub's changes with its subscribers."""
+        return hears_deliveries(self._tap)
 
     def until_run_ended(self) -> None:
         """Pass events on up to ``run_ended``, then nothing. Events other taps record while
