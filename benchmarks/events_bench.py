@@ -5,7 +5,8 @@ answers once and votes once, so the run is all runtime work and no waiting), mea
 three ways in interleaved repeats, each in a fresh ``trio.run``:
 
 * **no hub**: ``open_run(spec)``, the run alone;
-* **hub, no subscriber**: ``open_run(spec, taps=[hub])``, the hub offered every event;
+* **hub, no subscriber**: ``open_run(spec, taps=[hub])``, the hub offered every event but
+  plain deliveries (bound, it declines them while no subscriber asks);
 * **hub, 1 stuck subscriber**: the same with one channel subscriber (default buffer) that
   never reads: it fills its buffer, is dropped, and must not slow the run.
 

@@ -4,12 +4,14 @@ Issue 24 asks a 1,000-agent ring run for at most 1.2 times its ideal and a 10,00
 for at most 3 times. Both runs are CPU-bound on one core, so how close a runtime can get
 depends on what the machine does per agent at the very least. This measures that least:
 each agent a trio task with an unbounded memory channel for a mailbox, a coordinator task
-and a bus task like Conclave's, the same hops per agent as a Conclave ring run (start; the
-answer and its verdict; the bus's update to each ring neighbour and "you may vote", held
-until answers have been quiet for the quiet period; the snapshot asked for; the vote and
-its verdict; stop) and the same two calls of the scripted model's latency, drawn with the
-same ±50 % jitter. Messages are tuples; there are no types, no routing rules, no events,
-no log, no supervision, no prompts, no model: whatever a runtime does on top costs more.
+and a bus task like Conclave's, and the messages of a Conclave ring run, 11 per agent: start;
+the answer and its verdict; the answer to the bus, which sends each ring neighbour one update
+per burst; "you may vote", held (like Conclave's routing rule) until no answer has been
+accepted for the quiet period, counted from the acceptance; the snapshot asked for and sent;
+the vote and its verdict; stop. Then one agent presents (asked, and answering). Every agent
+makes the same model calls (an answer, a vote, and one presentation) of L ±50 %. Messages are
+tuples; there are no types, no routing rules, no events, no log, no supervision, no prompts,
+no model: whatever a runtime does on top costs more.
 
 The ideal is this same program on trio's virtual clock (as ``conclave bench`` takes a run's
 ideal), so its ratio is the floor's own; its CPU per agent is what a core must spend per
@@ -32,6 +34,9 @@ __all__ = ["FloorRun", "floor_run", "measure_floor"]
 JITTER = 0.5
 """As the load benchmark's scripted agents: each call takes L times (1 ± 0.5)."""
 
+PRESENTER = 0
+"""The agent that presents once every agent has voted."""
+
 
 class _Kind(enum.Enum):
     START = enum.auto()
@@ -39,12 +44,13 @@ class _Kind(enum.Enum):
     ANSWER_VERDICT = enum.auto()
     ACCEPTED = enum.auto()
     UPDATE = enum.auto()
-    OPEN = enum.auto()
     VOTING_OPEN = enum.auto()
     SNAPSHOT_REQUEST = enum.auto()
     SNAPSHOT = enum.auto()
     VOTE = enum.auto()
     VOTE_VERDICT = enum.auto()
+    PRESENT = enum.auto()
+    PRESENTATION = enum.auto()
     STOP = enum.auto()
 
 
@@ -54,7 +60,7 @@ _Message = tuple[_Kind, int]
 
 class FloorRun:
     """One run of the floor: ``agents`` in a ring, ``latency`` per call, ``quiet`` seconds of
-    no answers before updates and "you may vote" go out."""
+    no accepted answer before the updates and the held "you may vote" go out."""
 
     def __init__(self, agents: int, latency: float, quiet: float) -> None:
         self.agents = agents
@@ -65,9 +71,14 @@ class FloorRun:
         self._boxes = [trio.open_memory_channel[_Message](math.inf) for _ in range(agents)]
         self._coordinator = trio.open_memory_channel[_Message](math.inf)
         self._bus = trio.open_memory_channel[_Message](math.inf)
+        self._held: list[int] = []
+        """Agents whose "you may vote" waits for answers to go quiet."""
+        self._quiet_at = -math.inf
+        """When answers go quiet: the quiet period after the latest acceptance."""
 
     async def run(self) -> None:
-        """Start every agent, and return once every agent has voted and stopped."""
+        """Start every agent, and return once every agent has voted, the presenter has
+        presented and every agent has stopped."""
         async with trio.open_nursery() as nursery:
             for agent in range(self.agents):
                 nursery.start_soon(self._agent, agent)
@@ -84,12 +95,8 @@ class FloorRun:
         self.hops += 1
         self._coordinator[0].send_nowait((kind, agent))
 
-    def _send_to_bus(self, kind: _Kind, agent: int) -> None:
-        self.hops += 1
-        self._bus[0].send_nowait((kind, agent))
-
     async def _agent(self, agent: int) -> None:
-        answer_delay, vote_delay = self._delays[agent]
+        answer_delay, vote_delay, present_delay = self._delays[agent]
         seen = 0
         async for kind, _ in self._boxes[agent][1]:
             if kind is _Kind.START:
@@ -102,6 +109,9 @@ class FloorRun:
             elif kind is _Kind.SNAPSHOT:
                 await trio.sleep(vote_delay)  # the vote's model call
                 self._send_to_coordinator(_Kind.VOTE, agent)
+            elif kind is _Kind.PRESENT:
+                await trio.sleep(present_delay)  # the presentation's model call
+                self._send_to_coordinator(_Kind.PRESENTATION, agent)
             elif kind is _Kind.STOP:
                 return
 
@@ -110,52 +120,52 @@ class FloorRun:
         async for kind, agent in self._coordinator[1]:
             if kind is _Kind.ANSWER:
                 self._send_to_agent(agent, _Kind.ANSWER_VERDICT)
-                self._send_to_bus(_Kind.ACCEPTED, agent)
-                self._send_to_bus(_Kind.OPEN, agent)
+                # Routing the answer to the bus marks answers as arriving (Conclave's
+                # quiet-period fact), and "you may vote" is held behind it.
+                self._quiet_at = trio.current_time() + self.quiet
+                self.hops += 1
+                self._bus[0].send_nowait((_Kind.ACCEPTED, agent))
+                self._held.append(agent)
             elif kind is _Kind.SNAPSHOT_REQUEST:
                 self._send_to_agent(agent, _Kind.SNAPSHOT)
             elif kind is _Kind.VOTE:
                 self._send_to_agent(agent, _Kind.VOTE_VERDICT)
                 voted += 1
                 if voted == self.agents:
-                    break
+                    self._send_to_agent(PRESENTER, _Kind.PRESENT)
+            elif kind is _Kind.PRESENTATION:
+                break
         for agent in range(self.agents):
             self._send_to_agent(agent, _Kind.STOP)
 
     async def _bus_loop(self) -> None:
-        """Updates for each answer's ring neighbours and "you may vote", held while answers
-        arrive: sent once none has for the quiet period (Conclave's bus and its routing
-        rule), an agent's updates of a burst as one message."""
+        """Each answer's ring neighbours are sent one update per burst, and the held "you
+        may vote" are released, once answers have been quiet for the quiet period."""
         receive = self._bus[1]
         updates: set[int] = set()
-        opens: list[int] = []
-        deadline = math.inf
-        delivered = 0
-        while delivered < self.agents:
-            with trio.move_on_at(deadline):
-                kind, agent = await receive.receive()
-                if kind is _Kind.ACCEPTED:
-                    updates.update(((agent - 1) % self.agents, (agent + 1) % self.agents))
-                    deadline = trio.current_time() + self.quiet
-                else:
-                    opens.append(agent)
+        released = 0
+        while released < self.agents or updates or receive.statistics().current_buffer_used:
+            burst = updates or self._held
+            with trio.move_on_at(self._quiet_at if burst else math.inf):
+                _, agent = await receive.receive()
+                updates.update(((agent - 1) % self.agents, (agent + 1) % self.agents))
                 continue
+            if trio.current_time() < self._quiet_at:
+                continue  # an answer came in meanwhile: the burst goes on
             for neighbour in sorted(updates):
                 self._send_to_agent(neighbour, _Kind.UPDATE)
-            for opened in opens:
-                self._send_to_agent(opened, _Kind.VOTING_OPEN)
-            delivered += len(opens)
+            for agent in self._held:
+                self._send_to_agent(agent, _Kind.VOTING_OPEN)
+            released += len(self._held)
             updates.clear()
-            opens.clear()
-            deadline = math.inf
+            self._held.clear()
 
 
-def _delays(agent: int, latency: float) -> tuple[float, float]:
+def _delays(agent: int, latency: float) -> tuple[float, float, float]:
+    """The agent's answer, vote and presentation calls."""
     draw = random.Random(agent)
-    return (
-        latency * (1 + draw.uniform(-JITTER, JITTER)),
-        latency * (1 + draw.uniform(-JITTER, JITTER)),
-    )
+    answer, vote, present = (latency * (1 + draw.uniform(-JITTER, JITTER)) for _ in range(3))
+    return answer, vote, present
 
 
 def floor_run(agents: int, latency: float, quiet: float) -> tuple[float, float, int]:

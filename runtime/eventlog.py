@@ -50,7 +50,8 @@ Deliveries
     With ``deliveries=False`` (a run's log, unless ``conclave run --log-deliveries``) the
     log writes no ``delivered`` line: only the deliveries a ``released`` line of format 3
     stands for. Every other routing fact (``held``, ``released``, ``redirected``,
-    ``dead_letter``) is written as ever, and taps hear every delivery. A run's domain events
+    ``dead_letter``) is written as ever, and taps that ask hear every delivery (such a log
+    declines them: :func:`hears_deliveries`). A run's domain events
     (answers, votes, rounds, calls) already say what its messages did, and no reader of the
     log (replay, the views, resume) reads a delivery; yet in a 1,000-agent ring run they were
     10 of 23 lines per agent and 5.5 of its 7.8 MB, the first mention of nearly every

@@ -54,8 +54,9 @@ class Router:
     """Decides each envelope's fate for one actor system, and keeps the mail it holds.
 
     The system owns the mailboxes, the taps and dead-lettering. The router reads the system's
-    mailbox map itself (so a registered mailbox is seen at once) and its list of taps, to skip
-    building events nobody hears; the system hands it the new list when a tap is removed.
+    mailbox map itself (so a registered mailbox is seen at once) and its lists of taps (all of
+    them, and those that hear plain deliveries), to skip building events nobody hears; the
+    system hands it new lists when a tap is removed or a tap's hearing changes.
     It calls back for recording and dead-lettering.
     """
 

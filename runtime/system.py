@@ -3,7 +3,8 @@
 :class:`ActorSystem` is the facade actors and runs use. It registers mailboxes by address
 (``(kind, key)``), spawns actors under supervisors, sends (the :class:`~runtime.router.Router`
 decides each envelope's fate inline in the sender's task), asks and replies (its base class,
-:class:`~runtime.asks.Asks`), and hands every event to the taps. A tap that raises is removed
+:class:`~runtime.asks.Asks`), and hands every event to the taps (a plain delivery only to those
+that hear them: :func:`~runtime.eventlog.hears_deliveries`). A tap that raises is removed
 and recorded (:class:`TapFailed`); the sender never sees it.
 """
 

@@ -1,7 +1,9 @@
 """EventHub: any number of live watchers of a run, none of which can slow or break it.
 
 The hub is an event tap (it has ``record(event)``), so it goes wherever taps go:
-``open_run(spec, taps=[hub])``. Each event is offered to the subscribers that asked for
+``open_run(spec, taps=[hub])``, or ``drive(spec, hub)``, which binds it to the run (it then
+hears plain deliveries only while a subscriber asks for them:
+:attr:`EventHub.hears_deliveries`). Each event is offered to the subscribers that asked for
 its class, in the recording actor's task, without ever waiting:
 
 * a **channel subscriber** (:meth:`EventHub.subscribe`) gets a bounded trio receive channel.
@@ -172,6 +174,7 @@ class EventHub(_ClosedOnExit):
         subscription: Subscription[Any] = Subscription(self, receive, buffer)
         subscriber = self._add(kinds, name, subscription)
         subscription._attach(subscriber, send)
+        self._subscribers_changed()
         return subscription
 
     @overload
@@ -205,6 +208,7 @@ class EventHub(_ClosedOnExit):
         ``close()`` it, to unsubscribe."""
         subscription: SyncSubscription[Any] = SyncSubscription(self, callback)
         subscription._subscriber = self._add(kinds, name, subscription)
+        self._subscribers_changed()
         return subscription
 
     def _add(
@@ -225,7 +229,6 @@ class EventHub(_ClosedOnExit):
         subscriber = _Subscriber(name or f"subscriber-{next(self._names)}", wanted, owner)
         self._subscribers.append(subscriber)
         self._routes.clear()
-        self._subscribers_changed()
         return subscriber
 
     def _remove(self, subscriber: _Subscriber) -> None:
@@ -234,10 +237,11 @@ class EventHub(_ClosedOnExit):
         subscriber.active = False
         self._subscribers.remove(subscriber)
         self._routes.clear()
-        self._subscribers_changed()
         subscriber.owner._end()
+        self._subscribers_changed()
 
     def _subscribers_changed(self) -> None:
+        """Called once a subscription is whole (attached, or ended)."""
         if self._on_hearing_changed is not None:
             self._on_hearing_changed()
 
@@ -253,11 +257,22 @@ class EventHub(_ClosedOnExit):
         self._sink = record
         self._on_hearing_changed = on_hearing_changed
 
+    def unbind(self) -> None:
+        """Let go of :meth:`bind`'s callables: the run they belong to has ended (a hub kept
+        for the next run, the REPL's or a chat's, would otherwise keep the last run's actor
+        system alive, and tell it of every subscriber that comes or goes)."""
+        self._sink = None
+        self._on_hearing_changed = None
+
     @property
     def hears_deliveries(self) -> bool:
         """Whether a subscriber asked for plain deliveries (:class:`~runtime.Delivered`, or
         a class above it): only then does a run build them for the hub
-        (:func:`~runtime.eventlog.hears_deliveries`). None of Conclave's own subscribers does."""
+        (:func:`~runtime.eventlog.hears_deliveries`). None of Conclave's own subscribers does.
+        A hub that cannot say when that changes (bound without ``on_hearing_changed``, or
+        not bound: a plain tap) hears them all, as every tap did before."""
+        if self._on_hearing_changed is None:
+            return True
         return any(s.wants(Delivered) for s in self._subscribers)
 
     # ------------------------------------------------------------------ delivering
@@ -317,10 +332,9 @@ class EventHub(_ClosedOnExit):
         run's actor system, which a closed hub kept alive for as long as it was kept: a
         server's finished runs). Idempotent."""
         self._closed = True
-        self._sink = None
-        self._on_hearing_changed = None
         for subscriber in list(self._subscribers):
             self._remove(subscriber)
+        self.unbind()
 
 
 _Outcome = tuple[DropCause, str] | None

@@ -37,6 +37,9 @@ Record = Callable[[Event], None]
 class _Loans:
     """The session system's tap: each server event to every run holding a loan."""
 
+    hears_deliveries = False
+    """Server events only (:func:`~runtime.eventlog.hears_deliveries`)."""
+
     def __init__(self) -> None:
         self.records: list[Record] = []
 

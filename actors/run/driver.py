@@ -130,8 +130,9 @@ async def drive(
     """Run ``spec`` to its end: the headless driver every front end shares (``conclave
     run`` wraps it with signal handling; the REPL, batch and Ray call it as it is).
 
-    ``hub`` hears every event of the run and records its own events into it (bound before
-    anything is spawned). ``on_open`` is given the :class:`RunHandle` as soon as the run
+    ``hub`` hears every event of the run (plain deliveries only while a subscriber asks for
+    them) and records its own events into it (bound before anything is spawned, unbound
+    when the run ends). ``on_open`` is given the :class:`RunHandle` as soon as the run
     exists, before its actors are spawned, so a caller can cancel it at any moment.
     ``on_log_failure`` is told, once, if the event log stops (a full disk); the run goes on.
 
@@ -179,7 +180,8 @@ async def open_run(
 
     The handle is yielded once the coordinator and the bus are spawned; the agents are
     spawned in the background, and then every actor starts. ``taps`` and
-    ``hub`` hear every event up to ``run_ended``; ``hub`` is also bound to the run, so its
+    ``hub`` hear every event up to ``run_ended`` (plain deliveries only if they ask:
+    :func:`~runtime.eventlog.hears_deliveries`); ``hub`` is also bound to the run, so its
     own events are recorded. ``on_log_failure``: see :func:`drive`.
 
     Raises only before the run starts: if its event log cannot be created (the directory
@@ -293,6 +295,8 @@ async def _open_run(
         # The handle holds the usage tap: kept, this back-reference would leave the pair,
         # and the run's state they reach, in a reference cycle for the collector.
         usage.on_budget_reached = None
+        if hub is not None:
+            hub.unbind()  # a hub kept for the next run must not keep this one's system
         if log is not None:
             log.close()
         if transcript is not None:

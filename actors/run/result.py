@@ -105,7 +105,7 @@ class RunStats:
 
     def record(self, event: Event) -> None:
         # One dict lookup instead of a chain of isinstance checks: every event of the run
-        # passes through here, and most of them (deliveries) count nothing.
+        # but plain deliveries passes through here, and most of them count nothing.
         counter = _COUNTERS.get(event.kind)
         if counter is not None:
             counter(self, event)

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from conclave.benchmarks import floor, load_bench
 
 
-async def test_every_agent_answers_votes_and_stops_in_twelve_hops(autojump_clock: object) -> None:
+async def test_every_agent_answers_votes_and_stops_in_eleven_hops_and_one_presents(
+    autojump_clock: object,
+) -> None:
     run = floor.FloorRun(agents=7, latency=0.2, quiet=0.1)
 
     await run.run()
 
-    assert run.hops == 7 * 12
+    assert run.hops == 7 * 11 + 2
 
 
-async def test_a_run_waits_its_two_calls_and_one_quiet_period(autojump_clock: object) -> None:
-    answer, vote = floor._delays(0, 0.2)
+async def test_a_run_waits_its_calls_and_one_quiet_period(autojump_clock: object) -> None:
+    answer, vote, present = floor._delays(0, 0.2)
     started = trio.current_time()
 
     await floor.FloorRun(agents=1, latency=0.2, quiet=0.1).run()
 
-    assert trio.current_time() - started == answer + 0.1 + vote
+    assert trio.current_time() - started == pytest.approx(answer + 0.1 + vote + present)
+
+
+async def test_without_a_quiet_period_the_run_ends_each_answer_its_own_burst(
+    autojump_clock: object,
+) -> None:
+    run = floor.FloorRun(agents=5, latency=0.2, quiet=0.0)
+
+    with trio.fail_after(10):
+        await run.run()
+
+    assert run.hops > 5 * 11 + 2  # neighbours get an update per answer, not one per burst
 
 
 def test_the_delays_jitter_around_the_latency_by_half_at_most() -> None:
@@ -37,7 +51,7 @@ def test_the_floor_row_gives_its_ratio_to_its_own_ideal_and_its_cpu_per_agent() 
     assert row["ideal_s"] >= 0.02
     assert row["wall_over_ideal"] == round(row["wall_s"] / row["ideal_s"], 2)
     assert row["cpu_us_per_agent"] == round(row["cpu_s"] / 20 * 1e6, 1)
-    assert row["hops_per_agent"] == 12
+    assert row["hops_per_agent"] == 11.1  # and the presentation's two
 
 
 def test_the_floor_is_measured_for_the_targeted_cases_with_refinement_on() -> None:

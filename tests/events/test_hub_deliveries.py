@@ -13,8 +13,9 @@ from tests.events.test_watch_run import spec
 from tests.runtime.helpers import Journal, Note, addr, worker
 
 
-def test_a_hub_hears_deliveries_while_a_subscriber_asks_for_them_or_a_class_above() -> None:
+def test_a_bound_hub_hears_deliveries_while_a_subscriber_asks_for_them_or_a_class_above() -> None:
     hub = EventHub()
+    hub.bind(lambda event: None, on_hearing_changed=lambda: None)
     answers: list[bool] = []
     with hub.subscribe_sync(lambda event: None, [DomainEvent]):
         answers.append(hub.hears_deliveries)
@@ -25,10 +26,33 @@ def test_a_hub_hears_deliveries_while_a_subscriber_asks_for_them_or_a_class_abov
     assert answers == [False, True, False]
 
 
+def test_a_hub_that_cannot_tell_the_system_of_changes_hears_every_delivery() -> None:
+    plain, bound_without_callback, unbound = EventHub(), EventHub(), EventHub()
+    bound_without_callback.bind(lambda event: None)
+    unbound.bind(lambda event: None, on_hearing_changed=lambda: None)
+    unbound.unbind()
+
+    assert plain.hears_deliveries
+    assert bound_without_callback.hears_deliveries
+    assert unbound.hears_deliveries
+
+
+def test_subscribers_coming_and_going_tell_the_bound_callback_each_time() -> None:
+    hub, told = EventHub(), list[bool]()
+    hub.bind(lambda event: None, on_hearing_changed=lambda: told.append(hub.hears_deliveries))
+    with hub.subscribe_sync(lambda event: None, [Delivered]):
+        pass
+    with hub.subscribe(kinds=[Delivered]):
+        pass
+
+    assert told == [True, False, True, False]
+
+
 async def test_a_bound_hub_is_offered_plain_deliveries_only_while_they_are_asked_for() -> None:
     hub, journal, heard = EventHub(), Journal(), list[Event]()
     async with open_actor_system(taps=[hub]) as system:
         hub.bind(system.record, on_hearing_changed=system.refresh_taps)
+        system.refresh_taps()  # as the run driver does: unbound, the hub heard everything
         system.spawn(addr("a"), worker(journal))
         await wait_all_tasks_blocked()
         before = hub.statistics().recorded

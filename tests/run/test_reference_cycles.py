@@ -5,10 +5,15 @@ instead of a full collection every few runs freeing hundreds of thousands of obj
 
 from __future__ import annotations
 
+import weakref
+
 import trio
 
-from conclave.actors.run.driver import RunSpec, open_run, run
+from conclave.actors.events import EventHub
+from conclave.actors.run.driver import RunSpec, drive, open_run, run
+from conclave.actors.run.handle import RunHandle
 from conclave.actors.run.result import Termination
+from conclave.runtime import ActorSystem
 from tests.coordination.helpers import TASK, agents, config
 from tests.cyclic_garbage import collector_paused, cyclic_garbage
 
@@ -57,3 +62,22 @@ async def test_a_cancelled_run_leaves_none_of_its_state_in_a_reference_cycle(
 
     assert termination is Termination.CANCELLED
     assert not RUN_CLASSES & garbage.keys(), garbage.most_common(20)
+
+
+async def test_a_hub_kept_for_the_next_run_keeps_nothing_of_the_run_it_watched(
+    autojump_clock: object,
+) -> None:
+    hub = EventHub()  # the REPL's and a chat's: one hub for a session of runs
+    spec = RunSpec(task=TASK, config=config(*agents(5, latency=1.0), visibility="ring"))
+    systems: list[weakref.ref[ActorSystem]] = []
+
+    def opened(handle: RunHandle) -> None:
+        systems.append(weakref.ref(handle.system))
+
+    with collector_paused(), hub.subscribe_sync(lambda event: None, name="ui"):
+        termination = (await drive(spec, hub, on_open=opened)).termination
+        hub.subscribe_sync(lambda event: None, name="next turn").close()
+        [system] = systems
+
+        assert termination is Termination.COMPLETED
+        assert system() is None  # freed at once, by reference counting

@@ -11,6 +11,7 @@ from conclave.runtime import (
     Held,
     MemoryTap,
     Released,
+    TapFailed,
     hears_deliveries,
     open_actor_system,
 )
@@ -67,6 +68,34 @@ async def test_the_delivery_that_ends_a_hold_reaches_a_tap_that_declines_deliver
     kinds = [type(e) for e in declining.events if isinstance(e, Held | Released | Delivered)]
     assert kinds == [Held, Released, Delivered]
     assert _delivered(declining.events) == [Note(text="held")]
+
+
+class FailsOnDeliveries(MemoryTap):
+    """Hears deliveries, and raises on each (think: a debugging tap with a bug)."""
+
+    name = "failing-deliveries"
+
+    def record(self, event: Event) -> None:
+        if isinstance(event, Delivered):
+            raise RuntimeError("cannot take a delivery")
+        super().record(event)
+
+
+async def test_a_tap_that_raises_on_a_delivery_is_removed_and_hears_nothing_more(
+    journal: Journal,
+) -> None:
+    failing, declining = FailsOnDeliveries(), NoDeliveries()
+    async with open_actor_system(taps=[failing, declining]) as system:
+        system.spawn(addr("a"), worker(journal))
+        await system.tell(addr("a"), Note(text="first"))
+        system.record(TapFailed(at=0.0, tap="marker", error="after the first delivery"))
+        await system.tell(addr("a"), Note(text="second"))
+        await wait_all_tasks_blocked()
+
+    [failed] = [e for e in declining.of_type(TapFailed) if e.tap == "failing-deliveries"]
+    assert failed.error == "RuntimeError: cannot take a delivery"
+    assert not any(isinstance(e, TapFailed) and e.tap == "marker" for e in failing.events)
+    assert journal.handled("a") == [("first", 1), ("second", 1)]
 
 
 def test_hears_deliveries_reads_the_attribute_and_defaults_to_yes() -> None:
