@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -109,9 +110,43 @@ def test_the_log_cost_compares_runs_with_and_without_their_event_log(
 
     assert row["event_log_mb"] > 0  # the logged runs wrote a log
     assert row["all_completed"]
-    cost = row["cpu_on_s"] / row["cpu_off_s"] - 1
-    assert row["met"] == (cost <= load_bench.LOG_COST_TARGET)
+    assert row["log_cost_cpu"] == f"{round(row['cpu_on_s'] / row['cpu_off_s'] - 1, 3):+.1%}"
+    estimates = [float(row[k].rstrip("%")) / 100 for k in ("log_cost_cpu", "log_cost_cpu_paired")]
+    assert row["met"] == all(e <= load_bench.LOG_COST_TARGET for e in estimates)
     assert row["target"] == "<= 15%"
+
+
+def test_the_log_cost_pairs_adjacent_runs_and_needs_both_estimates_at_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # CPU seconds in the order measured: the warm-up, then pairs (on, off), (off, on), (on, off).
+    steady = [1.0, 1.3, 1.0, 1.0, 1.0, 1.0, 1.0]
+    # Two of three pairs say the log costs +20 %; the machine's speed moved between and
+    # within pairs, and the medians' ratio alone (1.2 s on, 2.0 s off) says -40 %.
+    drifting = [1.0, 1.2, 1.0, 2.0, 2.4, 1.0, 2.0]
+    cpus = iter(steady + drifting)
+
+    def timed(config: object, log_dir: object, failures: list[str]) -> Any:
+        cpu = next(cpus)
+        result = SimpleNamespace(termination="completed")
+        return load_bench._Measured(wall=cpu, cpu=cpu, result=result, log_bytes=1)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load_bench, "_timed_run", timed)
+
+    calm = load_bench.measure_log_cost(agents=3, repeats=3)
+    drifted = load_bench.measure_log_cost(agents=3, repeats=3)
+
+    assert (calm["log_cost_cpu"], calm["log_cost_cpu_paired"], calm["met"]) == (
+        "+0.0%",
+        "+0.0%",
+        True,
+    )
+    assert (drifted["log_cost_cpu"], drifted["log_cost_cpu_paired"], drifted["met"]) == (
+        "-40.0%",
+        "+20.0%",
+        False,
+    )
 
 
 def test_a_big_run_with_a_target_says_it_and_whether_it_was_met(
