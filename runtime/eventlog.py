@@ -348,10 +348,10 @@ class JsonlEventLog:
         deliveries: bool,
     ) -> None:
         self.path = path
-        self._deliveries = deliveries
         self.hears_deliveries = deliveries
-        """A log that writes no plain deliveries needs only those after a release (see
-        :func:`hears_deliveries`), which every tap hears."""
+        """Whether it writes plain deliveries. One that does not is not even handed them (a
+        third of a run's events): it needs only those after a release, which every tap hears
+        (:func:`hears_deliveries`); one that comes later (its mailbox was full) is skipped."""
         self.on_failure = on_failure
         self.failure: EventLogFailure | None = None
         self._file: LogFile | None = file
@@ -376,8 +376,6 @@ class JsonlEventLog:
         if self._file is None or cls.ephemeral:
             return
         queue = self._queue
-        if cls is Delivered and not self._deliveries and not _releasing(queue, event):
-            return  # not even queued: deliveries are nearly half the events a run records
         if queue is None:
             self._write([event])
             return
@@ -427,7 +425,7 @@ class JsonlEventLog:
                         lines.append(line)
                         continue
                 elif cls is Delivered and (
-                    not self._deliveries or _to_itself(event.envelope)  # type: ignore[attr-defined]
+                    not self.hears_deliveries or _to_itself(event.envelope)  # type: ignore[attr-defined]
                 ):
                     at += 1
                     continue
@@ -658,15 +656,6 @@ def _describe(exc: BaseException) -> str:
 _CARRIES_ENVELOPE: dict[type[Event], bool] = {}
 _WRITTEN_OUT: dict[type[Event], str] = {cls: cls.kind for cls in (Delivered, Held, Released)}
 """Envelope events whose lines :meth:`JsonlEventLog._encode_mention` builds itself."""
-
-
-def _releasing(queue: collections.deque[Event] | None, delivered: Event) -> bool:
-    """Whether ``delivered`` delivers the envelope the last queued event released: the pair
-    a line of releases stands for (format 3)."""
-    if not queue:
-        return False
-    last = queue[-1]
-    return type(last) is Released and last.envelope is delivered.envelope  # type: ignore[attr-defined]
 
 
 def _to_itself(envelope: Envelope) -> bool:
