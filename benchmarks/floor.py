@@ -88,22 +88,23 @@ class FloorRun:
             await self._coordinator_loop()
 
     def _send_to_agent(self, agent: int, kind: _Kind) -> None:
-        self.hops += 1
-        self._boxes[agent][0].send_nowait((kind, agent))
+        self._send(self._boxes[agent][0], kind, agent)
 
     def _send_to_coordinator(self, kind: _Kind, agent: int) -> None:
+        self._send(self._coordinator[0], kind, agent)
+
+    def _send(self, box: trio.MemorySendChannel[_Message], kind: _Kind, agent: int) -> None:
         self.hops += 1
-        self._coordinator[0].send_nowait((kind, agent))
+        box.send_nowait((kind, agent))
 
     async def _agent(self, agent: int) -> None:
+        """Verdicts and updates are taken and ignored: the model sees answers in the
+        snapshot its vote asks for."""
         answer_delay, vote_delay, present_delay = self._delays[agent]
-        seen = 0
         async for kind, _ in self._boxes[agent][1]:
             if kind is _Kind.START:
                 await trio.sleep(answer_delay)  # the answer's model call
                 self._send_to_coordinator(_Kind.ANSWER, agent)
-            elif kind is _Kind.UPDATE:
-                seen += 1
             elif kind is _Kind.VOTING_OPEN:
                 self._send_to_coordinator(_Kind.SNAPSHOT_REQUEST, agent)
             elif kind is _Kind.SNAPSHOT:
@@ -123,8 +124,7 @@ class FloorRun:
                 # Routing the answer to the bus marks answers as arriving (Conclave's
                 # quiet-period fact), and "you may vote" is held behind it.
                 self._quiet_at = trio.current_time() + self.quiet
-                self.hops += 1
-                self._bus[0].send_nowait((_Kind.ACCEPTED, agent))
+                self._send(self._bus[0], _Kind.ACCEPTED, agent)
                 self._held.append(agent)
             elif kind is _Kind.SNAPSHOT_REQUEST:
                 self._send_to_agent(agent, _Kind.SNAPSHOT)

@@ -211,7 +211,7 @@ def measure_log_cost(agents: int, repeats: int) -> dict[str, Any]:
     ``repeats`` times each, in pairs of adjacent runs, the pairs alternating which goes
     first, so drift on a shared machine hits both alike. Two estimates of the CPU cost: the
     ratio of the medians, and the median of the pairs' ratios (two runs seconds apart share
-    the machine's state; on a shared VM one pair reads anywhere from -20 % to +40 %, so a
+    the machine's state; on a shared VM one pair read anywhere from -20 % to +69 %, so a
     verdict needs many pairs). The verdict needs both at the target; wall medians, which
     other processes inflate, are shown beside them."""
     config = Case(agents=agents, latency=0.0, visibility="ring").config()
@@ -642,7 +642,7 @@ def _run_scenarios(
         label = f"event log on vs off N={agents}"
         rows = _run_all([(label, partial(_log_cost_in_subprocess, agents, pairs))])
         report["scenarios"]["big_log_cost"] = rows
-        title = "what the event log costs the big run (ring, L = 0; medians, interleaved)"
+        title = "what the event log costs the big run (ring, L = 0; pairs of adjacent runs)"
         print(_table(title, rows, LOG_COST_COLUMNS))
         big = report["scenarios"]["big"]
         floors = _run_all(
