@@ -29,9 +29,10 @@ Format 1
 
 What it saves
     A 2,000-agent ring run wrote 8 lines and 3.9 kB per agent (7.8 MB); it writes 4 lines
-    and 2.45 kB (4.9 MB). Its CPU is about the same (30-32 µs per agent inside the run,
-    timed around each write): most of it is cutting each round's long prompt into pieces
-    (~8 µs) and building the lines' objects, which batching does not change.
+    and 2.4 kB (4.8 MB). Batching left its CPU about the same; what made it cheaper was
+    not cutting its round-2 prompts (1.1 kB) into pieces: 36 µs per agent for its 4 lines
+    against 85, timed around each line on a slower machine
+    (:data:`~actors.agent.transcript_texts.TEXT_MIN_CHARS`).
 
 Reach
     Both sides keep the numbered messages met (written or referred to) in two generations
