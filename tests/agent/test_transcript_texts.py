@@ -145,6 +145,28 @@ def test_a_text_just_long_enough_is_written_once_and_shorter_lines_as_they_are(
     ]
 
 
+def test_a_prompt_of_about_one_piece_is_written_whole(tmp_path: Path) -> None:
+    """A big ring run's round prompt (1.1-1.5 kB: three short answers between the round's
+    words) would be one piece, holding its start, which no other prompt repeats: cutting it
+    costs time and bytes and saves nothing."""
+    path = tmp_path / "transcripts.jsonl"
+    log = _log(path)
+    answer = "".join(
+        f"{n}. an idea worth a line of its own, and a few more words\n" for n in range(7)
+    )
+    for me in ("agent1", "agent2"):
+        prompt = f"<answers nonce>\n{answer * 3}</answers>\nYou are {me}. Answer or vote."
+        assert 1024 < len(prompt) < TEXT_MIN_CHARS
+        log.write(2, CallPurpose.ROUND, ChatMessage(role="user", content=prompt))
+
+    lines = [json.loads(raw) for raw in path.read_bytes().splitlines()[1:]]
+    assert [PIECES_KEY in line for line in lines] == [False, False]
+    assert [line["content"].endswith("Answer or vote.") for line in read_transcripts(path)] == [
+        True,
+        True,
+    ]
+
+
 def test_reading_a_damaged_line_names_it(tmp_path: Path) -> None:
     path = tmp_path / "transcripts.jsonl"
     path.write_text('{"content": null, "pieces": {"/content": [3]}}\n')
