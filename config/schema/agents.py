@@ -25,7 +25,7 @@ def _check_agent_id(_inst: object, _attr: attrs.Attribute[str], value: str) -> N
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class AgentConfig:
     id: str = attrs.field(validator=_check_agent_id)
     persona: str = ""
