@@ -132,10 +132,17 @@ class ContextPath:
 
 def parse_context_flag(text: str) -> ContextPath:
     """``--context PATH`` (read-only) or ``--context PATH:w`` (writable). Raises
-    ``ValueError`` naming the path and the fix when it does not exist or cannot be written."""
+    ``ValueError`` naming the path and the fix when it is empty, does not exist or cannot be
+    written.
+
+    An empty path (``""``, ``":w"``: an unset shell variable in ``"$DIR:w"``) is refused, as
+    in the config file: ``Path("")`` is the current directory, and granting it silently would
+    widen the agents' reach to everything under it."""
     path, writable = (text[:-2], True) if text.endswith(":w") else (text, False)
     if path.endswith(":r"):
         path = path[:-2]
+    if not path.strip():
+        raise ValueError("the path is empty; pass a directory, such as ./src or ./src:w")
     permission = ContextPermission.WRITE if writable else ContextPermission.READ
     head, colon, suffix = path.rpartition(":")
     if colon and suffix and "/" not in suffix and not Path(path).exists() and Path(head).exists():

@@ -483,3 +483,32 @@ def test_the_footer_names_no_list_file_that_is_not_there(tmp_path: Path) -> None
     )
 
     assert writes_footer(result) == "6 files changed in context paths (6 new)"
+
+
+@pytest.mark.parametrize("value", ["", ":w", ":r", "  :w"])
+def test_a_context_flag_with_an_empty_path_is_a_usage_error_not_the_current_directory(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An unset shell variable (--context "$DIR:w") must not grant the working directory.
+    code = main(["run", "--context", value, TASK])
+
+    assert code == ExitCode.USAGE
+    assert (
+        "--context: the path is empty; pass a directory, such as ./src or ./src:w"
+        in capsys.readouterr().err
+    )
+
+
+def test_a_batch_context_flag_with_an_empty_path_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t1", "task": TASK}) + "\n", encoding="utf-8")
+
+    results = tmp_path / "results.jsonl"
+
+    code = main(["batch", str(tasks), "--out", str(results), "--context", ":w"])
+
+    assert code == ExitCode.USAGE
+    assert "--context: the path is empty" in capsys.readouterr().err
+    assert not results.exists()
