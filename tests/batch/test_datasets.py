@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,127 @@ def test_a_malformed_chat_input_is_a_bad_line(
 
     assert ran.code == 2
     assert f'chat.jsonl:1: "task": {says}' in ran.err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("empty.jsonl", "", "holds no task; expected one JSON object per line"),
+        ("blank.jsonl", "\n  \n\n", "holds no task; expected one JSON object per line"),
+        ("empty.csv", "", "holds no task; expected a header row naming the fields, then one "
+         "row per task"),
+        ("header.csv", "id,task\n", "holds only its header row; expected one row per task "
+         "below it"),
+    ],
+)  # fmt: skip
+def test_a_tasks_file_holding_no_task_is_refused_and_no_results_file_is_made(
+    tmp_path: Path, answering: Path, capsys: Capsys, name: str, text: str, said: str
+) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+
+    ran = batch(capsys, name, "--out", "out.jsonl", "--config", answering)
+
+    assert ran.code == 2
+    assert f"conclave batch: {name} {said} (docs/batch.md)" in ran.err
+    assert ran.out == ""
+    assert not (tmp_path / "out.jsonl").exists()
+    assert not (tmp_path / "out.jsonl.lock").exists()
+
+
+def test_a_dry_run_of_a_tasks_file_holding_no_task_exits_2(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+
+    ran = batch(capsys, "empty.jsonl", "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    assert "empty.jsonl holds no task" in ran.err
+
+
+def test_a_tasks_file_whose_every_line_is_bad_runs_nothing_and_makes_no_results_file(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "bad.jsonl", ["# a comment", "{"])
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", answering)
+
+    assert ran.code == 2
+    assert "bad.jsonl:1: not JSON" in ran.err and "bad.jsonl:2: not JSON" in ran.err
+    assert "bad.jsonl: every line is bad (2 bad lines, above); nothing ran" in ran.err
+    assert ran.out == ""
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_csv_row_whose_quote_is_never_closed_is_a_bad_line_and_the_rows_after_it_run(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "q.csv").write_text(
+        'id,task\n1,hello\n2,"unterminated\n3,world\n', encoding="utf-8"
+    )
+
+    ran = batch(capsys, "q.csv", "--out", "out.jsonl", "--config", answering)
+
+    assert ran.code == 2
+    assert "q.csv:3: a quoted cell opened on this line is never closed" in ran.err
+    assert sorted(r["id"] for r in results(tmp_path / "out.jsonl")) == ["1", "3"]
+
+
+def test_a_csv_quoted_cell_with_text_after_its_closing_quote_is_a_bad_line(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "q.csv").write_text('id,task\n1,"He said "hi" to me"\n2,fine\n', encoding="utf-8")
+
+    ran = batch(capsys, "q.csv", "--dry-run", "--config", answering)
+
+    assert ran.code == 2
+    assert "q.csv:2: a quoted cell's closing quote is followed by text" in ran.err
+    assert 'write a quote inside a quoted cell as two ("")' in ran.err
+    assert "1 good line, 1 bad line" in ran.err
+
+
+def test_a_csv_file_split_by_another_delimiter_says_so_once_and_makes_no_results_file(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    (tmp_path / "semi.csv").write_text("id;task\n1;hello\n", encoding="utf-8")
+
+    ran = batch(capsys, "semi.csv", "--out", "out.jsonl", "--config", answering)
+
+    assert ran.code == 2
+    [message] = [line for line in ran.err.splitlines() if "semi.csv" in line]
+    assert "skipped" not in message and "as its delimiter" in message
+    assert ran.out == ""
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('{"id": 1, "task": "a\tb"}', "Invalid control character"),
+        ('{"id": 1, "task": "never closed}', "Unterminated string starting"),
+        ('{"id": 1, "task": "t"} extra', "Extra data"),
+    ],
+)
+def test_a_line_that_is_not_json_says_what_is_wrong_and_where_once(
+    tmp_path: Path, answering: Path, capsys: Capsys, line: str, says: str
+) -> None:
+    source = write_tasks(tmp_path / "bad.jsonl", [line])
+
+    ran = batch(capsys, source, "--dry-run", "--config", answering)
+
+    [message] = [e for e in ran.err.splitlines() if "bad.jsonl:1:" in e]
+    assert f"bad.jsonl:1: not JSON ({says}" in message
+    assert re.search(r"[a-z'] at column \d+\)", message), message
+    assert " at at " not in message
+
+
+def test_a_csv_task_longer_than_the_csv_modules_own_limit_is_read(
+    tmp_path: Path, answering: Path, capsys: Capsys
+) -> None:
+    long = "x" * 200_000  # the csv module refuses cells over 131,072 characters by default
+    (tmp_path / "long.csv").write_text(f"id,task\n1,{long}\n", encoding="utf-8")
+
+    ran = batch(capsys, "long.csv", "--dry-run", "--config", answering)
+
+    assert ran.code == 0, ran.err
+    assert "1 good line, 0 bad lines" in ran.err

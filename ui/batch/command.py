@@ -93,6 +93,15 @@ def batch_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE if setup.bad else ExitCode.OK
+    if not setup.tasks:
+        # Said before RESULTS is made: an empty results file and a table of zeros would
+        # read as a batch that ran.
+        print(
+            f"conclave batch: {source}: every line is bad "
+            f"({plural(len(setup.bad), 'bad line')}, above); nothing ran",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     for flag, directory in (("--log-dir", args.log_dir), ("--cache", args.cache)):
         if directory is not None and (refused := _unwritable_directory(flag, directory)):
             print(f"conclave batch: {refused}", file=sys.stderr)

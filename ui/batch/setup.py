@@ -18,6 +18,7 @@ from conclave.config.modes import AgentMode, CollaborationMode, ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import ConclaveConfig
+from conclave.ui.batch.dataset import DatasetError
 from conclave.ui.batch.extract import Extractor, parse_extractor
 from conclave.ui.batch.fingerprint import config_hash
 from conclave.ui.batch.grading import (
@@ -132,6 +133,8 @@ def prepare(args: argparse.Namespace) -> BatchSetup:
             f"cannot read {display_path(tasks_path)} ({exc.strerror or exc}); pass the path "
             "of a tasks file (JSON Lines, or CSV with a header row)"
         ) from None
+    except DatasetError as exc:  # an empty file, a CSV file split by semicolons
+        raise UsageError(exc.render(display_path(tasks_path))) from None
     grader, extractor = _grading_flags(args)
     judge = load_judge(args.judge) if args.judge is not None else None
     good: list[TaskLine] = []

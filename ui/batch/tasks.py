@@ -101,12 +101,13 @@ class Fields:
 
 def read_tasks(path: Path, fields: Fields | None = None) -> tuple[list[TaskLine], list[BadLine]]:
     """Every good line and every bad one, in file order (JSON Lines or CSV:
-    :mod:`ui.batch.dataset`). Raises ``OSError`` if the file cannot be read at all."""
+    :mod:`ui.batch.dataset`). Raises ``OSError`` if the file cannot be read at all, and
+    :class:`~ui.batch.dataset.DatasetError` if it holds no line or is no dataset at all."""
     fields = fields if fields is not None else Fields()
     good: list[TaskLine] = []
     bad: list[BadLine] = []
     seen: dict[str, int] = {}
-    rows = list(read_rows(path))
+    rows = read_rows(path)
     has_ids = fields.id_named or any(
         not isinstance(row, str) and fields.id in row for _, row in rows
     )
