@@ -12,9 +12,14 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from conclave.ui.entry import discard_stdout, stdout_is_closed
 from conclave.ui.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from conclave.actors.session.catalogue import SessionSummary
 
 __all__ = ["add_sessions_command", "sessions_command"]
 
@@ -38,15 +43,33 @@ def add_sessions_command(sub: argparse._SubParsersAction[Any]) -> None:
 def sessions_command(*, as_json: bool) -> int:
     # Imported here: registering the command must not load the codec (``--help`` speed).
     from conclave.actors.session.catalogue import list_sessions
-    from conclave.ui.sessions import age, sessions_root
+    from conclave.ui.sessions import sessions_root
 
     found = list_sessions(sessions_root())
-    if as_json:
-        print(json.dumps([s.to_json() for s in found], indent=2, ensure_ascii=False))
-        return ExitCode.OK
-    if not found:
+    if not found and not as_json:
         print("no sessions in this directory yet; `conclave` starts one", file=sys.stderr)
         return ExitCode.OK
+    if stdout_is_closed():
+        return _cannot_list("it is closed")
+    try:
+        _print_list(found, as_json=as_json)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # the reader left (``| head``): the command ends quietly (ui/cli.py)
+    except OSError as exc:
+        discard_stdout()
+        return _cannot_list(str(exc.strerror or exc))
+    if not as_json:
+        print("\nresume one: conclave --resume ID (or conclave -c for the latest)", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _print_list(found: Sequence[SessionSummary], *, as_json: bool) -> None:
+    from conclave.ui.sessions import age
+
+    if as_json:
+        print(json.dumps([s.to_json() for s in found], indent=2, ensure_ascii=False))
+        return
     now = time.time()
     rows = [("ID", "LAST USED", "TURNS", "FIRST PROMPT")]
     for s in found:
@@ -59,5 +82,10 @@ def sessions_command(*, as_json: bool) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
-    print("\nresume one: conclave --resume ID (or conclave -c for the latest)", file=sys.stderr)
-    return ExitCode.OK
+
+
+def _cannot_list(why: str) -> int:
+    """A stdout closed before the command started, or failing (a full disk): one line on
+    stderr and exit 1, as a run's result that cannot be written."""
+    print(f"conclave sessions: cannot write the list to stdout ({why})", file=sys.stderr)
+    return ExitCode.FAILED

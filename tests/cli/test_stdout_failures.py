@@ -1,10 +1,13 @@
-"""Output that fails. A full stdout (``> /dev/full``) ends the command with one line on
-stderr and exit code 1, never a crash inside the run; a reader that went away (``| head``)
-ends it quietly with the run's own exit code; an event log that cannot be written is
-reported once on stderr and the run goes on to print its result."""
+"""Output that fails. A full stdout (``> /dev/full``) or one closed before the command
+started (``>&-``) ends the command with one line on stderr and exit code 1, never a crash
+inside the run; a reader that went away (``| head``) ends it quietly with the run's own exit
+code; a closed stderr loses the messages but never sends them to stdout; an event log that
+cannot be written is reported once on stderr and the run goes on to print its result."""
 
 from __future__ import annotations
 
+import json
+import os
 import resource
 import subprocess
 from pathlib import Path
@@ -33,6 +36,89 @@ def test_a_full_stdout_ends_with_one_line_and_exit_code_1(
     assert "its log is in run" in message
     assert "Traceback" not in done.stderr
     assert "Exception ignored" not in done.stderr
+
+
+def _close_stdout() -> None:
+    os.close(1)
+
+
+def _close_stderr() -> None:
+    os.close(2)
+
+
+@pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])
+def test_a_closed_stdout_ends_with_one_line_and_exit_code_1(
+    output_format: str, fast_config: Path, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [str(CONCLAVE), "run", "--config", str(fast_config), "--log-dir", "run",
+         "--output-format", output_format, TASK],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=_close_stdout,
+    )  # fmt: skip
+
+    assert done.returncode == ExitCode.FAILED, done.stderr
+    [message] = [line for line in done.stderr.splitlines() if "stdout" in line]
+    assert message == (
+        "conclave: cannot write the result to stdout (it is closed); "
+        "the run ended completed and its log is in run"
+    )
+    assert "Traceback" not in done.stderr
+    assert "internal error" not in done.stderr
+
+
+def test_a_closed_stderr_keeps_stdout_the_json_result_alone(
+    fast_config: Path, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [str(CONCLAVE), "run", "--config", str(fast_config), "--output-format", "json", TASK],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, timeout=60, preexec_fn=_close_stderr,
+    )  # fmt: skip
+
+    assert done.returncode == ExitCode.OK
+    assert json.loads(done.stdout)["termination"] == "completed"
+
+
+def test_sessions_with_a_closed_stdout_says_it_cannot_list_them_and_exits_1(
+    fast_config: Path, tmp_path: Path
+) -> None:
+    started = subprocess.run(
+        [str(CONCLAVE), "run", "--config", str(fast_config), TASK],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert started.returncode == ExitCode.OK
+
+    done = subprocess.run(
+        [str(CONCLAVE), "sessions"],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=_close_stdout,
+    )  # fmt: skip
+
+    assert done.returncode == ExitCode.FAILED
+    assert done.stderr == "conclave sessions: cannot write the list to stdout (it is closed)\n"
+
+
+def test_sessions_with_a_full_stdout_says_it_cannot_list_them_and_exits_1(
+    fast_config: Path, tmp_path: Path
+) -> None:
+    started = subprocess.run(
+        [str(CONCLAVE), "run", "--config", str(fast_config), TASK],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert started.returncode == ExitCode.OK
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(CONCLAVE), "sessions", "--json"],
+            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=full, stderr=subprocess.PIPE,
+            text=True, timeout=60,
+        )  # fmt: skip
+
+    assert done.returncode == ExitCode.FAILED
+    assert done.stderr == (
+        "conclave sessions: cannot write the list to stdout (No space left on device)\n"
+    )
 
 
 def test_a_reader_that_left_ends_the_command_quietly_with_the_runs_exit_code(

@@ -14,8 +14,6 @@ before the run has started exits as quietly, with the same codes. Exit codes: ui
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +38,7 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import ConclaveConfig
 from conclave.runtime.eventlog import EventLogExists, EventLogFailure
+from conclave.ui.entry import discard_stdout, stdout_is_closed
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.questions import (
@@ -343,10 +342,13 @@ def _print(
     code: int,
     planned: PlannedResult | None = None,
 ) -> int:
-    """Print the result; a stdout that fails is reported in one line and exits 1, a reader
-    that left (``| head``) ends quietly with the run's own exit code."""
+    """Print the result; a stdout that fails, or was closed before the command started
+    (``>&-``), is reported in one line and exits 1, a reader that left (``| head``) ends
+    quietly with the run's own exit code."""
     from conclave.ui.headless.result import print_result
 
+    if stdout_is_closed():
+        return _cannot_print(result, "it is closed")
     try:
         if fmt == "stream-json":
             extra = planned.fields() if planned is not None else {}
@@ -354,26 +356,21 @@ def _print(
         else:
             print_result(result, fmt, planned=planned)
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
         return code
     except OSError as exc:
-        _discard_stdout()
-        print(
-            f"conclave: cannot write the result to stdout ({exc.strerror or exc}); "
-            f"the run ended {result.termination} and its log is in "
-            f"{display_path(result.log_dir or '-')}",
-            file=sys.stderr,
-        )
-        return ExitCode.FAILED
+        discard_stdout()
+        return _cannot_print(result, str(exc.strerror or exc))
     return code
 
 
-def _discard_stdout() -> None:
-    """Point stdout at /dev/null, so Python's flush at exit does not fail a second time."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+def _cannot_print(result: RunResult, why: str) -> int:
+    print(
+        f"conclave: cannot write the result to stdout ({why}); the run ended "
+        f"{result.termination} and its log is in {display_path(result.log_dir or '-')}",
+        file=sys.stderr,
+    )
+    return ExitCode.FAILED
 
 
 def _fail(message: str, code: ExitCode, fmt: str) -> int:
