@@ -15,8 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from conclave.ui.entry import discard_stdout, stdout_is_closed
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.streams import discard_stdout, stdout_is_closed
 
 if TYPE_CHECKING:
     from conclave.actors.session.catalogue import SessionSummary

@@ -38,7 +38,6 @@ from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.config.schema import ConclaveConfig
 from conclave.runtime.eventlog import EventLogExists, EventLogFailure
-from conclave.ui.entry import discard_stdout, stdout_is_closed
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
 from conclave.ui.headless.questions import (
@@ -58,6 +57,7 @@ from conclave.ui.sessions import (
     sessions_root,
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
+from conclave.ui.streams import discard_stdout, stdout_is_closed
 from conclave.ui.text import display_path
 
 if TYPE_CHECKING:
