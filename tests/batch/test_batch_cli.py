@@ -59,6 +59,20 @@ def test_running_again_skips_the_ids_already_in_results(
     assert [line["id"] for line in results(tmp_path / "out.jsonl")][2:] == ["t2"]
 
 
+def test_a_batch_whose_every_task_is_already_in_results_prints_its_summary_and_exits_0(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    batch(capsys, source, "--out", "out.jsonl", "--config", fast_config)
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config)
+
+    assert ran.code == 0, ran.err
+    assert "2 runs already in out.jsonl; skipped" in ran.err
+    assert ran.out.splitlines()[1].split()[:3] == ["multi", "2", "2"]
+    assert len(results(tmp_path / "out.jsonl")) == 2
+
+
 def test_a_failed_task_is_kept_on_resume_and_fails_the_exit_code(
     tmp_path: Path, fast_config: Path, capsys: Capsys
 ) -> None:
@@ -344,6 +358,48 @@ def test_a_summary_json_path_that_cannot_be_written_is_refused_before_any_run(
 
     assert ran.code == 2
     assert said in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+TOO_LONG = "a" * 300
+"""A file name longer than a file system takes (255 bytes): ENAMETOOLONG."""
+
+
+@pytest.mark.parametrize(
+    ("flag", "asked"),
+    [
+        ("--log-dir", "pass a writable directory"),
+        ("--cache", "pass a writable directory"),
+        ("--summary-json", "pass the path of a file in a writable directory"),
+    ],
+)
+def test_a_path_too_long_for_the_file_system_is_refused_naming_its_flag(
+    tmp_path: Path, fast_config: Path, capsys: Capsys, flag: str, asked: str
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config, flag, TOO_LONG)
+
+    assert ran.code == 2
+    [message] = [line for line in ran.err.splitlines() if TOO_LONG in line]
+    assert message.startswith(f"conclave batch: {flag} {TOO_LONG}: ")
+    assert "(File name too long)" in message and message.endswith(asked)
+    assert "internal error" not in ran.err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_judge_path_too_long_for_the_file_system_is_refused_naming_it(
+    tmp_path: Path, fast_config: Path, capsys: Capsys
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
+
+    ran = batch(capsys, source, "--out", "out.jsonl", "--config", fast_config,
+                "--grade", "model", "--judge", TOO_LONG)  # fmt: skip
+
+    assert ran.code == 2
+    assert f"--judge {TOO_LONG}: cannot read it (File name too long); pass the judge's config" in (
+        ran.err
+    )
     assert not (tmp_path / "out.jsonl").exists()
 
 

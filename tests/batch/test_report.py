@@ -110,6 +110,22 @@ def test_an_html_path_naming_a_directory_is_a_usage_error_saying_so(
     assert ran.out == ""
 
 
+@pytest.mark.parametrize(
+    "html", ["a" * 300 + ".html", "a" * 300 + "/report.html"], ids=["file", "directory"]
+)
+def test_an_html_path_too_long_for_the_file_system_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: Capsys, html: str
+) -> None:
+    out = _compared(tmp_path, capsys)
+
+    ran = report(capsys, out, "--html", html)
+
+    assert ran.code == 2
+    assert f"conclave report: --html {html}: File name too long; pass a writable path" in ran.err
+    assert "internal error" not in ran.err
+    assert ran.out == ""
+
+
 def test_a_failed_html_write_leaves_the_earlier_report_whole_and_no_stray_file(
     tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:

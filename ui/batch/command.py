@@ -29,6 +29,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -153,11 +154,11 @@ def _unwritable_directory(flag: str, directory: str) -> str | None:
     cache that cannot be written, miss every call) without a word of why."""
     path = Path(directory)
     shown = f"{flag} {display_path(path)}"
-    if path.exists() and not path.is_dir():
-        return f"{shown}: is a file, not a directory; pass a directory (created if missing)"
     try:
+        if path.exists() and not path.is_dir():
+            return f"{shown}: is a file, not a directory; pass a directory (created if missing)"
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
+    except OSError as exc:  # a name too long, a file on the way, no permission
         return f"{shown}: cannot create it ({exc.strerror or exc}); pass a writable directory"
     if not os.access(path, os.W_OK | os.X_OK):
         return f"{shown}: cannot write in it (permission denied); pass a writable directory"
@@ -169,11 +170,27 @@ def _unwritable_file(summary_json: str) -> str | None:
     found only at the end, after every run, the figures would be lost."""
     path = Path(summary_json)
     shown = f"--summary-json {display_path(path)}"
-    if path.is_dir():
+    try:
+        found, parent = _stat(path), _stat(path.parent)
+    except OSError as exc:  # a name too long, a loop of links, no permission
+        return (
+            f"{shown}: cannot use it ({exc.strerror or exc}); pass the path of a file in a "
+            "writable directory"
+        )
+    if found is not None and stat.S_ISDIR(found.st_mode):
         return f"{shown} is a directory; pass the path of a file, such as summary.json"
-    if not path.parent.is_dir():
+    if parent is None or not stat.S_ISDIR(parent.st_mode):
         return f"{shown}: its directory does not exist; create it or pass another path"
     return None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """``path``'s status, ``None`` when nothing is there; ``OSError`` when it cannot be
+    looked at (``Path.is_dir`` raises that on some Pythons and says ``False`` on others)."""
+    try:
+        return path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _judge_for(setup: BatchSetup, line: TaskLine) -> JudgeRequest | None:

@@ -37,7 +37,14 @@ def load_judge(path: str) -> ConclaveConfig:
     :class:`UsageError` or :class:`~config.problems.ConfigError`."""
     from conclave.config.loader import load_config
 
-    if not Path(path).is_file():
+    try:
+        found = Path(path).is_file()
+    except OSError as exc:  # a name too long for the file system
+        raise UsageError(
+            f"--judge {display_path(path)}: cannot read it ({exc.strerror or exc}); pass the "
+            "judge's config"
+        ) from None
+    if not found:
         raise UsageError(f"--judge {display_path(path)}: no such file; pass the judge's config")
     return ResolvedConfig(base=load_config(path)).for_modes(ModeState())
 

@@ -52,7 +52,11 @@ def report_command(args: argparse.Namespace) -> int:
         # Written before the tables are printed: a path that cannot be written is a usage
         # error with nothing on stdout, as every other bad input is.
         out = Path(args.html)
-        if out.is_dir():
+        try:
+            directory = out.is_dir()
+        except OSError as exc:  # a name too long for the file system
+            return _unwritable(out, exc)
+        if directory:
             print(
                 f"conclave report: --html {display_path(out)} is a directory; pass the path "
                 "of a file, such as report.html",
@@ -65,16 +69,19 @@ def report_command(args: argparse.Namespace) -> int:
         try:
             _write_whole(out, page)
         except OSError as exc:
-            print(
-                f"conclave report: --html {display_path(out)}: {exc.strerror or exc}; pass a "
-                "writable path",
-                file=sys.stderr,
-            )
-            return ExitCode.USAGE
+            return _unwritable(out, exc)
     print("\n\n".join(sections))
     if args.html is not None:
         print(f"conclave report: wrote {display_path(Path(args.html))}", file=sys.stderr)
     return ExitCode.OK
+
+
+def _unwritable(out: Path, exc: OSError) -> int:
+    print(
+        f"conclave report: --html {display_path(out)}: {exc.strerror or exc}; pass a writable path",
+        file=sys.stderr,
+    )
+    return ExitCode.USAGE
 
 
 def _write_whole(out: Path, page: str) -> None:
