@@ -15,6 +15,7 @@ What it does, in order (docs/batch.md is the user's page):
    (``--engine ray``, :mod:`actors.batch.ray_engine`). Every run shares its process's backend
    pool (on Ray, its Ray worker process's). Each result is appended as its run ends.
 4. Print the summary table on stdout (one row per mode) and exit: see :func:`exit_code`.
+   A stdout that cannot take it (closed, full) is said on stderr, and exits 1.
 
 Signals: the first SIGINT, SIGTERM or SIGHUP halts the engine: nothing new starts, runs in
 flight are cancelled and not written (they run again on resume), every finished result is
@@ -71,6 +72,7 @@ from conclave.ui.batch.tally import Slot, VariantTally, category_of, render_cate
 from conclave.ui.batch.tasks import BadLine, TaskLine
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
+from conclave.ui.streams import discard_stdout, stdout_is_closed
 from conclave.ui.text import display_path
 
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
@@ -392,18 +394,16 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
     tallies = _tallies(setup, session)
     rows = [tally.summary() for tally in tallies]
     paired = paired_rows({tally.name: tally.scores() for tally in tallies})
-    print(render_table(rows, first="config" if args.compare else "mode"))
+    sections = [render_table(rows, first="config" if args.compare else "mode")]
     categories = render_categories(tallies, args.category_field)
     if categories is not None:
-        print()
-        print(categories)
+        sections.append(categories)
     if paired:
-        print()
-        print(render_paired(paired))
+        sections.append(render_paired(paired))
     cache = _cache_summary(args, session)
     if cache is not None:
-        print()
-        print(cache.line())
+        sections.append(cache.line())
+    printed = _print_summary("\n\n".join(sections), Path(args.out))
     if args.summary_json is not None:
         _write_summary_json(Path(args.summary_json), rows, paired, cache, session, wall)
     return exit_code(
@@ -411,7 +411,35 @@ def _run_batch(args: argparse.Namespace, setup: BatchSetup, results: ResultsFile
         setup.bad,
         session.signals,
         lost=bool(engine.lost) or bool(write_failure),
+        unprinted=not printed,
     )
+
+
+def _print_summary(summary: str, out: Path) -> bool:
+    """Print the summary on stdout; ``False`` (said on stderr, as ``conclave run`` says it of
+    its result) when stdout cannot take it: closed before the batch started (``>&-``) or
+    full. A reader that left (``| head``) ends it quietly, as for a run."""
+    if stdout_is_closed():
+        return _cannot_print(out, "it is closed")
+    try:
+        sys.stdout.write(summary + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discard_stdout()
+    except OSError as exc:
+        discard_stdout()
+        return _cannot_print(out, str(exc.strerror or exc))
+    return True
+
+
+def _cannot_print(out: Path, why: str) -> bool:
+    shown = display_path(out)
+    print(
+        f"conclave batch: cannot write the summary to stdout ({why}); the results are in "
+        f"{shown} (conclave report {shown} prints the summary)",
+        file=sys.stderr,
+    )
+    return False
 
 
 async def _drive(
@@ -525,16 +553,22 @@ def _nothing_to_grade(args: argparse.Namespace, setup: BatchSetup) -> str | None
 
 
 def exit_code(
-    rows: Sequence[ModeSummary], bad: Sequence[BadLine], signals: Sequence[int], *, lost: bool
+    rows: Sequence[ModeSummary],
+    bad: Sequence[BadLine],
+    signals: Sequence[int],
+    *,
+    lost: bool,
+    unprinted: bool = False,
 ) -> int:
     """130/143 when a signal stopped it; else 2 when a line was bad; else 1 when a run
-    failed (or a worker died, or RESULTS could not be written); else 3 when a run timed out
-    or ``--max-cost`` left runs unstarted; else 0: every task completed."""
+    failed (or a worker died, or RESULTS could not be written, or stdout could not take the
+    summary: ``unprinted``); else 3 when a run timed out or ``--max-cost`` left runs
+    unstarted; else 0: every task completed."""
     if signals:
         return signal_exit_code(signals[0])
     if bad:
         return ExitCode.USAGE
-    if lost or any(row.failed for row in rows):
+    if lost or unprinted or any(row.failed for row in rows):
         return ExitCode.FAILED
     if any(row.timed_out or row.not_run for row in rows):
         return ExitCode.TIMEOUT

@@ -1,0 +1,69 @@
+"""The summary table's stdout, when it cannot take the table: a closed stdout (``>&-``) or a
+full one (``> /dev/full``) is said on stderr and exits 1, as ``conclave run`` does for its
+result; the results are in RESULTS all the same. A real ``conclave batch`` process, as only
+a process of its own can start with its stdout closed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from conclave.ui.exit_codes import ExitCode
+from tests.batch.helpers import results, tasks, write_tasks
+from tests.cli.helpers import CONCLAVE
+
+
+def _batch(tmp_path: Path, config: Path, **popen: object) -> subprocess.CompletedProcess[str]:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [str(CONCLAVE), "batch", str(source), "--out", "out.jsonl", "--config", str(config)],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+        **popen,
+    )  # fmt: skip
+
+
+def test_a_closed_stdout_is_said_on_stderr_and_exits_1(tmp_path: Path, fast_config: Path) -> None:
+    done = _batch(tmp_path, fast_config, preexec_fn=lambda: os.close(1))
+
+    assert done.returncode == ExitCode.FAILED
+    [message] = [line for line in done.stderr.splitlines() if "stdout" in line]
+    assert message.startswith(
+        "conclave batch: cannot write the summary to stdout (it is closed); the results are "
+        "in out.jsonl"
+    )
+    assert "Traceback" not in done.stderr
+    assert len(results(tmp_path / "out.jsonl")) == 2
+
+
+def test_a_full_stdout_is_said_on_stderr_and_exits_1(tmp_path: Path, fast_config: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = _batch(tmp_path, fast_config, stdout=full)
+
+    assert done.returncode == ExitCode.FAILED
+    [message] = [line for line in done.stderr.splitlines() if "stdout" in line]
+    assert message.startswith(
+        "conclave batch: cannot write the summary to stdout (No space left on device); the "
+        "results are in out.jsonl"
+    )
+    assert "internal error" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_a_reader_that_left_ends_the_batch_quietly_with_its_own_exit_code(
+    tmp_path: Path, fast_config: Path
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", [*tasks(1), "{"])  # a bad line: exit 2
+    process = subprocess.Popen(
+        [str(CONCLAVE), "batch", str(source), "--out", "out.jsonl", "--config", str(fast_config),
+         "--summary-json", "summary.json"],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    process.stdout.close()  # the reader goes away before the summary is written
+
+    err = process.communicate(timeout=120)[1]
+
+    assert process.returncode == ExitCode.USAGE
+    assert "stdout" not in err and "Traceback" not in err and "Exception ignored" not in err
+    assert (tmp_path / "summary.json").exists()
