@@ -24,6 +24,15 @@ def project_init_command(name: str) -> int:
     except ProjectError as exc:
         print(f"conclave project init: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    except OSError as exc:
+        # init_project only looks at and creates ``name``: an OSError its checks let through
+        # (a name too long, a symbolic link loop) is a problem with the name given.
+        print(
+            f"conclave project init: cannot create the project {display_path(name)}: "
+            f"{exc.strerror or exc}; choose another name",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     where = display_path(project.root)
     print(
         f"created project {where}: describe the work in {where}/{CONTEXT_FILE}, list the files "

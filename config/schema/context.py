@@ -68,7 +68,26 @@ def _resolved(value: object) -> Path:
         raise ValueError(
             f"a context path must be a file or directory path, such as ./src; got {value!r}"
         )
-    return Path(value).expanduser().resolve()
+    given = Path(value)
+    try:
+        path = given.expanduser()
+    except RuntimeError:  # ~user: no such user (or no home directory at all)
+        home = given.parts[0]
+        raise ValueError(
+            f"context path {str(given)!r}: there is no home directory {home!r}; fix the path"
+        ) from None
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11's resolve: a symbolic link loop
+        raise _unusable(path.absolute(), "a symbolic link loop") from None
+    except OSError as exc:
+        raise _unusable(path.absolute(), exc.strerror or str(exc)) from None
+
+
+def _unusable(path: Path, why: str) -> ValueError:
+    """A context path the system refuses to look at (a name too long, a symbolic link
+    loop): a problem with the path given, so a usage or config error, never a crash."""
+    return ValueError(f"context path {str(path)!r} cannot be used ({why}); fix the path")
 
 
 def _protected(values: object) -> tuple[Path, ...]:
@@ -112,7 +131,11 @@ class ContextPath:
                 "writable, the presenter could write anywhere; give the directories the task "
                 "needs instead, such as ./src"
             )
-        if not self.path.exists():
+        try:
+            exists = self.path.exists()
+        except OSError as exc:
+            raise _unusable(self.path, exc.strerror or str(exc)) from None
+        if not exists:
             raise InvalidValue(
                 f"context path {str(self.path)!r} does not exist; create it or fix the path",
                 expected=EXISTING_PATH,
@@ -122,7 +145,15 @@ class ContextPath:
                 f"context path {str(self.path)!r} has permission write but this user cannot "
                 "write to it; fix its permissions or use permission: read"
             )
-        for protected in self.protected:
+        try:
+            protected_paths = self.protected
+        except (RuntimeError, OSError) as exc:  # RuntimeError: 3.11's symbolic link loop
+            why = "a symbolic link loop" if isinstance(exc, RuntimeError) else exc.strerror
+            raise ValueError(
+                f"a protected path of context path {str(self.path)!r} cannot be used "
+                f"({why or exc}); fix the path"
+            ) from None
+        for protected in protected_paths:
             if protected != self.path and self.path not in protected.parents:
                 raise ValueError(
                     f"protected path {str(protected)!r} is not inside its context path "

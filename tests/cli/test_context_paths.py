@@ -512,3 +512,53 @@ def test_a_batch_context_flag_with_an_empty_path_is_a_usage_error(
     assert code == ExitCode.USAGE
     assert "--context: the path is empty" in capsys.readouterr().err
     assert not results.exists()
+
+
+def test_a_context_flag_whose_name_is_too_long_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--context", f"{'a' * 300}:w", TASK])
+
+    assert code == ExitCode.USAGE
+    assert (
+        f"--context: context path {str(tmp_path / ('a' * 300))!r} cannot be used "
+        "(File name too long); fix the path"
+    ) in capsys.readouterr().err
+
+
+def test_a_context_flag_in_a_symlink_loop_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "loop").symlink_to("loop")
+
+    code = main(["run", "--context", "loop/src", TASK])
+
+    assert code == ExitCode.USAGE
+    assert (
+        f"--context: context path {str(tmp_path / 'loop' / 'src')!r} cannot be used "
+        "(a symbolic link loop); fix the path"
+    ) in capsys.readouterr().err
+
+
+def test_a_configured_context_path_whose_name_is_too_long_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cannot be used \(File name too long\)"):
+        parse_config(_config({"path": str(tmp_path / ("a" * 300))}))
+
+
+def test_a_context_flag_naming_the_home_of_a_user_that_does_not_exist_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["run", "--context", "~no-such-user-here/src", TASK])
+
+    assert code == ExitCode.USAGE
+    assert (
+        "--context: context path '~no-such-user-here/src': there is no home directory "
+        "'~no-such-user-here'; fix the path"
+    ) in capsys.readouterr().err
+
+
+def test_a_protected_path_in_a_symlink_loop_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to("loop")
+
+    with pytest.raises(ConfigError, match=r"cannot be used \(a symbolic link loop\)"):
+        parse_config(_config({"path": str(tmp_path), "protected_paths": ["loop/x"]}))

@@ -145,3 +145,15 @@ def test_log_deliveries_writes_every_delivered_message(fast_config: Path, tmp_pa
 
     assert code == ExitCode.OK
     assert _delivered_lines(log_dir) >= 9  # 3 agents: a task, an answer and a vote each at least
+
+
+def test_a_log_dir_whose_name_is_too_long_exits_2_naming_it(
+    fast_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--config", str(fast_config), "--log-dir", "a" * 300, TASK])
+
+    assert code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"conclave: --log-dir {'a' * 300}: cannot use it (File name too long); " in err
+    assert err.rstrip().endswith("pass a writable directory")
+    assert list(tmp_path.iterdir()) == [tmp_path / "fast.yaml"]

@@ -211,3 +211,14 @@ def test_a_turn_the_agent_cannot_answer_exits_1_saying_why(tmp_path: Path) -> No
     assert done.returncode == 1
     assert "conclave chat: the turn failed: 3 tries failed" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_project_init_with_a_name_too_long_exits_2_naming_it(tmp_path: Path) -> None:
+    done = conclave("project", "init", "a" * 300, cwd=tmp_path)
+
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"conclave project init: cannot create the project {'a' * 300}: File name too long; "
+        "choose another name\n"
+    )
+    assert list(tmp_path.iterdir()) == []

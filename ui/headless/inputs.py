@@ -13,10 +13,12 @@ Text that is not UTF-8 (documented in docs/exit-codes.md):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from conclave.config.limits import MAX_TASK_BYTES
@@ -108,17 +110,24 @@ def resolve_log_dir(given: str | None) -> Path:
         what = f"the run's log directory {display_path(path)}"
         advice = "run conclave from a writable directory"
     log = path / "events.jsonl"
-    if log.is_symlink() or log.exists():
+    with _refused(what, "cannot use it", advice):  # a name too long, a symbolic link loop
+        taken = log.is_symlink() or log.exists()
+    if taken:
         raise UsageError(f"{what} already holds a run (events.jsonl); choose a new directory")
-    try:
+    with _refused(what, "cannot create it", advice):
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot create it ({exc.strerror or exc}); {advice}") from None
-    try:
-        # A directory may exist and still refuse files (read-only, /proc, a full disk):
-        # find out now rather than from inside the run.
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot write in it ({exc.strerror or exc}); {advice}") from None
+    # A directory may exist and still refuse files (read-only, /proc, a full disk): find
+    # out now rather than from inside the run.
+    with _refused(what, "cannot write in it", advice), tempfile.TemporaryFile(dir=path):
+        pass
     return path
+
+
+@contextlib.contextmanager
+def _refused(what: str, doing: str, advice: str) -> Iterator[None]:
+    """An ``OSError`` from checking or creating the log directory is a usage error naming
+    it. Only around those steps: an ``OSError`` anywhere else is not the user's path."""
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"{what}: {doing} ({exc.strerror or exc}); {advice}") from None
