@@ -1,22 +1,25 @@
-"""The summary table's stdout, when it cannot take the table: a closed stdout (``>&-``) or a
-full one (``> /dev/full``) is said on stderr and exits 1, as ``conclave run`` does for its
-result; the results are in RESULTS all the same. A real ``conclave batch`` process, as only
-a process of its own can start with its stdout closed."""
+"""The tables' stdout, when it cannot take them: a closed stdout (``>&-``) or a full one
+(``> /dev/full``) is said on stderr and exits 1, as ``conclave run`` does for its result
+(``conclave batch``: the results are in RESULTS all the same; ``conclave report``: likewise).
+Real processes, as only a process of its own can start with its stdout closed."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from conclave.ui.exit_codes import ExitCode
-from tests.batch.helpers import results, tasks, write_tasks
+from tests.batch.helpers import batch, results, tasks, write_tasks
 from tests.cli.helpers import CONCLAVE
 
 
-def _batch(tmp_path: Path, config: Path, **popen: object) -> subprocess.CompletedProcess[str]:
+def _batch(tmp_path: Path, config: Path, **popen: Any) -> subprocess.CompletedProcess[str]:
     source = write_tasks(tmp_path / "tasks.jsonl", tasks(2))
-    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+    return subprocess.run(
         [str(CONCLAVE), "batch", str(source), "--out", "out.jsonl", "--config", str(config)],
         cwd=tmp_path, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
         **popen,
@@ -67,3 +70,23 @@ def test_a_reader_that_left_ends_the_batch_quietly_with_its_own_exit_code(
     assert process.returncode == ExitCode.USAGE
     assert "stdout" not in err and "Traceback" not in err and "Exception ignored" not in err
     assert (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "full"])
+def test_a_report_whose_stdout_cannot_take_its_tables_says_so_and_exits_1(
+    tmp_path: Path, fast_config: Path, capsys: pytest.CaptureFixture[str], closed: bool
+) -> None:
+    source = write_tasks(tmp_path / "tasks.jsonl", tasks(1))
+    assert batch(capsys, source, "--out", "out.jsonl", "--config", fast_config).code == 0
+
+    with open("/dev/full", "w") as full:
+        stdout: dict[str, Any] = {"preexec_fn": lambda: os.close(1)} if closed else {"stdout": full}
+        done = subprocess.run(
+            [str(CONCLAVE), "report", "out.jsonl"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True, timeout=60, **stdout,
+        )  # fmt: skip
+
+    assert done.returncode == ExitCode.FAILED
+    why = "it is closed" if closed else "No space left on device"
+    assert f"conclave report: cannot write the tables to stdout ({why}); --html" in done.stderr
+    assert "internal error" not in done.stderr and "Exception ignored" not in done.stderr

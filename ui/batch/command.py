@@ -67,12 +67,12 @@ from conclave.ui.batch.results import (
     result_key,
 )
 from conclave.ui.batch.setup import BatchSetup, prepare
+from conclave.ui.batch.stdout import write_stdout
 from conclave.ui.batch.summary import ModeSummary, record_cost, render_table, spent_on
 from conclave.ui.batch.tally import Slot, VariantTally, category_of, render_categories
 from conclave.ui.batch.tasks import BadLine, TaskLine
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
-from conclave.ui.streams import discard_stdout, stdout_is_closed
 from conclave.ui.text import display_path
 
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
@@ -419,17 +419,8 @@ def _print_summary(summary: str, out: Path) -> bool:
     """Print the summary on stdout; ``False`` (said on stderr, as ``conclave run`` says it of
     its result) when stdout cannot take it: closed before the batch started (``>&-``) or
     full. A reader that left (``| head``) ends it quietly, as for a run."""
-    if stdout_is_closed():
-        return _cannot_print(out, "it is closed")
-    try:
-        sys.stdout.write(summary + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        discard_stdout()
-    except OSError as exc:
-        discard_stdout()
-        return _cannot_print(out, str(exc.strerror or exc))
-    return True
+    why = write_stdout(summary)
+    return True if why is None else _cannot_print(out, why)
 
 
 def _cannot_print(out: Path, why: str) -> bool:

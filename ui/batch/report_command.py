@@ -14,6 +14,7 @@ from conclave.config.atomic_file import write_atomically
 from conclave.ui.batch.compare import paired_rows, paired_table
 from conclave.ui.batch.report_data import load_results
 from conclave.ui.batch.report_html import render_html
+from conclave.ui.batch.stdout import write_stdout
 from conclave.ui.batch.summary import summary_table
 from conclave.ui.batch.tally import category_table
 from conclave.ui.exit_codes import ExitCode
@@ -70,9 +71,17 @@ def report_command(args: argparse.Namespace) -> int:
             _write_whole(out, page)
         except OSError as exc:
             return _unwritable(out, exc)
-    print("\n\n".join(sections))
-    if args.html is not None:
-        print(f"conclave report: wrote {display_path(Path(args.html))}", file=sys.stderr)
+    why = write_stdout("\n\n".join(sections))
+    html = display_path(Path(args.html)) if args.html is not None else None
+    if html is not None:
+        print(f"conclave report: wrote {html}", file=sys.stderr)
+    if why is not None:
+        # As conclave run says it of its result: the tables had nowhere to go.
+        where = f"they are in {html}" if html else "--html REPORT.html writes them to a file"
+        print(
+            f"conclave report: cannot write the tables to stdout ({why}); {where}", file=sys.stderr
+        )
+        return ExitCode.FAILED
     return ExitCode.OK
 
 
