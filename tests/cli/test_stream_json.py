@@ -390,3 +390,21 @@ def test_include_partial_messages_is_accepted(
     lines = stream(capsys, "--config", str(cfg), "--include-partial-messages", TASK)
 
     assert lines[-1]["type"] == "result"
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_include_partial_messages_without_stream_json_is_a_usage_error(
+    output_format: str, fast_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["run", "--config", str(fast_config), "--output-format", output_format,
+         "--include-partial-messages", TASK]
+    )  # fmt: skip
+
+    assert code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        "conclave: --include-partial-messages applies only to --output-format stream-json; "
+        "add that, or drop the flag"
+    )
+    assert not Path(".conclave").exists()  # nothing ran

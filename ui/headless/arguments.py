@@ -19,7 +19,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--include-partial-messages",
         action="store_true",
-        help="with stream-json, also stream partial (ephemeral) events such as text deltas",
+        help="also stream partial (ephemeral) events such as text deltas; only with "
+        "--output-format stream-json (refused with the others)",
     )
     p.add_argument(
         "--log-dir", metavar="DIR", help="where events.jsonl goes (default: .conclave/runs/<id>)"

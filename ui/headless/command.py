@@ -93,6 +93,7 @@ def run_command(
     flags = RunFlags.from_args(args)
     root = sessions_root()
     try:
+        _refuse_partial_without_stream(args)
         # The session first: ``-c`` where there is none is the usage error, whatever stdin
         # held (an empty stdin there would otherwise hide it behind exit 1).
         chosen = chosen_session(root, args)
@@ -142,6 +143,16 @@ def run_command(
             )
     except SessionError as exc:
         return _fail(f"conclave: {exc}", ExitCode.USAGE, fmt)
+
+
+def _refuse_partial_without_stream(args: argparse.Namespace) -> None:
+    """``--include-partial-messages`` adds deltas to the stream-json output and does nothing
+    to the others: refused there, as any flag that would be silently ignored is."""
+    if args.include_partial_messages and args.output_format != "stream-json":
+        raise UsageError(
+            "--include-partial-messages applies only to --output-format stream-json; "
+            "add that, or drop the flag"
+        )
 
 
 def _run_turn(
