@@ -52,6 +52,14 @@ def test_the_readme_links_the_page() -> None:
     assert "(docs/exit-codes.md)" in readme
 
 
+@pytest.mark.parametrize("code", list(ExitCode), ids=lambda c: c.name)
+def test_the_readmes_exit_code_paragraph_names_every_exit_code(code: ExitCode) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("\nExit codes: ", 1)[1].split("\n\n", 1)[0]
+
+    assert f"`{int(code)}`" in paragraph
+
+
 def test_the_resume_synopsis_names_every_option_of_conclave_resume() -> None:
     from conclave.ui.cli import build_parser
 

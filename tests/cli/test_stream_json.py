@@ -392,6 +392,22 @@ def test_include_partial_messages_is_accepted(
     assert lines[-1]["type"] == "result"
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["--config", "missing.yaml", TASK], ["--context", "missing-dir", TASK], ["--timeout", "-1"]],
+    ids=["config", "context", "flag"],
+)
+def test_a_run_that_never_starts_writes_nothing_on_stdout(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--output-format", "stream-json", *args])
+
+    assert code == ExitCode.USAGE
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip()
+
+
 @pytest.mark.parametrize("output_format", ["text", "json"])
 def test_include_partial_messages_without_stream_json_is_a_usage_error(
     output_format: str, fast_config: Path, capsys: pytest.CaptureFixture[str]
