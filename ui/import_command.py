@@ -10,7 +10,8 @@ that validates otherwise is written: to stdout, or with ``-o`` to a file, atomic
 temporary file in the same directory, renamed into place: a reader never sees half a config)
 and never over an existing file without ``--force``. Exit 0 when written; 2 when the input is
 not a MassGen config, the result does not validate (every problem is printed; nothing is
-written), or the output is refused.
+written), or the output is refused; 1 when stdout cannot take the config (closed before the
+command started, or full: :mod:`ui.streams`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from conclave.config.schema.context import EXISTING_PATH
 from conclave.config.validation import check_runnable
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.streams import cannot_write, write_stdout
 from conclave.ui.text import display_path
 
 __all__ = ["import_massgen_command", "render"]
@@ -71,8 +73,10 @@ def import_massgen_command(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         if args.output is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            why = write_stdout(text, end="")
+            if why is not None:
+                then = "-o CONCLAVE.yaml writes it to a file"
+                return cannot_write(_PROG, "the converted config", why, then=then)
         else:
             _write(Path(args.output), text, force=args.force)
     except _Refused as exc:

@@ -3,7 +3,8 @@ with their read-only flag, and stop them.
 
 The servers start as they would in a run (the same actors, environment and timeouts), all at
 once; each is listed once its first start is over. Exit 0 when every server started, 1 when
-one could not (its reason and stderr are printed), 2 for a config that does not load.
+one could not (its reason and stderr are printed) or stdout cannot take the list (closed
+before the command started, or full: :mod:`ui.streams`), 2 for a config that does not load.
 Imports only argparse at start-up (``conclave --help`` stays fast).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from conclave.actors.mcp.confine import ServerGrants
@@ -46,6 +47,7 @@ def mcp_list_command(config_path: str | None) -> int:
     from conclave.config.discovery import discover_config
     from conclave.config.loader import ConfigError, read_config
     from conclave.ui.exit_codes import ExitCode
+    from conclave.ui.streams import cannot_write, write_stdout
 
     found = discover_config(config_path)
     if found.path is None:
@@ -58,9 +60,12 @@ def mcp_list_command(config_path: str | None) -> int:
         return ExitCode.USAGE
     servers = configured(config)
     if not servers:
-        print(f"{found.path}: no mcp_servers configured")
-        return ExitCode.OK
-    ok = trio.run(list_servers, servers, sys.stdout, config_grants(config))
+        listing, ok = f"{found.path}: no mcp_servers configured\n", True
+    else:
+        listing, ok = trio.run(list_servers, servers, config_grants(config))
+    why = write_stdout(listing, end="")
+    if why is not None:
+        return cannot_write("conclave mcp list", "the list", why)
     return ExitCode.OK if ok else ExitCode.FAILED
 
 
@@ -73,19 +78,17 @@ def configured(config: ConclaveConfig) -> list[tuple[str, McpServerConfig]]:
 
 
 async def list_servers(
-    servers: list[tuple[str, McpServerConfig]], out: TextIO, grants: ServerGrants
-) -> bool:
-    """Start ``servers`` (confined ones seeing ``grants``), write their tools to ``out``, stop
-    them; whether all started."""
+    servers: list[tuple[str, McpServerConfig]], grants: ServerGrants
+) -> tuple[str, bool]:
+    """Start ``servers`` (confined ones seeing ``grants``), list their tools (:func:`render`),
+    stop them; the listing, and whether all started."""
     from conclave.actors.mcp.server import spawn_listed
     from conclave.runtime import open_actor_system
 
     async with open_actor_system(name="mcp-list") as system:
         running = spawn_listed(system, servers, grants)
         await running.settled()
-        out.write(render(running))
-        out.flush()
-        return all(s.failure is None for s in running.all())
+        return render(running), all(s.failure is None for s in running.all())
 
 
 def render(servers: McpServers) -> str:

@@ -20,6 +20,9 @@ line on stderr per finding, never a traceback:
   start, with one table of the agents over the whole run; stderr says so. Its log names the
   paused run's (``run_resumed``), which is never written again: see
   :mod:`actors.run.lineage`.
+* a stdout that cannot take the timeline (closed before the command started, or full): one
+  line on stderr, exit code 1 (:mod:`ui.streams`). A reader that left (``| head``) ends the
+  replay quietly.
 * several runs in one file (logs concatenated, or appended to by a version before logs were
   created exclusively): each is shown in turn, timed from its own start, each after the
   first below a ``── run N`` line, and stderr says how many runs the file holds; exit code 0.
@@ -44,6 +47,7 @@ from conclave.actors.workspace.writes import Writes, footer
 from conclave.runtime.eventlog import EventLogError, EventLogStream, EventLogSummary, open_event_log
 from conclave.runtime.events import LogOpened
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.streams import StdoutFailed, cannot_write, write_out
 from conclave.ui.text import display_path
 from conclave.ui.timeline import agent_table, describe, neutralise, usage_unknown
 
@@ -55,7 +59,15 @@ INTERRUPTED = "(the log ends before the run did: it was interrupted)"
 def replay_command(path: str, *, verbose: bool = False) -> int:
     if os.path.isdir(path):
         path = os.path.join(path, EVENTS)  # a run's directory is what people have
-    timeline = _Timeline(verbose=verbose)
+    try:
+        code = _replay(path, _Timeline(verbose=verbose))
+        write_out("")  # flushes the timeline: a full stdout says so here at the latest
+    except StdoutFailed as exc:
+        return cannot_write("conclave replay", "the timeline", exc.why)
+    return code
+
+
+def _replay(path: str, timeline: _Timeline) -> int:
     try:
         for number, log_path in enumerate(_whole_run(path)):
             with open_event_log(log_path) as log:
@@ -126,7 +138,7 @@ class _Timeline:
             self.view.apply(event)
             line = describe(event, verbose=self.verbose) or usage_unknown(event, self.view)
             if line is not None:
-                print(f"[{event.at - self.origin:8.3f}s] {line}")
+                _out(f"[{event.at - self.origin:8.3f}s] {line}")
             self.ended = self.ended or isinstance(event, RunEnded)
 
     def end(self) -> None:
@@ -138,31 +150,31 @@ class _Timeline:
         if self.runs > 1:
             _end_of_run(self.view, self.writes, ended=self.ended)
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
-            print(f"── run {self.runs} in this file: pid {event.pid}, started {started} ──")
+            _out(f"── run {self.runs} in this file: pid {event.pid}, started {started} ──")
         self.origin, self.ended, self.view, self.writes = event.at, False, RunView(), None
         self.started_wall = event.wall_time
 
     def _resumed(self, event: LogOpened, path: str) -> None:
         if not self.ended:
-            print(INTERRUPTED)
+            _out(INTERRUPTED)
         first = self.started_wall if self.started_wall is not None else event.wall_time
         self.origin = event.at - (event.wall_time - first)
         self.ended = False
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.wall_time))
         where = neutralise(display_path(path))
-        print(f"── resumed in {where}: pid {event.pid}, started {started} ──")
+        _out(f"── resumed in {where}: pid {event.pid}, started {started} ──")
 
 
 def _end_of_run(view: RunView, writes: ContextPathsChanged | None, *, ended: bool) -> None:
     """Say if the run's log stops early, then show its agents as the view has them then,
     and the files it changed, as the run's own footer said."""
     if not ended:
-        print(INTERRUPTED)
+        _out(INTERRUPTED)
     table = agent_table(view)
     if table:
-        print()
+        _out()
         for row in table:
-            print(row)
+            _out(row)
     if writes is not None:
         text = footer(
             Writes(files=writes.files),
@@ -170,8 +182,8 @@ def _end_of_run(view: RunView, writes: ContextPathsChanged | None, *, ended: boo
             Path(writes.diff_file) if writes.diff_file else None,
         )
         if text is not None:
-            print()
-            print(neutralise(display_path(text)))
+            _out()
+            _out(neutralise(display_path(text)))
 
 
 def _report(path: str, summary: EventLogSummary) -> None:
@@ -188,6 +200,12 @@ def _report(path: str, summary: EventLogSummary) -> None:
             f"this file holds {summary.runs} runs, shown one after another "
             "(each after the first below a '── run N' line)"
         )
+
+
+def _out(text: str = "") -> None:
+    """A line of the timeline on stdout (flushed at the end: :func:`replay_command`);
+    :class:`StdoutFailed` if stdout cannot take it."""
+    write_out(text + "\n", flush=False)
 
 
 def _say(message: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.streams import discard_stdout, stdout_is_closed
+from conclave.ui.streams import cannot_write, write_stdout
 
 if TYPE_CHECKING:
     from conclave.actors.session.catalogue import SessionSummary
@@ -49,27 +49,19 @@ def sessions_command(*, as_json: bool) -> int:
     if not found and not as_json:
         print("no sessions in this directory yet; `conclave` starts one", file=sys.stderr)
         return ExitCode.OK
-    if stdout_is_closed():
-        return _cannot_list("it is closed")
-    try:
-        _print_list(found, as_json=as_json)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise  # the reader left (``| head``): the command ends quietly (ui/cli.py)
-    except OSError as exc:
-        discard_stdout()
-        return _cannot_list(str(exc.strerror or exc))
+    why = write_stdout(_listing(found, as_json=as_json))
+    if why is not None:
+        return cannot_write("conclave sessions", "the list", why)
     if not as_json:
         print("\nresume one: conclave --resume ID (or conclave -c for the latest)", file=sys.stderr)
     return ExitCode.OK
 
 
-def _print_list(found: Sequence[SessionSummary], *, as_json: bool) -> None:
+def _listing(found: Sequence[SessionSummary], *, as_json: bool) -> str:
     from conclave.ui.sessions import age
 
     if as_json:
-        print(json.dumps([s.to_json() for s in found], indent=2, ensure_ascii=False))
-        return
+        return json.dumps([s.to_json() for s in found], indent=2, ensure_ascii=False)
     now = time.time()
     rows = [("ID", "LAST USED", "TURNS", "FIRST PROMPT")]
     for s in found:
@@ -80,12 +72,7 @@ def _print_list(found: Sequence[SessionSummary], *, as_json: bool) -> None:
             prompt = f"(unreadable: {s.problem})"
         rows.append((s.id, age(now - s.updated_at), str(s.turns), prompt))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
-
-
-def _cannot_list(why: str) -> int:
-    """A stdout closed before the command started, or failing (a full disk): one line on
-    stderr and exit 1, as a run's result that cannot be written."""
-    print(f"conclave sessions: cannot write the list to stdout ({why})", file=sys.stderr)
-    return ExitCode.FAILED
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        for row in rows
+    )

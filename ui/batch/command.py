@@ -67,12 +67,12 @@ from conclave.ui.batch.results import (
     result_key,
 )
 from conclave.ui.batch.setup import BatchSetup, prepare
-from conclave.ui.batch.stdout import write_stdout
 from conclave.ui.batch.summary import ModeSummary, record_cost, render_table, spent_on
 from conclave.ui.batch.tally import Slot, VariantTally, category_of, render_categories
 from conclave.ui.batch.tasks import BadLine, TaskLine
 from conclave.ui.exit_codes import ExitCode
 from conclave.ui.signals import STOP_SIGNALS, signal_exit_code
+from conclave.ui.streams import cannot_write, write_stdout
 from conclave.ui.text import display_path
 
 __all__ = ["ModeName", "batch_command", "exit_code", "parse_modes"]
@@ -425,11 +425,8 @@ def _print_summary(summary: str, out: Path) -> bool:
 
 def _cannot_print(out: Path, why: str) -> bool:
     shown = display_path(out)
-    print(
-        f"conclave batch: cannot write the summary to stdout ({why}); the results are in "
-        f"{shown} (conclave report {shown} prints the summary)",
-        file=sys.stderr,
-    )
+    then = f"the results are in {shown} (conclave report {shown} prints the summary)"
+    cannot_write("conclave batch", "the summary", why, then=then)
     return False
 
 

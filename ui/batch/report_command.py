@@ -14,10 +14,10 @@ from conclave.config.atomic_file import write_atomically
 from conclave.ui.batch.compare import paired_rows, paired_table
 from conclave.ui.batch.report_data import load_results
 from conclave.ui.batch.report_html import render_html
-from conclave.ui.batch.stdout import write_stdout
 from conclave.ui.batch.summary import summary_table
 from conclave.ui.batch.tally import category_table
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.streams import cannot_write, write_stdout
 from conclave.ui.text import display_path
 
 __all__ = ["report_command"]
@@ -78,10 +78,7 @@ def report_command(args: argparse.Namespace) -> int:
     if why is not None:
         # As conclave run says it of its result: the tables had nowhere to go.
         where = f"they are in {html}" if html else "--html REPORT.html writes them to a file"
-        print(
-            f"conclave report: cannot write the tables to stdout ({why}); {where}", file=sys.stderr
-        )
-        return ExitCode.FAILED
+        return cannot_write("conclave report", "the tables", why, then=where)
     return ExitCode.OK
 
 

@@ -13,7 +13,8 @@ turns; ``json``: one object ``{"turns": [{"message", "reply", "error", "runs"}]}
 runs it launches are announced on stderr. With ``interactive_mode.require_approval`` (the
 default) nobody can approve a run here: ``--yes`` approves each one; without it each is
 refused and the agent is told so. Exit codes: 0 every turn answered, 1 some turn failed (its
-error on stderr), 2 usage or config, 130/143 signals (ui.exit_codes).
+error on stderr) or stdout could not take the replies (closed before the command started, or
+full: said on stderr), 2 usage or config, 130/143 signals (ui.exit_codes).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from conclave.ui.sessions import (
     sessions_root,
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
+from conclave.ui.streams import cannot_write, write_stdout
 from conclave.ui.text import display_path
 
 __all__ = ["chat_command", "interactive_settings"]
@@ -109,21 +111,18 @@ def chat_command(args: argparse.Namespace) -> int:
     except SessionError as exc:
         return _usage(args, str(exc))
     if args.output_format == "json":
-        print(
-            json.dumps(
-                {
-                    "session_id": session.id,
-                    "turns": [_turn_json(m, r) for m, r in zip(messages, replies, strict=False)],
-                }
-            )
-        )
+        turns = [_turn_json(m, r) for m, r in zip(messages, replies, strict=False)]
+        why = write_stdout(json.dumps({"session_id": session.id, "turns": turns}))
     else:
-        print("\n\n".join(r.text or "" for r in replies if r.text is not None))
+        why = write_stdout("\n\n".join(r.text or "" for r in replies if r.text is not None))
     if session.id is not None:
         _warn(f"session {session.id} (go on with: conclave chat --resume {session.id} MESSAGE)")
     failed = [r for r in replies if r.text is None]
     for reply in failed:
         print(f"conclave chat: the turn failed: {reply.error}", file=sys.stderr)
+    if why is not None:
+        then = f"the conversation is in session {session.id}" if session.id is not None else None
+        cannot_write("conclave chat", "the replies", why, then=then)
     if signals.received:
         print(
             f"conclave chat: stopped after {len(replies)} of {len(messages)} turns "
@@ -131,7 +130,7 @@ def chat_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return signal_exit_code(signals.received[0])
-    return ExitCode.FAILED if failed else ExitCode.OK
+    return ExitCode.FAILED if failed or why is not None else ExitCode.OK
 
 
 def _usage(args: argparse.Namespace, problem: str) -> int:

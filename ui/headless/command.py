@@ -57,7 +57,7 @@ from conclave.ui.sessions import (
     sessions_root,
 )
 from conclave.ui.signals import STOP_SIGNALS, StopSignals, signal_exit_code
-from conclave.ui.streams import discard_stdout, stdout_is_closed
+from conclave.ui.streams import cannot_write, discard_stdout, stdout_is_closed
 from conclave.ui.text import display_path
 
 if TYPE_CHECKING:
@@ -376,12 +376,9 @@ def _print(
 
 
 def _cannot_print(result: RunResult, why: str) -> int:
-    print(
-        f"conclave: cannot write the result to stdout ({why}); the run ended "
-        f"{result.termination} and its log is in {display_path(result.log_dir or '-')}",
-        file=sys.stderr,
-    )
-    return ExitCode.FAILED
+    where = display_path(result.log_dir or "-")
+    then = f"the run ended {result.termination} and its log is in {where}"
+    return cannot_write("conclave", "the result", why, then=then)
 
 
 def _fail(message: str, code: ExitCode, fmt: str) -> int:

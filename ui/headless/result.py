@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from conclave.actors.planning.plan import render_plan
 from conclave.actors.run.result import RunResult
+from conclave.ui.streams import write_stdout
 from conclave.ui.summary import summary, writes_footer
 
 if TYPE_CHECKING:
@@ -64,10 +65,11 @@ def error_object(message: str, code: int) -> dict[str, Any]:
     return {"error": message, "exit_code": int(code)}
 
 
-def print_json_error(message: str, code: int, *, out: TextIO | None = None) -> None:
-    out = sys.stdout if out is None else out
-    out.write(_dumps(error_object(message, code), indent=2) + "\n")
-    out.flush()
+def print_json_error(message: str, code: int) -> None:
+    """The error object on stdout, for ``--output-format json``. A stdout that cannot take
+    it (closed, full, its reader gone) is let be, as :func:`ui.entry.report` does: the
+    message is on stderr already, and the exit code ``code`` says the rest."""
+    write_stdout(_dumps(error_object(message, code), indent=2))
 
 
 def _dumps(data: Any, *, indent: int | None = None) -> str:

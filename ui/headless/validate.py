@@ -17,6 +17,9 @@ through the real backend code, to catch a wrong URL, key or model before a long 
 endpoint's outcome is one line. A refusal that the config causes (a key, a model, a URL:
 the backends' fatal errors) exits 2; an endpoint that failed otherwise (overloaded, too
 slow) exits 1.
+
+A stdout that cannot take the result (closed before the command started, or full) is said
+on stderr with the verdict, and exits 1 (:mod:`ui.streams`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from conclave.config.schema.endpoint import HttpBackendConfig, endpoint_host
 from conclave.config.validation import problems
 from conclave.config.wording import listed, plural
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.streams import cannot_write, write_stdout
 from conclave.ui.text import display_path
 
 __all__ = ["CHECK_TIMEOUT_S", "EndpointCheck", "check_endpoints", "validate_command"]
@@ -96,6 +100,9 @@ def _report(
     code = _exit_code(errors, checks)
     ordered_errors = sorted(errors, key=Problem.sort_key)
     ordered_warnings = sorted(warnings, key=Problem.sort_key)
+    verdict = (
+        f"{source} is valid" if not errors else f"{source} has {plural(len(errors), 'problem')}"
+    )
     if as_json:
         report: dict[str, object] = {
             "valid": not errors,
@@ -104,13 +111,14 @@ def _report(
         }
         if checks is not None and loaded is not None:
             report["endpoints"] = [_check_json(c, loaded.config) for c in checks]
-        print(json.dumps(report, indent=2))
-        return code
+        why = write_stdout(json.dumps(report, indent=2))
+        return code if why is None else _unwritten(why, verdict)
     for warning in ordered_warnings:
         print(f"conclave: warning: {warning.render()}", file=sys.stderr)
-    if checks is not None and loaded is not None:
-        for c in checks:
-            print(f"{source}: {_check_line(c, loaded.config)}")
+    if checks and loaded is not None:
+        why = write_stdout("\n".join(f"{source}: {_check_line(c, loaded.config)}" for c in checks))
+        if why is not None:
+            return _unwritten(why, verdict)
     if errors:
         for problem in ordered_errors:
             print(problem.render(), file=sys.stderr)
@@ -121,8 +129,13 @@ def _report(
         )
         return code
     assert loaded is not None
-    print(f"{source}: ok ({_summary(loaded.config)})")
-    return code
+    why = write_stdout(f"{source}: ok ({_summary(loaded.config)})")
+    return code if why is None else _unwritten(why, verdict)
+
+
+def _unwritten(why: str, verdict: str) -> int:
+    """Stdout could not take the result: said on stderr with the verdict; exit code 1."""
+    return cannot_write("conclave validate", "the result", why, then=verdict)
 
 
 def _exit_code(errors: Sequence[Problem], checks: Sequence[EndpointCheck] | None) -> int:
