@@ -15,7 +15,31 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["write_atomically"]
+__all__ = ["temporary_name", "write_atomically"]
+
+_NAME_MAX = 255
+"""The longest file name, in bytes, where the file system does not say (most allow 255)."""
+
+
+def temporary_name(name: str, directory: Path | int) -> str:
+    """The name of a new temporary file for ``name`` in ``directory`` (a path, or an open
+    directory's descriptor): ``.<name>.<16 hex digits>.tmp``, hidden, unique and recognisably
+    its. The name part is cut short (by whole characters) when the whole would be longer than
+    the file system allows, so that the temporary's name fits whenever ``name`` does: a valid
+    name of 234 to 255 bytes is never refused as "File name too long"."""
+    token = secrets.token_hex(8)
+    room = _name_max(directory) - len(f"..{token}.tmp")
+    while len(os.fsencode(name)) > room:
+        name = name[:-1]
+    return f".{name}.{token}.tmp"
+
+
+def _name_max(directory: Path | int) -> int:
+    try:
+        most = os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return _NAME_MAX
+    return most if most > 0 else _NAME_MAX  # -1: no limit said
 
 
 def write_atomically(path: Path, data: str | bytes) -> None:
@@ -24,7 +48,7 @@ def write_atomically(path: Path, data: str | bytes) -> None:
 
     What a crash at each point leaves:
 
-    - while the temporary file (``.<name>.<random>.tmp`` beside ``path``) is written or
+    - while the temporary file (:func:`temporary_name`, beside ``path``) is written or
       synced: the old ``path`` whole (or no ``path``) and possibly that temporary file, which
       no reader opens (a crash, unlike an exception, runs no clean-up);
     - after the sync, before the rename: the same, the temporary complete but unused;
@@ -36,7 +60,7 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     file (``0o666`` less the umask).
     """
     content = data.encode("utf-8") if isinstance(data, str) else data
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    temporary = path.with_name(temporary_name(path.name, path.parent))
     # Created as any new file (0o666 less the umask), exclusively: a name taken already is
     # an error, never someone else's file written over.
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

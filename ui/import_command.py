@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 import yaml
 
+from conclave.config.atomic_file import temporary_name
 from conclave.config.interpolation import interpolate
 from conclave.config.limits import MAX_CONFIG_BYTES
 from conclave.config.loader import ConfigError, parse_yaml, read_config_text
@@ -267,7 +268,8 @@ def _write(path: Path, text: str, *, force: bool) -> None:
     if not force and os.path.lexists(path):
         raise _Refused(f"{shown} exists; pass --force to replace it, or choose another -o")
     try:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        temporary = str(path.with_name(temporary_name(path.name, path.parent)))
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
         raise _Refused(
             f"cannot write in {display_path(path.parent)} ({exc.strerror or exc}); "
@@ -280,7 +282,7 @@ def _write(path: Path, text: str, *, force: bool) -> None:
             os.fsync(file.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # as any new file; mkstemp's 0600 is for now
+        os.chmod(temporary, 0o666 & ~umask)  # as any new file; 0600 is for now
         if force:
             os.replace(temporary, path)
         else:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from conclave.config.atomic_file import write_atomically
+from conclave.config.atomic_file import temporary_name, write_atomically
 
 _KILLED_BEFORE_RENAME = """
 import os, sys
 from pathlib import Path
-from conclave.config.atomic_file import write_atomically
+from conclave.config.atomic_file import temporary_name, write_atomically
 
 os.replace = lambda *args, **kwargs: os._exit(9)
 write_atomically(Path(sys.argv[1]), "new")
@@ -114,3 +114,37 @@ def test_a_process_killed_between_write_and_rename_leaves_the_old_file_whole(
     leftovers = [p for p in directory.iterdir() if p != target]
     assert [p.read_text(encoding="utf-8") for p in leftovers] == ["new"]
     assert all(p.name.startswith(".state.json.") and p.suffix == ".tmp" for p in leftovers)
+
+
+def test_a_file_whose_name_is_as_long_as_the_file_system_allows_is_written(
+    directory: Path,
+) -> None:
+    target = directory / ("r" * 250 + ".html")  # 255 characters: the most most systems allow
+
+    write_atomically(target, "report")
+
+    assert target.read_text(encoding="utf-8") == "report"
+    assert sorted(p.name for p in directory.iterdir()) == [target.name]
+
+
+def test_the_temporary_name_of_a_long_name_keeps_its_start_and_fits(directory: Path) -> None:
+    name = "r" * 250 + ".html"
+
+    temporary = temporary_name(name, directory)
+
+    assert len(temporary) == os.pathconf(directory, "PC_NAME_MAX")
+    assert temporary.startswith(".rrrr") and temporary.endswith(".tmp")
+    assert temporary != temporary_name(name, directory)
+
+
+def test_the_temporary_name_is_cut_by_whole_characters(directory: Path) -> None:
+    name = "é" * 127  # 254 bytes in UTF-8
+
+    temporary = temporary_name(name, directory)
+
+    assert len(os.fsencode(temporary)) <= 255
+    assert temporary.startswith("." + "é" * 116 + ".")  # 232 bytes of it, none split
+
+
+def test_a_short_name_is_kept_whole_in_its_temporary_name(directory: Path) -> None:
+    assert temporary_name("state.json", directory).startswith(".state.json.")

@@ -268,6 +268,17 @@ def test_a_written_config_leaves_no_temporary_file(tmp_path: Path) -> None:
     assert _leftovers(tmp_path) == []
 
 
+def test_an_output_whose_name_is_as_long_as_the_file_system_allows_is_written(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / ("c" * 250 + ".yaml")  # 255 characters: the most most systems allow
+
+    assert main(["import", "massgen", str(VALID), "-o", str(out)]) == ExitCode.OK
+
+    assert len(load_config(out).agents) == 2
+    assert _leftovers(tmp_path) == []
+
+
 def test_a_write_that_fails_leaves_neither_output_nor_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
