@@ -16,6 +16,7 @@ import pytest
 
 from conclave.ui.cli import main
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.log_dir import resolve_log_root
 from tests.cli.helpers import TASK, conclave, finish, read_stderr_until, start, write_config
 
 
@@ -157,3 +158,18 @@ def test_a_log_dir_whose_name_is_too_long_exits_2_naming_it(
     assert f"conclave: --log-dir {'a' * 300}: cannot use it (File name too long); " in err
     assert err.rstrip().endswith("pass a writable directory")
     assert list(tmp_path.iterdir()) == [tmp_path / "fast.yaml"]
+
+
+def test_a_log_root_that_already_holds_runs_is_taken_as_it_is(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    (root / "earlier").mkdir(parents=True)
+    (root / "events.jsonl").write_text("")
+
+    assert resolve_log_root(str(root)) == root
+
+
+def test_a_log_root_not_there_yet_is_checked_but_not_made(tmp_path: Path) -> None:
+    root = tmp_path / "runs" / "today"
+
+    assert resolve_log_root(str(root)) == root
+    assert not (tmp_path / "runs").exists()

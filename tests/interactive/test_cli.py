@@ -222,3 +222,30 @@ def test_project_init_with_a_name_too_long_exits_2_naming_it(tmp_path: Path) -> 
         "choose another name\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_chat_refuses_a_log_dir_whose_name_is_too_long_before_any_turn(tmp_path: Path) -> None:
+    done = conclave(
+        "chat", "--config", str(_config(tmp_path)), "--log-dir", "a" * 300, "Which agents?",
+        cwd=tmp_path,
+    )  # fmt: skip
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"conclave chat: --log-dir {'a' * 300}: cannot use it (File name too long); "
+        "pass a writable directory\n"
+    )
+    assert not (tmp_path / ".conclave" / "sessions").exists()  # no turn was recorded
+
+
+def test_chat_makes_no_log_directory_for_a_conversation_that_launches_no_run(
+    tmp_path: Path,
+) -> None:
+    done = conclave(
+        "chat", "--config", str(_config(tmp_path)), "--log-dir", "logs", "Which agents?",
+        cwd=tmp_path,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "logs").exists()

@@ -255,3 +255,31 @@ def test_the_repl_checks_its_starting_modes_not_every_mode(
 
     [start] = opened
     assert len(_agent_ids(start)) == 300
+
+
+def test_a_log_dir_whose_name_is_too_long_is_refused_before_the_repl_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opened = _opened(monkeypatch)
+
+    assert cli.main(["repl", "--log-dir", "a" * 300]) == ExitCode.USAGE
+
+    assert opened == []
+    assert capsys.readouterr().err == (
+        f"conclave: --log-dir {'a' * 300}: cannot use it (File name too long); "
+        "pass a writable directory\n"
+    )
+
+
+def test_a_log_dir_the_repl_could_not_create_is_refused_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opened = _opened(monkeypatch)
+    (tmp_path / "file").write_text("")
+
+    assert cli.main(["repl", "--log-dir", str(tmp_path / "file" / "runs")]) == ExitCode.USAGE
+
+    assert opened == []
+    assert "cannot create it (Not a directory); pass a writable directory" in (
+        capsys.readouterr().err
+    )

@@ -183,3 +183,28 @@ def test_an_unreadable_token_file_is_a_usage_error(tmp_path: Path) -> None:
 
     assert process.returncode == ExitCode.USAGE
     assert "--token-file" in err and "cannot read it" in err
+
+
+def test_a_log_dir_whose_name_is_too_long_is_a_usage_error_before_it_listens(
+    tmp_path: Path,
+) -> None:
+    process = serve(tmp_path, "--log-dir", "a" * 300)
+    out, err = finish(process)
+
+    assert process.returncode == ExitCode.USAGE
+    assert out == ""  # nothing listened
+    assert err == (
+        f"conclave serve: --log-dir {'a' * 300}: cannot use it (File name too long); "
+        "pass a writable directory\n"
+    )
+
+
+def test_a_log_dir_that_cannot_be_written_in_is_a_usage_error_before_it_listens(
+    tmp_path: Path,
+) -> None:
+    process = serve(tmp_path, "--log-dir", "/proc")
+    out, err = finish(process)
+
+    assert process.returncode == ExitCode.USAGE
+    assert out == ""
+    assert err.startswith("conclave serve: --log-dir /proc: cannot write in it (")

@@ -52,6 +52,7 @@ from conclave.ui.exit_codes import ExitCode
 from conclave.ui.headless.chat_session import ChatSession
 from conclave.ui.headless.inputs import decode_task
 from conclave.ui.headless.result import print_json_error
+from conclave.ui.log_dir import resolve_log_root
 from conclave.ui.sessions import (
     chosen_session,
     open_chosen_session,
@@ -90,13 +91,13 @@ def chat_command(args: argparse.Namespace) -> int:
         settings = interactive_settings(resolved)
         check_interactive_key(resolved.base, source=resolved.source)
         chosen = chosen_session(root, args)
+        log_root = resolve_log_root(args.log_dir)
     except (UsageError, ConfigError, SessionError) as exc:
         return _usage(args, str(exc))
     prune_old_sessions(root, resolved.base)
     permission_note = resolved.headless_permission_note()
     if permission_note is not None:
         _warn(permission_note)  # the agent's own calls and its runs' are refused alike
-    log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     approver: RunApprover = (
         ApproveAll() if args.yes or not settings.require_approval else RefuseAll()
     )

@@ -39,13 +39,14 @@ from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resol
 from conclave.config.schema import ConclaveConfig
 from conclave.runtime.eventlog import EventLogExists, EventLogFailure
 from conclave.ui.exit_codes import ExitCode
-from conclave.ui.headless.inputs import EmptyStdin, resolve_log_dir, resolve_task
+from conclave.ui.headless.inputs import EmptyStdin, resolve_task
 from conclave.ui.headless.questions import (
     SessionTurn,
     config_snapshot,
     keep_question,
     on_question_gate,
 )
+from conclave.ui.log_dir import resolve_log_dir
 from conclave.ui.progress import RunClock, RunProgress, Silent, StreamJson, TextProgress, run_id_of
 from conclave.ui.sessions import (
     chosen_session,

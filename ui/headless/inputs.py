@@ -1,5 +1,5 @@
-"""``conclave run``'s own inputs: the task (the argument or stdin) and the log directory.
-The flags every front end shares resolve in :mod:`config.resolver`.
+"""``conclave run``'s own input: the task (the argument or stdin). The flags every front
+end shares resolve in :mod:`config.resolver`, the log directory in :mod:`ui.log_dir`.
 
 Text that is not UTF-8 (documented in docs/exit-codes.md):
 
@@ -13,19 +13,12 @@ Text that is not UTF-8 (documented in docs/exit-codes.md):
 from __future__ import annotations
 
 import argparse
-import contextlib
-import secrets
 import sys
-import tempfile
-import time
-from collections.abc import Iterator
-from pathlib import Path
 
 from conclave.config.limits import MAX_TASK_BYTES
 from conclave.config.resolver import UsageError
-from conclave.ui.text import display_path
 
-__all__ = ["EmptyStdin", "decode_task", "resolve_log_dir", "resolve_task"]
+__all__ = ["EmptyStdin", "decode_task", "resolve_task"]
 
 
 class EmptyStdin(Exception):
@@ -90,44 +83,3 @@ def decode_task(raw: bytes) -> str:
             file=sys.stderr,
         )
         return raw.decode("utf-8", "replace")
-
-
-def resolve_log_dir(given: str | None) -> Path:
-    """The run's log directory, created and known to be writable, with no log in it yet.
-
-    Messages name ``--log-dir`` only when the user gave it: a problem with the default
-    directory is not a problem with a flag they never typed.
-    """
-    if given is not None:
-        if not given.strip():
-            raise UsageError("--log-dir is empty; pass the directory for the run's event log")
-        path = Path(given)
-        what = f"--log-dir {display_path(path)}"
-        advice = "pass a writable directory"
-    else:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = Path(".conclave") / "runs" / f"{stamp}-{secrets.token_hex(3)}"
-        what = f"the run's log directory {display_path(path)}"
-        advice = "run conclave from a writable directory"
-    log = path / "events.jsonl"
-    with _refused(what, "cannot use it", advice):  # a name too long, a symbolic link loop
-        taken = log.is_symlink() or log.exists()
-    if taken:
-        raise UsageError(f"{what} already holds a run (events.jsonl); choose a new directory")
-    with _refused(what, "cannot create it", advice):
-        path.mkdir(parents=True, exist_ok=True)
-    # A directory may exist and still refuse files (read-only, /proc, a full disk): find
-    # out now rather than from inside the run.
-    with _refused(what, "cannot write in it", advice), tempfile.TemporaryFile(dir=path):
-        pass
-    return path
-
-
-@contextlib.contextmanager
-def _refused(what: str, doing: str, advice: str) -> Iterator[None]:
-    """An ``OSError`` from checking or creating the log directory is a usage error naming
-    it. Only around those steps: an ``OSError`` anywhere else is not the user's path."""
-    try:
-        yield
-    except OSError as exc:
-        raise UsageError(f"{what}: {doing} ({exc.strerror or exc}); {advice}") from None

@@ -55,6 +55,7 @@ from conclave.config.schema import AgentConfig
 from conclave.config.schema.agents import price_of
 from conclave.config.wording import plural
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.log_dir import resolve_log_root
 from conclave.ui.repl.attachments import AttachError, attach, longest_backtick_run
 from conclave.ui.repl.collector import idle_collection
 from conclave.ui.repl.commands import SlashCompleter, run_command
@@ -688,6 +689,7 @@ def repl_command(args: argparse.Namespace) -> int:
         resolved.for_flags(modes)  # the starting modes' run must be able to start
         check_interactive_key(resolved.base, source=resolved.source)
         session = _session_start(args, resolved, flags)
+        log_root = resolve_log_root(args.log_dir)
     except (UsageError, ConfigError) as exc:
         print(f"conclave: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -707,7 +709,6 @@ def repl_command(args: argparse.Namespace) -> int:
         f"Conclave: {plural(len(resolved.base.agents), 'agent')}, {resolved.where()}. "
         f"{talk}; /help lists keys and commands, Ctrl+D quits."
     )
-    log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
     return run_repl(
         resolved,
         modes=modes,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import trio
 
@@ -22,6 +21,7 @@ from conclave.config.modes import ModeState
 from conclave.config.problems import ConfigError
 from conclave.config.resolver import ResolvedConfig, RunFlags, UsageError, resolve
 from conclave.ui.exit_codes import ExitCode
+from conclave.ui.log_dir import resolve_log_root
 from conclave.ui.serve.auth import (
     TokenError,
     generate_token,
@@ -70,9 +70,10 @@ def _settings(args: argparse.Namespace) -> ServeSettings:
         token = read_token_file(args.token_file) if args.token_file else generate_token()
     except TokenError as exc:
         raise _Usage(str(exc)) from None
-    log_root = Path(args.log_dir) if args.log_dir else Path(".conclave") / "runs"
-    if args.log_dir is not None and not args.log_dir.strip():
-        raise _Usage("--log-dir is empty; pass the directory the runs' logs go under")
+    try:
+        log_root = resolve_log_root(args.log_dir)
+    except UsageError as exc:
+        raise _Usage(str(exc)) from None
     return ServeSettings(
         resolved=_config(args),
         token=token,
