@@ -11,6 +11,7 @@ run's ``final/`` workspace) is copied to ``deliverables/<run id>/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 import attrs
 
 from conclave.actors.prompts.interactive import ProjectNote
+from conclave.config.atomic_file import temporary_name
 
 __all__ = [
     "CONTEXT_FILE",
@@ -140,7 +142,9 @@ def find_project(start: Path) -> Project | None:
 
 
 def init_project(directory: Path) -> Project:
-    """Make a project at ``directory`` (which must not exist, or be empty). Raises
+    """Make a project at ``directory`` (which must not exist, or be empty), whole or not at
+    all: it is built in a hidden directory beside it, then renamed into place, so a write
+    that fails (a full disk) leaves nothing behind, not even the parents it made. Raises
     :class:`ProjectError`."""
     name = directory.name
     if not name or name in (".", ".."):
@@ -149,17 +153,37 @@ def init_project(directory: Path) -> Project:
         raise ProjectError(
             f"{directory} already exists and is not an empty directory; choose another name"
         )
+    parent = directory.parent
+    made = _missing(parent)
+    building: Path | None = None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / CONTEXT_FILE).write_text(_CONTEXT_TEMPLATE.format(name=name), "utf-8")
-        (directory / FILEPATHS_FILE).write_text(json.dumps({}, indent=2) + "\n", "utf-8")
-        (directory / RUNS).mkdir()
-        (directory / DELIVERABLES).mkdir()
+        parent.mkdir(parents=True, exist_ok=True)
+        building = parent / temporary_name(name, parent)
+        building.mkdir()
+        (building / CONTEXT_FILE).write_text(_CONTEXT_TEMPLATE.format(name=name), "utf-8")
+        (building / FILEPATHS_FILE).write_text(json.dumps({}, indent=2) + "\n", "utf-8")
+        (building / RUNS).mkdir()
+        (building / DELIVERABLES).mkdir()
+        os.rename(building, directory)  # over an empty directory too
     except OSError as exc:
+        if building is not None:
+            shutil.rmtree(building, ignore_errors=True)
+        for made_directory in made:
+            with contextlib.suppress(OSError):
+                made_directory.rmdir()
         raise ProjectError(
-            f"cannot create the project {directory}: {exc.strerror or exc}"
+            f"cannot create the project {directory}: {exc.strerror or exc}; nothing was made"
         ) from None
     return Project(root=Path(os.path.abspath(directory)))
+
+
+def _missing(directory: Path) -> list[Path]:
+    """``directory`` and its parents that do not exist yet, deepest first."""
+    missing: list[Path] = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    return missing
 
 
 def keep_in_project(cwd: Path, log_dir: Path | None, workspace: str | None) -> Path | None:

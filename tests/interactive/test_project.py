@@ -3,6 +3,7 @@ and a final presentation's deliverable copied to ``deliverables/``."""
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -17,7 +18,23 @@ from conclave.actors.interactive.project import (
 )
 from conclave.config.schema import OrchestratorConfig, ScriptedBackendConfig
 from conclave.config.schema.backends import ToolStep
+from conclave.ui.exit_codes import ExitCode
+from conclave.ui.project_command import project_init_command
 from tests.interactive.helpers import panel, session
+
+
+def _disk_full_after_the_first_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Path.write_text writes one file, then fails as a full disk does."""
+    write_text = Path.write_text
+    written: list[Path] = []
+
+    def fails_after_one(self: Path, *args: object, **kwargs: object) -> int:
+        if written:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written.append(self)
+        return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", fails_after_one)
 
 
 def test_a_project_is_found_from_a_directory_inside_it(tmp_path: Path) -> None:
@@ -79,3 +96,53 @@ def test_keep_links_the_run_and_copies_its_deliverable(tmp_path: Path) -> None:
 def test_keep_outside_a_project_does_nothing(tmp_path: Path) -> None:
     assert keep_in_project(tmp_path, tmp_path / "run-1", None) is None
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_project_whose_write_fails_partway_is_not_left_half_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _disk_full_after_the_first_file(monkeypatch)
+
+    assert project_init_command("atlas") == ExitCode.USAGE
+
+    assert list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err == (
+        "conclave project init: cannot create the project atlas: No space left on device; "
+        "nothing was made\n"
+    )
+
+
+def test_a_project_whose_write_fails_leaves_none_of_the_parents_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _disk_full_after_the_first_file(monkeypatch)
+
+    with pytest.raises(ProjectError, match="No space left on device"):
+        init_project(tmp_path / "work" / "2026" / "atlas")
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_project_whose_write_fails_leaves_the_empty_directory_it_was_given_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "atlas").mkdir()
+    _disk_full_after_the_first_file(monkeypatch)
+
+    with pytest.raises(ProjectError):
+        init_project(tmp_path / "atlas")
+
+    assert [p.name for p in tmp_path.iterdir()] == ["atlas"]
+    assert list((tmp_path / "atlas").iterdir()) == []
+
+
+def test_a_project_is_made_in_an_empty_directory_that_exists(tmp_path: Path) -> None:
+    (tmp_path / "atlas").mkdir()
+
+    project = init_project(tmp_path / "atlas")
+
+    assert sorted(p.name for p in project.root.iterdir()) == [
+        "CONTEXT.md", "deliverables", "filepaths.json", "runs",
+    ]  # fmt: skip
+    assert [p.name for p in tmp_path.iterdir()] == ["atlas"]
