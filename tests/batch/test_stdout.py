@@ -5,7 +5,6 @@ Real processes, as only a process of its own can start with its stdout closed.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 
 from conclave.ui.exit_codes import ExitCode
 from tests.batch.helpers import batch, results, tasks, write_tasks
-from tests.cli.helpers import CONCLAVE
+from tests.cli.helpers import CONCLAVE, close_stdout, with_reader_gone
 
 
 def _batch(tmp_path: Path, config: Path, **popen: Any) -> subprocess.CompletedProcess[str]:
@@ -27,7 +26,7 @@ def _batch(tmp_path: Path, config: Path, **popen: Any) -> subprocess.CompletedPr
 
 
 def test_a_closed_stdout_is_said_on_stderr_and_exits_1(tmp_path: Path, fast_config: Path) -> None:
-    done = _batch(tmp_path, fast_config, preexec_fn=lambda: os.close(1))
+    done = _batch(tmp_path, fast_config, preexec_fn=close_stdout)
 
     assert done.returncode == ExitCode.FAILED
     [message] = [line for line in done.stderr.splitlines() if "stdout" in line]
@@ -56,18 +55,12 @@ def test_a_reader_that_left_ends_the_batch_quietly_with_its_own_exit_code(
     tmp_path: Path, fast_config: Path
 ) -> None:
     source = write_tasks(tmp_path / "tasks.jsonl", [*tasks(1), "{"])  # a bad line: exit 2
-    process = subprocess.Popen(
-        [str(CONCLAVE), "batch", str(source), "--out", "out.jsonl", "--config", str(fast_config),
-         "--summary-json", "summary.json"],
-        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+    code, err = with_reader_gone(
+        "batch", str(source), "--out", "out.jsonl", "--config", str(fast_config),
+        "--summary-json", "summary.json", cwd=tmp_path, timeout=120,
     )  # fmt: skip
-    assert process.stdout is not None
-    process.stdout.close()  # the reader goes away before the summary is written
 
-    err = process.communicate(timeout=120)[1]
-
-    assert process.returncode == ExitCode.USAGE
+    assert code == ExitCode.USAGE
     assert "stdout" not in err and "Traceback" not in err and "Exception ignored" not in err
     assert (tmp_path / "summary.json").exists()
 
@@ -80,7 +73,7 @@ def test_a_report_whose_stdout_cannot_take_its_tables_says_so_and_exits_1(
     assert batch(capsys, source, "--out", "out.jsonl", "--config", fast_config).code == 0
 
     with open("/dev/full", "w") as full:
-        stdout: dict[str, Any] = {"preexec_fn": lambda: os.close(1)} if closed else {"stdout": full}
+        stdout: dict[str, Any] = {"preexec_fn": close_stdout} if closed else {"stdout": full}
         done = subprocess.run(
             [str(CONCLAVE), "report", "out.jsonl"], cwd=tmp_path, stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True, timeout=60, **stdout,

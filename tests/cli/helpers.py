@@ -6,6 +6,7 @@ milliseconds."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -143,3 +144,22 @@ async def conclave_process(
             check=False,
             env=env,
         )
+
+
+def close_stdout() -> None:
+    """A ``preexec_fn``: the command starts with its stdout closed, as after ``>&-``."""
+    os.close(1)
+
+
+def with_reader_gone(*argv: str, cwd: Path, timeout: float = 60) -> tuple[int, str]:
+    """Run ``conclave *argv`` whose stdout reader goes away before anything is written
+    (``conclave ... | head`` ending early): its exit code and its stderr."""
+    process = subprocess.Popen(
+        [str(CONCLAVE), *argv],
+        cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    process.stdout.close()
+    err = process.communicate(timeout=timeout)[1]
+    return process.returncode, err

@@ -8,7 +8,6 @@ start with its stdout closed."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -16,14 +15,18 @@ from pathlib import Path
 import pytest
 
 from conclave.ui.exit_codes import ExitCode
-from tests.cli.helpers import CONCLAVE, TASK, conclave, fast_agents, write_config
+from tests.cli.helpers import (
+    CONCLAVE,
+    TASK,
+    close_stdout,
+    conclave,
+    fast_agents,
+    with_reader_gone,
+    write_config,
+)
 
 MASSGEN = Path(__file__).parents[1] / "config_import" / "massgen" / "with_ui.yaml"
 NO_SPACE = "No space left on device"
-
-
-def _close_stdout() -> None:
-    os.close(1)
 
 
 def _closed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -31,7 +34,7 @@ def _closed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(CONCLAVE), *args],
         cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, timeout=60, preexec_fn=_close_stdout,
+        text=True, timeout=60, preexec_fn=close_stdout,
     )  # fmt: skip
 
 
@@ -92,17 +95,9 @@ def test_replay_with_a_full_stdout_says_it_cannot_write_the_timeline_and_exits_1
 
 
 def test_replay_whose_reader_left_ends_quietly(run_log: str, tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        [str(CONCLAVE), "replay", run_log],
-        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert process.stdout is not None
-    process.stdout.close()  # the reader goes away before the timeline is written
+    code, err = with_reader_gone("replay", run_log, cwd=tmp_path)
 
-    err = process.communicate(timeout=60)[1]
-
-    assert process.returncode == ExitCode.OK
+    assert code == ExitCode.OK
     assert err == ""
 
 

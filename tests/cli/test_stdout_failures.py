@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conclave.ui.exit_codes import ExitCode
-from tests.cli.helpers import CONCLAVE, TASK, parse_json
+from tests.cli.helpers import CONCLAVE, TASK, close_stdout, parse_json, with_reader_gone
 
 
 @pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])
@@ -38,10 +38,6 @@ def test_a_full_stdout_ends_with_one_line_and_exit_code_1(
     assert "Exception ignored" not in done.stderr
 
 
-def _close_stdout() -> None:
-    os.close(1)
-
-
 def _close_stderr() -> None:
     os.close(2)
 
@@ -54,7 +50,7 @@ def test_a_closed_stdout_ends_with_one_line_and_exit_code_1(
         [str(CONCLAVE), "run", "--config", str(fast_config), "--log-dir", "run",
          "--output-format", output_format, TASK],
         cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=_close_stdout,
+        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=close_stdout,
     )  # fmt: skip
 
     assert done.returncode == ExitCode.FAILED, done.stderr
@@ -80,19 +76,24 @@ def test_a_closed_stderr_keeps_stdout_the_json_result_alone(
     assert json.loads(done.stdout)["termination"] == "completed"
 
 
+def _a_session(config: Path, cwd: Path) -> None:
+    """A run in ``cwd``, so that ``conclave sessions`` there has one to list."""
+    started = subprocess.run(
+        [str(CONCLAVE), "run", "--config", str(config), TASK],
+        cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert started.returncode == ExitCode.OK
+
+
 def test_sessions_with_a_closed_stdout_says_it_cannot_list_them_and_exits_1(
     fast_config: Path, tmp_path: Path
 ) -> None:
-    started = subprocess.run(
-        [str(CONCLAVE), "run", "--config", str(fast_config), TASK],
-        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
-    )  # fmt: skip
-    assert started.returncode == ExitCode.OK
+    _a_session(fast_config, tmp_path)
 
     done = subprocess.run(
         [str(CONCLAVE), "sessions"],
         cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=_close_stdout,
+        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=close_stdout,
     )  # fmt: skip
 
     assert done.returncode == ExitCode.FAILED
@@ -102,11 +103,7 @@ def test_sessions_with_a_closed_stdout_says_it_cannot_list_them_and_exits_1(
 def test_sessions_with_a_full_stdout_says_it_cannot_list_them_and_exits_1(
     fast_config: Path, tmp_path: Path
 ) -> None:
-    started = subprocess.run(
-        [str(CONCLAVE), "run", "--config", str(fast_config), TASK],
-        cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
-    )  # fmt: skip
-    assert started.returncode == ExitCode.OK
+    _a_session(fast_config, tmp_path)
 
     with open("/dev/full", "w") as full:
         done = subprocess.run(
@@ -124,17 +121,11 @@ def test_sessions_with_a_full_stdout_says_it_cannot_list_them_and_exits_1(
 def test_a_reader_that_left_ends_the_command_quietly_with_the_runs_exit_code(
     fast_config: Path, tmp_path: Path
 ) -> None:
-    process = subprocess.Popen(
-        [str(CONCLAVE), "run", "--config", str(fast_config), "--output-format", "json", TASK],
-        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert process.stdout is not None
-    process.stdout.close()  # the reader goes away before the result is written
+    code, err = with_reader_gone(
+        "run", "--config", str(fast_config), "--output-format", "json", TASK, cwd=tmp_path
+    )
 
-    err = process.communicate(timeout=60)[1]
-
-    assert process.returncode == ExitCode.OK
+    assert code == ExitCode.OK
     assert "stdout" not in err
     assert "Traceback" not in err
     assert "BrokenPipeError" not in err
