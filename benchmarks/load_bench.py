@@ -54,6 +54,7 @@ from conclave.benchmarks.bench_args import (
     write_report,
 )
 from conclave.benchmarks.floor import measure_floor
+from conclave.benchmarks.log_instructions import measure_log_instructions
 from conclave.benchmarks.machine import current_rss_kb, filesystem_of, machine_info, peak_rss_kb
 from conclave.config.modes import ModeState, apply_modes
 from conclave.config.schema import (
@@ -597,6 +598,10 @@ LOG_COST_COLUMNS = (
     "cpu_on_s", "log_cost_wall", "log_cost_cpu", "log_cost_cpu_paired", "target", "met",
     "event_log_mb",
 )  # fmt: skip
+LOG_INSTRUCTIONS_COLUMNS = (
+    "agents", "latency", "visibility", "instructions_off_m", "instructions_on_m",
+    "log_cost_instructions", "target", "met", "error",
+)  # fmt: skip
 BATCH_COLUMNS = (
     "runs", "concurrency", "workers", "wall_s", "runs_per_s", "ideal_runs_per_s",
     "fraction_of_ideal", "zero_cost_fraction", "ideal_run_latency_s", "mean_run_latency_s",
@@ -644,6 +649,15 @@ def _run_scenarios(
         report["scenarios"]["big_log_cost"] = rows
         title = "what the event log costs the big run (ring, L = 0; pairs of adjacent runs)"
         print(_table(title, rows, LOG_COST_COLUMNS))
+        # The same cost in instructions, which the machine's drift cannot move (its
+        # module docstring); 200 agents in --quick: a run is ~60 x slower under Valgrind.
+        counted = 200 if quick else 1_000
+        label = f"event log in instructions N={counted}"
+        measure = partial(measure_log_instructions, counted, LOG_COST_TARGET)
+        rows = _run_all([(label, measure)])
+        report["scenarios"]["big_log_instructions"] = rows
+        title = "what the event log costs the big run in instructions (Valgrind; ring, L = 0)"
+        print(_table(title, rows, LOG_INSTRUCTIONS_COLUMNS))
         big = report["scenarios"]["big"]
         floors = _run_all(
             [
