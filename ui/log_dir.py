@@ -31,16 +31,11 @@ def resolve_log_dir(given: str | None) -> Path:
     Messages name ``--log-dir`` only when the user gave it: a problem with the default
     directory is not a problem with a flag they never typed.
     """
-    if given is not None:
-        _refuse_empty(given, "the directory for the run's event log")
-        path = Path(given)
-        what = f"--log-dir {display_path(path)}"
-        advice = "pass a writable directory"
-    else:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = DEFAULT_LOG_ROOT / f"{stamp}-{secrets.token_hex(3)}"
-        what = f"the run's log directory {display_path(path)}"
-        advice = "run conclave from a writable directory"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    default = DEFAULT_LOG_ROOT / f"{stamp}-{secrets.token_hex(3)}"
+    path, what, advice = _named(
+        given, "the directory for the run's event log", default, "the run's log directory"
+    )
     log = path / "events.jsonl"
     with _refused(what, "cannot use it", advice):  # a name too long, a symbolic link loop
         taken = log.is_symlink() or log.exists()
@@ -55,15 +50,9 @@ def resolve_log_root(given: str | None) -> Path:
     :data:`DEFAULT_LOG_ROOT`), checked as :func:`resolve_log_dir` checks a run's, in the
     same words, but not made: a session that launches no run leaves nothing behind. A root
     not there yet must be one its nearest existing parent lets the runs create."""
-    if given is not None:
-        _refuse_empty(given, "the directory the runs' logs go under")
-        path = Path(given)
-        what = f"--log-dir {display_path(path)}"
-        advice = "pass a writable directory"
-    else:
-        path = DEFAULT_LOG_ROOT
-        what = f"the runs' log directory {display_path(path)}"
-        advice = "run conclave from a writable directory"
+    path, what, advice = _named(
+        given, "the directory the runs' logs go under", DEFAULT_LOG_ROOT, "the runs' log directory"
+    )
     with _refused(what, "cannot use it", advice):  # a name too long, a symbolic link loop
         there = path.exists()
     if there:
@@ -76,9 +65,20 @@ def resolve_log_root(given: str | None) -> Path:
     return path
 
 
-def _refuse_empty(given: str, wanted: str) -> None:
+def _named(given: str | None, wanted: str, default: Path, called: str) -> tuple[Path, str, str]:
+    """The directory to check, how messages name it and what they advise: ``--log-dir``'s
+    if the user gave it (``wanted`` says what an empty one should have been), else
+    ``default``, ``called`` so."""
+    if given is None:
+        return (
+            default,
+            f"{called} {display_path(default)}",
+            "run conclave from a writable directory",
+        )
     if not given.strip():
         raise UsageError(f"--log-dir is empty; pass {wanted}")
+    path = Path(given)
+    return path, f"--log-dir {display_path(path)}", "pass a writable directory"
 
 
 def _make_writable(path: Path, what: str, advice: str) -> None:
