@@ -6,8 +6,9 @@ pair of adjacent runs read anywhere from -19 % to +55 % for the same code: fifte
 still left its verdict a coin toss near the 15 % target. Cachegrind counts the instructions
 a process executes (user space; ``--cache-sim=no``), whatever the load: with the hash seed
 fixed (``PYTHONHASHSEED=0``) only what a run writes varies (timestamps, directory names), and
-the cost of 200 agents read +12.8 % and +12.4 % in two checkouts. A run's count is that of a process making two runs
-less that of one making one, so imports, compiling and the first run's warm-up cancel out.
+the cost of 200 agents read +12.8 % and +12.4 % in two checkouts. A run's count is that of a
+process making two runs less that of one making one, so imports, compiling and the first
+run's warm-up cancel out.
 
 What it leaves out, and the timed row keeps: the kernel's time for the log's writes (about
 1 % of such a run's CPU here) and what memory traffic costs beyond instructions. Under
