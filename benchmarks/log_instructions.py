@@ -108,7 +108,7 @@ def _count(valgrind: str, agents: int, plan: tuple[bool, int]) -> int:
 
 def _child(agents: int, logged: bool, runs: int) -> None:
     """The counted process: ``runs`` big runs, each in its own ``trio.run``, as the timed
-    row makes them. Imported here: the parent needs none of it."""
+    row makes them. Imported here: ``load_bench`` imports this module."""
     import trio
 
     from conclave.actors.run.driver import RunSpec, run

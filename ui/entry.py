@@ -57,7 +57,7 @@ def wants_json(argv: Sequence[str]) -> bool:
 def report(message: str | None, code: int, json_errors: bool) -> int:
     """The last word: one line on stderr (none for a quiet stop) and, for JSON, the error
     object on stdout. Writing either may fail too; the exit code is still returned."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    with contextlib.suppress(OSError, ValueError):
         if message is not None:
             print(message, file=sys.stderr)
         if json_errors:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -114,7 +115,7 @@ def _csv_rows(path: Path) -> list[Row]:
     read = 0  # the lines before the one the current reader starts on
     with _longest_cell(_CELL_LIMIT):  # a task may be 1 MiB, as in JSON Lines
         while True:
-            reader = csv.reader(map(lines.__getitem__, range(read, len(lines))), strict=True)
+            reader = csv.reader(itertools.islice(lines, read, None), strict=True)
             start = read + 1  # the line the next row starts on
             try:
                 for row in reader:
