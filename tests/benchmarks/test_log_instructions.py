@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +60,18 @@ def test_without_valgrind_the_row_says_how_to_install_it(monkeypatch: pytest.Mon
     monkeypatch.setattr(shutil, "which", lambda name: None)
 
     assert measure_log_instructions(200, 0.15) == {"agents": 200, "error": VALGRIND_MISSING}
+
+
+def test_a_counted_process_that_fails_is_an_error_naming_its_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing = tmp_path / "valgrind"
+    failing.write_text("#!/bin/sh\necho 'valgrind: cannot start' >&2\nexit 3\n")
+    failing.chmod(0o755)
+    monkeypatch.setattr(shutil, "which", lambda name: str(failing))
+
+    with pytest.raises(RuntimeError, match=r"failed \(exit 3\).*cannot start"):
+        measure_log_instructions(200, 0.15)
 
 
 def test_a_logged_run_counts_more_instructions_than_one_without_its_log() -> None:
